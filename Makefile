@@ -1,0 +1,58 @@
+# duetime: `make run` starts the local stack, `make test` runs every check.
+# Both set themselves up: they create .venv and install what they need.
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+NODE_STAMP := node_modules/.installed
+
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+export CDK_DISABLE_CLI_TELEMETRY := true
+export CDK_DISABLE_VERSION_CHECK := 1
+export AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED := true
+export npm_config_update_notifier := false
+
+.PHONY: install run test lint typecheck pytest bench asset synth clean
+
+install: $(STAMP) $(NODE_STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+$(NODE_STAMP): package.json
+	npm install --no-audit --no-fund --silent
+	touch $(NODE_STAMP)
+
+run: $(STAMP)
+	$(BIN)/duetime local $(ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+pytest: install
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+test: install lint typecheck pytest
+
+bench: $(STAMP)
+	$(PY) bench/recurrence.py
+
+# The Lambda asset: the project's packages and their runtime dependencies as
+# wheels for the Lambda platform (no Docker).
+asset: $(STAMP)
+	$(PY) -m infra.build_asset
+
+synth: install asset
+	npx cdk synth --no-notices --quiet
+
+clean:
+	rm -rf $(VENV) node_modules cdk.out build .pytest_cache .mypy_cache .ruff_cache

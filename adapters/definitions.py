@@ -1,0 +1,249 @@
+"""The AWS resources duetime needs, described once.
+
+The CDK stack (infra/) builds its tables and queues from these definitions and
+the tests create the same tables and queues on moto from them, so the code
+that queries an index and the stack that creates it cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Key:
+    name: str
+    type: str = "S"  # "S" or "N"
+
+
+@dataclass(frozen=True)
+class Index:
+    name: str
+    partition_key: Key
+    sort_key: Key | None = None
+    projection: str = "ALL"  # "ALL" or "KEYS_ONLY"
+
+
+@dataclass(frozen=True)
+class TableDefinition:
+    """One DynamoDB table: keys, indexes and the TTL attribute."""
+
+    logical_id: str
+    env_var: str
+    partition_key: Key
+    sort_key: Key | None = None
+    global_indexes: tuple[Index, ...] = ()
+    local_indexes: tuple[Index, ...] = ()
+    ttl_attribute: str | None = None
+
+
+@dataclass(frozen=True)
+class QueueDefinition:
+    logical_id: str
+    env_var: str
+    dlq_env_var: str
+    visibility_timeout_s: int
+    max_receive_count: int
+    retention_s: int = 14 * 24 * 3600
+    tags: dict[str, str] = field(default_factory=dict)
+
+
+# Schedules: one HEAD item per schedule (current version, state, next_due),
+# one immutable item per version (pk "S#<id>", sk "V#<version:08d>"), and the
+# idempotency records of create calls. The sparse "due" index holds only
+# active schedules that have a next_due, sharded so no key is hot.
+SCHEDULES = TableDefinition(
+    logical_id="Schedules",
+    env_var="DUETIME_SCHEDULES_TABLE",
+    partition_key=Key("pk"),
+    sort_key=Key("sk"),
+    global_indexes=(
+        Index("due", Key("due_shard"), Key("next_due")),
+        Index("listing", Key("entity"), Key("created_key"), projection="KEYS_ONLY"),
+    ),
+)
+
+# Occurrences and their runs: partition "<schedule_id>", sort key the business
+# key "SLOT#<wall time>#<fold>", so a conditional put refuses a second
+# occurrence for one slot across versions. The local index orders a
+# schedule's runs by scheduled_at; the sparse "pending" index holds the
+# occurrences that still need admission or their delivery intent, by
+# partition "(bucket, shard)" and scheduled_at. Old history expires by TTL.
+OCCURRENCES = TableDefinition(
+    logical_id="Occurrences",
+    env_var="DUETIME_OCCURRENCES_TABLE",
+    partition_key=Key("pk"),
+    sort_key=Key("sk"),
+    global_indexes=(Index("pending", Key("partition"), Key("scheduled_at")),),
+    local_indexes=(Index("by_scheduled_at", Key("pk"), Key("scheduled_key")),),
+    ttl_attribute="expires_at_epoch",
+)
+
+# Leases (one item per shard: owner, epoch, expires_at, checkpoint) and
+# heartbeats (one item per component).
+LEASES = TableDefinition(
+    logical_id="Leases",
+    env_var="DUETIME_LEASES_TABLE",
+    partition_key=Key("pk"),
+)
+
+TABLES: tuple[TableDefinition, ...] = (SCHEDULES, OCCURRENCES, LEASES)
+
+# Delivery intents. A retry is a visibility change, so a message is received
+# once per attempt; the redrive limit sits above the highest allowed
+# max_attempts so the worker, not the redrive, decides when a run has failed.
+DELIVERY_QUEUE = QueueDefinition(
+    logical_id="Delivery",
+    env_var="DUETIME_DELIVERY_QUEUE_URL",
+    dlq_env_var="DUETIME_DELIVERY_DLQ_URL",
+    visibility_timeout_s=960,
+    max_receive_count=25,
+)
+
+MAX_ATTEMPTS_LIMIT = 20
+
+
+def create_tables(client: object, names: dict[str, str]) -> None:
+    """Create every table on a DynamoDB endpoint (moto, in tests and the emulator).
+
+    ``names`` maps a definition's logical_id to the physical table name.
+    """
+    for table in TABLES:
+        _create_table(client, table, names[table.logical_id])
+
+
+def _key_schema(partition: Key, sort: Key | None) -> list[dict[str, str]]:
+    schema = [{"AttributeName": partition.name, "KeyType": "HASH"}]
+    if sort is not None:
+        schema.append({"AttributeName": sort.name, "KeyType": "RANGE"})
+    return schema
+
+
+def _create_table(client: object, table: TableDefinition, name: str) -> None:
+    attributes: dict[str, str] = {table.partition_key.name: table.partition_key.type}
+    if table.sort_key is not None:
+        attributes[table.sort_key.name] = table.sort_key.type
+    for index in (*table.global_indexes, *table.local_indexes):
+        attributes[index.partition_key.name] = index.partition_key.type
+        if index.sort_key is not None:
+            attributes[index.sort_key.name] = index.sort_key.type
+    kwargs: dict[str, object] = {
+        "TableName": name,
+        "BillingMode": "PAY_PER_REQUEST",
+        "KeySchema": _key_schema(table.partition_key, table.sort_key),
+        "AttributeDefinitions": [
+            {"AttributeName": n, "AttributeType": t} for n, t in sorted(attributes.items())
+        ],
+    }
+    if table.global_indexes:
+        kwargs["GlobalSecondaryIndexes"] = [
+            {
+                "IndexName": index.name,
+                "KeySchema": _key_schema(index.partition_key, index.sort_key),
+                "Projection": {"ProjectionType": index.projection},
+            }
+            for index in table.global_indexes
+        ]
+    if table.local_indexes:
+        kwargs["LocalSecondaryIndexes"] = [
+            {
+                "IndexName": index.name,
+                "KeySchema": _key_schema(index.partition_key, index.sort_key),
+                "Projection": {"ProjectionType": index.projection},
+            }
+            for index in table.local_indexes
+        ]
+    client.create_table(**kwargs)  # type: ignore[attr-defined]
+    if table.ttl_attribute:
+        client.update_time_to_live(  # type: ignore[attr-defined]
+            TableName=name,
+            TimeToLiveSpecification={"Enabled": True, "AttributeName": table.ttl_attribute},
+        )
+
+
+def create_queues(client: object, prefix: str) -> dict[str, str]:
+    """Create the delivery queue and its DLQ on an SQS endpoint; return env var -> URL."""
+    import json
+
+    q = DELIVERY_QUEUE
+    dlq_url: str = client.create_queue(QueueName=f"{prefix}-delivery-dlq")["QueueUrl"]  # type: ignore[attr-defined]
+    dlq_arn = client.get_queue_attributes(  # type: ignore[attr-defined]
+        QueueUrl=dlq_url, AttributeNames=["QueueArn"]
+    )["Attributes"]["QueueArn"]
+    url: str = client.create_queue(  # type: ignore[attr-defined]
+        QueueName=f"{prefix}-delivery",
+        Attributes={
+            "VisibilityTimeout": str(q.visibility_timeout_s),
+            "RedrivePolicy": json.dumps(
+                {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": str(q.max_receive_count)}
+            ),
+        },
+    )["QueueUrl"]
+    return {q.env_var: url, q.dlq_env_var: dlq_url}
+
+
+# Metrics: one namespace, emitted through Powertools Metrics with the single
+# default dimension service=SERVICE_NAME. The alarms and the dashboard in the
+# CDK stack refer to these names, so they live here, next to the tables.
+METRICS_NAMESPACE = "duetime"
+SERVICE_NAME = "duetime"
+
+
+class Metric:
+    TICK_HEARTBEAT = "TickHeartbeat"  # Count, one per tick pass
+    DISPATCH_LAG = "DispatchLag"  # Seconds, admitted_at - scheduled_at
+    OCCURRENCES_MATERIALIZED = "OccurrencesMaterialized"  # Count
+    OCCURRENCES_ADMITTED = "OccurrencesAdmitted"  # Count
+    OCCURRENCES_SKIPPED = "OccurrencesSkipped"  # Count
+    OCCURRENCES_EXPIRED = "OccurrencesExpired"  # Count
+    RUNS_SUCCEEDED = "RunsSucceeded"  # Count
+    RUNS_FAILED = "RunsFailed"  # Count
+    RUNS_RETRIED = "RunsRetried"  # Count
+    RUN_ATTEMPTS = "RunAttempts"  # Count, one per attempt started
+    START_LATENESS = "StartLateness"  # Seconds, started_at - scheduled_at
+    OVERDUE_SCHEDULES = "OverdueSchedules"  # Count, from the watchdog
+    LATE_SCHEDULES = "LateSchedules"  # Count, from the watchdog
+    TICK_HEARTBEAT_AGE = "TickHeartbeatAge"  # Seconds, from the watchdog
+
+
+# Environment each Lambda function receives (besides POWERTOOLS_* and LOG_LEVEL).
+ENV_SHARDS = "DUETIME_SHARDS"
+ENV_BUCKET_S = "DUETIME_BUCKET_S"
+ENV_LOOKAHEAD_S = "DUETIME_LOOKAHEAD_S"
+ENV_TICK_BUDGET_S = "DUETIME_TICK_BUDGET_S"
+ENV_ALLOW_PRIVATE_TARGETS = "DUETIME_ALLOW_PRIVATE_TARGETS"
+ENV_SECRETS_PREFIX = "DUETIME_SECRETS_PREFIX"
+
+FUNCTION_ENV: dict[str, tuple[str, ...]] = {
+    "api": (
+        SCHEDULES.env_var,
+        OCCURRENCES.env_var,
+        LEASES.env_var,
+        ENV_SHARDS,
+        ENV_BUCKET_S,
+        ENV_SECRETS_PREFIX,
+    ),
+    "tick": (
+        SCHEDULES.env_var,
+        OCCURRENCES.env_var,
+        LEASES.env_var,
+        DELIVERY_QUEUE.env_var,
+        ENV_SHARDS,
+        ENV_BUCKET_S,
+        ENV_LOOKAHEAD_S,
+        ENV_TICK_BUDGET_S,
+    ),
+    "worker": (
+        SCHEDULES.env_var,
+        OCCURRENCES.env_var,
+        DELIVERY_QUEUE.env_var,
+        DELIVERY_QUEUE.dlq_env_var,
+        ENV_ALLOW_PRIVATE_TARGETS,
+        ENV_SECRETS_PREFIX,
+    ),
+    "watchdog": (
+        SCHEDULES.env_var,
+        OCCURRENCES.env_var,
+        LEASES.env_var,
+    ),
+}

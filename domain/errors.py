@@ -1,0 +1,25 @@
+"""The errors the domain raises. Each names what was wrong and why."""
+
+from __future__ import annotations
+
+
+class DuetimeError(Exception):
+    """Base of every error duetime raises on purpose."""
+
+
+class InvalidSchedule(DuetimeError, ValueError):  # noqa: N818 - a refusal, not a crash
+    """Input that cannot become a schedule.
+
+    ``field`` is the dotted path of the offending input (``spec.cron``,
+    ``minute``, ``policy.retry.cap``) and ``reason`` says what is wrong with it,
+    so ``str(error)`` reads ``"minute: 61 is outside 0-59"``.
+    """
+
+    def __init__(self, field: str, reason: str) -> None:
+        super().__init__(f"{field}: {reason}")
+        self.field = field
+        self.reason = reason
+
+    def within(self, prefix: str) -> InvalidSchedule:
+        """The same error, with its field placed under ``prefix`` (``spec.cron.minute``)."""
+        return InvalidSchedule(f"{prefix}.{self.field}" if prefix else self.field, self.reason)
