@@ -1,0 +1,241 @@
+"""Cron expressions: five fields, validated here, iterated as wall times by cronsim.
+
+The rules, as Vixie/Debian cron has them:
+
+- fields are minute (0-59), hour (0-23), day of month (1-31), month (1-12 or
+  JAN-DEC) and day of week (0-7 or SUN-SAT; both 0 and 7 are Sunday);
+- a field is ``*``, a value, a range ``a-b``, a step ``*/n``, ``a-b/n`` or
+  ``a/n`` (from a to the end of the field), or a comma list of those;
+- names are accepted in any case; the nicknames ``@hourly`` ... ``@yearly``
+  stand for their five-field forms;
+- ``L`` in the day-of-month field is the last day of the month; ``DOW#n`` in
+  the day-of-week field is the n-th such weekday of the month (n = 1..5);
+- when both day fields are restricted, a day matches if EITHER matches
+  (``0 0 13 * 5`` is "the 13th, and every Friday"); a day field that starts
+  with ``*`` counts as unrestricted, so ``0 0 */2 * 1`` needs both.
+
+This module only speaks of wall times (naive local date-times). Turning a wall
+time into an instant is the daylight-saving policy's job (``domain.dst``).
+"""
+
+from __future__ import annotations
+
+import calendar
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+
+from cronsim import CronSim
+
+from domain.errors import InvalidSchedule
+
+NICKNAMES = {
+    "@yearly": "0 0 1 1 *",
+    "@annually": "0 0 1 1 *",
+    "@monthly": "0 0 1 * *",
+    "@weekly": "0 0 * * 0",
+    "@daily": "0 0 * * *",
+    "@midnight": "0 0 * * *",
+    "@hourly": "0 * * * *",
+}
+
+MONTHS = ("JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC")
+WEEKDAYS = ("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT")
+
+# The longest each month can be (February in a leap year).
+MONTH_LENGTH = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+
+
+@dataclass(frozen=True)
+class _Field:
+    name: str
+    low: int
+    high: int
+    names: tuple[str, ...] = ()
+    names_start: int = 0
+
+
+MINUTE = _Field("minute", 0, 59)
+HOUR = _Field("hour", 0, 23)
+DAY_OF_MONTH = _Field("day_of_month", 1, 31)
+MONTH = _Field("month", 1, 12, MONTHS, 1)
+DAY_OF_WEEK = _Field("day_of_week", 0, 7, WEEKDAYS, 0)
+FIELDS = (MINUTE, HOUR, DAY_OF_MONTH, MONTH, DAY_OF_WEEK)
+
+
+def _value(field: _Field, text: str) -> int:
+    """One value of a field: a number in range, or a name where the field has names."""
+    upper = text.upper()
+    if upper in field.names:
+        return field.names.index(upper) + field.names_start
+    if not text.isdigit():
+        if field.names:
+            raise InvalidSchedule(
+                field.name,
+                f"{text!r} is not a number or a name ({field.names[0]}-{field.names[-1]})",
+            )
+        raise InvalidSchedule(field.name, f"{text!r} is not a number")
+    value = int(text)
+    if not field.low <= value <= field.high:
+        raise InvalidSchedule(field.name, f"{value} is outside {field.low}-{field.high}")
+    return value
+
+
+def _term_values(field: _Field, term: str) -> set[int]:
+    """The values one comma-separated term stands for (markers L and # excluded)."""
+    if term == "":
+        raise InvalidSchedule(field.name, "empty item in a list")
+    base, slash, step_text = term.partition("/")
+    step = 1
+    if slash:
+        if not step_text.isdigit():
+            raise InvalidSchedule(field.name, f"step {step_text!r} is not a number")
+        step = int(step_text)
+        if step == 0:
+            raise InvalidSchedule(field.name, "step must be at least 1")
+    if base == "*":
+        low, high = field.low, field.high
+    elif "-" in base:
+        start_text, _, end_text = base.partition("-")
+        low, high = _value(field, start_text), _value(field, end_text)
+        if low > high:
+            raise InvalidSchedule(field.name, f"range {base} runs backwards")
+    else:
+        low = _value(field, base)
+        # "a/n" runs from a to the end of the field; a bare value is itself.
+        high = field.high if slash else low
+    return set(range(low, high + 1, step))
+
+
+def _parse_field(field: _Field, text: str) -> frozenset[int | str]:
+    items: set[int | str] = set()
+    for term in text.split(","):
+        upper = term.upper()
+        if field is DAY_OF_MONTH and upper == "L":
+            items.add("L")
+            continue
+        if field is DAY_OF_WEEK and "#" in term:
+            day_text, _, nth_text = term.partition("#")
+            day = _value(field, day_text) % 7
+            if not nth_text.isdigit() or not 1 <= int(nth_text) <= 5:
+                raise InvalidSchedule(field.name, f"{term!r}: the n in DOW#n must be 1-5")
+            items.add(f"{day}#{int(nth_text)}")
+            continue
+        if "L" in upper and field in (DAY_OF_MONTH, DAY_OF_WEEK):
+            raise InvalidSchedule(
+                field.name,
+                f"{term!r} is not supported (L alone means the last day of the month, "
+                "in the day-of-month field only)",
+            )
+        if "#" in term:
+            raise InvalidSchedule(field.name, f"{term!r}: # is only allowed in day_of_week")
+        values = _term_values(field, term)
+        if field is DAY_OF_WEEK:
+            values = {v % 7 for v in values}
+        items.update(values)
+    return frozenset(items)
+
+
+@dataclass(frozen=True)
+class CronExpression:
+    """A validated five-field cron expression.
+
+    ``source`` is what the user wrote; ``expression`` is its five-field form
+    (nicknames expanded). ``elapsed_time`` is Debian cron's test for a job that
+    follows real elapsed time: its minute or hour field starts with ``*``.
+    """
+
+    source: str
+    expression: str
+    minutes: frozenset[int | str]
+    hours: frozenset[int | str]
+    days_of_month: frozenset[int | str]
+    months: frozenset[int | str]
+    days_of_week: frozenset[int | str]
+    elapsed_time: bool
+    day_of_month_restricted: bool
+    day_of_week_restricted: bool
+
+    @classmethod
+    def parse(cls, source: str) -> CronExpression:
+        if not isinstance(source, str) or not source.strip():
+            raise InvalidSchedule("cron", "must be a five-field cron expression")
+        text = " ".join(source.split())
+        if text.startswith("@"):
+            if text.lower() not in NICKNAMES:
+                raise InvalidSchedule(
+                    "cron", f"unknown nickname {text!r} (use one of {', '.join(NICKNAMES)})"
+                )
+            text = NICKNAMES[text.lower()]
+        parts = text.split(" ")
+        if len(parts) != 5:
+            raise InvalidSchedule(
+                "cron",
+                f"has {len(parts)} fields; expected 5 "
+                "(minute hour day_of_month month day_of_week)",
+            )
+        parsed = [_parse_field(field, part) for field, part in zip(FIELDS, parts, strict=True)]
+        minutes, hours, doms, months, dows = parsed
+        dom_restricted = not parts[2].startswith("*")
+        dow_restricted = not parts[4].startswith("*")
+        cron = cls(
+            source=source,
+            expression=text,
+            minutes=minutes,
+            hours=hours,
+            days_of_month=doms,
+            months=months,
+            days_of_week=dows,
+            elapsed_time=parts[0].startswith("*") or parts[1].startswith("*"),
+            day_of_month_restricted=dom_restricted,
+            day_of_week_restricted=dow_restricted,
+        )
+        cron._check_can_fire()
+        return cron
+
+    @property
+    def days_ored(self) -> bool:
+        """Both day fields restricted: a day matches if either field matches."""
+        return self.day_of_month_restricted and self.day_of_week_restricted
+
+    def _check_can_fire(self) -> None:
+        # Only the day-of-month/month pair can rule out every date: when the
+        # days are ORed with a restricted weekday, some weekday always comes.
+        if self.days_ored or "L" in self.days_of_month:
+            return
+        numeric = [d for d in self.days_of_month if isinstance(d, int)]
+        months = sorted(m for m in self.months if isinstance(m, int))
+        if numeric and min(numeric) > max(MONTH_LENGTH[m - 1] for m in months):
+            names = ",".join(MONTHS[m - 1] for m in months)
+            raise InvalidSchedule(
+                "cron",
+                f"{self.source!r} never fires: no month in {names} has a day {min(numeric)}",
+            )
+        # The rare combinations left (a 5th weekday of February and the like)
+        # are settled by looking: within cronsim's 50-year horizon from 2000.
+        if self.first_wall_time_after(datetime(2000, 1, 1)) is None:
+            raise InvalidSchedule("cron", f"{self.source!r} never fires")
+
+    def wall_times(self, after: datetime) -> Iterator[datetime]:
+        """Matching wall times strictly after ``after`` (naive), in order.
+
+        Ends (instead of searching forever) when nothing matches within
+        cronsim's horizon of 50 years.
+        """
+        if after.tzinfo is not None:
+            raise ValueError("wall_times takes a naive wall time")
+        return CronSim(self.expression, after)
+
+    def first_wall_time_after(self, after: datetime) -> datetime | None:
+        return next(self.wall_times(after), None)
+
+    def matches_day(self, year: int, month: int, day: int) -> bool:
+        """Whether the date matches the day fields (used to explain a schedule)."""
+        weekday = (calendar.weekday(year, month, day) + 1) % 7  # 0 = Sunday
+        last = calendar.monthrange(year, month)[1]
+        dom = day in self.days_of_month or ("L" in self.days_of_month and day == last)
+        nth = (day - 1) // 7 + 1
+        dow = weekday in self.days_of_week or f"{weekday}#{nth}" in self.days_of_week
+        if self.days_ored:
+            return dom or dow
+        return dom and dow

@@ -1,0 +1,319 @@
+"""When a schedule fires: the three spec kinds and the instants they produce.
+
+- ``cron``: a five-field expression matched against wall times in an IANA
+  ``time_zone``; each matched wall time becomes instants by the DST policy.
+- ``at``: one instant (written with an offset), or one wall time in a zone
+  (resolved by the same DST policy; with ``cron`` it follows the fixed-time
+  rule, as a cron job at a fixed time would).
+- ``every``: a fixed duration from an anchor (``start_at``, else the instant
+  the schedule was created). ``P1D`` is 24 hours, not "daily at this time".
+
+All kinds take ``start_at`` and ``end_at``; both bounds are inclusive.
+Instants are aware UTC datetimes; "after" is always strictly after, so asked
+at the exact instant of an occurrence the next one is the following one.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar
+
+from domain.cron import CronExpression
+from domain.errors import InvalidSchedule
+from domain.timeparse import (
+    format_duration,
+    format_instant,
+    parse_duration,
+    parse_instant,
+    parse_instant_or_wall,
+)
+from domain.timezones import DstFold, DstGap, Note, load_zone, resolve
+
+ONE_DAY = timedelta(days=1)
+_EPSILON = timedelta(microseconds=1)
+
+
+@dataclass(frozen=True)
+class DstPolicy:
+    gap: DstGap = DstGap.CRON
+    fold: DstFold = DstFold.CRON
+
+
+@dataclass(frozen=True)
+class CronSpec:
+    cron: CronExpression
+    time_zone: str = "UTC"
+    start_at: datetime | None = None
+    end_at: datetime | None = None
+
+    def __post_init__(self) -> None:
+        load_zone(self.time_zone, "spec.time_zone")
+        _check_bounds(self.start_at, self.end_at)
+
+
+@dataclass(frozen=True)
+class AtSpec:
+    """One run: ``at`` is an aware instant, or a naive wall time in ``time_zone``."""
+
+    at: datetime
+    time_zone: str | None = None
+    start_at: datetime | None = None
+    end_at: datetime | None = None
+
+    def __post_init__(self) -> None:
+        if self.time_zone is not None:
+            load_zone(self.time_zone, "spec.time_zone")
+        if self.at.tzinfo is None and self.time_zone is None:
+            raise InvalidSchedule(
+                "spec.at", "a wall time without an offset needs spec.time_zone"
+            )
+        _check_bounds(self.start_at, self.end_at)
+
+
+@dataclass(frozen=True)
+class EverySpec:
+    every: timedelta
+    anchor_at: datetime
+    time_zone: str | None = None  # only for showing local times
+    start_at: datetime | None = None
+    end_at: datetime | None = None
+
+    def __post_init__(self) -> None:
+        if self.every <= timedelta(0):
+            raise InvalidSchedule("spec.every", "must be positive")
+        if self.every < timedelta(seconds=1) or self.every % timedelta(seconds=1):
+            raise InvalidSchedule("spec.every", "must be a whole number of seconds, at least PT1S")
+        if self.anchor_at.tzinfo is None:
+            raise ValueError("anchor_at must be aware")
+        if self.time_zone is not None:
+            load_zone(self.time_zone, "spec.time_zone")
+        _check_bounds(self.start_at, self.end_at)
+
+
+ScheduleSpec = CronSpec | AtSpec | EverySpec
+
+
+def _check_bounds(start_at: datetime | None, end_at: datetime | None) -> None:
+    for name, value in (("spec.start_at", start_at), ("spec.end_at", end_at)):
+        if value is not None and value.tzinfo is None:
+            raise InvalidSchedule(name, "must have an offset")
+    if start_at is not None and end_at is not None and end_at < start_at:
+        raise InvalidSchedule("spec.end_at", "must not be before spec.start_at")
+
+
+@dataclass(frozen=True, slots=True)
+class Slot:
+    """One instant a schedule fires at, with the wall time it came from.
+
+    ``(wall, fold)`` is the slot's business key within its schedule: two
+    versions of a schedule never both fire for the same wall time and fold.
+    """
+
+    scheduled_at: datetime  # aware, UTC
+    wall: datetime  # naive, in the spec's zone (UTC for instants)
+    fold: int = 0
+    note: Note | None = field(default=None, compare=False)
+
+
+def spec_zone_name(spec: ScheduleSpec) -> str:
+    """The zone a spec's local times are shown in."""
+    return spec.time_zone or "UTC"
+
+
+def slots_after(spec: ScheduleSpec, dst: DstPolicy, after: datetime) -> Iterator[Slot]:
+    """Every slot strictly after ``after``, in order of instant, within start/end."""
+    if after.tzinfo is None:
+        raise ValueError("after must be an aware instant")
+    after = after.astimezone(UTC)
+    if spec.start_at is not None and spec.start_at > after:
+        after = spec.start_at - _EPSILON
+    if isinstance(spec, CronSpec):
+        slots = _cron_slots(spec, dst, after)
+    elif isinstance(spec, EverySpec):
+        slots = _every_slots(spec, after)
+    else:
+        slots = _at_slots(spec, dst, after)
+    end_at = spec.end_at
+    if end_at is None:
+        return slots
+    return _until(slots, end_at)
+
+
+def next_slot(spec: ScheduleSpec, dst: DstPolicy, after: datetime) -> Slot | None:
+    """The first slot strictly after ``after``, or None when the spec has ended."""
+    return next(slots_after(spec, dst, after), None)
+
+
+def _until(slots: Iterator[Slot], end_at: datetime) -> Iterator[Slot]:
+    for slot in slots:
+        if slot.scheduled_at > end_at:
+            return
+        yield slot
+
+
+def _every_slots(spec: EverySpec, after: datetime) -> Iterator[Slot]:
+    step = spec.every
+    anchor = spec.anchor_at.astimezone(UTC)
+    k = 0 if after < anchor else (after - anchor) // step + 1
+    at = anchor + step * k
+    while True:
+        yield Slot(at, at.replace(tzinfo=None))
+        at += step
+
+
+def _at_slots(spec: AtSpec, dst: DstPolicy, after: datetime) -> Iterator[Slot]:
+    if spec.at.tzinfo is not None:
+        at = spec.at.astimezone(UTC)
+        if at > after:
+            yield Slot(at, at.replace(tzinfo=None))
+        return
+    zone = load_zone(spec.time_zone or "UTC")
+    for resolved in resolve(spec.at, zone, dst.gap, dst.fold, elapsed_time=False):
+        if resolved.at > after:
+            yield Slot(resolved.at, spec.at, resolved.fold, resolved.note)
+
+
+def _cron_slots(spec: CronSpec, dst: DstPolicy, after: datetime) -> Iterator[Slot]:
+    """Resolve matched wall times to instants and yield them in instant order.
+
+    Wall-time order is instant order except for two cases: a gap time read
+    with the earlier offset (``shift``) and the second copy of a folded time.
+    Those wait in a small heap until the ordinary instants have caught up.
+    """
+    zone = load_zone(spec.time_zone)
+    cron = spec.cron
+    gap, fold, elapsed = dst.gap, dst.fold, cron.elapsed_time
+    # A wall time earlier than after's own wall time can still fire after it,
+    # by as much as the offsets around it differ (a fold's second copy, a
+    # shifted gap time): start that much earlier.
+    offset = after.astimezone(zone).utcoffset()
+    assert offset is not None
+    lookback = timedelta(0)
+    for probe in (after - ONE_DAY, after + ONE_DAY):
+        other = probe.astimezone(zone).utcoffset()
+        assert other is not None
+        lookback = max(lookback, offset - other)
+    start = (after + offset).replace(tzinfo=None) - lookback
+    waiting: list[tuple[datetime, int, datetime, Note | None]] = []
+    last: datetime | None = None
+    for wall in cron.wall_times(start):
+        off0 = wall.replace(tzinfo=zone).utcoffset()
+        if off0 == wall.replace(tzinfo=zone, fold=1).utcoffset():
+            assert off0 is not None
+            at = (wall - off0).replace(tzinfo=UTC)
+            while waiting and waiting[0][0] <= at:
+                w_at, w_fold, w_wall, w_note = heapq.heappop(waiting)
+                if w_at > after and w_at != last:
+                    last = w_at
+                    yield Slot(w_at, w_wall, w_fold, w_note)
+            if at > after and at != last:
+                last = at
+                yield Slot(at, wall)
+            continue
+        for resolved in resolve(wall, zone, gap, fold, elapsed):
+            if resolved.note in (Note.GAP_SHIFTED, Note.FOLD_SECOND):
+                heapq.heappush(waiting, (resolved.at, resolved.fold, wall, resolved.note))
+                continue
+            while waiting and waiting[0][0] <= resolved.at:
+                w_at, w_fold, w_wall, w_note = heapq.heappop(waiting)
+                if w_at > after and w_at != last:
+                    last = w_at
+                    yield Slot(w_at, w_wall, w_fold, w_note)
+            if resolved.at > after and resolved.at != last:
+                last = resolved.at
+                yield Slot(resolved.at, wall, resolved.fold, resolved.note)
+    while waiting:
+        w_at, w_fold, w_wall, w_note = heapq.heappop(waiting)
+        if w_at > after and w_at != last:
+            last = w_at
+            yield Slot(w_at, w_wall, w_fold, w_note)
+
+
+# --- parsing and printing the JSON form --------------------------------------------
+
+
+def parse_spec(data: object, *, created_at: datetime) -> ScheduleSpec:
+    """The spec a user wrote (``{"cron": ..., "time_zone": ...}`` and so on).
+
+    ``created_at`` anchors an ``every`` spec that has no ``start_at``.
+    Every refusal names the field under ``spec``.
+    """
+    if not isinstance(data, Mapping):
+        raise InvalidSchedule("spec", "must be an object with one of cron, at or every")
+    kinds = [k for k in ("cron", "at", "every") if data.get(k) is not None]
+    if len(kinds) != 1:
+        raise InvalidSchedule(
+            "spec", "must have exactly one of cron, at or every"
+            + (f" (got {', '.join(kinds)})" if kinds else "")
+        )
+    known = {"cron", "at", "every", "time_zone", "start_at", "end_at"}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise InvalidSchedule(f"spec.{unknown[0]}", "is not a spec field")
+    start_at = _optional_instant(data.get("start_at"), "spec.start_at")
+    end_at = _optional_instant(data.get("end_at"), "spec.end_at")
+    time_zone = data.get("time_zone")
+    if time_zone is not None:
+        load_zone(time_zone, "spec.time_zone")
+    kind = kinds[0]
+    if kind == "cron":
+        try:
+            cron = CronExpression.parse(data["cron"])
+        except InvalidSchedule as error:
+            raise error.within("spec" if error.field == "cron" else "spec.cron") from None
+        return CronSpec(cron, time_zone or "UTC", start_at, end_at)
+    if kind == "at":
+        at = parse_instant_or_wall(data["at"], "spec.at")
+        return AtSpec(at, time_zone, start_at, end_at)
+    every = parse_duration(data["every"], "spec.every")
+    anchor = start_at or created_at.astimezone(UTC).replace(microsecond=0)
+    return EverySpec(every, anchor, time_zone, start_at, end_at)
+
+
+def _optional_instant(value: object, field: str) -> datetime | None:
+    return None if value is None else parse_instant(value, field)
+
+
+def spec_to_dict(spec: ScheduleSpec) -> dict[str, Any]:
+    """The JSON form of a spec (the inverse of ``parse_spec``)."""
+    data: dict[str, Any]
+    if isinstance(spec, CronSpec):
+        data = {"cron": spec.cron.source, "time_zone": spec.time_zone}
+    elif isinstance(spec, AtSpec):
+        at = spec.at
+        data = {"at": format_instant(at) if at.tzinfo else at.isoformat(timespec="seconds")}
+        if spec.time_zone is not None:
+            data["time_zone"] = spec.time_zone
+    else:
+        data = {"every": format_duration(spec.every), "anchor_at": format_instant(spec.anchor_at)}
+        if spec.time_zone is not None:
+            data["time_zone"] = spec.time_zone
+    if spec.start_at is not None:
+        data["start_at"] = format_instant(spec.start_at)
+    if spec.end_at is not None:
+        data["end_at"] = format_instant(spec.end_at)
+    return data
+
+
+def parse_dst_policy(gap: object = None, fold: object = None) -> DstPolicy:
+    """The DST policy from its JSON values (``None`` means the default ``cron``)."""
+    return DstPolicy(
+        gap=_enum(DstGap, gap, "policy.dst_gap"),
+        fold=_enum(DstFold, fold, "policy.dst_fold"),
+    )
+
+
+_E = TypeVar("_E", DstGap, DstFold)
+
+
+def _enum(kind: type[_E], value: object, field: str) -> _E:
+    if value is None:
+        return kind("cron")
+    try:
+        return kind(value)
+    except ValueError:
+        choices = ", ".join(member.value for member in kind)
+        raise InvalidSchedule(field, f"{value!r} is not one of {choices}") from None

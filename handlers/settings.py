@@ -1,0 +1,46 @@
+"""Deployment settings, parsed once from the environment at the handler edge."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from adapters import definitions as d
+
+
+class Settings(BaseModel):
+    """What a deployment decides. Defaults suit the AWS stack; the local stack overrides."""
+
+    model_config = ConfigDict(frozen=True)
+
+    schedules_table: str = ""
+    occurrences_table: str = ""
+    leases_table: str = ""
+    delivery_queue_url: str = ""
+    delivery_dlq_url: str = ""
+    shards: int = Field(default=16, ge=1, le=1024)
+    bucket_s: int = Field(default=60, ge=1, le=3600)
+    lookahead_s: int = Field(default=90, ge=0, le=7 * 86400)
+    tick_budget_s: float = Field(default=50.0, ge=0)
+    allow_private_targets: bool = False
+    secrets_prefix: str = "/duetime/webhook-secrets"
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if env is None else env
+        pairs = {
+            "schedules_table": d.SCHEDULES.env_var,
+            "occurrences_table": d.OCCURRENCES.env_var,
+            "leases_table": d.LEASES.env_var,
+            "delivery_queue_url": d.DELIVERY_QUEUE.env_var,
+            "delivery_dlq_url": d.DELIVERY_QUEUE.dlq_env_var,
+            "shards": d.ENV_SHARDS,
+            "bucket_s": d.ENV_BUCKET_S,
+            "lookahead_s": d.ENV_LOOKAHEAD_S,
+            "tick_budget_s": d.ENV_TICK_BUDGET_S,
+            "allow_private_targets": d.ENV_ALLOW_PRIVATE_TARGETS,
+            "secrets_prefix": d.ENV_SECRETS_PREFIX,
+        }
+        return cls.model_validate({field: env[key] for field, key in pairs.items() if key in env})
