@@ -1,0 +1,330 @@
+"""Deliver an occurrence as a signed HTTP POST.
+
+Every attempt sends ``Delivery.to_json_body()`` with:
+
+    Content-Type: application/json
+    Idempotency-Key: <occurrence_id>          (the same on every attempt)
+    Duetime-Timestamp: <unix seconds>
+    Duetime-Signature: v1=<hex HMAC-SHA256(secret, b"<timestamp>." + body)>
+
+plus the target's own headers. The secret is the schedule's, from the
+``SecretStore``. How a receiver verifies it is in docs/webhooks.md.
+
+What the answer means:
+- 2xx: delivered (202: accepted, the job reports completion later);
+- 408, 429, 5xx, timeouts, connection and TLS errors: transient, retried, no
+  sooner than ``Retry-After`` (seconds or an HTTP date);
+- 301, 302, 307, 308: followed, at most ``max_redirects`` times, as a POST of
+  the same body and signature, after checking the new URL and address again;
+  a redirect from https to http is refused; the target's own headers are not
+  sent to another origin;
+- any other 3xx or 4xx, a refused address, a bad certificate, no secret:
+  permanent, not retried.
+
+The host name is resolved here, every address it resolves to is checked
+against the ``AddressPolicy``, and the TCP connection is made to a checked
+address, while the request still says ``Host: <name>`` and TLS still sends and
+verifies the name (SNI and certificate), so a second DNS answer cannot swap
+the address between the check and the call. No proxy is used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import http.client
+import math
+import socket
+import ssl
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from urllib.parse import urljoin, urlsplit
+
+from adapters.secrets import SecretNotFound, SecretStore
+from adapters.targets.addresses import AddressPolicy
+from domain.delivery import EXCERPT_LIMIT_BYTES, Delivery, Outcome
+from domain.errors import InvalidSchedule
+from domain.targets import Target, WebhookTarget
+
+SIGNATURE_VERSION = "v1"
+DEFAULT_CONNECT_TIMEOUT_S = 5.0
+DEFAULT_MAX_REDIRECTS = 3
+USER_AGENT = "duetime-webhook/1"
+_FOLLOWED_REDIRECTS = frozenset({301, 302, 307, 308})
+_TRANSIENT_STATUSES = frozenset({408, 429})
+
+# host, port -> the IP addresses it resolves to
+Resolver = Callable[[str, int], Sequence[str]]
+Clock = Callable[[], datetime]
+
+
+def system_resolver(host: str, port: int) -> list[str]:
+    """Every address the system resolver gives for ``host``, in its order."""
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP)
+    addresses: list[str] = []
+    for info in infos:
+        address = str(info[4][0])
+        if address not in addresses:
+            addresses.append(address)
+    return addresses
+
+
+def sign(secret: str, timestamp: int, body: bytes) -> str:
+    """The ``Duetime-Signature`` value: ``v1=`` and the hex HMAC-SHA256 of
+    ``b"<timestamp>." + body`` keyed with the secret's UTF-8 bytes."""
+    mac = hmac.new(secret.encode("utf-8"), f"{timestamp}.".encode() + body, hashlib.sha256)
+    return f"{SIGNATURE_VERSION}={mac.hexdigest()}"
+
+
+def parse_retry_after(value: str | None, now: datetime) -> float | None:
+    """A ``Retry-After`` header as seconds from ``now``: delay-seconds or an HTTP date."""
+    if value is None or not value.strip():
+        return None
+    text = value.strip()
+    try:
+        seconds = float(text)
+    except ValueError:
+        pass
+    else:
+        return seconds if math.isfinite(seconds) and seconds >= 0 else None
+    try:
+        when = parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - now).total_seconds())
+
+
+class _Refused(Exception):
+    """The address or URL may not be called: a permanent failure."""
+
+
+@dataclass(frozen=True)
+class _Answer:
+    status: int
+    location: str | None
+    retry_after: str | None
+    body: bytes
+
+
+class _PinnedConnection(http.client.HTTPConnection):
+    """An HTTP connection to ``host`` that connects to one already checked address."""
+
+    def __init__(self, host: str, port: int, address: str, connect_timeout_s: float) -> None:
+        super().__init__(host, port, timeout=connect_timeout_s)
+        self._address = address
+        self._connect_timeout_s = connect_timeout_s
+
+    def connect(self) -> None:
+        self.sock = socket.create_connection(
+            (self._address, self.port), timeout=self._connect_timeout_s
+        )
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+
+class _PinnedTLSConnection(_PinnedConnection):
+    """The same over TLS: SNI and certificate checks use the host name, not the address."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        address: str,
+        connect_timeout_s: float,
+        context: ssl.SSLContext,
+    ) -> None:
+        super().__init__(host, port, address, connect_timeout_s)
+        self._context = context
+
+    def connect(self) -> None:
+        super().connect()
+        self.sock = self._context.wrap_socket(self.sock, server_hostname=self.host)
+
+
+class WebhookSender:
+    """The ``webhook`` target adapter.
+
+    ``address_policy`` decides which resolved addresses may be called;
+    ``resolver``, ``clock`` and ``ssl_context`` are there for tests and for
+    deployments with their own CA bundle.
+    """
+
+    def __init__(
+        self,
+        secrets: SecretStore,
+        address_policy: AddressPolicy | None = None,
+        *,
+        resolver: Resolver = system_resolver,
+        clock: Clock | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+        connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S,
+        max_redirects: int = DEFAULT_MAX_REDIRECTS,
+    ) -> None:
+        self._secrets = secrets
+        self._policy = address_policy or AddressPolicy()
+        self._resolve = resolver
+        self._clock = clock or (lambda: datetime.now(UTC))
+        self._ssl_context = ssl_context or ssl.create_default_context()
+        self._connect_timeout_s = connect_timeout_s
+        self._max_redirects = max_redirects
+
+    def deliver(self, target: Target, delivery: Delivery, *, timeout_s: float) -> Outcome:
+        if not isinstance(target, WebhookTarget):
+            return Outcome.permanent(f"the webhook adapter cannot deliver to a {target.type}")
+        try:
+            secret = self._secrets.get(delivery.schedule_id)
+        except SecretNotFound:
+            return Outcome.permanent("no signing secret is stored for this schedule")
+        except Exception as exc:  # the store is down or throttled: try again later
+            return Outcome.transient(f"could not read the signing secret: {type(exc).__name__}")
+
+        body = delivery.to_json_body()
+        timestamp = int(self._clock().timestamp())
+        own_headers = {
+            "Content-Type": "application/json",
+            "User-Agent": USER_AGENT,
+            "Idempotency-Key": delivery.idempotency_key,
+            "Duetime-Timestamp": str(timestamp),
+            "Duetime-Signature": sign(secret, timestamp, body),
+        }
+        budget_s = min(target.timeout_s, timeout_s)
+        deadline = time.monotonic() + budget_s
+        url = target.url
+        custom_headers = target.headers
+
+        for _hop in range(self._max_redirects + 1):
+            try:
+                answer = self._post(url, {**dict(custom_headers), **own_headers}, body, deadline)
+            except _Refused as exc:
+                return Outcome.permanent(str(exc))
+            except TimeoutError:
+                return Outcome.transient(f"timed out after {budget_s:g}s")
+            except ssl.SSLCertVerificationError as exc:
+                return Outcome.permanent(f"TLS certificate not accepted: {exc.verify_message}")
+            except ssl.SSLError as exc:
+                return Outcome.transient(f"TLS error: {exc.reason or exc}")
+            except socket.gaierror as exc:
+                return Outcome.transient(f"could not resolve the host: {exc.strerror or exc}")
+            except (OSError, http.client.HTTPException) as exc:
+                return Outcome.transient(f"connection failed: {type(exc).__name__}: {exc}")
+
+            if answer.status in _FOLLOWED_REDIRECTS and answer.location:
+                try:
+                    next_url = _redirect_target(url, answer.location)
+                except _Refused as exc:
+                    return Outcome.permanent(str(exc), answer.status, answer.body)
+                if _origin(next_url) != _origin(url):
+                    custom_headers = ()  # credentials in them belong to the first origin
+                url = next_url
+                continue
+            return self._outcome(answer)
+        return Outcome.permanent(f"more than {self._max_redirects} redirects")
+
+    def _outcome(self, answer: _Answer) -> Outcome:
+        status = answer.status
+        if status == 202:
+            return Outcome.accepted(status, answer.body)
+        if 200 <= status < 300:
+            return Outcome.succeeded(status, answer.body)
+        if status in _TRANSIENT_STATUSES or 500 <= status < 600:
+            return Outcome.transient(
+                f"HTTP {status}",
+                status,
+                answer.body,
+                parse_retry_after(answer.retry_after, self._clock()),
+            )
+        if 300 <= status < 400:
+            return Outcome.permanent(f"HTTP {status}: redirect not followed", status, answer.body)
+        return Outcome.permanent(f"HTTP {status}", status, answer.body)
+
+    def _post(self, url: str, headers: dict[str, str], body: bytes, deadline: float) -> _Answer:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        https = parts.scheme == "https"
+        port = parts.port or (443 if https else 80)
+
+        addresses = list(self._resolve(host, port))
+        if not addresses:
+            raise _Refused(f"{host} resolves to no address")
+        for address in addresses:
+            reason = self._policy.refusal(address)
+            if reason is not None:
+                raise _Refused(f"refused to call {host}: {address} {reason}")
+
+        connection = self._connect(host, port, https, addresses, deadline)
+        try:
+            path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+            _set_timeout(connection, deadline)
+            connection.request("POST", path, body=body, headers=headers)
+            _set_timeout(connection, deadline)
+            response = connection.getresponse()
+            _set_timeout(connection, deadline)
+            content = response.read(EXCERPT_LIMIT_BYTES)
+            return _Answer(
+                status=response.status,
+                location=response.getheader("Location"),
+                retry_after=response.getheader("Retry-After"),
+                body=content,
+            )
+        finally:
+            connection.close()
+
+    def _connect(
+        self, host: str, port: int, https: bool, addresses: list[str], deadline: float
+    ) -> _PinnedConnection:
+        """A connection to the first checked address that accepts one."""
+        failure: OSError | None = None
+        for address in addresses:
+            connect_timeout_s = min(self._connect_timeout_s, _remaining(deadline))
+            connection: _PinnedConnection
+            if https:
+                connection = _PinnedTLSConnection(
+                    host, port, address, connect_timeout_s, self._ssl_context
+                )
+            else:
+                connection = _PinnedConnection(host, port, address, connect_timeout_s)
+            try:
+                connection.connect()
+            except ssl.SSLError:
+                connection.close()
+                raise
+            except OSError as exc:
+                connection.close()
+                failure = exc
+                continue
+            return connection
+        assert failure is not None
+        raise failure
+
+
+def _remaining(deadline: float) -> float:
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise TimeoutError("deadline passed")
+    return left
+
+
+def _set_timeout(connection: http.client.HTTPConnection, deadline: float) -> None:
+    if connection.sock is not None:
+        connection.sock.settimeout(_remaining(deadline))
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parts = urlsplit(url)
+    return parts.scheme, (parts.hostname or "").lower(), parts.port
+
+
+def _redirect_target(current: str, location: str) -> str:
+    """The absolute URL a redirect points to, if duetime may follow it."""
+    next_url = urljoin(current, location.strip())
+    try:
+        WebhookTarget(next_url)  # the same rules as a configured URL
+    except InvalidSchedule as exc:
+        raise _Refused(f"redirect to an invalid URL: {exc.reason}") from None
+    if urlsplit(current).scheme == "https" and urlsplit(next_url).scheme != "https":
+        raise _Refused("redirect from https to http refused")
+    return next_url
