@@ -1,0 +1,1 @@
+"""The one-machine adapters over SQLite."""

@@ -1,0 +1,714 @@
+"""The one-machine store: schedules, occurrences, leases and heartbeats in one SQLite file.
+
+- WAL journal, a busy timeout, and ``BEGIN IMMEDIATE`` for every write
+  transaction, so several processes on one machine can share the file: writers
+  queue for the lock instead of failing, readers never block.
+- Every identity rule is a UNIQUE key or an ``UPDATE ... WHERE`` inside one
+  transaction: an occurrence's business key and its id are unique; a schedule
+  edit, a materialization and an admission each re-check their condition in
+  the statement that writes.
+- Instants are stored as integer microseconds since the Unix epoch (UTC), so
+  they compare and sort exactly; wall times as naive ISO text.
+- The schema is created when the store is opened.
+
+Immutable schedule versions are cached per store object: a version never
+changes once written.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from domain.run import AttemptRecord, Run, RunKind, RunStatus
+from domain.schedule import (
+    Schedule,
+    ScheduleState,
+    ScheduleVersion,
+    version_from_dict,
+    version_to_dict,
+)
+from service.ports import (
+    Closure,
+    Heartbeat,
+    Lease,
+    Materialization,
+    MaterializeOutcome,
+    Page,
+    Store,
+)
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_US = timedelta(microseconds=1)
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS schedules (
+    schedule_id TEXT PRIMARY KEY,
+    version INTEGER NOT NULL,
+    paused INTEGER NOT NULL DEFAULT 0,
+    note TEXT,
+    next_due INTEGER,
+    last_materialized_at INTEGER,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    deleted_at INTEGER
+);
+CREATE INDEX IF NOT EXISTS schedules_due ON schedules (next_due, schedule_id)
+    WHERE paused = 0 AND deleted_at IS NULL AND next_due IS NOT NULL;
+CREATE INDEX IF NOT EXISTS schedules_listing ON schedules (created_at, schedule_id)
+    WHERE deleted_at IS NULL;
+CREATE TABLE IF NOT EXISTS schedule_versions (
+    schedule_id TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    created_at INTEGER NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (schedule_id, version)
+);
+CREATE TABLE IF NOT EXISTS create_keys (
+    idempotency_key TEXT PRIMARY KEY,
+    schedule_id TEXT NOT NULL,
+    created_at INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS occurrences (
+    business_key TEXT PRIMARY KEY,
+    occurrence_id TEXT NOT NULL UNIQUE,
+    schedule_id TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    scheduled_at INTEGER NOT NULL,
+    wall TEXT NOT NULL,
+    fold INTEGER NOT NULL,
+    bucket INTEGER NOT NULL,
+    shard INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    pending INTEGER NOT NULL,
+    materialized_at INTEGER,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    admitted_at INTEGER,
+    sent_at INTEGER,
+    started_at INTEGER,
+    finished_at INTEGER,
+    reason TEXT,
+    result TEXT,
+    run_lease_expires_at INTEGER,
+    attempt_log TEXT,
+    run_token_hash TEXT,
+    progress TEXT
+);
+CREATE INDEX IF NOT EXISTS occurrences_due ON occurrences (shard, scheduled_at, occurrence_id)
+    WHERE pending = 1;
+CREATE INDEX IF NOT EXISTS occurrences_pending_bucket ON occurrences (shard, bucket)
+    WHERE pending = 1;
+CREATE INDEX IF NOT EXISTS occurrences_by_schedule
+    ON occurrences (schedule_id, scheduled_at, occurrence_id);
+CREATE TABLE IF NOT EXISTS leases (
+    shard INTEGER PRIMARY KEY,
+    owner TEXT NOT NULL,
+    epoch INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL,
+    checkpoint INTEGER
+);
+CREATE TABLE IF NOT EXISTS heartbeats (
+    component TEXT PRIMARY KEY,
+    at INTEGER NOT NULL,
+    detail TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS webhook_secrets (
+    schedule_id TEXT PRIMARY KEY,
+    secret TEXT NOT NULL
+);
+"""
+
+_RUN_COLUMNS = (
+    "occurrence_id, business_key, schedule_id, version, kind, scheduled_at, wall, fold, "
+    "bucket, shard, status, pending, materialized_at, attempts, admitted_at, sent_at, "
+    "started_at, finished_at, reason, result, run_lease_expires_at, attempt_log, "
+    "run_token_hash, progress"
+)
+_RUN_INSERT = (
+    f"INSERT INTO occurrences ({_RUN_COLUMNS}) VALUES ({', '.join('?' * 24)}) "
+    "ON CONFLICT DO NOTHING"
+)
+_SCHEDULE_COLUMNS = (
+    "schedule_id, version, paused, note, next_due, last_materialized_at, "
+    "created_at, updated_at, deleted_at"
+)
+
+
+def us(instant: datetime) -> int:
+    """An aware instant as integer microseconds since the epoch."""
+    if instant.tzinfo is None:
+        raise ValueError("instants are stored aware")
+    return (instant - _EPOCH) // _US
+
+
+def _opt_us(instant: datetime | None) -> int | None:
+    return None if instant is None else us(instant)
+
+
+def from_us(value: int) -> datetime:
+    return _EPOCH + timedelta(microseconds=value)
+
+
+def _opt_dt(value: int | None) -> datetime | None:
+    return None if value is None else _EPOCH + timedelta(microseconds=value)
+
+
+def _json(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, separators=(",", ":"))
+
+
+def _token(values: Sequence[Any]) -> str:
+    return base64.urlsafe_b64encode(json.dumps(list(values)).encode()).decode()
+
+
+def _untoken(token: str) -> list[Any]:
+    try:
+        values = json.loads(base64.urlsafe_b64decode(token.encode()))
+    except (ValueError, TypeError):
+        raise ValueError("not a page token from this store") from None
+    if not isinstance(values, list):
+        raise ValueError("not a page token from this store")
+    return values
+
+
+def run_row(run: Run) -> tuple[Any, ...]:
+    return (
+        run.occurrence_id,
+        run.business_key,
+        run.schedule_id,
+        run.version,
+        run.kind.value,
+        us(run.scheduled_at),
+        run.wall.isoformat(),
+        run.fold,
+        run.bucket,
+        run.shard,
+        run.status.value,
+        1 if run.pending else 0,
+        _opt_us(run.materialized_at),
+        run.attempts,
+        _opt_us(run.admitted_at),
+        _opt_us(run.sent_at),
+        _opt_us(run.started_at),
+        _opt_us(run.finished_at),
+        run.reason,
+        _json(None if run.result is None else dict(run.result)),
+        _opt_us(run.run_lease_expires_at),
+        _json(
+            [
+                {
+                    "number": a.number,
+                    "started_at": us(a.started_at),
+                    "finished_at": _opt_us(a.finished_at),
+                    "outcome": a.outcome,
+                    "error": a.error,
+                }
+                for a in run.attempt_log
+            ]
+            or None
+        ),
+        run.run_token_hash,
+        _json(None if run.progress is None else dict(run.progress)),
+    )
+
+
+def run_from_row(row: Sequence[Any]) -> Run:
+    attempt_log: tuple[AttemptRecord, ...] = ()
+    if row[21]:
+        attempt_log = tuple(
+            AttemptRecord(
+                number=a["number"],
+                started_at=from_us(a["started_at"]),
+                finished_at=_opt_dt(a["finished_at"]),
+                outcome=a["outcome"],
+                error=a["error"],
+            )
+            for a in json.loads(row[21])
+        )
+    return Run(
+        occurrence_id=row[0],
+        business_key=row[1],
+        schedule_id=row[2],
+        version=row[3],
+        kind=RunKind(row[4]),
+        scheduled_at=from_us(row[5]),
+        wall=datetime.fromisoformat(row[6]),
+        fold=row[7],
+        bucket=row[8],
+        shard=row[9],
+        status=RunStatus(row[10]),
+        pending=bool(row[11]),
+        materialized_at=_opt_dt(row[12]),
+        attempts=row[13],
+        admitted_at=_opt_dt(row[14]),
+        sent_at=_opt_dt(row[15]),
+        started_at=_opt_dt(row[16]),
+        finished_at=_opt_dt(row[17]),
+        reason=row[18],
+        result=None if row[19] is None else json.loads(row[19]),
+        run_lease_expires_at=_opt_dt(row[20]),
+        attempt_log=attempt_log,
+        run_token_hash=row[22],
+        progress=None if row[23] is None else json.loads(row[23]),
+    )
+
+
+class SqliteStore(Store):
+    """Schedules, occurrences, leases and heartbeats in one SQLite file."""
+
+    def __init__(self, path: str | Path, *, busy_timeout_s: float = 30.0) -> None:
+        self.path = str(path)
+        self._lock = threading.RLock()
+        self._db = sqlite3.connect(
+            self.path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False
+        )
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute(f"PRAGMA busy_timeout={int(busy_timeout_s * 1000)}")
+        self._create_schema()
+        self._versions: dict[tuple[str, int], ScheduleVersion] = {}
+
+    def _create_schema(self) -> None:
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                for statement in SCHEMA.split(";"):
+                    if statement.strip():
+                        self._db.execute(statement)
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction, holding the database's write lock from its start."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        with self._lock:
+            return self._db.execute(sql, params).fetchall()
+
+    # --- schedules ----------------------------------------------------------------
+
+    def create(
+        self, schedule: Schedule, idempotency_key: str | None = None
+    ) -> tuple[Schedule, bool]:
+        existing_id: str | None = None
+        with self._write() as db:
+            if idempotency_key is not None:
+                # The key is the primary key of create_keys: a second create with
+                # it, even racing in another process, finds the first one here.
+                row = db.execute(
+                    "SELECT schedule_id FROM create_keys WHERE idempotency_key = ?",
+                    (idempotency_key,),
+                ).fetchone()
+                if row is not None:
+                    existing_id = row[0]
+                else:
+                    db.execute(
+                        "INSERT INTO create_keys VALUES (?, ?, ?)",
+                        (idempotency_key, schedule.schedule_id, us(schedule.created_at)),
+                    )
+            if existing_id is None:
+                try:
+                    db.execute(
+                        f"INSERT INTO schedules ({_SCHEDULE_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?)",
+                        self._schedule_row(schedule),
+                    )
+                except sqlite3.IntegrityError:
+                    raise ValueError(f"schedule {schedule.schedule_id} exists") from None
+                self._insert_version(db, schedule.current)
+        if existing_id is None:
+            return schedule, True
+        existing = self.get(existing_id)
+        assert existing is not None
+        return existing, False
+
+    @staticmethod
+    def _schedule_row(schedule: Schedule) -> tuple[Any, ...]:
+        return (
+            schedule.schedule_id,
+            schedule.version,
+            1 if schedule.state.paused else 0,
+            schedule.state.note,
+            _opt_us(schedule.next_due),
+            _opt_us(schedule.last_materialized_at),
+            us(schedule.created_at),
+            us(schedule.updated_at),
+            _opt_us(schedule.deleted_at),
+        )
+
+    @staticmethod
+    def _insert_version(db: sqlite3.Connection, version: ScheduleVersion) -> None:
+        db.execute(
+            "INSERT INTO schedule_versions VALUES (?, ?, ?, ?)",
+            (
+                version.schedule_id,
+                version.version,
+                us(version.created_at),
+                json.dumps(version_to_dict(version), separators=(",", ":")),
+            ),
+        )
+
+    def _schedule_from_row(self, row: Sequence[Any]) -> Schedule:
+        current = self.get_version(row[0], row[1])
+        assert current is not None, "a schedule's current version is always stored"
+        return Schedule(
+            schedule_id=row[0],
+            version=row[1],
+            state=ScheduleState(paused=bool(row[2]), note=row[3]),
+            current=current,
+            next_due=_opt_dt(row[4]),
+            last_materialized_at=_opt_dt(row[5]),
+            created_at=from_us(row[6]),
+            updated_at=from_us(row[7]),
+            deleted_at=_opt_dt(row[8]),
+        )
+
+    def get(self, schedule_id: str) -> Schedule | None:
+        rows = self._read(
+            f"SELECT {_SCHEDULE_COLUMNS} FROM schedules WHERE schedule_id = ?", (schedule_id,)
+        )
+        return self._schedule_from_row(rows[0]) if rows else None
+
+    def get_version(self, schedule_id: str, version: int) -> ScheduleVersion | None:
+        cached = self._versions.get((schedule_id, version))
+        if cached is not None:
+            return cached
+        rows = self._read(
+            "SELECT created_at, body FROM schedule_versions WHERE schedule_id = ? AND version = ?",
+            (schedule_id, version),
+        )
+        if not rows:
+            return None
+        value = version_from_dict(schedule_id, version, from_us(rows[0][0]), json.loads(rows[0][1]))
+        self._versions[(schedule_id, version)] = value
+        return value
+
+    def get_versions(
+        self, keys: Iterable[tuple[str, int]]
+    ) -> dict[tuple[str, int], ScheduleVersion]:
+        found: dict[tuple[str, int], ScheduleVersion] = {}
+        for key in set(keys):
+            value = self.get_version(*key)
+            if value is not None:
+                found[key] = value
+        return found
+
+    def list_schedules(self, limit: int, token: str | None = None) -> Page[Schedule]:
+        after = _untoken(token) if token else [-1, ""]
+        rows = self._read(
+            f"SELECT {_SCHEDULE_COLUMNS} FROM schedules WHERE deleted_at IS NULL "
+            "AND (created_at, schedule_id) > (?, ?) ORDER BY created_at, schedule_id LIMIT ?",
+            (after[0], after[1], limit + 1),
+        )
+        items = tuple(self._schedule_from_row(r) for r in rows[:limit])
+        next_token = _token([rows[limit - 1][6], rows[limit - 1][0]]) if len(rows) > limit else None
+        return Page(items, next_token)
+
+    def due(self, until: datetime, limit: int, token: str | None = None) -> Page[Schedule]:
+        after = _untoken(token) if token else [-(2**62), ""]
+        rows = self._read(
+            f"SELECT {_SCHEDULE_COLUMNS} FROM schedules "
+            "WHERE paused = 0 AND deleted_at IS NULL AND next_due IS NOT NULL "
+            "AND next_due <= ? AND (next_due, schedule_id) > (?, ?) "
+            "ORDER BY next_due, schedule_id LIMIT ?",
+            (us(until), after[0], after[1], limit + 1),
+        )
+        items = tuple(self._schedule_from_row(r) for r in rows[:limit])
+        next_token = _token([rows[limit - 1][4], rows[limit - 1][0]]) if len(rows) > limit else None
+        return Page(items, next_token)
+
+    def save_version(
+        self,
+        new: ScheduleVersion,
+        *,
+        expected_next_due: datetime | None,
+        next_due: datetime | None,
+        now: datetime,
+    ) -> bool:
+        with self._write() as db:
+            changed = db.execute(
+                "UPDATE schedules SET version = ?, next_due = ?, updated_at = ? "
+                "WHERE schedule_id = ? AND version = ? AND next_due IS ? AND deleted_at IS NULL",
+                (
+                    new.version,
+                    _opt_us(next_due),
+                    us(now),
+                    new.schedule_id,
+                    new.version - 1,
+                    _opt_us(expected_next_due),
+                ),
+            ).rowcount
+            if changed != 1:
+                return False
+            self._insert_version(db, new)
+            return True
+
+    def pause(self, schedule_id: str, note: str | None, now: datetime) -> bool:
+        with self._write() as db:
+            return (
+                db.execute(
+                    "UPDATE schedules SET paused = 1, note = ?, updated_at = ? "
+                    "WHERE schedule_id = ? AND deleted_at IS NULL",
+                    (note, us(now), schedule_id),
+                ).rowcount
+                == 1
+            )
+
+    def resume(
+        self,
+        schedule_id: str,
+        *,
+        expected_next_due: datetime | None,
+        next_due: datetime | None,
+        now: datetime,
+    ) -> bool:
+        with self._write() as db:
+            return (
+                db.execute(
+                    "UPDATE schedules SET paused = 0, note = NULL, next_due = ?, updated_at = ? "
+                    "WHERE schedule_id = ? AND paused = 1 AND deleted_at IS NULL "
+                    "AND next_due IS ?",
+                    (_opt_us(next_due), us(now), schedule_id, _opt_us(expected_next_due)),
+                ).rowcount
+                == 1
+            )
+
+    def delete(self, schedule_id: str, now: datetime) -> bool:
+        with self._write() as db:
+            return (
+                db.execute(
+                    "UPDATE schedules SET deleted_at = ?, next_due = NULL, updated_at = ? "
+                    "WHERE schedule_id = ? AND deleted_at IS NULL",
+                    (us(now), us(now), schedule_id),
+                ).rowcount
+                == 1
+            )
+
+    def materialize(
+        self, batch: Sequence[Materialization], now: datetime
+    ) -> list[MaterializeOutcome]:
+        outcomes: list[MaterializeOutcome] = []
+        now_us = us(now)
+        with self._write() as db:
+            for item in batch:
+                changed = db.execute(
+                    "UPDATE schedules SET next_due = ?, last_materialized_at = ?, updated_at = ? "
+                    "WHERE schedule_id = ? AND version = ? AND next_due = ? "
+                    "AND paused = 0 AND deleted_at IS NULL",
+                    (
+                        _opt_us(item.next_due),
+                        _opt_us(item.last_materialized_at),
+                        now_us,
+                        item.schedule_id,
+                        item.expected_version,
+                        us(item.expected_next_due),
+                    ),
+                ).rowcount
+                if changed != 1:
+                    outcomes.append(MaterializeOutcome(item.schedule_id, False))
+                    continue
+                inserted = tuple(
+                    run.occurrence_id
+                    for run in item.occurrences
+                    if db.execute(_RUN_INSERT, run_row(run)).rowcount == 1
+                )
+                outcomes.append(MaterializeOutcome(item.schedule_id, True, inserted))
+        return outcomes
+
+    # --- occurrences -----------------------------------------------------------------
+
+    def insert(self, runs: Sequence[Run]) -> list[str]:
+        with self._write() as db:
+            return [
+                run.occurrence_id
+                for run in runs
+                if db.execute(_RUN_INSERT, run_row(run)).rowcount == 1
+            ]
+
+    def get_run(self, occurrence_id: str) -> Run | None:
+        rows = self._read(
+            f"SELECT {_RUN_COLUMNS} FROM occurrences WHERE occurrence_id = ?", (occurrence_id,)
+        )
+        return run_from_row(rows[0]) if rows else None
+
+    def get_by_business_key(self, key: str) -> Run | None:
+        rows = self._read(f"SELECT {_RUN_COLUMNS} FROM occurrences WHERE business_key = ?", (key,))
+        return run_from_row(rows[0]) if rows else None
+
+    def runs(self, schedule_id: str, limit: int, token: str | None = None) -> Page[Run]:
+        before = _untoken(token) if token else [2**62, "~"]
+        rows = self._read(
+            f"SELECT {_RUN_COLUMNS} FROM occurrences WHERE schedule_id = ? "
+            "AND (scheduled_at, occurrence_id) < (?, ?) "
+            "ORDER BY scheduled_at DESC, occurrence_id DESC LIMIT ?",
+            (schedule_id, before[0], before[1], limit + 1),
+        )
+        items = tuple(run_from_row(r) for r in rows[:limit])
+        next_token = _token([rows[limit - 1][5], rows[limit - 1][0]]) if len(rows) > limit else None
+        return Page(items, next_token)
+
+    def pending_due(
+        self, shard: int, from_bucket: int, to_bucket: int, due_by: datetime, limit: int
+    ) -> list[Run]:
+        rows = self._read(
+            f"SELECT {_RUN_COLUMNS} FROM occurrences INDEXED BY occurrences_due "
+            "WHERE pending = 1 AND shard = ? AND scheduled_at <= ? "
+            "AND bucket BETWEEN ? AND ? ORDER BY scheduled_at, occurrence_id LIMIT ?",
+            (shard, us(due_by), from_bucket, to_bucket, limit),
+        )
+        return [run_from_row(r) for r in rows]
+
+    def earliest_pending_bucket(self, shard: int, from_bucket: int | None = None) -> int | None:
+        rows = self._read(
+            "SELECT MIN(bucket) FROM occurrences WHERE pending = 1 AND shard = ? AND bucket >= ?",
+            (shard, -(2**62) if from_bucket is None else from_bucket),
+        )
+        value = rows[0][0]
+        return None if value is None else int(value)
+
+    def latest_scheduled_at(self, schedule_id: str, up_to: datetime) -> datetime | None:
+        rows = self._read(
+            "SELECT MAX(scheduled_at) FROM occurrences WHERE schedule_id = ? "
+            "AND kind = 'scheduled' AND scheduled_at <= ?",
+            (schedule_id, us(up_to)),
+        )
+        return _opt_dt(rows[0][0])
+
+    def admit(self, occurrence_ids: Sequence[str], now: datetime) -> list[Run]:
+        admitted: list[Run] = []
+        now_us = us(now)
+        with self._write() as db:
+            for occurrence_id in occurrence_ids:
+                row = db.execute(
+                    "UPDATE occurrences SET status = 'admitted', admitted_at = ? "
+                    "WHERE occurrence_id = ? AND status = 'scheduled' AND EXISTS ("
+                    "SELECT 1 FROM schedules s WHERE s.schedule_id = occurrences.schedule_id "
+                    "AND s.paused = 0 AND s.deleted_at IS NULL) "
+                    f"RETURNING {_RUN_COLUMNS}",
+                    (now_us, occurrence_id),
+                ).fetchone()
+                if row is not None:
+                    admitted.append(run_from_row(row))
+        return admitted
+
+    def close_runs(self, closures: Sequence[Closure], now: datetime) -> list[str]:
+        now_us = us(now)
+        with self._write() as db:
+            return [
+                c.occurrence_id
+                for c in closures
+                if db.execute(
+                    "UPDATE occurrences SET status = ?, reason = ?, finished_at = ?, pending = 0 "
+                    "WHERE occurrence_id = ? AND status = 'scheduled'",
+                    (c.status.value, c.reason, now_us, c.occurrence_id),
+                ).rowcount
+                == 1
+            ]
+
+    def close_scheduled(
+        self, schedule_id: str, status: RunStatus, reason: str, now: datetime
+    ) -> int:
+        with self._write() as db:
+            return int(
+                db.execute(
+                    "UPDATE occurrences SET status = ?, reason = ?, finished_at = ?, pending = 0 "
+                    "WHERE schedule_id = ? AND status = 'scheduled'",
+                    (status.value, reason, us(now), schedule_id),
+                ).rowcount
+            )
+
+    def mark_sent(self, occurrence_ids: Sequence[str], now: datetime) -> int:
+        now_us = us(now)
+        with self._write() as db:
+            cursor = db.executemany(
+                "UPDATE occurrences SET pending = 0, sent_at = ? "
+                "WHERE occurrence_id = ? AND pending = 1 AND status != 'scheduled'",
+                [(now_us, oid) for oid in occurrence_ids],
+            )
+            return int(cursor.rowcount)
+
+    # --- leases and heartbeats -----------------------------------------------------------
+
+    def acquire(self, shard: int, owner: str, now: datetime, ttl: timedelta) -> Lease | None:
+        now_us = us(now)
+        with self._write() as db:
+            row = db.execute(
+                "INSERT INTO leases (shard, owner, epoch, expires_at, checkpoint) "
+                "VALUES (?, ?, 1, ?, NULL) ON CONFLICT (shard) DO UPDATE SET "
+                "epoch = CASE WHEN leases.owner = excluded.owner AND leases.expires_at > ? "
+                "THEN leases.epoch ELSE leases.epoch + 1 END, "
+                "owner = excluded.owner, expires_at = excluded.expires_at "
+                "WHERE leases.owner = excluded.owner OR leases.expires_at <= ? "
+                "RETURNING shard, owner, epoch, expires_at, checkpoint",
+                (shard, owner, us(now + ttl), now_us, now_us),
+            ).fetchone()
+        return None if row is None else _lease(row)
+
+    def release(self, shard: int, owner: str, epoch: int, now: datetime) -> bool:
+        with self._write() as db:
+            return (
+                db.execute(
+                    "UPDATE leases SET expires_at = ? WHERE shard = ? AND owner = ? AND epoch = ?",
+                    (us(now), shard, owner, epoch),
+                ).rowcount
+                == 1
+            )
+
+    def set_checkpoint(self, shard: int, owner: str, epoch: int, checkpoint: int) -> bool:
+        with self._write() as db:
+            return (
+                db.execute(
+                    "UPDATE leases SET checkpoint = ? WHERE shard = ? AND owner = ? AND epoch = ? "
+                    "AND (checkpoint IS NULL OR checkpoint <= ?)",
+                    (checkpoint, shard, owner, epoch, checkpoint),
+                ).rowcount
+                == 1
+            )
+
+    def leases(self) -> list[Lease]:
+        rows = self._read(
+            "SELECT shard, owner, epoch, expires_at, checkpoint FROM leases ORDER BY shard"
+        )
+        return [_lease(r) for r in rows]
+
+    def beat(self, heartbeat: Heartbeat) -> None:
+        with self._write() as db:
+            db.execute(
+                "INSERT INTO heartbeats VALUES (?, ?, ?) ON CONFLICT (component) DO UPDATE SET "
+                "at = excluded.at, detail = excluded.detail",
+                (heartbeat.component, us(heartbeat.at), json.dumps(dict(heartbeat.detail))),
+            )
+
+    def heartbeat(self, component: str) -> Heartbeat | None:
+        rows = self._read("SELECT at, detail FROM heartbeats WHERE component = ?", (component,))
+        if not rows:
+            return None
+        return Heartbeat(component, from_us(rows[0][0]), json.loads(rows[0][1]))
+
+
+def _lease(row: Sequence[Any]) -> Lease:
+    return Lease(
+        shard=row[0], owner=row[1], epoch=row[2], expires_at=from_us(row[3]), checkpoint=row[4]
+    )

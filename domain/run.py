@@ -1,0 +1,236 @@
+"""Occurrences and their runs.
+
+An occurrence is one due instance of a schedule; its run is what happens to
+it. One record holds both. Its identity is ``(schedule_id, version,
+scheduled_at)`` (``occurrence_id``), and its *business key* names the slot it
+fills, ``(schedule_id, wall time, fold)``: the store refuses a second record
+for one business key, whatever the version, so an edit, a restart or two
+dispatchers can never produce two runs for one slot.
+
+A run moves through these states::
+
+    scheduled -> admitted -> running -> succeeded | failed
+                    |           \\-> retrying -> running ...
+                    \\-> (worker) expired | skipped | cancelled
+    scheduled -> skipped | expired | cancelled   (never admitted)
+
+``scheduled`` is the only state a dispatcher admits from, by a conditional
+write, so an occurrence is admitted at most once. Every state after
+``admitted`` belongs to the worker. A run that ends badly says why in
+``reason``.
+
+``pending`` marks the records a dispatcher still has work for: admission
+(``scheduled``), or sending the delivery intent (admitted, not yet sent).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from domain.identity import business_key, occurrence_id
+from domain.spec import Slot
+
+
+class RunStatus(enum.StrEnum):
+    SCHEDULED = "scheduled"
+    ADMITTED = "admitted"
+    RUNNING = "running"
+    RETRYING = "retrying"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    EXPIRED = "expired"
+    SKIPPED = "skipped"
+    CANCELLED = "cancelled"
+
+
+TERMINAL: Final = frozenset(
+    {
+        RunStatus.SUCCEEDED,
+        RunStatus.FAILED,
+        RunStatus.EXPIRED,
+        RunStatus.SKIPPED,
+        RunStatus.CANCELLED,
+    }
+)
+
+
+class RunKind(enum.StrEnum):
+    """Where an occurrence came from."""
+
+    SCHEDULED = "scheduled"  # a slot of the spec, materialized by the planner
+    TRIGGER = "trigger"  # one extra run asked for through the API
+    BACKFILL = "backfill"  # a past slot materialized on request
+    SUMMARY = "summary"  # a counted record of many skipped slots
+
+
+class Reason:
+    """Why a run ended without running (the ``reason`` of its record)."""
+
+    PAUSED = "paused"
+    DELETED = "schedule deleted"
+    SUPERSEDED = "superseded: a later occurrence was due (overdue policy latest_only)"
+    OVERLAP = "overlap"
+
+    @staticmethod
+    def expired(late_by_s: float, window_s: float) -> str:
+        return (
+            f"expired: found {late_by_s:.0f} s late, beyond the catchup_window of {window_s:.0f} s"
+        )
+
+
+@dataclass(frozen=True)
+class AttemptRecord:
+    """One attempt of a run, as the worker records it."""
+
+    number: int
+    started_at: datetime
+    finished_at: datetime | None = None
+    outcome: str | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Run:
+    """An occurrence and what happened to it.
+
+    ``bucket`` and ``shard`` place a pending occurrence in its partition.
+    ``wall`` is the naive wall time in the schedule version's zone, ``fold``
+    which copy of a repeated wall time it is.
+    """
+
+    occurrence_id: str
+    business_key: str
+    schedule_id: str
+    version: int
+    scheduled_at: datetime
+    wall: datetime
+    fold: int
+    bucket: int
+    shard: int
+    status: RunStatus = RunStatus.SCHEDULED
+    kind: RunKind = RunKind.SCHEDULED
+    pending: bool = True
+    materialized_at: datetime | None = None
+    attempts: int = 0
+    admitted_at: datetime | None = None
+    sent_at: datetime | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    reason: str | None = None
+    result: Mapping[str, Any] | None = None
+    # For the worker (issue 4): the run lease, per-attempt log, the hash of the
+    # per-run completion token, and progress a long job reported.
+    run_lease_expires_at: datetime | None = None
+    attempt_log: tuple[AttemptRecord, ...] = ()
+    run_token_hash: str | None = None
+    progress: Mapping[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        if self.scheduled_at.tzinfo is None:
+            raise ValueError("scheduled_at must be aware")
+        if self.wall.tzinfo is not None:
+            raise ValueError("wall is a naive wall time")
+
+    @property
+    def terminal(self) -> bool:
+        return self.status in TERMINAL
+
+    @property
+    def lag_s(self) -> float | None:
+        """Dispatch lag: admitted_at - scheduled_at, in seconds."""
+        if self.admitted_at is None:
+            return None
+        return (self.admitted_at - self.scheduled_at).total_seconds()
+
+    def closed(self, status: RunStatus, reason: str, at: datetime) -> Run:
+        """This record, ended before admission with ``status`` and ``reason``."""
+        return replace(self, status=status, reason=reason, finished_at=at, pending=False)
+
+
+def new_occurrence(
+    schedule_id: str,
+    version: int,
+    slot: Slot,
+    *,
+    bucket: int,
+    shard: int,
+    materialized_at: datetime,
+    kind: RunKind = RunKind.SCHEDULED,
+) -> Run:
+    """A freshly materialized occurrence for ``slot``, waiting for admission."""
+    return Run(
+        occurrence_id=occurrence_id(schedule_id, version, slot.scheduled_at),
+        business_key=business_key(schedule_id, slot.wall, slot.fold),
+        schedule_id=schedule_id,
+        version=version,
+        scheduled_at=slot.scheduled_at.astimezone(UTC),
+        wall=slot.wall,
+        fold=slot.fold,
+        bucket=bucket,
+        shard=shard,
+        kind=kind,
+        materialized_at=materialized_at,
+    )
+
+
+def trigger_business_key(schedule_id: str, at: datetime) -> str:
+    """A trigger fills no slot of the spec; its key is its own instant."""
+    return f"{schedule_id}#trigger#{at.astimezone(UTC).isoformat()}"
+
+
+def summary_business_key(schedule_id: str, first: Slot) -> str:
+    return f"{schedule_id}#summary#{first.wall.isoformat()}#{first.fold}"
+
+
+@dataclass(frozen=True)
+class DeliveryIntent:
+    """The message that asks a worker to run an occurrence (at-least-once).
+
+    ``attempt`` is the number of attempts already made when it was sent: 0
+    from the dispatcher.
+    """
+
+    occurrence_id: str
+    schedule_id: str
+    version: int
+    scheduled_at: datetime
+    attempt: int = 0
+
+    def __post_init__(self) -> None:
+        if self.scheduled_at.tzinfo is None:
+            raise ValueError("scheduled_at must be aware")
+
+    @classmethod
+    def for_run(cls, run: Run) -> DeliveryIntent:
+        return cls(run.occurrence_id, run.schedule_id, run.version, run.scheduled_at)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "occurrence_id": self.occurrence_id,
+            "schedule_id": self.schedule_id,
+            "version": self.version,
+            "scheduled_at": self.scheduled_at.astimezone(UTC).isoformat().replace("+00:00", "Z"),
+            "attempt": self.attempt,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> DeliveryIntent:
+        return cls(
+            occurrence_id=str(data["occurrence_id"]),
+            schedule_id=str(data["schedule_id"]),
+            version=int(data["version"]),
+            scheduled_at=datetime.fromisoformat(str(data["scheduled_at"])).astimezone(UTC),
+            attempt=int(data.get("attempt", 0)),
+        )
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the overdue policy decides for one due occurrence."""
+
+    status: RunStatus  # ADMITTED, SKIPPED or EXPIRED
+    reason: str | None = None

@@ -1,0 +1,337 @@
+"""A saved schedule: its versions, its policy and its state.
+
+A schedule is the user's saved preference. Every edit of its spec, policy,
+target or payload writes a new, immutable ``ScheduleVersion`` (N+1); earlier
+versions stay readable forever, because an occurrence always runs with the
+parameters of the version it was created under. Pausing and resuming change
+the ``ScheduleState``, not the version.
+
+The policy says how occurrences behave when things are not on time:
+
+- ``overdue``: what to do with an occurrence found after its instant has
+  passed (a dispatcher was down, or a schedule was materialized late):
+  ``catch_up_all`` admits every missed occurrence, oldest first;
+  ``latest_only`` admits only the most recent one and records the rest as
+  skipped (superseded); ``expire`` admits an occurrence only while it is late
+  by at most ``catchup_window`` and records it as expired after that.
+  The default is ``latest_only``: after an outage a cron job runs once, as a
+  Kubernetes CronJob does, and nothing is lost silently (the rest are records).
+- ``overlap``: ``allow_all`` (the default) lets occurrences of one schedule
+  run side by side; ``skip`` records an occurrence as skipped (overlap) while
+  the previous one is still running.
+- ``dst``: how wall times in a daylight-saving gap or fold become instants.
+- ``retry``: attempts and backoff for transient delivery failures.
+- ``run_timeout``: how long one attempt may take before it counts as failed.
+- ``grace``: how late a success may be before the watchdog calls the
+  schedule overdue (``None``: one interval).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final, TypeVar
+
+from domain.backoff import MAX_DELAY_S, RetryPolicy
+from domain.errors import InvalidSchedule
+from domain.run import Reason, RunStatus, Verdict
+from domain.spec import DstPolicy, ScheduleSpec, parse_dst_policy, parse_spec, spec_to_dict
+from domain.targets import Target, parse_target, target_to_dict
+from domain.timeparse import format_duration, parse_duration, parse_instant
+
+MAX_NAME_CHARS: Final = 200
+MIN_RUN_TIMEOUT: Final = timedelta(seconds=1)
+MAX_RUN_TIMEOUT: Final = timedelta(days=1)
+MAX_CATCHUP_WINDOW: Final = timedelta(days=366)
+
+
+class Overdue(enum.StrEnum):
+    CATCH_UP_ALL = "catch_up_all"
+    LATEST_ONLY = "latest_only"
+    EXPIRE = "expire"
+
+
+class Overlap(enum.StrEnum):
+    SKIP = "skip"
+    ALLOW_ALL = "allow_all"
+
+
+# A schedule's retries, unless it says otherwise: five attempts, 1 s base, 30 s cap.
+SCHEDULE_RETRY_DEFAULT: Final = RetryPolicy(max_attempts=5, base_s=1.0, cap_s=30.0)
+
+
+@dataclass(frozen=True)
+class SchedulePolicy:
+    overdue: Overdue = Overdue.LATEST_ONLY
+    catchup_window: timedelta | None = None
+    dst: DstPolicy = field(default_factory=DstPolicy)
+    overlap: Overlap = Overlap.ALLOW_ALL
+    retry: RetryPolicy = SCHEDULE_RETRY_DEFAULT
+    run_timeout: timedelta = timedelta(minutes=15)
+    grace: timedelta | None = None
+
+    def __post_init__(self) -> None:
+        if self.overdue is Overdue.EXPIRE:
+            if self.catchup_window is None:
+                raise InvalidSchedule(
+                    "policy.catchup_window", "is required when policy.overdue is 'expire'"
+                )
+        elif self.catchup_window is not None:
+            raise InvalidSchedule(
+                "policy.catchup_window", "only applies when policy.overdue is 'expire'"
+            )
+        if self.catchup_window is not None and not (
+            timedelta(0) <= self.catchup_window <= MAX_CATCHUP_WINDOW
+        ):
+            raise InvalidSchedule("policy.catchup_window", "must be between PT0S and P366D")
+        if not MIN_RUN_TIMEOUT <= self.run_timeout <= MAX_RUN_TIMEOUT:
+            raise InvalidSchedule("policy.run_timeout", "must be between PT1S and P1D")
+        if self.grace is not None and not timedelta(0) <= self.grace <= MAX_CATCHUP_WINDOW:
+            raise InvalidSchedule("policy.grace", "must be between PT0S and P366D")
+
+
+@dataclass(frozen=True)
+class ScheduleState:
+    paused: bool = False
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class ScheduleVersion:
+    """The parameters of one version of a schedule. Immutable, kept forever."""
+
+    schedule_id: str
+    version: int
+    name: str
+    spec: ScheduleSpec
+    policy: SchedulePolicy
+    target: Target
+    payload: Mapping[str, Any]
+    created_at: datetime
+
+    def __post_init__(self) -> None:
+        if self.version < 1:
+            raise ValueError("version starts at 1")
+        if self.created_at.tzinfo is None:
+            raise ValueError("created_at must be aware")
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """The head of a schedule: its current version, state and planning position.
+
+    ``next_due`` is the instant of the first slot not materialized yet (None
+    when the spec has no more slots, or the schedule is deleted);
+    ``last_materialized_at`` the instant of the latest materialized one.
+    """
+
+    schedule_id: str
+    version: int
+    state: ScheduleState
+    current: ScheduleVersion
+    next_due: datetime | None
+    last_materialized_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+    deleted_at: datetime | None = None
+
+    def __post_init__(self) -> None:
+        if self.current.version != self.version or self.current.schedule_id != self.schedule_id:
+            raise ValueError("current must be this schedule's version")
+
+    @property
+    def active(self) -> bool:
+        return not self.state.paused and self.deleted_at is None
+
+    @property
+    def deleted(self) -> bool:
+        return self.deleted_at is not None
+
+
+# --- the JSON form of a policy ----------------------------------------------------
+
+_POLICY_FIELDS: Final = frozenset(
+    {"overdue", "catchup_window", "dst_gap", "dst_fold", "overlap", "retry", "run_timeout", "grace"}
+)
+_RETRY_FIELDS: Final = frozenset({"max_attempts", "base", "cap"})
+
+
+def parse_policy(data: object) -> SchedulePolicy:
+    """The ``policy`` object of an API body; every field is optional.
+
+    Durations are ISO 8601 (``"PT1H"``). Refusals name the field
+    (``policy.overdue``, ``policy.retry.cap``...).
+    """
+    if data is None:
+        return SchedulePolicy()
+    if not isinstance(data, Mapping):
+        raise InvalidSchedule("policy", "must be an object")
+    unknown = sorted(str(key) for key in data if key not in _POLICY_FIELDS)
+    if unknown:
+        raise InvalidSchedule(f"policy.{unknown[0]}", "is not a policy field")
+    overdue = _choice(Overdue, data.get("overdue"), Overdue.LATEST_ONLY, "policy.overdue")
+    overlap = _choice(Overlap, data.get("overlap"), Overlap.ALLOW_ALL, "policy.overlap")
+    dst = parse_dst_policy(data.get("dst_gap"), data.get("dst_fold"))
+    window = _optional_duration(data.get("catchup_window"), "policy.catchup_window")
+    grace = _optional_duration(data.get("grace"), "policy.grace")
+    run_timeout = _optional_duration(data.get("run_timeout"), "policy.run_timeout")
+    return SchedulePolicy(
+        overdue=overdue,
+        catchup_window=window,
+        dst=dst,
+        overlap=overlap,
+        retry=_parse_retry(data.get("retry")),
+        run_timeout=timedelta(minutes=15) if run_timeout is None else run_timeout,
+        grace=grace,
+    )
+
+
+def policy_to_dict(policy: SchedulePolicy) -> dict[str, Any]:
+    """The JSON form of a policy, defaults included; ``parse_policy`` reads it back."""
+    return {
+        "overdue": policy.overdue.value,
+        "catchup_window": _fmt(policy.catchup_window),
+        "dst_gap": policy.dst.gap.value,
+        "dst_fold": policy.dst.fold.value,
+        "overlap": policy.overlap.value,
+        "retry": {
+            "max_attempts": policy.retry.max_attempts,
+            "base": format_duration(timedelta(seconds=policy.retry.base_s)),
+            "cap": format_duration(timedelta(seconds=policy.retry.cap_s)),
+        },
+        "run_timeout": format_duration(policy.run_timeout),
+        "grace": _fmt(policy.grace),
+    }
+
+
+def _fmt(value: timedelta | None) -> str | None:
+    return None if value is None else format_duration(value)
+
+
+def _parse_retry(data: object) -> RetryPolicy:
+    base = SCHEDULE_RETRY_DEFAULT
+    if data is None:
+        return base
+    if not isinstance(data, Mapping):
+        raise InvalidSchedule("policy.retry", "must be an object")
+    unknown = sorted(str(key) for key in data if key not in _RETRY_FIELDS)
+    if unknown:
+        raise InvalidSchedule(f"policy.retry.{unknown[0]}", "is not a retry setting")
+    base_d = _optional_duration(data.get("base"), "policy.retry.base")
+    cap_d = _optional_duration(data.get("cap"), "policy.retry.cap")
+    base_s = base.base_s if base_d is None else base_d.total_seconds()
+    cap_s = base.cap_s if cap_d is None else cap_d.total_seconds()
+    if base_d is not None and cap_d is None and base_s > cap_s:
+        cap_s = min(base_s, MAX_DELAY_S)
+    try:
+        return RetryPolicy(
+            max_attempts=data.get("max_attempts", base.max_attempts),
+            base_s=base_s,
+            cap_s=cap_s,
+        )
+    except InvalidSchedule as error:
+        # RetryPolicy names its fields base_s/cap_s; the API calls them base/cap.
+        name = error.field.removesuffix("_s")
+        raise InvalidSchedule(name, error.reason) from None
+
+
+def _optional_duration(value: object, name: str) -> timedelta | None:
+    if value is None:
+        return None
+    duration = parse_duration(value, name)
+    if duration < timedelta(0):
+        raise InvalidSchedule(name, "must not be negative")
+    return duration
+
+
+_E = TypeVar("_E", Overdue, Overlap)
+
+
+def _choice(kind: type[_E], value: object, default: _E, name: str) -> _E:
+    if value is None:
+        return default
+    try:
+        if not isinstance(value, str):
+            raise ValueError(value)
+        return kind(value)
+    except ValueError:
+        choices = ", ".join(member.value for member in kind)
+        raise InvalidSchedule(name, f"{value!r} is not one of {choices}") from None
+
+
+def check_name(name: object) -> str:
+    """A schedule's name: 1-200 characters of text."""
+    if not isinstance(name, str) or not name.strip():
+        raise InvalidSchedule("name", "is required: a short text such as 'sales report'")
+    if len(name) > MAX_NAME_CHARS:
+        raise InvalidSchedule("name", f"must be at most {MAX_NAME_CHARS} characters")
+    return name
+
+
+def check_payload(payload: object) -> dict[str, Any]:
+    """A payload is a JSON object (or absent, which is an empty one)."""
+    if payload is None:
+        return {}
+    if not isinstance(payload, Mapping):
+        raise InvalidSchedule("payload", "must be a JSON object")
+    return dict(payload)
+
+
+def overdue_verdict(
+    policy: SchedulePolicy, scheduled_at: datetime, now: datetime, *, superseded: bool
+) -> Verdict:
+    """What to do with an occurrence that is due (``scheduled_at <= now``).
+
+    ``superseded``: a later occurrence of the same schedule is due too.
+    """
+    if policy.overdue is Overdue.LATEST_ONLY and superseded:
+        return Verdict(RunStatus.SKIPPED, Reason.SUPERSEDED)
+    if policy.overdue is Overdue.EXPIRE:
+        assert policy.catchup_window is not None
+        late = now - scheduled_at
+        if late > policy.catchup_window:
+            return Verdict(
+                RunStatus.EXPIRED,
+                Reason.expired(late.total_seconds(), policy.catchup_window.total_seconds()),
+            )
+    return Verdict(RunStatus.ADMITTED)
+
+
+def spec_from_stored(data: Mapping[str, Any]) -> ScheduleSpec:
+    """Read back a spec written by ``spec_to_dict`` (an ``every`` keeps its anchor)."""
+    fields = dict(data)
+    anchor = fields.pop("anchor_at", None)
+    if anchor is None:
+        if "every" in fields:
+            raise InvalidSchedule("spec.anchor_at", "a stored every spec keeps its anchor")
+        # cron and at specs do not read the creation instant.
+        return parse_spec(fields, created_at=datetime(1970, 1, 1, tzinfo=UTC))
+    return parse_spec(fields, created_at=parse_instant(anchor, "spec.anchor_at"))
+
+
+def version_to_dict(version: ScheduleVersion) -> dict[str, Any]:
+    """The stored form of a version's parameters (JSON-ready)."""
+    return {
+        "name": version.name,
+        "spec": spec_to_dict(version.spec),
+        "policy": policy_to_dict(version.policy),
+        "target": target_to_dict(version.target),
+        "payload": dict(version.payload),
+    }
+
+
+def version_from_dict(
+    schedule_id: str, version: int, created_at: datetime, data: Mapping[str, Any]
+) -> ScheduleVersion:
+    return ScheduleVersion(
+        schedule_id=schedule_id,
+        version=version,
+        name=str(data["name"]),
+        spec=spec_from_stored(data["spec"]),
+        policy=parse_policy(data["policy"]),
+        target=parse_target(data["target"]),
+        payload=dict(data.get("payload") or {}),
+        created_at=created_at,
+    )

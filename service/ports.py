@@ -1,0 +1,299 @@
+"""The ports the use cases need. Adapters implement them; tests use fakes.
+
+Every rule that keeps the promises lives behind one of these methods as a
+*conditional* write (a DynamoDB condition expression; a SQLite unique key or
+``UPDATE ... WHERE`` inside one transaction), never as a read followed by a
+blind write. Each method's docstring states its condition; the contract suite
+in tests/contract checks every adapter against it.
+
+Instants are aware UTC datetimes. Page tokens are opaque strings that only the
+adapter that made them reads back.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Generic, Protocol, TypeVar
+
+from domain.run import DeliveryIntent, Run, RunStatus
+from domain.schedule import Schedule, ScheduleVersion
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Page(Generic[T]):
+    items: tuple[T, ...]
+    next_token: str | None = None
+
+
+class Clock(Protocol):
+    def now(self) -> datetime:
+        """The current instant, aware UTC."""
+        ...
+
+
+# --- schedules --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Materialization:
+    """Occurrences of one schedule to write, with the advance of its ``next_due``.
+
+    Applied only if the schedule still has ``expected_version`` and
+    ``expected_next_due`` and is active (not paused, not deleted). Then
+    ``next_due`` and ``last_materialized_at`` are set and each occurrence is
+    inserted unless its business key (or occurrence id) is already taken: a
+    duplicate slot is skipped, not an error. ``occurrences`` are in order of
+    ``scheduled_at``; an adapter that writes them one by one advances
+    ``next_due`` to each following occurrence's instant as it goes (and to
+    ``next_due`` after the last), so a crash halfway leaves a consistent state.
+    """
+
+    schedule_id: str
+    expected_version: int
+    expected_next_due: datetime
+    next_due: datetime | None
+    last_materialized_at: datetime | None
+    occurrences: tuple[Run, ...]
+
+
+@dataclass(frozen=True)
+class MaterializeOutcome:
+    schedule_id: str
+    applied: bool  # False: the schedule changed (edit, pause, delete, another planner)
+    inserted: tuple[str, ...] = ()  # occurrence ids written
+
+
+class ScheduleStore(ABC):
+    @abstractmethod
+    def create(
+        self, schedule: Schedule, idempotency_key: str | None = None
+    ) -> tuple[Schedule, bool]:
+        """Store a new schedule (head and version 1).
+
+        With an ``idempotency_key`` already used, nothing is written and the
+        schedule first created with that key is returned with ``False``.
+        A schedule id that exists is refused with ``ValueError``.
+        """
+
+    @abstractmethod
+    def get(self, schedule_id: str) -> Schedule | None:
+        """The schedule, deleted ones included (``deleted_at`` set)."""
+
+    @abstractmethod
+    def get_version(self, schedule_id: str, version: int) -> ScheduleVersion | None:
+        """Any version ever written, current or not, of a live or deleted schedule."""
+
+    @abstractmethod
+    def get_versions(
+        self, keys: Iterable[tuple[str, int]]
+    ) -> dict[tuple[str, int], ScheduleVersion]:
+        """Several versions at once (batched); missing keys are left out."""
+
+    @abstractmethod
+    def list_schedules(self, limit: int, token: str | None = None) -> Page[Schedule]:
+        """Schedules not deleted, oldest first (created_at, then id), ``limit`` a page."""
+
+    @abstractmethod
+    def due(self, until: datetime, limit: int, token: str | None = None) -> Page[Schedule]:
+        """Active schedules with ``next_due <= until``, by (next_due, schedule_id)."""
+
+    @abstractmethod
+    def save_version(
+        self,
+        new: ScheduleVersion,
+        *,
+        expected_next_due: datetime | None,
+        next_due: datetime | None,
+        now: datetime,
+    ) -> bool:
+        """Make ``new`` (version N+1) current and set ``next_due``.
+
+        Condition: the schedule is at version N (``new.version - 1``), its
+        ``next_due`` is ``expected_next_due`` and it is not deleted. The
+        earlier versions stay readable. False when the condition failed.
+        """
+
+    @abstractmethod
+    def pause(self, schedule_id: str, note: str | None, now: datetime) -> bool:
+        """Set paused with ``note``. Condition: exists, not deleted."""
+
+    @abstractmethod
+    def resume(
+        self,
+        schedule_id: str,
+        *,
+        expected_next_due: datetime | None,
+        next_due: datetime | None,
+        now: datetime,
+    ) -> bool:
+        """Clear paused and the note, set ``next_due``.
+
+        Condition: paused, not deleted, ``next_due`` is ``expected_next_due``.
+        """
+
+    @abstractmethod
+    def delete(self, schedule_id: str, now: datetime) -> bool:
+        """Set ``deleted_at`` and clear ``next_due``. Condition: not deleted."""
+
+    @abstractmethod
+    def materialize(
+        self, batch: Sequence[Materialization], now: datetime
+    ) -> list[MaterializeOutcome]:
+        """Apply each materialization under its own condition (see Materialization).
+
+        One outcome per item, in order. The items are independent: one that
+        fails its condition does not stop the others.
+        """
+
+
+# --- occurrences and runs -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Closure:
+    """End a ``scheduled`` occurrence without admitting it."""
+
+    occurrence_id: str
+    status: RunStatus  # SKIPPED, EXPIRED or CANCELLED
+    reason: str
+
+
+class OccurrenceStore(ABC):
+    @abstractmethod
+    def insert(self, runs: Sequence[Run]) -> list[str]:
+        """Write each record unless its business key or occurrence id is taken.
+
+        Returns the occurrence ids written. For triggers, backfills and the
+        records of skipped slots; the planner uses ``materialize``.
+        """
+
+    @abstractmethod
+    def get_run(self, occurrence_id: str) -> Run | None: ...
+
+    @abstractmethod
+    def get_by_business_key(self, key: str) -> Run | None: ...
+
+    @abstractmethod
+    def runs(self, schedule_id: str, limit: int, token: str | None = None) -> Page[Run]:
+        """A schedule's records, newest ``scheduled_at`` first."""
+
+    @abstractmethod
+    def pending_due(
+        self, shard: int, from_bucket: int, to_bucket: int, due_by: datetime, limit: int
+    ) -> list[Run]:
+        """Pending records of ``shard`` in buckets ``from_bucket..to_bucket``
+        (inclusive) with ``scheduled_at <= due_by``, oldest first (scheduled_at,
+        then occurrence_id), at most ``limit``."""
+
+    @abstractmethod
+    def earliest_pending_bucket(self, shard: int, from_bucket: int | None = None) -> int | None:
+        """The lowest bucket ``>= from_bucket`` of ``shard`` holding a pending record."""
+
+    @abstractmethod
+    def latest_scheduled_at(self, schedule_id: str, up_to: datetime) -> datetime | None:
+        """The latest ``scheduled_at <= up_to`` among the schedule's records of
+        kind ``scheduled`` (any status): what ``latest_only`` compares with."""
+
+    @abstractmethod
+    def admit(self, occurrence_ids: Sequence[str], now: datetime) -> list[Run]:
+        """Move each record from ``scheduled`` to ``admitted``, stamping
+        ``admitted_at = now``; it stays pending until ``mark_sent``.
+
+        Condition, per record: status is ``scheduled``. An adapter that can
+        also check the schedule is active in the same transaction does (SQLite);
+        one that cannot relies on pause and delete closing pending records
+        (DynamoDB). Returns the records admitted by this call, as stored.
+        """
+
+    @abstractmethod
+    def close_runs(self, closures: Sequence[Closure], now: datetime) -> list[str]:
+        """End records that are still ``scheduled`` (stamping ``finished_at``,
+        ``reason``, clearing pending). Returns the ids it changed."""
+
+    @abstractmethod
+    def close_scheduled(
+        self, schedule_id: str, status: RunStatus, reason: str, now: datetime
+    ) -> int:
+        """``close_runs`` every ``scheduled`` record of a schedule (pause, delete)."""
+
+    @abstractmethod
+    def mark_sent(self, occurrence_ids: Sequence[str], now: datetime) -> int:
+        """Clear pending and stamp ``sent_at`` on records no longer ``scheduled``.
+
+        Records still ``scheduled`` are left alone. Returns how many changed.
+        """
+
+
+# --- leases and heartbeats ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Lease:
+    """Who may dispatch a shard now. ``epoch`` only grows: a takeover increments it."""
+
+    shard: int
+    owner: str
+    epoch: int
+    expires_at: datetime
+    checkpoint: int | None = None  # the lowest bucket that may still hold pending work
+
+    def live(self, now: datetime) -> bool:
+        return self.expires_at > now
+
+
+@dataclass(frozen=True)
+class Heartbeat:
+    component: str
+    at: datetime
+    detail: Mapping[str, Any] = field(default_factory=dict)
+
+
+class LeaseStore(ABC):
+    @abstractmethod
+    def acquire(self, shard: int, owner: str, now: datetime, ttl: timedelta) -> Lease | None:
+        """Take or renew the shard's lease until ``now + ttl``.
+
+        Condition: the lease is free (no record), expired (``expires_at <=
+        now``), or held by ``owner``. Taking it from no one or from another
+        owner increments the epoch (starting at 1); renewing keeps it. None
+        when another owner holds a live lease.
+        """
+
+    @abstractmethod
+    def release(self, shard: int, owner: str, epoch: int, now: datetime) -> bool:
+        """Expire the lease now (keeping epoch and checkpoint). Condition: owner and epoch."""
+
+    @abstractmethod
+    def set_checkpoint(self, shard: int, owner: str, epoch: int, checkpoint: int) -> bool:
+        """Move the checkpoint. Condition: the lease has ``owner`` and ``epoch``,
+        and the checkpoint does not move backwards."""
+
+    @abstractmethod
+    def leases(self) -> list[Lease]:
+        """Every lease record, by shard."""
+
+    @abstractmethod
+    def beat(self, heartbeat: Heartbeat) -> None:
+        """Record that a component did something at ``heartbeat.at`` (upsert)."""
+
+    @abstractmethod
+    def heartbeat(self, component: str) -> Heartbeat | None: ...
+
+
+class Store(ScheduleStore, OccurrenceStore, LeaseStore, ABC):
+    """All three stores over one backend, as both adapters provide them."""
+
+
+# --- the delivery queue ------------------------------------------------------------------------
+
+
+class DeliveryQueue(ABC):
+    @abstractmethod
+    def send_batch(self, intents: Sequence[DeliveryIntent]) -> list[str]:
+        """Send delivery intents (at-least-once). Returns the occurrence ids
+        that could not be sent; the dispatcher sends them again on a later pass."""

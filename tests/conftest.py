@@ -1,0 +1,136 @@
+"""Shared test fixtures: a fake clock, fresh schedule ids, dummy AWS settings,
+and builders for schedules and occurrences."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from domain.identity import new_schedule_id
+from domain.partition import Partitioning
+from domain.run import Run, new_occurrence
+from domain.schedule import Schedule, ScheduleState, ScheduleVersion, parse_policy
+from domain.spec import next_slot, parse_spec
+from domain.targets import parse_target
+
+WEBHOOK = {"type": "webhook", "url": "https://example.com/hook"}
+
+
+class FakeClock:
+    """A clock that moves only when a test moves it."""
+
+    def __init__(self, start: datetime) -> None:
+        if start.tzinfo is None:
+            raise ValueError("a fake clock starts at an aware instant")
+        self.at = start.astimezone(UTC)
+
+    def now(self) -> datetime:
+        return self.at
+
+    def advance(self, delta: timedelta | float) -> datetime:
+        self.at += delta if isinstance(delta, timedelta) else timedelta(seconds=delta)
+        return self.at
+
+    def set(self, at: datetime) -> datetime:
+        self.at = at.astimezone(UTC)
+        return self.at
+
+
+def random_schedule_id() -> str:
+    """A schedule id no other test uses."""
+    return new_schedule_id()
+
+
+def utc(text: str) -> datetime:
+    """``utc("2026-12-01T09:00:00Z")``"""
+    return datetime.fromisoformat(text).astimezone(UTC)
+
+
+@pytest.fixture(autouse=True)
+def dummy_aws_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """No test reaches AWS: dummy credentials and a fixed region."""
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_SESSION_TOKEN", "testing")
+    monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", "duetime")
+    monkeypatch.setenv("POWERTOOLS_DEV", "false")
+    yield
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(utc("2026-12-01T08:00:00Z"))
+
+
+def build_schedule(
+    now: datetime,
+    *,
+    schedule_id: str | None = None,
+    spec: Mapping[str, Any] | None = None,
+    policy: Mapping[str, Any] | None = None,
+    target: Mapping[str, Any] | None = None,
+    payload: Mapping[str, Any] | None = None,
+    version: int = 1,
+    name: str = "report",
+    after: datetime | None = None,
+) -> Schedule:
+    """A schedule as ``create`` would store it, next_due computed from ``after`` (or now)."""
+    schedule_id = schedule_id or random_schedule_id()
+    parsed = parse_spec(dict(spec or {"cron": "0 9 * * *", "time_zone": "UTC"}), created_at=now)
+    pol = parse_policy(dict(policy) if policy is not None else None)
+    current = ScheduleVersion(
+        schedule_id=schedule_id,
+        version=version,
+        name=name,
+        spec=parsed,
+        policy=pol,
+        target=parse_target(dict(target or WEBHOOK)),
+        payload=dict(payload or {}),
+        created_at=now,
+    )
+    slot = next_slot(parsed, pol.dst, after or now)
+    return Schedule(
+        schedule_id=schedule_id,
+        version=version,
+        state=ScheduleState(),
+        current=current,
+        next_due=None if slot is None else slot.scheduled_at,
+        last_materialized_at=None,
+        created_at=now,
+        updated_at=now,
+    )
+
+
+def build_occurrence(
+    schedule: Schedule, now: datetime, partitioning: Partitioning | None = None
+) -> Run:
+    """The occurrence of the schedule's next_due slot, placed as the planner places it."""
+    parts = partitioning or Partitioning()
+    slot = next_slot(
+        schedule.current.spec,
+        schedule.current.policy.dst,
+        (schedule.next_due or now) - timedelta(microseconds=1),
+    )
+    assert slot is not None
+    return new_occurrence(
+        schedule.schedule_id,
+        schedule.version,
+        slot,
+        bucket=parts.placement(slot.scheduled_at, now),
+        shard=parts.shard(schedule.schedule_id),
+        materialized_at=now,
+    )
+
+
+@pytest.fixture
+def make_schedule() -> Callable[..., Schedule]:
+    return build_schedule
+
+
+@pytest.fixture
+def make_occurrence() -> Callable[..., Run]:
+    return build_occurrence
