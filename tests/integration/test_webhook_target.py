@@ -19,6 +19,7 @@ from datetime import UTC, datetime, timedelta
 from email.message import Message
 from email.utils import format_datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -131,7 +132,7 @@ def silent_port() -> Iterator[int]:
 def make_sender(
     policy: AddressPolicy | None = None, resolver: object = None, **kwargs: object
 ) -> WebhookSender:
-    extra: dict = dict(kwargs)
+    extra: dict[str, Any] = dict(kwargs)
     if resolver is not None:
         extra["resolver"] = resolver
     return WebhookSender(
@@ -568,7 +569,7 @@ def tls_receiver(tmp_path: Path) -> Iterator[tuple[Receiver, Path, list[str | No
     def remember_sni(sock: ssl.SSLObject, name: str | None, context: ssl.SSLContext) -> None:
         server_names.append(name)
 
-    server_context.sni_callback = remember_sni  # type: ignore[assignment]
+    server_context.sni_callback = remember_sni
     with Receiver(tls=server_context) as running:
         yield running, cert_path, server_names
 

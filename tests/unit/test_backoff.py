@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -144,7 +145,7 @@ def test_max_attempts_counts_the_first_attempt() -> None:
         ({"cap_s": float("inf")}, "policy.retry.cap_s"),
     ],
 )
-def test_a_bad_retry_policy_is_refused_naming_the_field(kwargs: dict, field: str) -> None:
+def test_a_bad_retry_policy_is_refused_naming_the_field(kwargs: dict[str, Any], field: str) -> None:
     with pytest.raises(InvalidSchedule) as refused:
         RetryPolicy(**kwargs)
 

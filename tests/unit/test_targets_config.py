@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
 
 import pytest
 
@@ -50,7 +51,7 @@ FUNCTION = "arn:aws:lambda:eu-west-1:123456789012:function:nightly-report"
         },
     ],
 )
-def test_a_valid_target_reads_back_unchanged(data: dict) -> None:
+def test_a_valid_target_reads_back_unchanged(data: dict[str, Any]) -> None:
     target = parse_target(data)
 
     assert parse_target(target_to_dict(target)) == target
@@ -228,7 +229,7 @@ SCHEDULED_AT = datetime(2026, 3, 29, 1, 0, tzinfo=UTC)
 
 
 def make_delivery(**changes: object) -> Delivery:
-    fields: dict = {
+    fields: dict[str, Any] = {
         "occurrence_id": "occ_01",
         "schedule_id": "sch_sales",
         "version": 3,
@@ -283,7 +284,7 @@ def test_the_body_is_the_same_bytes_every_time() -> None:
         {"occurrence_id": ""},
     ],
 )
-def test_a_delivery_refuses_values_that_cannot_be_true(changes: dict) -> None:
+def test_a_delivery_refuses_values_that_cannot_be_true(changes: dict[str, Any]) -> None:
     with pytest.raises(ValueError):
         make_delivery(**changes)
 
