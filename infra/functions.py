@@ -1,0 +1,255 @@
+"""The four Lambda functions, made by one helper, each with its own grants."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar, Final
+
+from aws_cdk import Duration
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk.aws_lambda_event_sources import SqsEventSource
+from constructs import Construct
+
+from adapters.definitions import (
+    DELIVERY_QUEUE,
+    ENV_ALLOW_PRIVATE_TARGETS,
+    ENV_BUCKET_S,
+    ENV_LOOKAHEAD_S,
+    ENV_SECRETS_PREFIX,
+    ENV_SHARDS,
+    ENV_TICK_BUDGET_S,
+    FUNCTION_ENV,
+    LEASES,
+    METRICS_NAMESPACE,
+    OCCURRENCES,
+    SCHEDULES,
+    SERVICE_NAME,
+)
+from infra import build_asset
+from infra.log_groups import log_group
+from infra.queues import DeliveryQueues
+from infra.secrets import WebhookSecrets
+from infra.settings import Settings
+from infra.tables import Tables
+from infra.targets import grant_targets
+
+
+@dataclass(frozen=True)
+class FunctionSpec:
+    name: str  # its key in adapters.definitions.FUNCTION_ENV
+    handler: str
+    description: str
+    timeout: Duration
+    memory_mb: int = 512
+    # Invocations Lambda retries by itself after an asynchronous invocation
+    # fails (None: Lambda's default). The tick and the watchdog run again on
+    # their next schedule, so a late retry of an old pass only adds noise.
+    async_retries: int | None = None
+
+
+# The worker receives a batch of up to WORKER_BATCH_SIZE delivery intents,
+# waiting at most WORKER_BATCH_WINDOW to fill it. AWS advises a queue
+# visibility timeout of at least six times the function timeout plus the
+# batching window, so a message is not redelivered while a throttled or
+# retried invocation still holds it.
+WORKER_BATCH_SIZE: Final = 10
+WORKER_BATCH_WINDOW: Final = Duration.seconds(5)
+WORKER_TIMEOUT: Final = Duration.seconds(150)
+
+API: Final = FunctionSpec("api", "handlers.api.handler", "duetime HTTP API", Duration.seconds(29))
+WORKER: Final = FunctionSpec(
+    "worker", "handlers.worker.handler", "duetime worker: runs occurrences", WORKER_TIMEOUT
+)
+WATCHDOG: Final = FunctionSpec(
+    "watchdog",
+    "handlers.watchdog.handler",
+    "duetime watchdog: late and overdue schedules",
+    Duration.seconds(120),
+    memory_mb=256,
+    async_retries=0,
+)
+
+
+def tick_spec(settings: Settings) -> FunctionSpec:
+    # The tick loops for its budget, then needs time to checkpoint and flush.
+    return FunctionSpec(
+        "tick",
+        "handlers.tick.handler",
+        "duetime tick: plans and dispatches due occurrences",
+        Duration.seconds(settings.tick_budget_s + 20),
+        async_retries=0,
+    )
+
+
+def check_worker_timeout(visibility_timeout_s: int) -> None:
+    needed = 6 * WORKER_TIMEOUT.to_seconds() + WORKER_BATCH_WINDOW.to_seconds()
+    if visibility_timeout_s < needed:
+        raise ValueError(
+            f"{DELIVERY_QUEUE.logical_id} visibility timeout {visibility_timeout_s}s is "
+            f"below 6 x worker timeout + batching window ({needed}s)"
+        )
+
+
+class DuetimeFunction(Construct):
+    """A handler with its own role, its own log group and exactly its env keys.
+
+    The role starts empty (no AWS managed policy): it may write to its own log
+    group and nothing else until the caller grants more.
+    """
+
+    RUNTIME: ClassVar[lambda_.Runtime] = lambda_.Runtime.PYTHON_3_14
+    ARCHITECTURE: ClassVar[lambda_.Architecture] = lambda_.Architecture.ARM_64
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        spec: FunctionSpec,
+        code: lambda_.Code,
+        environment: Mapping[str, str],
+        settings: Settings,
+        reserved_concurrency: int | None = None,
+    ) -> None:
+        super().__init__(scope, id)
+        self.spec = spec
+        self.role = iam.Role(
+            self,
+            "Role",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description=f"{spec.description}: only what it needs",
+        )
+        self.log_group = log_group(self, "Logs", settings)
+        self.log_group.grant_write(self.role)
+        self.function = lambda_.Function(
+            self,
+            "Function",
+            runtime=self.RUNTIME,
+            architecture=self.ARCHITECTURE,
+            code=code,
+            handler=spec.handler,
+            description=spec.description,
+            timeout=spec.timeout,
+            memory_size=spec.memory_mb,
+            role=self.role,
+            log_group=self.log_group,
+            environment=function_environment(spec.name, environment, settings),
+            reserved_concurrent_executions=reserved_concurrency,
+            retry_attempts=spec.async_retries,
+        )
+
+
+def function_environment(
+    name: str, available: Mapping[str, str], settings: Settings
+) -> dict[str, str]:
+    """The function's FUNCTION_ENV keys with their values, plus Powertools' own."""
+    missing = [key for key in FUNCTION_ENV[name] if key not in available]
+    if missing:
+        raise KeyError(f"no value for {', '.join(missing)} (function {name})")
+    return {
+        **{key: available[key] for key in FUNCTION_ENV[name]},
+        "POWERTOOLS_SERVICE_NAME": SERVICE_NAME,
+        "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
+        "LOG_LEVEL": settings.log_level,
+    }
+
+
+class Functions(Construct):
+    """api, tick, worker and watchdog, and what each one may touch."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        settings: Settings,
+        tables: Tables,
+        queues: DeliveryQueues,
+        secrets: WebhookSecrets,
+    ) -> None:
+        super().__init__(scope, id)
+        check_worker_timeout(queues.definition.visibility_timeout_s)
+        if self._runtime_version() != build_asset.PYTHON_VERSION:
+            raise ValueError("infra.build_asset.PYTHON_VERSION does not match the runtime")
+        code = lambda_.Code.from_asset(str(_asset_dir(settings)))
+        environment = {
+            SCHEDULES.env_var: tables.table(SCHEDULES).table_name,
+            OCCURRENCES.env_var: tables.table(OCCURRENCES).table_name,
+            LEASES.env_var: tables.table(LEASES).table_name,
+            queues.definition.env_var: queues.queue.queue_url,
+            queues.definition.dlq_env_var: queues.dead_letter_queue.queue_url,
+            ENV_SHARDS: str(settings.shards),
+            ENV_BUCKET_S: str(settings.bucket_s),
+            ENV_LOOKAHEAD_S: str(settings.lookahead_s),
+            ENV_TICK_BUDGET_S: str(settings.tick_budget_s),
+            ENV_ALLOW_PRIVATE_TARGETS: "true" if settings.allow_private_targets else "false",
+            ENV_SECRETS_PREFIX: secrets.prefix,
+        }
+
+        def make(id: str, spec: FunctionSpec, reserved: int | None = None) -> DuetimeFunction:
+            return DuetimeFunction(
+                self,
+                id,
+                spec=spec,
+                code=code,
+                environment=environment,
+                settings=settings,
+                reserved_concurrency=reserved,
+            )
+
+        # api: manages schedules and reads runs; shows lease state read-only.
+        self.api = make("Api", API)
+        tables.grant_read_write(self.api.role, SCHEDULES)
+        tables.grant_read_write(self.api.role, OCCURRENCES)
+        tables.grant_read(self.api.role, LEASES)
+        secrets.grant_write(self.api.role)
+
+        # tick: plans and admits occurrences under shard leases, sends intents.
+        # Reserved concurrency caps overlapping passes (and keeps a burst of
+        # other functions from starving the dispatcher).
+        self.tick = make("Tick", tick_spec(settings), settings.tick_reserved_concurrency or None)
+        for definition in (SCHEDULES, OCCURRENCES, LEASES):
+            tables.grant_read_write(self.tick.role, definition)
+        queues.queue.grant_send_messages(self.tick.role)
+
+        # worker: runs occurrences from the delivery queue and calls targets.
+        self.worker = make("Worker", WORKER)
+        tables.grant_read_write(self.worker.role, OCCURRENCES)
+        tables.grant_read(self.worker.role, SCHEDULES)
+        queues.dead_letter_queue.grant_send_messages(self.worker.role)
+        secrets.grant_read(self.worker.role)
+        grant_targets(self.worker.role, settings)
+        self.worker.function.add_event_source(
+            SqsEventSource(
+                queues.queue,
+                batch_size=WORKER_BATCH_SIZE,
+                max_batching_window=WORKER_BATCH_WINDOW,
+                report_batch_item_failures=True,
+            )
+        )
+
+        # watchdog: reads everything it judges, writes each schedule's verdict.
+        self.watchdog = make("Watchdog", WATCHDOG)
+        tables.grant_read_write(self.watchdog.role, SCHEDULES)
+        tables.grant_read(self.watchdog.role, OCCURRENCES)
+        tables.grant_read(self.watchdog.role, LEASES)
+
+    @property
+    def all(self) -> tuple[DuetimeFunction, ...]:
+        return (self.api, self.tick, self.worker, self.watchdog)
+
+    @staticmethod
+    def _runtime_version() -> str:
+        return DuetimeFunction.RUNTIME.name.removeprefix("python")
+
+
+def _asset_dir(settings: Settings) -> Path:
+    path = Path(settings.asset_dir) if settings.asset_dir else build_asset.DEFAULT_OUT
+    if not (path / "handlers").is_dir():
+        raise FileNotFoundError(
+            f"the Lambda asset {path} is missing or incomplete: run `make asset` first"
+        )
+    return path

@@ -1,0 +1,182 @@
+"""Deployment settings, read once from CDK context (``-c duetime:<name>=<value>``).
+
+Every setting has a default so that a plain ``cdk synth`` works. Values given
+on the command line arrive as strings; values in cdk.json arrive as JSON. Both
+are accepted. docs/deploy.md lists each setting with its default.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final, TypeVar
+
+PREFIX: Final = "duetime:"
+
+# Target ARNs the worker may call. "*" is the documented wildcard: any Lambda
+# function, SQS queue or EventBridge bus in any account the resource policies
+# allow. The default is none: only webhook targets work until ARNs are listed.
+WILDCARD: Final = "*"
+TARGET_SERVICES: Final = ("lambda", "sqs", "events", "kms")
+
+_ARN = re.compile(r"^arn:[a-z0-9-]+:(?P<service>[a-z0-9-]+):[a-z0-9-]*:[0-9]*:.+$")
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+_LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+_STACK_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]{0,127}$")
+
+
+class SettingError(ValueError):
+    """A context setting has a value that cannot be used; the message names it."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    stack_name: str = "Duetime"
+    # Tables keep their data when the stack is destroyed (deletion protection
+    # on, removal policy RETAIN). Set false in a sandbox to destroy cleanly.
+    retain: bool = True
+    alarm_email: str = ""
+    dispatch_lag_p99_threshold_s: int = 60
+    target_arns: tuple[str, ...] = ()
+    allow_private_targets: bool = False
+    secrets_prefix: str = ""  # empty: "duetime/<stack name>/webhooks/"
+    shards: int = 8
+    bucket_s: int = 60
+    lookahead_s: int = 300
+    tick_budget_s: int = 50
+    # Reserved concurrency of the tick. 0 leaves it unreserved, for accounts
+    # whose concurrency quota is still the new-account default of 10.
+    tick_reserved_concurrency: int = 2
+    api_throttle_rate: int = 50
+    api_throttle_burst: int = 100
+    manage_api_gateway_account: bool = True
+    log_level: str = "INFO"
+    log_retention_days: int = 30
+    asset_dir: str = ""  # empty: build/lambda in the project
+
+    def __post_init__(self) -> None:
+        if not _STACK_NAME.match(self.stack_name):
+            raise SettingError(f"{PREFIX}stackName: {self.stack_name!r} is not a stack name")
+        if self.alarm_email and not _EMAIL.match(self.alarm_email):
+            raise SettingError(f"{PREFIX}alarmEmail: {self.alarm_email!r} is not an address")
+        if self.log_level not in _LOG_LEVELS:
+            raise SettingError(f"{PREFIX}logLevel: must be one of {', '.join(_LOG_LEVELS)}")
+        if not 1 <= self.tick_budget_s <= 55:
+            # The tick fires every minute; one pass must end before the next.
+            raise SettingError(f"{PREFIX}tickBudgetS: must be between 1 and 55 seconds")
+        if self.tick_reserved_concurrency < 0:
+            raise SettingError(f"{PREFIX}tickReservedConcurrency: must be 0 or more")
+        for name, value in (
+            ("shards", self.shards),
+            ("bucketS", self.bucket_s),
+            ("lookaheadS", self.lookahead_s),
+            ("dispatchLagP99ThresholdS", self.dispatch_lag_p99_threshold_s),
+            ("apiThrottleRate", self.api_throttle_rate),
+            ("apiThrottleBurst", self.api_throttle_burst),
+            ("logRetentionDays", self.log_retention_days),
+        ):
+            if value < 1:
+                raise SettingError(f"{PREFIX}{name}: must be a positive integer")
+        if self.secrets_prefix and not re.match(r"^[A-Za-z0-9/_+=.@-]+/$", self.secrets_prefix):
+            raise SettingError(
+                f"{PREFIX}secretsPrefix: use letters, digits and /_+=.@- and end with '/'"
+            )
+        for arn in self.target_arns:
+            if arn == WILDCARD:
+                if len(self.target_arns) > 1:
+                    raise SettingError(f"{PREFIX}targetArns: '*' cannot be combined with ARNs")
+                continue
+            match = _ARN.match(arn)
+            if match is None or match["service"] not in TARGET_SERVICES:
+                raise SettingError(
+                    f"{PREFIX}targetArns: {arn!r} is not a Lambda, SQS, EventBridge or KMS ARN"
+                )
+
+    @property
+    def webhook_secrets_prefix(self) -> str:
+        return self.secrets_prefix or f"duetime/{self.stack_name}/webhooks/"
+
+    @property
+    def targets_wildcard(self) -> bool:
+        return self.target_arns == (WILDCARD,)
+
+    @classmethod
+    def from_context(cls, get: Callable[[str], Any]) -> Settings:
+        """Read every setting through ``get`` (``node.try_get_context``)."""
+
+        def read(name: str, parse: Callable[[str, Any], _T], default: _T) -> _T:
+            value = get(PREFIX + name)
+            return default if value is None else parse(PREFIX + name, value)
+
+        d = cls()
+        return cls(
+            stack_name=read("stackName", _str, d.stack_name),
+            retain=read("retain", _bool, d.retain),
+            alarm_email=read("alarmEmail", _str, d.alarm_email),
+            dispatch_lag_p99_threshold_s=read(
+                "dispatchLagP99ThresholdS", _int, d.dispatch_lag_p99_threshold_s
+            ),
+            target_arns=read("targetArns", _str_list, d.target_arns),
+            allow_private_targets=read("allowPrivateTargets", _bool, d.allow_private_targets),
+            secrets_prefix=read("secretsPrefix", _str, d.secrets_prefix),
+            shards=read("shards", _int, d.shards),
+            bucket_s=read("bucketS", _int, d.bucket_s),
+            lookahead_s=read("lookaheadS", _int, d.lookahead_s),
+            tick_budget_s=read("tickBudgetS", _int, d.tick_budget_s),
+            tick_reserved_concurrency=read(
+                "tickReservedConcurrency", _int, d.tick_reserved_concurrency
+            ),
+            api_throttle_rate=read("apiThrottleRate", _int, d.api_throttle_rate),
+            api_throttle_burst=read("apiThrottleBurst", _int, d.api_throttle_burst),
+            manage_api_gateway_account=read(
+                "manageApiGatewayAccount", _bool, d.manage_api_gateway_account
+            ),
+            log_level=read("logLevel", _str, d.log_level).upper(),
+            log_retention_days=read("logRetentionDays", _int, d.log_retention_days),
+            asset_dir=read("assetDir", _str, d.asset_dir),
+        )
+
+
+_T = TypeVar("_T")
+
+
+def _str(name: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise SettingError(f"{name}: expected a string, got {value!r}")
+    return value.strip()
+
+
+def _bool(name: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    raise SettingError(f"{name}: expected true or false, got {value!r}")
+
+
+def _int(name: str, value: Any) -> int:
+    if isinstance(value, bool):
+        raise SettingError(f"{name}: expected an integer, got {value!r}")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and re.fullmatch(r"-?[0-9]+", value.strip()):
+        return int(value)
+    raise SettingError(f"{name}: expected an integer, got {value!r}")
+
+
+def _str_list(name: str, value: Any) -> tuple[str, ...]:
+    """A JSON list, or (on the command line) a comma-separated string."""
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("["):
+            try:
+                value = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise SettingError(f"{name}: not a JSON list: {exc}") from None
+        else:
+            value = [part for part in (p.strip() for p in text.split(",")) if part]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise SettingError(f"{name}: expected a list of strings, got {value!r}")
+    return tuple(v.strip() for v in value)

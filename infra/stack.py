@@ -1,0 +1,68 @@
+"""The duetime stack: composes one construct per capability, nothing else."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk import CfnOutput, Stack
+from constructs import Construct
+
+from infra.alarms import Alarms
+from infra.api import Api
+from infra.dashboard import Dashboard
+from infra.functions import Functions
+from infra.queues import DeliveryQueues, ScheduleDeadLetterQueue
+from infra.schedules import Schedules
+from infra.secrets import WebhookSecrets
+from infra.settings import Settings
+from infra.tables import Tables
+
+
+class DuetimeStack(Stack):
+    def __init__(self, scope: Construct, id: str, *, settings: Settings, **kwargs: Any) -> None:
+        super().__init__(
+            scope,
+            id,
+            description="duetime: schedules with one recorded run per occurrence",
+            **kwargs,
+        )
+        self.settings = settings
+        self.tables = Tables(self, "Tables", retain=settings.retain)
+        self.delivery = DeliveryQueues(self, "Delivery")
+        self.secrets = WebhookSecrets(self, "Secrets", prefix=settings.webhook_secrets_prefix)
+        self.functions = Functions(
+            self,
+            "Functions",
+            settings=settings,
+            tables=self.tables,
+            queues=self.delivery,
+            secrets=self.secrets,
+        )
+        self.schedule_dlq = ScheduleDeadLetterQueue(self, "ScheduleDlq")
+        self.schedules = Schedules(
+            self,
+            "Schedules",
+            tick=self.functions.tick.function,
+            watchdog=self.functions.watchdog.function,
+            dead_letter_queue=self.schedule_dlq.queue,
+        )
+        self.api = Api(self, "Api", handler=self.functions.api.function, settings=settings)
+        self.alarms = Alarms(
+            self,
+            "Alarms",
+            settings=settings,
+            functions=self.functions,
+            delivery_dlq=self.delivery.dead_letter_queue,
+            schedule_dlq=self.schedule_dlq.queue,
+        )
+        self.dashboard = Dashboard(
+            self,
+            "Dashboard",
+            alarms=self.alarms,
+            delivery_queue=self.delivery.queue,
+            delivery_dlq=self.delivery.dead_letter_queue,
+            schedule_dlq=self.schedule_dlq.queue,
+        )
+        CfnOutput(self, "AlarmTopicArn", value=self.alarms.topic.topic_arn)
+        CfnOutput(self, "DeliveryDlqUrl", value=self.delivery.dead_letter_queue.queue_url)
+        CfnOutput(self, "WebhookSecretsPrefix", value=self.secrets.prefix)
