@@ -195,9 +195,12 @@ class OccurrenceStore(ABC):
         """The lowest bucket ``>= from_bucket`` of ``shard`` holding a pending record."""
 
     @abstractmethod
-    def latest_scheduled_at(self, schedule_id: str, up_to: datetime) -> datetime | None:
-        """The latest ``scheduled_at <= up_to`` among the schedule's records of
-        kind ``scheduled`` (any status): what ``latest_only`` compares with."""
+    def latest_scheduled_at(
+        self, schedule_ids: Sequence[str], up_to: datetime
+    ) -> dict[str, datetime]:
+        """Per schedule, the latest ``scheduled_at <= up_to`` among its records of
+        kind ``scheduled`` (any status): what ``latest_only`` compares with.
+        Schedules with no such record are left out."""
 
     @abstractmethod
     def admit(self, occurrence_ids: Sequence[str], now: datetime) -> list[Run]:
@@ -283,6 +286,10 @@ class LeaseStore(ABC):
 
     @abstractmethod
     def heartbeat(self, component: str) -> Heartbeat | None: ...
+
+    @abstractmethod
+    def heartbeats(self, prefix: str) -> list[Heartbeat]:
+        """Every heartbeat whose component starts with ``prefix``, by component."""
 
 
 class Store(ScheduleStore, OccurrenceStore, LeaseStore, ABC):

@@ -588,13 +588,21 @@ class SqliteStore(Store):
         value = rows[0][0]
         return None if value is None else int(value)
 
-    def latest_scheduled_at(self, schedule_id: str, up_to: datetime) -> datetime | None:
-        rows = self._read(
-            "SELECT MAX(scheduled_at) FROM occurrences WHERE schedule_id = ? "
-            "AND kind = 'scheduled' AND scheduled_at <= ?",
-            (schedule_id, us(up_to)),
-        )
-        return _opt_dt(rows[0][0])
+    def latest_scheduled_at(
+        self, schedule_ids: Sequence[str], up_to: datetime
+    ) -> dict[str, datetime]:
+        found: dict[str, datetime] = {}
+        ids = list(dict.fromkeys(schedule_ids))
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            rows = self._read(
+                "SELECT schedule_id, MAX(scheduled_at) FROM occurrences "
+                f"WHERE schedule_id IN ({', '.join('?' * len(chunk))}) "
+                "AND kind = 'scheduled' AND scheduled_at <= ? GROUP BY schedule_id",
+                (*chunk, us(up_to)),
+            )
+            found.update((row[0], from_us(row[1])) for row in rows)
+        return found
 
     def admit(self, occurrence_ids: Sequence[str], now: datetime) -> list[Run]:
         admitted: list[Run] = []
@@ -706,6 +714,14 @@ class SqliteStore(Store):
         if not rows:
             return None
         return Heartbeat(component, from_us(rows[0][0]), json.loads(rows[0][1]))
+
+    def heartbeats(self, prefix: str) -> list[Heartbeat]:
+        rows = self._read(
+            "SELECT component, at, detail FROM heartbeats "
+            "WHERE substr(component, 1, ?) = ? ORDER BY component",
+            (len(prefix), prefix),
+        )
+        return [Heartbeat(r[0], from_us(r[1]), json.loads(r[2])) for r in rows]
 
 
 def _lease(row: Sequence[Any]) -> Lease:

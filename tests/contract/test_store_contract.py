@@ -377,19 +377,18 @@ def test_latest_scheduled_at_counts_only_slots_up_to_an_instant(store: Store) ->
     sid, _ = _created_with_runs(
         store, "2026-12-01T07:00:00Z", "2026-12-01T07:30:00Z", "2026-12-01T09:00:00Z"
     )
-    store.insert(
-        [
-            replace(
-                _slot_run(sid, "2026-12-01T07:45:00Z"),
-                kind=RunKind.TRIGGER,
-                business_key=f"{sid}#trigger#x",
-            )
-        ]
+    other, _ = _created_with_runs(store, "2026-12-01T05:00:00Z")
+    trigger = replace(
+        _slot_run(sid, "2026-12-01T07:45:00Z"),
+        kind=RunKind.TRIGGER,
+        business_key=f"{sid}#trigger#x",
     )
-    assert store.latest_scheduled_at(sid, utc("2026-12-01T08:00:00Z")) == utc(
-        "2026-12-01T07:30:00Z"
-    )
-    assert store.latest_scheduled_at(sid, utc("2026-12-01T06:00:00Z")) is None
+    store.insert([trigger])
+    assert store.latest_scheduled_at([sid, other, "sch_none"], utc("2026-12-01T08:00:00Z")) == {
+        sid: utc("2026-12-01T07:30:00Z"),
+        other: utc("2026-12-01T05:00:00Z"),
+    }
+    assert store.latest_scheduled_at([sid], utc("2026-12-01T06:00:00Z")) == {}
 
 
 def test_runs_pages_newest_first(store: Store) -> None:
@@ -465,3 +464,7 @@ def test_heartbeats_keep_the_latest_beat(store: Store) -> None:
     store.beat(Heartbeat("tick", NOW + timedelta(seconds=5), {"admitted": 2}))
     beat = store.heartbeat("tick")
     assert beat == Heartbeat("tick", NOW + timedelta(seconds=5), {"admitted": 2})
+    store.beat(Heartbeat("tick/b", NOW, {}))
+    store.beat(Heartbeat("tick/a", NOW, {}))
+    store.beat(Heartbeat("watchdog", NOW, {}))
+    assert [h.component for h in store.heartbeats("tick/")] == ["tick/a", "tick/b"]
