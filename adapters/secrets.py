@@ -5,9 +5,15 @@ returned once (so the receiver can be configured with it), and after that only
 read by the worker to sign requests. The API never returns it again; rotating
 it is another ``put``.
 
-``SsmSecretStore`` keeps each secret as an SSM SecureString parameter named
-``<prefix>/<schedule_id>`` (encrypted with the account's SSM key, or the KMS
-key given). ``InMemorySecretStore`` is for tests.
+Two stores for AWS, the same contract:
+- ``SecretsManagerSecretStore`` keeps each secret as a Secrets Manager secret
+  named ``<prefix><schedule_id>`` (the prefix ends with ``/``), the layout the
+  CDK stack grants its functions access to;
+- ``SsmSecretStore`` keeps it as an SSM SecureString parameter named
+  ``<prefix>/<schedule_id>``: no per-secret monthly cost, for deployments that
+  prefer Parameter Store.
+Both encrypt with the account's service key, or the KMS key given.
+``InMemorySecretStore`` is for tests.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from domain.errors import DuetimeError
 SECRET_BYTES = 32
 _SCHEDULE_ID = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 _PREFIX = re.compile(r"^(/[A-Za-z0-9_.-]+)+$")
+_SECRETS_MANAGER_PREFIX = re.compile(r"^[A-Za-z0-9/_+=.@-]+/$")
 
 
 class SecretNotFound(DuetimeError, LookupError):
@@ -134,4 +141,59 @@ class SsmSecretStore:
         try:
             self._client.delete_parameter(Name=self.name(schedule_id))
         except self._client.exceptions.ParameterNotFound:
+            return
+
+
+class SecretsManagerSecretStore:
+    """A ``SecretStore`` over Secrets Manager secrets named ``<prefix><schedule_id>``.
+
+    ``client`` is a boto3 Secrets Manager client; ``prefix`` ends with ``/``,
+    such as ``duetime/prod/webhooks/``. Deleting a schedule's secret skips the
+    recovery window: the schedule is gone, and a name in its recovery window
+    could not be used again. Errors other than a missing secret are raised as
+    botocore raised them.
+    """
+
+    def __init__(self, client: Any, prefix: str, kms_key_id: str | None = None) -> None:
+        if not _SECRETS_MANAGER_PREFIX.match(prefix):
+            raise ValueError(f"prefix {prefix!r} must look like duetime/prod/webhooks/")
+        self._client = client
+        self._prefix = prefix
+        self._kms_key_id = kms_key_id
+
+    def name(self, schedule_id: str) -> str:
+        """The secret name that holds the schedule's secret."""
+        _check_schedule_id(schedule_id)
+        return f"{self._prefix}{schedule_id}"
+
+    def put(self, schedule_id: str) -> str:
+        secret = new_secret()
+        name = self.name(schedule_id)
+        params: dict[str, Any] = {
+            "Name": name,
+            "Description": "duetime webhook signing secret",
+            "SecretString": secret,
+        }
+        if self._kms_key_id is not None:
+            params["KmsKeyId"] = self._kms_key_id
+        try:
+            self._client.create_secret(**params)
+        except self._client.exceptions.ResourceExistsException:
+            self._client.put_secret_value(SecretId=name, SecretString=secret)
+        return secret
+
+    def get(self, schedule_id: str) -> str:
+        try:
+            answer = self._client.get_secret_value(SecretId=self.name(schedule_id))
+        except self._client.exceptions.ResourceNotFoundException:
+            raise SecretNotFound(schedule_id) from None
+        value: str = answer["SecretString"]
+        return value
+
+    def delete(self, schedule_id: str) -> None:
+        try:
+            self._client.delete_secret(
+                SecretId=self.name(schedule_id), ForceDeleteWithoutRecovery=True
+            )
+        except self._client.exceptions.ResourceNotFoundException:
             return

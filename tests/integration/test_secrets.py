@@ -9,9 +9,16 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from adapters.secrets import InMemorySecretStore, SecretNotFound, SecretStore, SsmSecretStore
+from adapters.secrets import (
+    InMemorySecretStore,
+    SecretNotFound,
+    SecretsManagerSecretStore,
+    SecretStore,
+    SsmSecretStore,
+)
 
 PREFIX = "/duetime/test/webhook-secrets"
+SM_PREFIX = "duetime/test/webhooks/"
 
 
 def random_schedule_id() -> str:
@@ -34,11 +41,19 @@ def ssm(aws_env: None) -> Iterator[object]:
         yield boto3.client("ssm", region_name="eu-west-1")
 
 
-@pytest.fixture(params=["memory", "ssm"])
+@pytest.fixture
+def secretsmanager(aws_env: None) -> Iterator[object]:
+    with mock_aws():
+        yield boto3.client("secretsmanager", region_name="eu-west-1")
+
+
+@pytest.fixture(params=["memory", "ssm", "secretsmanager"])
 def store(request: pytest.FixtureRequest) -> SecretStore:
     if request.param == "memory":
         return InMemorySecretStore()
-    return SsmSecretStore(request.getfixturevalue("ssm"), PREFIX)
+    if request.param == "ssm":
+        return SsmSecretStore(request.getfixturevalue("ssm"), PREFIX)
+    return SecretsManagerSecretStore(request.getfixturevalue("secretsmanager"), SM_PREFIX)
 
 
 def test_put_returns_a_fresh_secret_that_get_reads_back(store: SecretStore) -> None:
@@ -99,3 +114,31 @@ def test_ssm_store_refuses_names_it_cannot_scope(ssm: object) -> None:
         SsmSecretStore(ssm, "duetime/no-leading-slash")
     with pytest.raises(ValueError):
         SsmSecretStore(ssm, PREFIX).put("../other-prefix/x")
+
+
+def test_secrets_manager_names_the_secret_under_the_prefix(secretsmanager: object) -> None:
+    store = SecretsManagerSecretStore(secretsmanager, SM_PREFIX)
+    schedule_id = random_schedule_id()
+    secret = store.put(schedule_id)
+
+    stored = secretsmanager.get_secret_value(SecretId=f"{SM_PREFIX}{schedule_id}")  # type: ignore[attr-defined]
+
+    assert stored["SecretString"] == secret
+
+
+def test_a_deleted_secret_name_can_be_used_again(secretsmanager: object) -> None:
+    store = SecretsManagerSecretStore(secretsmanager, SM_PREFIX)
+    schedule_id = random_schedule_id()
+    store.put(schedule_id)
+    store.delete(schedule_id)
+
+    secret = store.put(schedule_id)
+
+    assert store.get(schedule_id) == secret
+
+
+def test_secrets_manager_store_refuses_a_prefix_without_a_trailing_slash(
+    secretsmanager: object,
+) -> None:
+    with pytest.raises(ValueError):
+        SecretsManagerSecretStore(secretsmanager, "duetime/test/webhooks")
