@@ -3,18 +3,24 @@ and builders for schedules and occurrences."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from adapters.sqlite.store import SqliteStore
 from domain.identity import new_schedule_id
 from domain.partition import Partitioning
-from domain.run import Run, new_occurrence
+from domain.run import DeliveryIntent, Run, new_occurrence
 from domain.schedule import Schedule, ScheduleState, ScheduleVersion, parse_policy
 from domain.spec import next_slot, parse_spec
 from domain.targets import parse_target
+from service.ports import DeliveryQueue
+from service.schedules import ScheduleService
+from service.tick import TickConfig, Ticker
 
 WEBHOOK = {"type": "webhook", "url": "https://example.com/hook"}
 
@@ -134,3 +140,59 @@ def make_schedule() -> Callable[..., Schedule]:
 @pytest.fixture
 def make_occurrence() -> Callable[..., Run]:
     return build_occurrence
+
+
+class FakeQueue(DeliveryQueue):
+    """Keeps what was sent; ``fail_with`` makes the next send raise (a crash)."""
+
+    def __init__(self) -> None:
+        self.sent: list[DeliveryIntent] = []
+        self.fail_with: BaseException | None = None
+
+    def send_batch(self, intents: Sequence[DeliveryIntent]) -> list[str]:
+        if self.fail_with is not None:
+            error, self.fail_with = self.fail_with, None
+            raise error
+        self.sent.extend(intents)
+        return []
+
+    def ids(self) -> list[str]:
+        return [i.occurrence_id for i in self.sent]
+
+
+@dataclass
+class World:
+    """A store, a clock, the schedule use cases and a tick, on one SQLite file."""
+
+    store: SqliteStore
+    clock: FakeClock
+    queue: FakeQueue
+    schedules: ScheduleService
+    config: TickConfig
+
+    def ticker(self, owner: str = "tick-1", queue: DeliveryQueue | None = None) -> Ticker:
+        return Ticker(self.store, queue or self.queue, self.clock, self.config, owner=owner)
+
+
+def make_world(
+    path: Path, clock: FakeClock, *, lookahead: timedelta = timedelta(seconds=90), shards: int = 4
+) -> World:
+    store = SqliteStore(path)
+    config = TickConfig(
+        partitioning=Partitioning(shards=shards, bucket_s=60),
+        lookahead=lookahead,
+    )
+    return World(
+        store=store,
+        clock=clock,
+        queue=FakeQueue(),
+        schedules=ScheduleService(store, clock, config.partitioning),
+        config=config,
+    )
+
+
+@pytest.fixture
+def world(tmp_path: Path, clock: FakeClock) -> Iterator[World]:
+    w = make_world(tmp_path / "duetime.db", clock)
+    yield w
+    w.store.close()

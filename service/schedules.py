@@ -1,0 +1,406 @@
+"""Schedule use cases: create, read, edit, pause, resume, delete, trigger, backfill.
+
+Rules they keep:
+- create with an idempotency key already used returns the first schedule;
+- an edit names the version it read; a stale one is refused (VersionConflict)
+  and changes nothing; it writes version N+1, keeps every earlier version, and
+  its ``next_due`` is the new spec's first slot strictly after
+  ``max(now, last_materialized_at)``, so it never fires retroactively and
+  occurrences already materialized keep their instant and version;
+- pause stops admissions at once: the schedule's materialized, unadmitted
+  occurrences are recorded as skipped (paused); runs already admitted or
+  started are not touched;
+- resume plans from now; the slots missed while paused are recorded as
+  skipped (paused): one record each up to a bound, then one counted summary;
+- delete stops everything and keeps the history readable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final
+
+from domain.errors import InvalidSchedule
+from domain.identity import new_schedule_id, occurrence_id
+from domain.partition import Partitioning
+from domain.run import (
+    Reason,
+    Run,
+    RunKind,
+    RunStatus,
+    new_occurrence,
+    summary_business_key,
+    trigger_business_key,
+)
+from domain.schedule import (
+    Schedule,
+    ScheduleState,
+    ScheduleVersion,
+    check_name,
+    check_payload,
+    parse_policy,
+)
+from domain.spec import AtSpec, ScheduleSpec, Slot, parse_spec, slots_after, spec_zone_name
+from domain.targets import parse_target
+from domain.timezones import load_zone, wall_of
+from service.errors import (
+    Contention,
+    RunNotFound,
+    ScheduleNotActive,
+    ScheduleNotFound,
+    VersionConflict,
+)
+from service.ports import Clock, Page, Store
+
+MAX_BACKFILL: Final = 1000
+MAX_PAGE: Final = 100
+# Slots missed while paused: one skipped record each up to this many, then a summary.
+RESUME_RECORD_LIMIT: Final = 100
+# How far a summary counts before it says "at least".
+RESUME_COUNT_LIMIT: Final = 100_000
+_RETRIES: Final = 5
+_EPSILON: Final = timedelta(microseconds=1)
+
+
+@dataclass(frozen=True)
+class Definition:
+    """What a user writes for a schedule: parsed and checked, not yet stored."""
+
+    name: str
+    spec: ScheduleSpec
+    policy_data: Mapping[str, Any] | None
+    target_data: Mapping[str, Any]
+    payload: dict[str, Any]
+
+
+def parse_definition(body: object, *, now: datetime) -> Definition:
+    """The schedule an API body describes; refusals name the field."""
+    if not isinstance(body, Mapping):
+        raise InvalidSchedule("body", "must be a JSON object")
+    known = {"name", "spec", "policy", "target", "payload"}
+    unknown = sorted(str(key) for key in body if key not in known)
+    if unknown:
+        raise InvalidSchedule(unknown[0], "is not a schedule field")
+    name = check_name(body.get("name"))
+    if body.get("spec") is None:
+        raise InvalidSchedule("spec", "is required")
+    spec = parse_spec(body["spec"], created_at=now)
+    if body.get("target") is None:
+        raise InvalidSchedule("target", "is required")
+    return Definition(
+        name=name,
+        spec=spec,
+        policy_data=body.get("policy"),
+        target_data=body["target"],
+        payload=check_payload(body.get("payload")),
+    )
+
+
+def upcoming(schedule: Schedule, count: int, after: datetime) -> list[Slot]:
+    """The schedule's next ``count`` slots not materialized yet, strictly after ``after``."""
+    version = schedule.current
+    start = after
+    if schedule.last_materialized_at is not None:
+        start = max(start, schedule.last_materialized_at)
+    slots: list[Slot] = []
+    for slot in slots_after(version.spec, version.policy.dst, start):
+        slots.append(slot)
+        if len(slots) >= count:
+            break
+    return slots
+
+
+def local_time(spec: ScheduleSpec, instant: datetime) -> datetime:
+    """An instant as an aware local time in the spec's zone."""
+    return instant.astimezone(load_zone(spec_zone_name(spec)))
+
+
+class ScheduleService:
+    def __init__(
+        self,
+        store: Store,
+        clock: Clock,
+        partitioning: Partitioning | None = None,
+        *,
+        new_id: Callable[[], str] = new_schedule_id,
+    ) -> None:
+        self.store = store
+        self.clock = clock
+        self.partitioning = partitioning or Partitioning()
+        self._new_id = new_id
+
+    # --- reading ----------------------------------------------------------------------
+
+    def get(self, schedule_id: str, *, include_deleted: bool = False) -> Schedule:
+        schedule = self.store.get(schedule_id)
+        if schedule is None or (schedule.deleted and not include_deleted):
+            raise ScheduleNotFound(schedule_id)
+        return schedule
+
+    def list_schedules(self, limit: int = 50, token: str | None = None) -> Page[Schedule]:
+        if not 1 <= limit <= MAX_PAGE:
+            raise InvalidSchedule("limit", f"must be 1-{MAX_PAGE}")
+        try:
+            return self.store.list_schedules(limit, token)
+        except ValueError:
+            raise InvalidSchedule("next_token", "is not a token this API returned") from None
+
+    def version(self, schedule_id: str, version: int) -> ScheduleVersion:
+        found = self.store.get_version(schedule_id, version)
+        if found is None:
+            raise ScheduleNotFound(schedule_id)
+        return found
+
+    def runs(self, schedule_id: str, limit: int = 50, token: str | None = None) -> Page[Run]:
+        self.get(schedule_id, include_deleted=True)
+        if not 1 <= limit <= MAX_PAGE:
+            raise InvalidSchedule("limit", f"must be 1-{MAX_PAGE}")
+        try:
+            return self.store.runs(schedule_id, limit, token)
+        except ValueError:
+            raise InvalidSchedule("next_token", "is not a token this API returned") from None
+
+    def run(self, occurrence_id: str) -> Run:
+        found = self.store.get_run(occurrence_id)
+        if found is None:
+            raise RunNotFound(occurrence_id)
+        return found
+
+    def next_occurrences(self, schedule: Schedule, count: int = 5) -> list[Slot]:
+        if not schedule.active:
+            return []
+        return upcoming(schedule, count, self.clock.now())
+
+    # --- writing ---------------------------------------------------------------------------
+
+    def create(self, body: object, idempotency_key: str | None = None) -> tuple[Schedule, bool]:
+        """Store a new schedule at version 1. Returns it and whether it is new."""
+        now = self.clock.now()
+        definition = parse_definition(body, now=now)
+        schedule_id = self._new_id()
+        version = self._version(schedule_id, 1, definition, now)
+        first = _first_slot(version, now)
+        schedule = Schedule(
+            schedule_id=schedule_id,
+            version=1,
+            state=ScheduleState(),
+            current=version,
+            next_due=first,
+            last_materialized_at=None,
+            created_at=now,
+            updated_at=now,
+        )
+        return self.store.create(schedule, idempotency_key)
+
+    def edit(self, schedule_id: str, expected_version: int, body: object) -> Schedule:
+        """Write version N+1 if the schedule is still at ``expected_version``."""
+        now = self.clock.now()
+        definition = parse_definition(body, now=now)
+        for _ in range(_RETRIES):
+            schedule = self.get(schedule_id)
+            if schedule.version != expected_version:
+                raise VersionConflict(schedule_id, expected_version, schedule.version)
+            new = self._version(schedule_id, schedule.version + 1, definition, now)
+            after = now
+            if schedule.last_materialized_at is not None:
+                after = max(after, schedule.last_materialized_at)
+            next_due = _first_slot(new, after, check=False)
+            if self.store.save_version(
+                new, expected_next_due=schedule.next_due, next_due=next_due, now=now
+            ):
+                return self.get(schedule_id)
+            # Refused: another edit won (VersionConflict on the next read), the
+            # schedule was deleted, or a planner moved next_due (try again).
+        raise Contention(f"schedule {schedule_id!r} kept changing; try again")
+
+    def pause(self, schedule_id: str, note: str | None = None) -> Schedule:
+        if note is not None and (not isinstance(note, str) or len(note) > 1000):
+            raise InvalidSchedule("note", "must be text of at most 1000 characters")
+        now = self.clock.now()
+        if not self.store.pause(schedule_id, note, now):
+            raise ScheduleNotFound(schedule_id)
+        # After the flag: nothing is admitted for it any more (SQLite checks the
+        # flag when admitting; every store closes what is waiting).
+        self.store.close_scheduled(schedule_id, RunStatus.SKIPPED, Reason.PAUSED, now)
+        return self.get(schedule_id)
+
+    def resume(self, schedule_id: str) -> Schedule:
+        now = self.clock.now()
+        for _ in range(_RETRIES):
+            schedule = self.get(schedule_id)
+            if not schedule.state.paused:
+                return schedule
+            version = schedule.current
+            after = now
+            if schedule.last_materialized_at is not None:
+                after = max(after, schedule.last_materialized_at)
+            self.store.insert(self._missed_while_paused(schedule, now))
+            next_due = _first_slot(version, after, check=False)
+            if self.store.resume(
+                schedule_id, expected_next_due=schedule.next_due, next_due=next_due, now=now
+            ):
+                return self.get(schedule_id)
+        raise Contention(f"schedule {schedule_id!r} kept changing; try again")
+
+    def delete(self, schedule_id: str) -> Schedule:
+        now = self.clock.now()
+        if not self.store.delete(schedule_id, now):
+            raise ScheduleNotFound(schedule_id)
+        self.store.close_scheduled(schedule_id, RunStatus.CANCELLED, Reason.DELETED, now)
+        return self.get(schedule_id, include_deleted=True)
+
+    def trigger(self, schedule_id: str) -> Run:
+        """One extra occurrence now, with its own identity; the next tick admits it."""
+        schedule = self._active(schedule_id)
+        now = self.clock.now()
+        at = now
+        zone = load_zone(spec_zone_name(schedule.current.spec))
+        for _ in range(_RETRIES):
+            run = Run(
+                occurrence_id=occurrence_id(schedule_id, schedule.version, at),
+                business_key=trigger_business_key(schedule_id, at),
+                schedule_id=schedule_id,
+                version=schedule.version,
+                scheduled_at=at,
+                wall=wall_of(at, zone),
+                fold=0,
+                bucket=self.partitioning.placement(at, now),
+                shard=self.partitioning.shard(schedule_id),
+                kind=RunKind.TRIGGER,
+                materialized_at=now,
+            )
+            if self.store.insert([run]):
+                return run
+            # The instant is taken (a slot or another trigger): one microsecond later.
+            at += _EPSILON
+        raise Contention(f"could not trigger schedule {schedule_id!r}; try again")
+
+    def backfill(self, schedule_id: str, start_at: datetime, end_at: datetime) -> list[Run]:
+        """Materialize the slots in ``[start_at, end_at]`` that have no occurrence yet."""
+        schedule = self._active(schedule_id)
+        now = self.clock.now()
+        for name, value in (("start_at", start_at), ("end_at", end_at)):
+            if value.tzinfo is None:
+                raise InvalidSchedule(name, "must have an offset")
+        if end_at < start_at:
+            raise InvalidSchedule("end_at", "must not be before start_at")
+        if end_at > now:
+            raise InvalidSchedule("end_at", "must not be in the future: backfill is for the past")
+        version = schedule.current
+        slots: list[Slot] = []
+        for slot in slots_after(version.spec, version.policy.dst, start_at - _EPSILON):
+            if slot.scheduled_at > end_at:
+                break
+            if len(slots) >= MAX_BACKFILL:
+                raise InvalidSchedule(
+                    "end_at", f"the range holds more than {MAX_BACKFILL} occurrences; split it"
+                )
+            slots.append(slot)
+        runs = [
+            new_occurrence(
+                schedule_id,
+                schedule.version,
+                slot,
+                bucket=self.partitioning.placement(slot.scheduled_at, now),
+                shard=self.partitioning.shard(schedule_id),
+                materialized_at=now,
+                kind=RunKind.BACKFILL,
+            )
+            for slot in slots
+        ]
+        written = set(self.store.insert(runs))
+        return [run for run in runs if run.occurrence_id in written]
+
+    # --- helpers ---------------------------------------------------------------------------
+
+    def _active(self, schedule_id: str) -> Schedule:
+        schedule = self.get(schedule_id)
+        if schedule.state.paused:
+            raise ScheduleNotActive(schedule_id, "paused")
+        return schedule
+
+    def _version(
+        self, schedule_id: str, number: int, definition: Definition, now: datetime
+    ) -> ScheduleVersion:
+        return ScheduleVersion(
+            schedule_id=schedule_id,
+            version=number,
+            name=definition.name,
+            spec=definition.spec,
+            policy=parse_policy(definition.policy_data),
+            target=parse_target(definition.target_data),
+            payload=definition.payload,
+            created_at=now,
+        )
+
+    def _missed_while_paused(self, schedule: Schedule, now: datetime) -> list[Run]:
+        """Skipped records for the slots from next_due to now (bounded, then a summary)."""
+        if schedule.next_due is None or schedule.next_due > now:
+            return []
+        version = schedule.current
+        parts = self.partitioning
+        records: list[Run] = []
+        extra: list[Slot] = []
+        count = 0
+        for slot in slots_after(version.spec, version.policy.dst, schedule.next_due - _EPSILON):
+            if slot.scheduled_at > now or count >= RESUME_COUNT_LIMIT:
+                break
+            count += 1
+            if len(records) < RESUME_RECORD_LIMIT:
+                run = new_occurrence(
+                    schedule.schedule_id,
+                    schedule.version,
+                    slot,
+                    bucket=parts.placement(slot.scheduled_at, now),
+                    shard=parts.shard(schedule.schedule_id),
+                    materialized_at=now,
+                )
+                records.append(run.closed(RunStatus.SKIPPED, Reason.PAUSED, now))
+            else:
+                if not extra:
+                    extra.append(slot)
+                else:
+                    extra[1:] = [slot]
+        if extra:
+            first, last = extra[0], extra[-1]
+            more = count - RESUME_RECORD_LIMIT
+            bound = "at least " if count >= RESUME_COUNT_LIMIT else ""
+            summary = new_occurrence(
+                schedule.schedule_id,
+                schedule.version,
+                first,
+                bucket=parts.placement(first.scheduled_at, now),
+                shard=parts.shard(schedule.schedule_id),
+                materialized_at=now,
+                kind=RunKind.SUMMARY,
+            )
+            summary = replace(
+                summary, business_key=summary_business_key(schedule.schedule_id, first)
+            )
+            records.append(
+                summary.closed(
+                    RunStatus.SKIPPED,
+                    f"{Reason.PAUSED}: {bound}{more} more occurrences skipped, "
+                    f"{_iso(first.scheduled_at)} to {_iso(last.scheduled_at)}",
+                    now,
+                )
+            )
+        return records
+
+
+def _iso(at: datetime) -> str:
+    return at.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def _first_slot(
+    version: ScheduleVersion, after: datetime, *, check: bool = True
+) -> datetime | None:
+    """The version's first slot strictly after ``after``; with ``check``, refuse a
+    spec that has none (a one-off in the past, an end_at gone by)."""
+    slot = next(iter(slots_after(version.spec, version.policy.dst, after)), None)
+    if slot is None and check:
+        field = "spec.at" if isinstance(version.spec, AtSpec) else "spec.end_at"
+        raise InvalidSchedule(field, "leaves no occurrence after now")
+    return None if slot is None else slot.scheduled_at

@@ -1,0 +1,387 @@
+"""One tick of the dispatcher: plan, then dispatch.
+
+**Plan.** Schedules whose ``next_due`` falls within the lookahead horizon, a
+page at a time, get their slots up to the horizon materialized into
+partitions, with the advance of ``next_due``, in one conditional write per
+schedule (batched by the store). A slot already overdue when it is
+materialized (no tick ran for hours) is recorded at once as the overdue
+policy says: ``latest_only`` records every slot but the latest due one as
+skipped, ``expire`` records those later than the ``catchup_window`` as
+expired.
+
+**Dispatch.** For each shard it holds a lease on, the tick walks buckets from
+the shard's checkpoint to now and takes the pending occurrences due by now,
+oldest first, in batches, at most ``admit_limit`` per shard per pass (so a
+long outage cannot flood the workers). Each is admitted (the conditional
+``scheduled -> admitted``), skipped or expired by its version's overdue
+policy; triggers and backfills are always admitted. The delivery intents of
+the admitted ones are sent in batches, then marked sent. An occurrence
+admitted but not marked sent stays pending, so a tick that crashed between
+the two is repaired by the next one: an intent may be sent twice, an
+occurrence is never admitted twice. Then the checkpoint moves as far as
+``Partitioning.next_checkpoint`` allows, by a write fenced by the lease epoch.
+
+**Leases.** Several tick processes share the shards: each counts the live
+tick processes from their heartbeats, keeps or takes free and expired shards
+up to its fair share, and releases the rest.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Final
+
+from domain.partition import Partitioning
+from domain.run import DeliveryIntent, Reason, Run, RunKind, RunStatus, new_occurrence
+from domain.schedule import Overdue, Schedule, overdue_verdict
+from domain.spec import Slot, slots_after
+from service.ports import Clock, Closure, DeliveryQueue, Heartbeat, Lease, Materialization, Store
+
+_EPSILON: Final = timedelta(microseconds=1)
+TICK_COMPONENT: Final = "tick"
+MEMBER_PREFIX: Final = "tick/"
+
+
+@dataclass(frozen=True)
+class TickConfig:
+    partitioning: Partitioning = field(default_factory=Partitioning)
+    lookahead: timedelta = timedelta(seconds=90)
+    lease_ttl: timedelta = timedelta(seconds=30)
+    page_size: int = 500  # schedules per plan page
+    batch_size: int = 500  # occurrences per dispatch batch
+    max_slots_per_schedule: int = 1000  # per plan page visit
+    max_planned_per_pass: int = 200_000
+    admit_limit: int = 20_000  # per shard per pass
+
+
+@dataclass
+class PlanReport:
+    schedules: int = 0
+    materialized: int = 0
+    skipped: int = 0
+    expired: int = 0
+    conflicts: int = 0
+
+
+@dataclass
+class DispatchReport:
+    shards: list[int] = field(default_factory=list)
+    admitted: int = 0
+    sent: int = 0
+    resent: int = 0
+    send_failures: int = 0
+    skipped: int = 0
+    expired: int = 0
+    max_lag_s: float | None = None
+    lags_s: list[float] = field(default_factory=list)
+    checkpoint_refused: list[int] = field(default_factory=list)
+
+
+@dataclass
+class TickReport:
+    at: datetime
+    plan: PlanReport
+    dispatch: DispatchReport
+
+
+class Planner:
+    def __init__(self, store: Store, clock: Clock, config: TickConfig) -> None:
+        self.store = store
+        self.clock = clock
+        self.config = config
+
+    def plan(self) -> PlanReport:
+        report = PlanReport()
+        now = self.clock.now()
+        horizon = now + self.config.lookahead
+        token: str | None = None
+        while report.materialized + report.skipped + report.expired < (
+            self.config.max_planned_per_pass
+        ):
+            page = self.store.due(horizon, self.config.page_size, token)
+            batch = [m for s in page.items if (m := self._materialization(s, now, horizon))]
+            report.schedules += len(page.items)
+            for outcome in self.store.materialize(batch, now):
+                if not outcome.applied:
+                    report.conflicts += 1
+            for item in batch:
+                for run in item.occurrences:
+                    if run.status is RunStatus.SKIPPED:
+                        report.skipped += 1
+                    elif run.status is RunStatus.EXPIRED:
+                        report.expired += 1
+                    else:
+                        report.materialized += 1
+            token = page.next_token
+            if token is None:
+                break
+        return report
+
+    def _materialization(
+        self, schedule: Schedule, now: datetime, horizon: datetime
+    ) -> Materialization | None:
+        assert schedule.next_due is not None
+        version = schedule.current
+        policy = version.policy
+        parts = self.config.partitioning
+        shard = parts.shard(schedule.schedule_id)
+        slots = slots_after(version.spec, policy.dst, schedule.next_due - _EPSILON)
+        taken: list[Slot] = []
+        following: Slot | None = None
+        for slot in slots:
+            if slot.scheduled_at > horizon or len(taken) >= self.config.max_slots_per_schedule:
+                following = slot
+                break
+            taken.append(slot)
+        if not taken:
+            return None
+        runs: list[Run] = []
+        for i, slot in enumerate(taken):
+            run = new_occurrence(
+                schedule.schedule_id,
+                schedule.version,
+                slot,
+                bucket=parts.placement(slot.scheduled_at, now),
+                shard=shard,
+                materialized_at=now,
+            )
+            if slot.scheduled_at <= now:
+                after = taken[i + 1] if i + 1 < len(taken) else following
+                superseded = after is not None and after.scheduled_at <= now
+                verdict = overdue_verdict(policy, slot.scheduled_at, now, superseded=superseded)
+                if verdict.status is not RunStatus.ADMITTED:
+                    assert verdict.reason is not None
+                    run = run.closed(verdict.status, verdict.reason, now)
+            runs.append(run)
+        return Materialization(
+            schedule_id=schedule.schedule_id,
+            expected_version=schedule.version,
+            expected_next_due=schedule.next_due,
+            next_due=None if following is None else following.scheduled_at,
+            last_materialized_at=taken[-1].scheduled_at,
+            occurrences=tuple(runs),
+        )
+
+
+class Dispatcher:
+    def __init__(
+        self,
+        store: Store,
+        queue: DeliveryQueue,
+        clock: Clock,
+        config: TickConfig,
+        owner: str,
+    ) -> None:
+        self.store = store
+        self.queue = queue
+        self.clock = clock
+        self.config = config
+        self.owner = owner
+        self._held: dict[int, Lease] = {}
+        self._order = list(range(config.partitioning.shards))
+        random.Random(owner).shuffle(self._order)
+
+    # --- leases --------------------------------------------------------------------------
+
+    def acquire_leases(self, now: datetime) -> list[Lease]:
+        """Renew or take shards up to this process's fair share; release the rest."""
+        shards = self.config.partitioning.shards
+        ttl = self.config.lease_ttl
+        self.store.beat(Heartbeat(MEMBER_PREFIX + self.owner, now, {}))
+        members = {
+            h.component for h in self.store.heartbeats(MEMBER_PREFIX) if h.at > now - ttl
+        } | {MEMBER_PREFIX + self.owner}
+        fair = math.ceil(shards / len(members))
+        records = {lease.shard: lease for lease in self.store.leases()}
+        mine = [s for s in self._order if (r := records.get(s)) and r.owner == self.owner]
+        held: dict[int, Lease] = {}
+        for shard in mine:
+            record = records[shard]
+            if len(held) >= fair:
+                if record.live(now):
+                    self.store.release(shard, self.owner, record.epoch, now)
+                continue
+            lease = self.store.acquire(shard, self.owner, now, ttl)
+            if lease is not None:
+                held[shard] = lease
+        for shard in self._order:
+            if len(held) >= fair:
+                break
+            if shard in held:
+                continue
+            other = records.get(shard)
+            if other is not None and other.live(now):
+                continue
+            taken = self.store.acquire(shard, self.owner, now, ttl)
+            if taken is not None:
+                held[shard] = taken
+        self._held = held
+        return [held[s] for s in sorted(held)]
+
+    def release_all(self) -> None:
+        now = self.clock.now()
+        for lease in self._held.values():
+            self.store.release(lease.shard, lease.owner, lease.epoch, now)
+        self._held = {}
+
+    # --- dispatch -----------------------------------------------------------------------
+
+    def dispatch(self) -> DispatchReport:
+        report = DispatchReport()
+        now = self.clock.now()
+        for lease in self.acquire_leases(now):
+            report.shards.append(lease.shard)
+            self._dispatch_shard(lease, now, report)
+        if report.lags_s:
+            report.max_lag_s = max(report.lags_s)
+        return report
+
+    def _dispatch_shard(self, lease: Lease, now: datetime, report: DispatchReport) -> None:
+        parts = self.config.partitioning
+        shard = lease.shard
+        checkpoint = lease.checkpoint
+        if checkpoint is None:
+            earliest = self.store.earliest_pending_bucket(shard)
+            checkpoint = parts.first_open_bucket(now)
+            if earliest is not None:
+                checkpoint = min(checkpoint, earliest)
+        to_bucket = parts.bucket(now)
+        handled = 0
+        while handled < self.config.admit_limit:
+            limit = min(self.config.batch_size, self.config.admit_limit - handled)
+            due = self.store.pending_due(shard, checkpoint, to_bucket, now, limit)
+            if not due:
+                break
+            progress = self._dispatch_batch(due, now, report)
+            handled += len(due)
+            if not progress or len(due) < limit:
+                break
+        earliest = self.store.earliest_pending_bucket(shard, checkpoint)
+        target = parts.next_checkpoint(checkpoint, earliest, now)
+        if target != lease.checkpoint and not self.store.set_checkpoint(
+            shard, self.owner, lease.epoch, target
+        ):
+            report.checkpoint_refused.append(shard)
+
+    def _dispatch_batch(self, due: list[Run], now: datetime, report: DispatchReport) -> bool:
+        """Admit, close or resend one batch. True if anything changed."""
+        waiting = [r for r in due if r.status is RunStatus.SCHEDULED]
+        resend = [r for r in due if r.status is not RunStatus.SCHEDULED]
+        versions = self.store.get_versions({(r.schedule_id, r.version) for r in waiting})
+        latest_only = [
+            r.schedule_id
+            for r in waiting
+            if r.kind is RunKind.SCHEDULED
+            and (v := versions.get((r.schedule_id, r.version))) is not None
+            and v.policy.overdue is Overdue.LATEST_ONLY
+        ]
+        latest = self.store.latest_scheduled_at(latest_only, now) if latest_only else {}
+        to_admit: list[str] = []
+        closures: list[Closure] = []
+        for run in waiting:
+            version = versions.get((run.schedule_id, run.version))
+            if version is None or run.kind is not RunKind.SCHEDULED:
+                to_admit.append(run.occurrence_id)
+                continue
+            newest = latest.get(run.schedule_id)
+            superseded = newest is not None and newest > run.scheduled_at
+            verdict = overdue_verdict(version.policy, run.scheduled_at, now, superseded=superseded)
+            if verdict.status is RunStatus.ADMITTED:
+                to_admit.append(run.occurrence_id)
+            else:
+                assert verdict.reason is not None
+                closures.append(Closure(run.occurrence_id, verdict.status, verdict.reason))
+        admitted = self.store.admit(to_admit, now) if to_admit else []
+        closed = set(self.store.close_runs(closures, now)) if closures else set()
+        for closure in closures:
+            if closure.occurrence_id in closed:
+                if closure.status is RunStatus.SKIPPED:
+                    report.skipped += 1
+                else:
+                    report.expired += 1
+        refused = set(to_admit) - {r.occurrence_id for r in admitted}
+        changed = bool(admitted or closed)
+        if refused:
+            changed |= self._close_refused(refused, now, report)
+        report.admitted += len(admitted)
+        report.lags_s.extend(r.lag_s for r in admitted if r.lag_s is not None)
+        report.resent += len(resend)
+        changed |= self._send([*resend, *admitted], now, report)
+        return changed
+
+    def _close_refused(self, refused: set[str], now: datetime, report: DispatchReport) -> bool:
+        """Occurrences the store would not admit: admitted by someone else, or
+        their schedule is paused or deleted (then they are closed here)."""
+        closures: list[Closure] = []
+        for occurrence_id in sorted(refused):
+            run = self.store.get_run(occurrence_id)
+            if run is None or run.status is not RunStatus.SCHEDULED:
+                continue
+            schedule = self.store.get(run.schedule_id)
+            if schedule is None or schedule.deleted:
+                closures.append(Closure(occurrence_id, RunStatus.CANCELLED, Reason.DELETED))
+            elif schedule.state.paused:
+                closures.append(Closure(occurrence_id, RunStatus.SKIPPED, Reason.PAUSED))
+        closed = self.store.close_runs(closures, now) if closures else []
+        report.skipped += len(closed)
+        return bool(closed)
+
+    def _send(self, runs: list[Run], now: datetime, report: DispatchReport) -> bool:
+        if not runs:
+            return False
+        failed = set(self.queue.send_batch([DeliveryIntent.for_run(r) for r in runs]))
+        sent = [r.occurrence_id for r in runs if r.occurrence_id not in failed]
+        report.send_failures += len(failed)
+        if sent:
+            self.store.mark_sent(sent, now)
+        report.sent += len(sent)
+        return bool(sent)
+
+
+class Ticker:
+    """Plan and dispatch, as one pass; the tick handler loops over passes."""
+
+    def __init__(
+        self,
+        store: Store,
+        queue: DeliveryQueue,
+        clock: Clock,
+        config: TickConfig | None = None,
+        *,
+        owner: str,
+    ) -> None:
+        self.store = store
+        self.clock = clock
+        self.config = config or TickConfig()
+        self.planner = Planner(store, clock, self.config)
+        self.dispatcher = Dispatcher(store, queue, clock, self.config, owner)
+
+    @property
+    def owner(self) -> str:
+        return self.dispatcher.owner
+
+    def tick_once(self) -> TickReport:
+        plan = self.planner.plan()
+        dispatch = self.dispatcher.dispatch()
+        at = self.clock.now()
+        self.store.beat(
+            Heartbeat(
+                TICK_COMPONENT,
+                at,
+                {
+                    "owner": self.owner,
+                    "shards": dispatch.shards,
+                    "materialized": plan.materialized,
+                    "admitted": dispatch.admitted,
+                },
+            )
+        )
+        return TickReport(at, plan, dispatch)
+
+    def ticks(self) -> Iterator[TickReport]:
+        while True:
+            yield self.tick_once()
