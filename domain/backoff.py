@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from domain.errors import InvalidSchedule
 
@@ -71,12 +71,14 @@ class RetryPolicy:
     """How a schedule's runs retry a transient failure.
 
     ``max_attempts`` counts every attempt, the first included: 1 means never
-    retry. After the last attempt, the run fails.
+    retry. After the last attempt, the run fails. The API reads it from a
+    schedule's ``policy.retry`` (``domain.schedule``), where base and cap are
+    durations.
     """
 
     max_attempts: int = 5
-    base_s: float = 5.0
-    cap_s: float = 900.0
+    base_s: float = 1.0
+    cap_s: float = 30.0
 
     def __post_init__(self) -> None:
         field = "policy.retry"
@@ -114,26 +116,3 @@ class RetryPolicy:
     ) -> float:
         """The wait before attempt ``attempts_made + 1``; see ``retry_delay_s``."""
         return retry_delay_s(attempts_made, self.base_s, self.cap_s, rng, retry_after_s)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"max_attempts": self.max_attempts, "base_s": self.base_s, "cap_s": self.cap_s}
-
-    @classmethod
-    def from_dict(cls, data: object, default: RetryPolicy | None = None) -> RetryPolicy:
-        """The ``policy.retry`` object of an API body; missing keys come from ``default``."""
-        base = default or cls()
-        if data is None:
-            return base
-        if not isinstance(data, dict):
-            raise InvalidSchedule("policy.retry", "must be an object")
-        unknown = sorted(str(key) for key in data if key not in ("max_attempts", "base_s", "cap_s"))
-        if unknown:
-            raise InvalidSchedule(f"policy.retry.{unknown[0]}", "is not a retry setting")
-        return cls(
-            max_attempts=data.get("max_attempts", base.max_attempts),
-            base_s=data.get("base_s", base.base_s),
-            cap_s=data.get("cap_s", base.cap_s),
-        )
-
-
-DEFAULT_RETRY_POLICY: Final = RetryPolicy()

@@ -10,7 +10,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from domain.backoff import (
-    DEFAULT_RETRY_POLICY,
     MAX_DELAY_S,
     RetryPolicy,
     retry_delay_s,
@@ -156,18 +155,3 @@ def test_a_bad_retry_policy_is_refused_naming_the_field(kwargs: dict[str, Any], 
 def test_the_limits_themselves_are_allowed() -> None:
     RetryPolicy(max_attempts=1, base_s=0.001, cap_s=0.001)
     RetryPolicy(max_attempts=20, base_s=1.0, cap_s=43_200.0)
-
-
-def test_a_retry_policy_reads_back_from_its_dict() -> None:
-    policy = RetryPolicy(max_attempts=7, base_s=2.0, cap_s=300.0)
-
-    assert RetryPolicy.from_dict(policy.to_dict()) == policy
-    assert RetryPolicy.from_dict(None) == DEFAULT_RETRY_POLICY
-    assert RetryPolicy.from_dict({"max_attempts": 2}) == RetryPolicy(
-        max_attempts=2, base_s=DEFAULT_RETRY_POLICY.base_s, cap_s=DEFAULT_RETRY_POLICY.cap_s
-    )
-
-
-def test_an_unknown_retry_setting_is_refused() -> None:
-    with pytest.raises(InvalidSchedule, match=r"^policy\.retry\.jitter: "):
-        RetryPolicy.from_dict({"jitter": 1})
