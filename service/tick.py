@@ -243,6 +243,8 @@ class Dispatcher:
     def _dispatch_shard(self, lease: Lease, now: datetime, report: DispatchReport) -> None:
         parts = self.config.partitioning
         shard = lease.shard
+        if not lease.live(now):
+            return  # lost it while stalled; acquire_leases decides again next pass
         checkpoint = lease.checkpoint
         if checkpoint is None:
             earliest = self.store.earliest_pending_bucket(shard)
