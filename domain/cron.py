@@ -171,8 +171,7 @@ class CronExpression:
         if len(parts) != 5:
             raise InvalidSchedule(
                 "cron",
-                f"has {len(parts)} fields; expected 5 "
-                "(minute hour day_of_month month day_of_week)",
+                f"has {len(parts)} fields; expected 5 (minute hour day_of_month month day_of_week)",
             )
         parsed = [_parse_field(field, part) for field, part in zip(FIELDS, parts, strict=True)]
         minutes, hours, doms, months, dows = parsed
@@ -213,7 +212,7 @@ class CronExpression:
             )
         # The rare combinations left (a 5th weekday of February and the like)
         # are settled by looking: within cronsim's 50-year horizon from 2000.
-        if self.first_wall_time_after(datetime(2000, 1, 1)) is None:
+        if self.first_wall_time_after(datetime(2000, 1, 1)) is None:  # noqa: DTZ001 - a wall time
             raise InvalidSchedule("cron", f"{self.source!r} never fires")
 
     def wall_times(self, after: datetime) -> Iterator[datetime]:

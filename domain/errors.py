@@ -7,7 +7,7 @@ class DuetimeError(Exception):
     """Base of every error duetime raises on purpose."""
 
 
-class InvalidSchedule(DuetimeError, ValueError):  # noqa: N818 - a refusal, not a crash
+class InvalidSchedule(DuetimeError, ValueError):
     """Input that cannot become a schedule.
 
     ``field`` is the dotted path of the offending input (``spec.cron``,

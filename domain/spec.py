@@ -67,9 +67,7 @@ class AtSpec:
         if self.time_zone is not None:
             load_zone(self.time_zone, "spec.time_zone")
         if self.at.tzinfo is None and self.time_zone is None:
-            raise InvalidSchedule(
-                "spec.at", "a wall time without an offset needs spec.time_zone"
-            )
+            raise InvalidSchedule("spec.at", "a wall time without an offset needs spec.time_zone")
         _check_bounds(self.start_at, self.end_at)
 
 
@@ -246,8 +244,9 @@ def parse_spec(data: object, *, created_at: datetime) -> ScheduleSpec:
     kinds = [k for k in ("cron", "at", "every") if data.get(k) is not None]
     if len(kinds) != 1:
         raise InvalidSchedule(
-            "spec", "must have exactly one of cron, at or every"
-            + (f" (got {', '.join(kinds)})" if kinds else "")
+            "spec",
+            "must have exactly one of cron, at or every"
+            + (f" (got {', '.join(kinds)})" if kinds else ""),
         )
     known = {"cron", "at", "every", "time_zone", "start_at", "end_at"}
     unknown = sorted(set(data) - known)
@@ -313,6 +312,8 @@ def _enum(kind: type[_E], value: object, field: str) -> _E:
     if value is None:
         return kind("cron")
     try:
+        if not isinstance(value, str):
+            raise ValueError(value)
         return kind(value)
     except ValueError:
         choices = ", ".join(member.value for member in kind)

@@ -64,7 +64,9 @@ def parse_instant(text: object, field: str) -> datetime:
     """An ISO 8601 instant with an explicit offset (``Z`` or ``+02:00``), as UTC."""
     value = _parse_iso(text, field)
     if value.tzinfo is None:
-        raise InvalidSchedule(field, f"{text!r} has no offset; write it as UTC ('...Z') or '+hh:mm'")
+        raise InvalidSchedule(
+            field, f"{text!r} has no offset; write it as UTC ('...Z') or '+hh:mm'"
+        )
     return value.astimezone(UTC)
 
 
