@@ -1,0 +1,160 @@
+"""The dispatcher: EventBridge Scheduler invokes this every minute.
+
+Each invocation loops plan + dispatch passes for most of its time budget, so
+an occurrence waits seconds, not a minute. Every pass emits a heartbeat metric
+and the dispatch lag (``admitted_at - scheduled_at``), and the ticker records a
+heartbeat item in the store for the watchdog.
+
+``run_tick`` is the loop itself, shared with the local stack, which builds its
+ticker over SQLite with ``build_sqlite_ticker``.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+import uuid
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+
+from adapters.definitions import Metric
+from domain.partition import Partitioning
+from handlers.observability import logger, metrics
+from handlers.settings import Settings
+from service.clock import SystemClock
+from service.ports import Clock, DeliveryQueue
+from service.tick import TickConfig, Ticker, TickReport
+
+# Time kept back from the Lambda timeout for the last pass and the metric flush.
+SAFETY_MARGIN_S = 5.0
+
+
+def new_owner() -> str:
+    """A name for this tick process, unique among processes sharing a store."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def tick_config(settings: Settings) -> TickConfig:
+    return TickConfig(
+        partitioning=Partitioning(shards=settings.shards, bucket_s=settings.bucket_s),
+        lookahead=timedelta(seconds=settings.lookahead_s),
+    )
+
+
+def build_sqlite_ticker(
+    db_path: str | Path,
+    queue: DeliveryQueue,
+    settings: Settings | None = None,
+    *,
+    clock: Clock | None = None,
+    owner: str | None = None,
+) -> Ticker:
+    """The tick over the one-machine store (the local stack)."""
+    from adapters.sqlite.store import SqliteStore
+
+    settings = settings or Settings()
+    return Ticker(
+        SqliteStore(db_path),
+        queue,
+        clock or SystemClock(),
+        tick_config(settings),
+        owner=owner or new_owner(),
+    )
+
+
+def build_aws_ticker(settings: Settings) -> Ticker:
+    """The tick over DynamoDB and SQS, built from the deployment's settings."""
+    try:
+        from adapters.dynamodb.store import DynamoStore
+        from adapters.sqs_queue import SqsDeliveryQueue
+    except ImportError as error:  # pragma: no cover - until both adapters exist
+        raise RuntimeError(f"the AWS adapters are not available: {error}") from error
+    return Ticker(
+        DynamoStore.from_settings(settings),
+        SqsDeliveryQueue.from_settings(settings),
+        SystemClock(),
+        tick_config(settings),
+        owner=new_owner(),
+    )
+
+
+def emit(report: TickReport) -> None:
+    """The metrics of one pass."""
+    m = metrics()
+    m.add_metric(name=Metric.TICK_HEARTBEAT, unit=MetricUnit.Count, value=1)
+    m.add_metric(
+        name=Metric.OCCURRENCES_MATERIALIZED, unit=MetricUnit.Count, value=report.plan.materialized
+    )
+    m.add_metric(
+        name=Metric.OCCURRENCES_ADMITTED, unit=MetricUnit.Count, value=report.dispatch.admitted
+    )
+    skipped = report.plan.skipped + report.dispatch.skipped
+    expired = report.plan.expired + report.dispatch.expired
+    m.add_metric(name=Metric.OCCURRENCES_SKIPPED, unit=MetricUnit.Count, value=skipped)
+    m.add_metric(name=Metric.OCCURRENCES_EXPIRED, unit=MetricUnit.Count, value=expired)
+    if report.dispatch.max_lag_s is not None:
+        m.add_metric(
+            name=Metric.DISPATCH_LAG, unit=MetricUnit.Seconds, value=report.dispatch.max_lag_s
+        )
+
+
+def run_tick(
+    ticker: Ticker,
+    budget_s: float,
+    *,
+    interval_s: float = 1.0,
+    sleep: Callable[[float], None] = time.sleep,
+    monotonic: Callable[[], float] = time.monotonic,
+) -> dict[str, Any]:
+    """Plan + dispatch passes until ``budget_s`` is used up (at least one pass)."""
+    deadline = monotonic() + budget_s
+    totals: dict[str, Any] = {
+        "passes": 0,
+        "materialized": 0,
+        "admitted": 0,
+        "skipped": 0,
+        "expired": 0,
+        "sent": 0,
+        "max_lag_s": None,
+        "owner": ticker.owner,
+    }
+    try:
+        while True:
+            report = ticker.tick_once()
+            emit(report)
+            totals["passes"] += 1
+            totals["materialized"] += report.plan.materialized
+            totals["admitted"] += report.dispatch.admitted
+            totals["skipped"] += report.plan.skipped + report.dispatch.skipped
+            totals["expired"] += report.plan.expired + report.dispatch.expired
+            totals["sent"] += report.dispatch.sent
+            lag = report.dispatch.max_lag_s
+            if lag is not None:
+                totals["max_lag_s"] = max(lag, totals["max_lag_s"] or lag)
+            if report.dispatch.checkpoint_refused:
+                logger().warning(
+                    "lease lost while dispatching",
+                    extra={"shards": report.dispatch.checkpoint_refused},
+                )
+            if monotonic() + interval_s >= deadline:
+                break
+            sleep(interval_s)
+    finally:
+        metrics().flush_metrics()
+    logger().info("tick", extra=totals)
+    return totals
+
+
+def handler(event: dict[str, Any], context: Any, service: Ticker | None = None) -> dict[str, Any]:
+    settings = Settings.from_env()
+    ticker = service or build_aws_ticker(settings)
+    budget_s = settings.tick_budget_s
+    remaining_ms = getattr(context, "get_remaining_time_in_millis", None)
+    if callable(remaining_ms):
+        budget_s = min(budget_s, max(0.0, remaining_ms() / 1000 - SAFETY_MARGIN_S))
+    return run_tick(ticker, budget_s)

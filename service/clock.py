@@ -1,0 +1,10 @@
+"""The real clock. Use cases take a ``Clock``; tests pass a fake one."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+
+class SystemClock:
+    def now(self) -> datetime:
+        return datetime.now(UTC)

@@ -1,0 +1,79 @@
+"""The tick handler: one event in, passes of plan + dispatch, metrics out."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+
+from adapters.definitions import Metric
+from handlers.tick import handler, run_tick
+from tests.conftest import FakeClock, World, utc
+
+
+class Context:
+    def __init__(self, remaining_ms: int) -> None:
+        self.remaining_ms = remaining_ms
+
+    def get_remaining_time_in_millis(self) -> int:
+        return self.remaining_ms
+
+
+def _metrics(output: str) -> dict[str, list[float]]:
+    found: dict[str, list[float]] = {}
+    for line in output.splitlines():
+        if not line.startswith("{") or "_aws" not in line:
+            continue
+        blob = json.loads(line)
+        for definition in blob["_aws"]["CloudWatchMetrics"][0]["Metrics"]:
+            value = blob[definition["Name"]]
+            found.setdefault(definition["Name"], []).extend(
+                value if isinstance(value, list) else [value]
+            )
+    return found
+
+
+def test_one_invocation_admits_due_work_and_emits_heartbeat_and_lag(
+    world: World, clock: FakeClock, capsys: pytest.CaptureFixture[str]
+) -> None:
+    schedule, _ = world.schedules.create(
+        {
+            "name": "job",
+            "spec": {"cron": "1 8 * * *"},
+            "target": {"type": "webhook", "url": "https://example.com/hook"},
+        }
+    )
+    world.ticker().tick_once()
+    clock.set(utc("2026-12-01T08:01:03Z"))
+    result = handler({}, Context(remaining_ms=4000), service=world.ticker())
+    assert result["passes"] == 1 and result["admitted"] == 1 and result["max_lag_s"] == 3.0
+    assert world.queue.ids() == [f"{schedule.schedule_id}.v1.20261201T080100Z"]
+    emitted = _metrics(capsys.readouterr().out)
+    assert emitted[Metric.TICK_HEARTBEAT] == [1.0]
+    assert emitted[Metric.DISPATCH_LAG] == [3.0]
+    beat = world.store.heartbeat("tick")
+    assert beat is not None and beat.at == clock.now()
+
+
+def test_the_tick_loops_within_its_budget_with_one_heartbeat_per_pass(
+    world: World, clock: FakeClock, capsys: pytest.CaptureFixture[str]
+) -> None:
+    world.schedules.create(
+        {
+            "name": "job",
+            "spec": {"every": "PT1S"},
+            "target": {"type": "webhook", "url": "https://example.com/hook"},
+        }
+    )
+    elapsed = [0.0]
+
+    def sleep(seconds: float) -> None:
+        elapsed[0] += seconds
+        clock.advance(timedelta(seconds=seconds))
+
+    result = run_tick(world.ticker(), 10.0, sleep=sleep, monotonic=lambda: elapsed[0])
+    assert result["passes"] == 10
+    assert result["admitted"] == 9  # one each second after the first
+    assert len(set(world.queue.ids())) == len(world.queue.ids()) == 9
+    assert _metrics(capsys.readouterr().out)[Metric.TICK_HEARTBEAT] == [1.0] * 10
