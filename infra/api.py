@@ -33,7 +33,9 @@ class Api(Construct):
             # API Gateway writes access logs through one role per account and
             # region; see docs/deploy.md for the setting that leaves it alone.
             cloud_watch_role=settings.manage_api_gateway_account,
-            cloud_watch_role_removal_policy=RemovalPolicy.RETAIN,
+            cloud_watch_role_removal_policy=(
+                RemovalPolicy.RETAIN if settings.manage_api_gateway_account else None
+            ),
             deploy_options=apigw.StageOptions(
                 stage_name=STAGE,
                 access_log_destination=apigw.LogGroupLogDestination(self.access_logs),

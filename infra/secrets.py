@@ -1,5 +1,7 @@
 """Webhook signing secrets: Secrets Manager secrets under one name prefix.
 
+This is the layout of adapters.secrets.SecretsManagerSecretStore.
+
 The stack creates no secret itself. The API stores a schedule's signing
 secret as ``<prefix><name>`` when the schedule is created and the worker
 reads it to sign deliveries, so both are granted access by name prefix, and
@@ -17,13 +19,13 @@ from constructs import Construct
 
 from infra.nag import acknowledge
 
+# What adapters.secrets.SecretsManagerSecretStore calls: create (or put a new
+# value when the secret exists), and delete without a recovery window.
 WRITE_ACTIONS: Final = (
     "secretsmanager:CreateSecret",
     "secretsmanager:PutSecretValue",
-    "secretsmanager:UpdateSecret",
     "secretsmanager:DeleteSecret",
     "secretsmanager:DescribeSecret",
-    "secretsmanager:TagResource",
 )
 READ_ACTIONS: Final = ("secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret")
 

@@ -25,6 +25,7 @@ _ARN = re.compile(r"^arn:[a-z0-9-]+:(?P<service>[a-z0-9-]+):[a-z0-9-]*:[0-9]*:.+
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 _LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 _STACK_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]{0,127}$")
+_T = TypeVar("_T")
 
 
 class SettingError(ValueError):
@@ -42,9 +43,9 @@ class Settings:
     target_arns: tuple[str, ...] = ()
     allow_private_targets: bool = False
     secrets_prefix: str = ""  # empty: "duetime/<stack name>/webhooks/"
-    shards: int = 8
+    shards: int = 16
     bucket_s: int = 60
-    lookahead_s: int = 300
+    lookahead_s: int = 90
     tick_budget_s: int = 50
     # Reserved concurrency of the tick. 0 leaves it unreserved, for accounts
     # whose concurrency quota is still the new-account default of 10.
@@ -137,9 +138,6 @@ class Settings:
             log_retention_days=read("logRetentionDays", _int, d.log_retention_days),
             asset_dir=read("assetDir", _str, d.asset_dir),
         )
-
-
-_T = TypeVar("_T")
 
 
 def _str(name: str, value: Any) -> str:

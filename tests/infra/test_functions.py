@@ -1,0 +1,137 @@
+"""The four functions: one helper's shape, each with exactly its environment."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from adapters.definitions import (
+    FUNCTION_ENV,
+    LEASES,
+    METRICS_NAMESPACE,
+    OCCURRENCES,
+    SCHEDULES,
+    SERVICE_NAME,
+)
+from tests.infra.conftest import Synthesized
+from tests.infra.helpers import function, logical_id, resources
+
+HANDLERS = {
+    "api": "handlers.api.handler",
+    "tick": "handlers.tick.handler",
+    "worker": "handlers.worker.handler",
+    "watchdog": "handlers.watchdog.handler",
+}
+POWERTOOLS_ENV = {"POWERTOOLS_SERVICE_NAME", "POWERTOOLS_METRICS_NAMESPACE", "LOG_LEVEL"}
+
+
+def test_there_is_one_function_per_handler(template: dict[str, Any]) -> None:
+    handlers = sorted(
+        f["Properties"]["Handler"] for f in resources(template, "AWS::Lambda::Function").values()
+    )
+    assert handlers == sorted(HANDLERS.values())
+    assert set(HANDLERS) == set(FUNCTION_ENV)
+
+
+@pytest.mark.parametrize("name", HANDLERS)
+def test_functions_run_on_arm64_with_the_newest_python_cdk_knows(
+    template: dict[str, Any], name: str
+) -> None:
+    from aws_cdk import aws_lambda
+
+    newest = max(
+        (
+            getattr(aws_lambda.Runtime, n)
+            for n in dir(aws_lambda.Runtime)
+            if n.startswith("PYTHON_")
+        ),
+        key=lambda r: tuple(int(p) for p in re.findall(r"\d+", r.name)),
+    )
+    _, fn = function(template, HANDLERS[name])
+    assert fn["Properties"]["Architectures"] == ["arm64"]
+    assert fn["Properties"]["Runtime"] == newest.name
+
+
+@pytest.mark.parametrize("name", HANDLERS)
+def test_each_function_gets_exactly_its_env_keys(template: dict[str, Any], name: str) -> None:
+    _, fn = function(template, HANDLERS[name])
+    env = fn["Properties"]["Environment"]["Variables"]
+    assert set(env) == set(FUNCTION_ENV[name]) | POWERTOOLS_ENV
+    assert env["POWERTOOLS_SERVICE_NAME"] == SERVICE_NAME
+    assert env["POWERTOOLS_METRICS_NAMESPACE"] == METRICS_NAMESPACE
+    assert env["LOG_LEVEL"] == "INFO"
+
+
+@pytest.mark.parametrize("name", HANDLERS)
+def test_table_env_vars_name_the_right_tables(template: dict[str, Any], name: str) -> None:
+    _, fn = function(template, HANDLERS[name])
+    env = fn["Properties"]["Environment"]["Variables"]
+    for definition in (SCHEDULES, OCCURRENCES, LEASES):
+        if definition.env_var in env:
+            table_id = logical_id(
+                template, "AWS::DynamoDB::Table", f"Tables{definition.logical_id}"
+            )
+            assert env[definition.env_var] == {"Ref": table_id}
+
+
+def test_all_functions_share_one_code_asset(template: dict[str, Any]) -> None:
+    keys = {
+        str(f["Properties"]["Code"]["S3Key"])
+        for f in resources(template, "AWS::Lambda::Function").values()
+    }
+    assert len(keys) == 1
+
+
+def test_the_tick_has_reserved_concurrency_and_nothing_else_does(template: dict[str, Any]) -> None:
+    for name, handler in HANDLERS.items():
+        _, fn = function(template, handler)
+        reserved = fn["Properties"].get("ReservedConcurrentExecutions")
+        assert (reserved is not None) == (name == "tick"), name
+    _, tick = function(template, HANDLERS["tick"])
+    assert tick["Properties"]["ReservedConcurrentExecutions"] >= 1
+
+
+def test_reserved_concurrency_can_be_turned_off_for_small_accounts(
+    synthesized: Synthesized,
+) -> None:
+    _, tick = function(synthesized.template("DuetimeSandbox"), HANDLERS["tick"])
+    assert "ReservedConcurrentExecutions" not in tick["Properties"]
+
+
+def test_the_tick_pass_ends_before_the_next_minute_and_the_function_outlives_it(
+    template: dict[str, Any],
+) -> None:
+    _, tick = function(template, HANDLERS["tick"])
+    budget = int(tick["Properties"]["Environment"]["Variables"]["DUETIME_TICK_BUDGET_S"])
+    assert budget < 60
+    assert tick["Properties"]["Timeout"] > budget
+
+
+def test_api_timeout_fits_api_gateway_integration_timeout(template: dict[str, Any]) -> None:
+    _, api = function(template, HANDLERS["api"])
+    assert api["Properties"]["Timeout"] <= 29
+
+
+def test_scheduled_functions_are_not_retried_by_lambda(template: dict[str, Any]) -> None:
+    # The next scheduled pass supersedes a failed one; retries would overlap it.
+    configs = resources(template, "AWS::Lambda::EventInvokeConfig").values()
+    retried = {
+        c["Properties"]["FunctionName"]["Ref"]: c["Properties"]["MaximumRetryAttempts"]
+        for c in configs
+    }
+    for name in ("tick", "watchdog"):
+        fn_id, _ = function(template, HANDLERS[name])
+        assert retried[fn_id] == 0
+
+
+@pytest.mark.parametrize("name", HANDLERS)
+def test_each_function_logs_to_its_own_log_group_with_retention(
+    template: dict[str, Any], name: str
+) -> None:
+    _, fn = function(template, HANDLERS[name])
+    group_id = fn["Properties"]["LoggingConfig"]["LogGroup"]["Ref"]
+    group = template["Resources"][group_id]
+    assert group["Type"] == "AWS::Logs::LogGroup"
+    assert group["Properties"]["RetentionInDays"] == 30

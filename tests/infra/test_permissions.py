@@ -1,0 +1,160 @@
+"""Least privilege: each function may do what its job needs and nothing more."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from infra.secrets import READ_ACTIONS as SECRET_READ
+from infra.secrets import WRITE_ACTIONS as SECRET_WRITE
+from infra.tables import READ_ACTIONS, WRITE_ACTIONS
+from tests.infra.conftest import SANDBOX_TARGETS, Synthesized
+from tests.infra.helpers import actions, can, function_role, logical_id, resources, statements
+
+SECRETS = "secret:duetime/Duetime/webhooks/*"
+TARGET_ACTIONS = ("lambda:InvokeFunction", "sqs:SendMessage", "events:PutEvents")
+
+
+class Ids:
+    def __init__(self, template: dict[str, Any]) -> None:
+        self.schedules = logical_id(template, "AWS::DynamoDB::Table", "TablesSchedules")
+        self.occurrences = logical_id(template, "AWS::DynamoDB::Table", "TablesOccurrences")
+        self.leases = logical_id(template, "AWS::DynamoDB::Table", "TablesLeases")
+        queues = resources(template, "AWS::SQS::Queue")
+        self.delivery = next(k for k, q in queues.items() if "RedrivePolicy" in q["Properties"])
+        self.dlq = logical_id(template, "AWS::SQS::Queue", "DeliveryDeliveryDlq")
+        self.api = function_role(template, "handlers.api.handler")
+        self.tick = function_role(template, "handlers.tick.handler")
+        self.worker = function_role(template, "handlers.worker.handler")
+        self.watchdog = function_role(template, "handlers.watchdog.handler")
+
+
+@pytest.fixture(scope="module")
+def ids(template: dict[str, Any]) -> Ids:
+    return Ids(template)
+
+
+def reads(t: dict[str, Any], role: str, table: str) -> bool:
+    return all(can(t, role, a, table) for a in READ_ACTIONS)
+
+
+def writes(t: dict[str, Any], role: str, table: str) -> bool:
+    return all(can(t, role, a, table) for a in WRITE_ACTIONS)
+
+
+def writes_any(t: dict[str, Any], role: str, table: str) -> bool:
+    return any(can(t, role, a, table) for a in WRITE_ACTIONS)
+
+
+def touches(t: dict[str, Any], role: str, resource: str) -> bool:
+    return any(can(t, role, a, resource) for a in actions(t, role))
+
+
+def test_api_manages_schedules_and_runs_and_only_reads_leases(
+    template: dict[str, Any], ids: Ids
+) -> None:
+    t = template
+    assert reads(t, ids.api, ids.schedules) and writes(t, ids.api, ids.schedules)
+    assert reads(t, ids.api, ids.occurrences) and writes(t, ids.api, ids.occurrences)
+    assert reads(t, ids.api, ids.leases) and not writes_any(t, ids.api, ids.leases)
+    assert all(can(t, ids.api, a, SECRETS) for a in SECRET_WRITE)
+    assert not can(t, ids.api, "secretsmanager:GetSecretValue", SECRETS)
+
+
+def test_api_cannot_send_delivery_intents(template: dict[str, Any], ids: Ids) -> None:
+    assert not any(a.startswith("sqs:") for a in actions(template, ids.api))
+
+
+def test_tick_reads_and_writes_all_tables_and_sends_intents(
+    template: dict[str, Any], ids: Ids
+) -> None:
+    t = template
+    for table in (ids.schedules, ids.occurrences, ids.leases):
+        assert reads(t, ids.tick, table) and writes(t, ids.tick, table)
+    assert can(t, ids.tick, "sqs:SendMessage", ids.delivery)
+    assert not can(t, ids.tick, "sqs:SendMessage", ids.dlq)
+    assert not can(t, ids.tick, "sqs:ReceiveMessage", ids.delivery)
+    assert not any(a.startswith("secretsmanager:") for a in actions(t, ids.tick))
+
+
+def test_worker_runs_occurrences_without_touching_leases(
+    template: dict[str, Any], ids: Ids
+) -> None:
+    t = template
+    assert reads(t, ids.worker, ids.occurrences) and writes(t, ids.worker, ids.occurrences)
+    assert reads(t, ids.worker, ids.schedules) and not writes_any(t, ids.worker, ids.schedules)
+    assert not touches(t, ids.worker, ids.leases)
+
+
+def test_worker_consumes_the_queue_and_can_dead_letter_but_not_enqueue(
+    template: dict[str, Any], ids: Ids
+) -> None:
+    t = template
+    for action in ("sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility"):
+        assert can(t, ids.worker, action, ids.delivery)
+    assert can(t, ids.worker, "sqs:SendMessage", ids.dlq)
+    assert not can(t, ids.worker, "sqs:SendMessage", ids.delivery)
+
+
+def test_worker_reads_signing_secrets_and_cannot_change_them(
+    template: dict[str, Any], ids: Ids
+) -> None:
+    t = template
+    assert all(can(t, ids.worker, a, SECRETS) for a in SECRET_READ)
+    assert not can(t, ids.worker, "secretsmanager:CreateSecret", SECRETS)
+    assert not can(t, ids.worker, "secretsmanager:PutSecretValue", SECRETS)
+
+
+def test_by_default_the_worker_may_call_no_aws_target(template: dict[str, Any], ids: Ids) -> None:
+    assert not {"lambda:InvokeFunction", "events:PutEvents"} & actions(template, ids.worker)
+    senders = [s for s in statements(template, ids.worker) if "sqs:SendMessage" in s["Action"]]
+    assert [s["Resource"] for s in senders] == [{"Fn::GetAtt": [ids.dlq, "Arn"]}]
+
+
+def test_watchdog_reads_everything_and_records_verdicts_on_schedules_only(
+    template: dict[str, Any], ids: Ids
+) -> None:
+    t = template
+    for table in (ids.schedules, ids.occurrences, ids.leases):
+        assert reads(t, ids.watchdog, table)
+    assert writes(t, ids.watchdog, ids.schedules)
+    assert not writes_any(t, ids.watchdog, ids.occurrences)
+    assert not writes_any(t, ids.watchdog, ids.leases)
+    assert not any(a.startswith(("sqs:", "secretsmanager:")) for a in actions(t, ids.watchdog))
+
+
+@pytest.mark.parametrize("role", ["api", "tick", "worker", "watchdog"])
+def test_no_function_has_wildcard_actions_admin_actions_or_managed_policies(
+    template: dict[str, Any], ids: Ids, role: str
+) -> None:
+    role_id = getattr(ids, role)
+    granted = actions(template, role_id)
+    assert not [a for a in granted if "*" in a]
+    assert not granted & {"dynamodb:DeleteTable", "dynamodb:UpdateTable", "dynamodb:CreateTable"}
+    assert not template["Resources"][role_id]["Properties"].get("ManagedPolicyArns")
+    for statement in statements(template, role_id):
+        assert statement["Resource"] != "*"
+
+
+def test_listed_target_arns_are_granted_one_action_each(synthesized: Synthesized) -> None:
+    t = synthesized.template("DuetimeSandbox")
+    worker = function_role(t, "handlers.worker.handler")
+    lambdas = [a for a in SANDBOX_TARGETS if ":lambda:" in a]
+    for arn in lambdas:
+        assert can(t, worker, "lambda:InvokeFunction", arn)
+    assert can(t, worker, "sqs:SendMessage", "arn:aws:sqs:eu-west-1:111111111111:nightly-jobs")
+    assert can(t, worker, "events:PutEvents", "event-bus/ops")
+    assert not can(t, worker, "lambda:InvokeFunction", "nightly-jobs")
+    assert not can(t, worker, "events:PutEvents", "function:report-builder")
+    for action in TARGET_ACTIONS:
+        assert not can(t, worker, action, "*")
+
+
+def test_the_target_wildcard_grants_the_three_target_actions_on_everything(
+    synthesized: Synthesized,
+) -> None:
+    t = synthesized.template("DuetimeWildcard")
+    worker = function_role(t, "handlers.worker.handler")
+    for action in TARGET_ACTIONS:
+        assert can(t, worker, action, "*")

@@ -1,0 +1,82 @@
+"""The delivery queue: redrive to a DLQ, encrypted, TLS only, and a worker that keeps up."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from adapters.definitions import DELIVERY_QUEUE
+from tests.infra.helpers import dumps, function, only, resources
+
+
+@pytest.fixture(scope="module")
+def delivery(template: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    found = [
+        (k, v)
+        for k, v in resources(template, "AWS::SQS::Queue").items()
+        if "RedrivePolicy" in v["Properties"]
+    ]
+    assert len(found) == 1
+    return found[0]
+
+
+def test_delivery_queue_redrives_to_its_dlq_after_the_defined_receive_count(
+    delivery: tuple[str, dict[str, Any]],
+) -> None:
+    _, queue = delivery
+    redrive = queue["Properties"]["RedrivePolicy"]
+    assert redrive["maxReceiveCount"] == DELIVERY_QUEUE.max_receive_count
+    assert redrive["deadLetterTargetArn"]["Fn::GetAtt"][0].startswith("DeliveryDeliveryDlq")
+    assert queue["Properties"]["VisibilityTimeout"] == DELIVERY_QUEUE.visibility_timeout_s
+    assert queue["Properties"]["MessageRetentionPeriod"] == DELIVERY_QUEUE.retention_s
+
+
+def test_every_queue_is_encrypted_and_refuses_plain_http(template: dict[str, Any]) -> None:
+    queues = resources(template, "AWS::SQS::Queue")
+    assert len(queues) == 3  # delivery, its DLQ, the scheduler's DLQ
+    policies = resources(template, "AWS::SQS::QueuePolicy").values()
+    for queue_id, queue in queues.items():
+        assert queue["Properties"]["SqsManagedSseEnabled"] is True
+        denies_http = [
+            s
+            for p in policies
+            if {"Ref": queue_id} in p["Properties"]["Queues"]
+            for s in p["Properties"]["PolicyDocument"]["Statement"]
+            if s["Effect"] == "Deny"
+            and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+        ]
+        assert denies_http, f"{queue_id} accepts requests without TLS"
+
+
+def test_worker_reports_partial_batch_failures_with_a_batching_window(
+    template: dict[str, Any], delivery: tuple[str, dict[str, Any]]
+) -> None:
+    worker_id, _ = function(template, "handlers.worker.handler")
+    _, mapping = only(template, "AWS::Lambda::EventSourceMapping")
+    props = mapping["Properties"]
+    assert props["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert props["EventSourceArn"] == {"Fn::GetAtt": [delivery[0], "Arn"]}
+    assert props["FunctionName"] == {"Ref": worker_id}
+    assert 0 < props["MaximumBatchingWindowInSeconds"] <= 20
+    assert 1 <= props["BatchSize"] <= 10
+
+
+def test_visibility_timeout_is_at_least_six_worker_timeouts_plus_the_window(
+    template: dict[str, Any], delivery: tuple[str, dict[str, Any]]
+) -> None:
+    # AWS guidance for SQS event sources: a message must not reappear while a
+    # (retried or throttled) invocation may still be working on it.
+    _, worker = function(template, "handlers.worker.handler")
+    _, mapping = only(template, "AWS::Lambda::EventSourceMapping")
+    window = mapping["Properties"]["MaximumBatchingWindowInSeconds"]
+    visibility = delivery[1]["Properties"]["VisibilityTimeout"]
+    assert visibility >= 6 * worker["Properties"]["Timeout"] + window
+
+
+def test_the_scheduler_dlq_is_not_the_delivery_dlq(template: dict[str, Any]) -> None:
+    targets = [
+        dumps(s["Properties"]["Target"]["DeadLetterConfig"])
+        for s in resources(template, "AWS::Scheduler::Schedule").values()
+    ]
+    assert targets and all("ScheduleDlq" in t for t in targets)

@@ -1,0 +1,76 @@
+"""Context settings: defaults that synthesize, values from cdk.json or the command line."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from infra.settings import SettingError, Settings
+
+
+def from_context(values: dict[str, Any]) -> Settings:
+    return Settings.from_context(values.get)
+
+
+def test_no_context_gives_the_documented_defaults() -> None:
+    settings = from_context({})
+    assert settings == Settings()
+    assert settings.retain is True
+    assert settings.target_arns == ()
+    assert settings.alarm_email == ""
+    assert settings.webhook_secrets_prefix == "duetime/Duetime/webhooks/"
+
+
+def test_command_line_strings_are_parsed() -> None:
+    settings = from_context(
+        {
+            "duetime:retain": "false",
+            "duetime:shards": "32",
+            "duetime:targetArns": "arn:aws:sqs:eu-west-1:1:a,arn:aws:lambda:eu-west-1:1:function:f",
+            "duetime:logLevel": "debug",
+            "duetime:stackName": "DuetimeDev",
+        }
+    )
+    assert settings.retain is False
+    assert settings.shards == 32
+    assert settings.target_arns == (
+        "arn:aws:sqs:eu-west-1:1:a",
+        "arn:aws:lambda:eu-west-1:1:function:f",
+    )
+    assert settings.log_level == "DEBUG"
+    assert settings.webhook_secrets_prefix == "duetime/DuetimeDev/webhooks/"
+
+
+def test_cdk_json_values_are_taken_as_they_are() -> None:
+    settings = from_context(
+        {"duetime:retain": False, "duetime:targetArns": ["*"], "duetime:tickBudgetS": 40}
+    )
+    assert settings.retain is False
+    assert settings.targets_wildcard
+    assert settings.tick_budget_s == 40
+
+
+def test_a_json_list_on_the_command_line_is_accepted() -> None:
+    settings = from_context({"duetime:targetArns": '["arn:aws:events:eu-west-1:1:event-bus/b"]'})
+    assert settings.target_arns == ("arn:aws:events:eu-west-1:1:event-bus/b",)
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("duetime:retain", "maybe"),
+        ("duetime:shards", "many"),
+        ("duetime:shards", 0),
+        ("duetime:tickBudgetS", 60),
+        ("duetime:alarmEmail", "not-an-address"),
+        ("duetime:targetArns", ["arn:aws:s3:::bucket"]),
+        ("duetime:targetArns", ["*", "arn:aws:sqs:eu-west-1:1:a"]),
+        ("duetime:logLevel", "LOUD"),
+        ("duetime:secretsPrefix", "no-trailing-slash"),
+        ("duetime:stackName", "1st"),
+    ],
+)
+def test_bad_values_are_refused_naming_the_setting(key: str, value: Any) -> None:
+    with pytest.raises(SettingError, match=key):
+        from_context({key: value})
