@@ -1,4 +1,4 @@
-"""Cron expressions: five fields, validated here, iterated as wall times by cronsim.
+"""Cron expressions: five fields, validated and iterated here as wall times.
 
 The rules, as Vixie/Debian cron has them:
 
@@ -15,19 +15,26 @@ The rules, as Vixie/Debian cron has them:
   with ``*`` counts as unrestricted, so ``0 0 */2 * 1`` needs both.
 
 This module only speaks of wall times (naive local date-times). Turning a wall
-time into an instant is the daylight-saving policy's job (``domain.dst``).
+time into an instant is the daylight-saving policy's job (``domain.timezones``).
+
+Iteration walks months, then the matching days of a month (computed once per
+month and cached), then the matching times of day: it never steps minute by
+minute, and it gives up after a horizon of 50 years without a match.
 """
 
 from __future__ import annotations
 
 import calendar
+from bisect import bisect_left
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
-from cronsim import CronSim
-
 from domain.errors import InvalidSchedule
+
+# Stop searching after this many years without a match.
+HORIZON_YEARS = 50
+_DAY_CACHE_LIMIT = 600
 
 NICKNAMES = {
     "@yearly": "0 0 1 1 *",
@@ -155,6 +162,21 @@ class CronExpression:
     elapsed_time: bool
     day_of_month_restricted: bool
     day_of_week_restricted: bool
+    _times: tuple[tuple[int, int], ...] = field(default=(), compare=False, repr=False)
+    _minutes_of_day: tuple[int, ...] = field(default=(), compare=False, repr=False)
+    _day_cache: dict[tuple[int, int], tuple[int, ...]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+
+    def __post_init__(self) -> None:
+        times = sorted(
+            (h, m)
+            for h in self.hours
+            for m in self.minutes
+            if isinstance(h, int) and isinstance(m, int)
+        )
+        object.__setattr__(self, "_times", tuple(times))
+        object.__setattr__(self, "_minutes_of_day", tuple(h * 60 + m for h, m in times))
 
     @classmethod
     def parse(cls, source: str) -> CronExpression:
@@ -211,19 +233,60 @@ class CronExpression:
                 f"{self.source!r} never fires: no month in {names} has a day {min(numeric)}",
             )
         # The rare combinations left (a 5th weekday of February and the like)
-        # are settled by looking: within cronsim's 50-year horizon from 2000.
+        # are settled by looking, within the search horizon from 2000.
         if self.first_wall_time_after(datetime(2000, 1, 1)) is None:  # noqa: DTZ001 - a wall time
             raise InvalidSchedule("cron", f"{self.source!r} never fires")
 
     def wall_times(self, after: datetime) -> Iterator[datetime]:
         """Matching wall times strictly after ``after`` (naive), in order.
 
-        Ends (instead of searching forever) when nothing matches within
-        cronsim's horizon of 50 years.
+        Ends (instead of searching forever) when nothing matches for
+        HORIZON_YEARS years.
         """
         if after.tzinfo is not None:
             raise ValueError("wall_times takes a naive wall time")
-        return CronSim(self.expression, after)
+        times = self._times
+        minutes_of_day = self._minutes_of_day
+        months = self.months
+        year, month = after.year, after.month
+        # On the start day, only times after `after` count (every match is on
+        # a whole minute, so "after 10:15:xx" means 10:16 or later).
+        first_day = (after.year, after.month, after.day)
+        cut = bisect_left(minutes_of_day, after.hour * 60 + after.minute + 1)
+        last_found = year
+        while year - last_found <= HORIZON_YEARS:
+            if month in months:
+                for day in self._days(year, month):
+                    start = 0
+                    if (year, month) == first_day[:2]:
+                        if day < first_day[2]:
+                            continue
+                        if day == first_day[2]:
+                            start = cut
+                    for hour, minute in times[start:]:
+                        yield datetime(year, month, day, hour, minute)  # noqa: DTZ001 - a wall time
+                    last_found = year
+            month += 1
+            if month == 13:
+                month = 1
+                year += 1
+                if year > 9999:
+                    return
+
+    def _days(self, year: int, month: int) -> tuple[int, ...]:
+        """The days of a month that match the day fields (cached per month)."""
+        key = (year, month)
+        days = self._day_cache.get(key)
+        if days is None:
+            if len(self._day_cache) > _DAY_CACHE_LIMIT:
+                self._day_cache.clear()
+            days = tuple(
+                d
+                for d in range(1, calendar.monthrange(year, month)[1] + 1)
+                if self.matches_day(year, month, d)
+            )
+            self._day_cache[key] = days
+        return days
 
     def first_wall_time_after(self, after: datetime) -> datetime | None:
         return next(self.wall_times(after), None)

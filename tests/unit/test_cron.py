@@ -149,6 +149,12 @@ class TestRefusals:
             datetime(2026, 11, 29)
         ) == datetime(2044, 2, 29)
 
+    def test_iteration_ends_at_the_search_horizon(self) -> None:
+        # The 5th Monday of February comes every few decades; near the end of
+        # the calendar the search stops instead of looping.
+        cron = CronExpression.parse("0 0 * 2 MON#5")
+        assert list(cron.wall_times(datetime(9990, 1, 1))) == []
+
     def test_spec_level_errors_name_the_spec_field(self) -> None:
         with pytest.raises(InvalidSchedule) as caught:
             parse_spec({"cron": "61 * * * *"}, created_at=datetime.now(UTC))
