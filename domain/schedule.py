@@ -29,9 +29,11 @@ The policy says how occurrences behave when things are not on time:
 from __future__ import annotations
 
 import enum
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 from typing import Any, Final, TypeVar
 
 from domain.backoff import MAX_DELAY_S, RetryPolicy
@@ -335,3 +337,28 @@ def version_from_dict(
         payload=dict(data.get("payload") or {}),
         created_at=created_at,
     )
+
+
+# Stored specs, policies and targets are read back far more often than they are
+# written, and many schedules share one ("0 9 * * MON-FRI"); parsing is pure,
+# so the parsed values are kept by their stored JSON text.
+
+
+@lru_cache(maxsize=4096)
+def stored_spec(text: str) -> ScheduleSpec:
+    return spec_from_stored(json.loads(text))
+
+
+@lru_cache(maxsize=4096)
+def stored_policy(text: str) -> SchedulePolicy:
+    return parse_policy(json.loads(text))
+
+
+@lru_cache(maxsize=4096)
+def stored_target(text: str) -> Target:
+    return parse_target(json.loads(text))
+
+
+def dumps(value: Any) -> str:
+    """Canonical JSON text (sorted keys, no spaces): equal values, equal text."""
+    return json.dumps(value, separators=(",", ":"), sort_keys=True)

@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 from typing import Any, Generic, Protocol, TypeVar
 
 from domain.run import DeliveryIntent, Run, RunStatus
-from domain.schedule import Schedule, ScheduleVersion
+from domain.schedule import Schedule, SchedulePolicy, ScheduleVersion
 
 T = TypeVar("T")
 
@@ -93,6 +93,11 @@ class ScheduleStore(ABC):
         self, keys: Iterable[tuple[str, int]]
     ) -> dict[tuple[str, int], ScheduleVersion]:
         """Several versions at once (batched); missing keys are left out."""
+
+    def policies(self, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], SchedulePolicy]:
+        """The policies of several versions (what dispatch needs); an adapter may
+        read them more cheaply than whole versions."""
+        return {key: version.policy for key, version in self.get_versions(keys).items()}
 
     @abstractmethod
     def list_schedules(self, limit: int, token: str | None = None) -> Page[Schedule]:
@@ -203,14 +208,16 @@ class OccurrenceStore(ABC):
         Schedules with no such record are left out."""
 
     @abstractmethod
-    def admit(self, occurrence_ids: Sequence[str], now: datetime) -> list[Run]:
-        """Move each record from ``scheduled`` to ``admitted``, stamping
+    def admit(self, runs: Sequence[Run], now: datetime) -> list[Run]:
+        """Move each record (as read from ``pending_due``) from ``scheduled`` to
+        ``admitted``, stamping
         ``admitted_at = now``; it stays pending until ``mark_sent``.
 
         Condition, per record: status is ``scheduled``. An adapter that can
         also check the schedule is active in the same transaction does (SQLite);
         one that cannot relies on pause and delete closing pending records
-        (DynamoDB). Returns the records admitted by this call, as stored.
+        (DynamoDB). Returns the records admitted by this call, as stored (the
+        given runs with status ``admitted`` and ``admitted_at``).
         """
 
     @abstractmethod

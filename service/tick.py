@@ -93,10 +93,14 @@ class Planner:
         self.store = store
         self.clock = clock
         self.config = config
+        self._slots: dict[tuple[object, ...], tuple[list[Slot], Slot | None]] = {}
 
     def plan(self) -> PlanReport:
         report = PlanReport()
         now = self.clock.now()
+        # Schedules that share a spec and a next_due (everyone at 09:00) share
+        # their slots: computed once per pass.
+        self._slots = {}
         horizon = now + self.config.lookahead
         token: str | None = None
         while report.materialized + report.skipped + report.expired < (
@@ -129,14 +133,13 @@ class Planner:
         policy = version.policy
         parts = self.config.partitioning
         shard = parts.shard(schedule.schedule_id)
-        slots = slots_after(version.spec, policy.dst, schedule.next_due - _EPSILON)
-        taken: list[Slot] = []
-        following: Slot | None = None
-        for slot in slots:
-            if slot.scheduled_at > horizon or len(taken) >= self.config.max_slots_per_schedule:
-                following = slot
-                break
-            taken.append(slot)
+        key = (version.spec, policy.dst, schedule.next_due, horizon)
+        memo = self._slots.get(key)
+        if memo is None:
+            memo = self._slots_until(schedule, horizon)
+            if len(self._slots) < 1024:
+                self._slots[key] = memo
+        taken, following = memo
         if not taken:
             return None
         runs: list[Run] = []
@@ -165,6 +168,17 @@ class Planner:
             last_materialized_at=taken[-1].scheduled_at,
             occurrences=tuple(runs),
         )
+
+    def _slots_until(self, schedule: Schedule, horizon: datetime) -> tuple[list[Slot], Slot | None]:
+        """The schedule's slots from next_due up to the horizon (bounded), and the one after."""
+        assert schedule.next_due is not None
+        version = schedule.current
+        taken: list[Slot] = []
+        for slot in slots_after(version.spec, version.policy.dst, schedule.next_due - _EPSILON):
+            if slot.scheduled_at > horizon or len(taken) >= self.config.max_slots_per_schedule:
+                return taken, slot
+            taken.append(slot)
+        return taken, None
 
 
 class Dispatcher:
@@ -273,27 +287,27 @@ class Dispatcher:
         """Admit, close or resend one batch. True if anything changed."""
         waiting = [r for r in due if r.status is RunStatus.SCHEDULED]
         resend = [r for r in due if r.status is not RunStatus.SCHEDULED]
-        versions = self.store.get_versions({(r.schedule_id, r.version) for r in waiting})
+        policies = self.store.policies({(r.schedule_id, r.version) for r in waiting})
         latest_only = [
             r.schedule_id
             for r in waiting
             if r.kind is RunKind.SCHEDULED
-            and (v := versions.get((r.schedule_id, r.version))) is not None
-            and v.policy.overdue is Overdue.LATEST_ONLY
+            and (p := policies.get((r.schedule_id, r.version))) is not None
+            and p.overdue is Overdue.LATEST_ONLY
         ]
         latest = self.store.latest_scheduled_at(latest_only, now) if latest_only else {}
-        to_admit: list[str] = []
+        to_admit: list[Run] = []
         closures: list[Closure] = []
         for run in waiting:
-            version = versions.get((run.schedule_id, run.version))
-            if version is None or run.kind is not RunKind.SCHEDULED:
-                to_admit.append(run.occurrence_id)
+            policy = policies.get((run.schedule_id, run.version))
+            if policy is None or run.kind is not RunKind.SCHEDULED:
+                to_admit.append(run)
                 continue
             newest = latest.get(run.schedule_id)
             superseded = newest is not None and newest > run.scheduled_at
-            verdict = overdue_verdict(version.policy, run.scheduled_at, now, superseded=superseded)
+            verdict = overdue_verdict(policy, run.scheduled_at, now, superseded=superseded)
             if verdict.status is RunStatus.ADMITTED:
-                to_admit.append(run.occurrence_id)
+                to_admit.append(run)
             else:
                 assert verdict.reason is not None
                 closures.append(Closure(run.occurrence_id, verdict.status, verdict.reason))
@@ -305,7 +319,7 @@ class Dispatcher:
                     report.skipped += 1
                 else:
                     report.expired += 1
-        refused = set(to_admit) - {r.occurrence_id for r in admitted}
+        refused = {r.occurrence_id for r in to_admit} - {r.occurrence_id for r in admitted}
         changed = bool(admitted or closed)
         if refused:
             changed |= self._close_refused(refused, now, report)

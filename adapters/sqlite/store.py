@@ -21,6 +21,7 @@ import base64
 import json
 import sqlite3
 import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -30,9 +31,13 @@ from typing import Any
 from domain.run import AttemptRecord, Run, RunKind, RunStatus
 from domain.schedule import (
     Schedule,
+    SchedulePolicy,
     ScheduleState,
     ScheduleVersion,
-    version_from_dict,
+    dumps,
+    stored_policy,
+    stored_spec,
+    stored_target,
     version_to_dict,
 )
 from service.ports import (
@@ -46,6 +51,9 @@ from service.ports import (
 )
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+# Versions kept decoded in memory (bounded, so a tick's memory does not grow
+# with the number of schedules).
+VERSION_CACHE_SIZE = 2048
 _US = timedelta(microseconds=1)
 
 SCHEMA = """
@@ -68,7 +76,11 @@ CREATE TABLE IF NOT EXISTS schedule_versions (
     schedule_id TEXT NOT NULL,
     version INTEGER NOT NULL,
     created_at INTEGER NOT NULL,
-    body TEXT NOT NULL,
+    name TEXT NOT NULL,
+    spec TEXT NOT NULL,
+    policy TEXT NOT NULL,
+    target TEXT NOT NULL,
+    payload TEXT NOT NULL,
     PRIMARY KEY (schedule_id, version)
 );
 CREATE TABLE IF NOT EXISTS create_keys (
@@ -135,6 +147,14 @@ _RUN_COLUMNS = (
 _RUN_INSERT = (
     f"INSERT INTO occurrences ({_RUN_COLUMNS}) VALUES ({', '.join('?' * 24)}) "
     "ON CONFLICT DO NOTHING"
+)
+# A schedule head joined with its current version: one query, no second read.
+_HEAD_SELECT = (
+    "SELECT s.schedule_id, s.version, s.paused, s.note, s.next_due, s.last_materialized_at, "
+    "s.created_at, s.updated_at, s.deleted_at, "
+    "v.created_at, v.name, v.spec, v.policy, v.target, v.payload "
+    "FROM schedules s JOIN schedule_versions v "
+    "ON v.schedule_id = s.schedule_id AND v.version = s.version "
 )
 _SCHEDULE_COLUMNS = (
     "schedule_id, version, paused, note, next_due, last_materialized_at, "
@@ -272,9 +292,10 @@ class SqliteStore(Store):
         )
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("PRAGMA cache_size=-65536")  # 64 MiB of page cache
         self._db.execute(f"PRAGMA busy_timeout={int(busy_timeout_s * 1000)}")
         self._create_schema()
-        self._versions: dict[tuple[str, int], ScheduleVersion] = {}
+        self._versions: OrderedDict[tuple[str, int], ScheduleVersion] = OrderedDict()
 
     def _create_schema(self) -> None:
         with self._lock:
@@ -360,24 +381,27 @@ class SqliteStore(Store):
 
     @staticmethod
     def _insert_version(db: sqlite3.Connection, version: ScheduleVersion) -> None:
+        body = version_to_dict(version)
         db.execute(
-            "INSERT INTO schedule_versions VALUES (?, ?, ?, ?)",
+            "INSERT INTO schedule_versions VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 version.schedule_id,
                 version.version,
                 us(version.created_at),
-                json.dumps(version_to_dict(version), separators=(",", ":")),
+                body["name"],
+                dumps(body["spec"]),
+                dumps(body["policy"]),
+                dumps(body["target"]),
+                dumps(body["payload"]),
             ),
         )
 
     def _schedule_from_row(self, row: Sequence[Any]) -> Schedule:
-        current = self.get_version(row[0], row[1])
-        assert current is not None, "a schedule's current version is always stored"
         return Schedule(
             schedule_id=row[0],
             version=row[1],
             state=ScheduleState(paused=bool(row[2]), note=row[3]),
-            current=current,
+            current=self._version_from_row(row[0], row[1], row[9:15]),
             next_due=_opt_dt(row[4]),
             last_materialized_at=_opt_dt(row[5]),
             created_at=from_us(row[6]),
@@ -385,41 +409,80 @@ class SqliteStore(Store):
             deleted_at=_opt_dt(row[8]),
         )
 
-    def get(self, schedule_id: str) -> Schedule | None:
-        rows = self._read(
-            f"SELECT {_SCHEDULE_COLUMNS} FROM schedules WHERE schedule_id = ?", (schedule_id,)
+    def _version_from_row(
+        self, schedule_id: str, version: int, row: Sequence[Any]
+    ) -> ScheduleVersion:
+        cached = self._versions.get((schedule_id, version))
+        if cached is not None:
+            return cached  # immutable once written
+        created_at, name, spec, policy, target, payload = row
+        value = ScheduleVersion(
+            schedule_id=schedule_id,
+            version=version,
+            name=name,
+            spec=stored_spec(spec),
+            policy=stored_policy(policy),
+            target=stored_target(target),
+            payload=json.loads(payload),
+            created_at=from_us(created_at),
         )
+        with self._lock:
+            self._versions[(schedule_id, version)] = value
+            if len(self._versions) > VERSION_CACHE_SIZE:
+                self._versions.popitem(last=False)
+        return value
+
+    def get(self, schedule_id: str) -> Schedule | None:
+        rows = self._read(_HEAD_SELECT + "WHERE s.schedule_id = ?", (schedule_id,))
         return self._schedule_from_row(rows[0]) if rows else None
 
     def get_version(self, schedule_id: str, version: int) -> ScheduleVersion | None:
-        cached = self._versions.get((schedule_id, version))
-        if cached is not None:
-            return cached
-        rows = self._read(
-            "SELECT created_at, body FROM schedule_versions WHERE schedule_id = ? AND version = ?",
-            (schedule_id, version),
-        )
-        if not rows:
-            return None
-        value = version_from_dict(schedule_id, version, from_us(rows[0][0]), json.loads(rows[0][1]))
-        self._versions[(schedule_id, version)] = value
-        return value
+        found = self.get_versions([(schedule_id, version)])
+        return found.get((schedule_id, version))
 
     def get_versions(
         self, keys: Iterable[tuple[str, int]]
     ) -> dict[tuple[str, int], ScheduleVersion]:
         found: dict[tuple[str, int], ScheduleVersion] = {}
-        for key in set(keys):
-            value = self.get_version(*key)
-            if value is not None:
-                found[key] = value
+        missing: list[tuple[str, int]] = []
+        for key in dict.fromkeys(keys):
+            cached = self._versions.get(key)
+            if cached is not None:
+                found[key] = cached
+            else:
+                missing.append(key)
+        for start in range(0, len(missing), 400):
+            chunk = missing[start : start + 400]
+            rows = self._read(
+                "SELECT schedule_id, version, created_at, name, spec, policy, target, payload "
+                "FROM schedule_versions WHERE (schedule_id, version) IN "
+                f"(VALUES {', '.join(['(?, ?)'] * len(chunk))})",
+                [part for key in chunk for part in key],
+            )
+            for row in rows:
+                found[(row[0], row[1])] = self._version_from_row(row[0], row[1], row[2:8])
+        return found
+
+    def policies(self, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], SchedulePolicy]:
+        found: dict[tuple[str, int], SchedulePolicy] = {}
+        wanted = list(dict.fromkeys(keys))
+        for start in range(0, len(wanted), 400):
+            chunk = wanted[start : start + 400]
+            rows = self._read(
+                "SELECT schedule_id, version, policy FROM schedule_versions "
+                "WHERE (schedule_id, version) IN "
+                f"(VALUES {', '.join(['(?, ?)'] * len(chunk))})",
+                [part for key in chunk for part in key],
+            )
+            found.update(((r[0], r[1]), stored_policy(r[2])) for r in rows)
         return found
 
     def list_schedules(self, limit: int, token: str | None = None) -> Page[Schedule]:
         after = _untoken(token) if token else [-1, ""]
         rows = self._read(
-            f"SELECT {_SCHEDULE_COLUMNS} FROM schedules WHERE deleted_at IS NULL "
-            "AND (created_at, schedule_id) > (?, ?) ORDER BY created_at, schedule_id LIMIT ?",
+            _HEAD_SELECT + "WHERE s.deleted_at IS NULL "
+            "AND (s.created_at, s.schedule_id) > (?, ?) "
+            "ORDER BY s.created_at, s.schedule_id LIMIT ?",
             (after[0], after[1], limit + 1),
         )
         items = tuple(self._schedule_from_row(r) for r in rows[:limit])
@@ -429,10 +492,10 @@ class SqliteStore(Store):
     def due(self, until: datetime, limit: int, token: str | None = None) -> Page[Schedule]:
         after = _untoken(token) if token else [-(2**62), ""]
         rows = self._read(
-            f"SELECT {_SCHEDULE_COLUMNS} FROM schedules "
-            "WHERE paused = 0 AND deleted_at IS NULL AND next_due IS NOT NULL "
-            "AND next_due <= ? AND (next_due, schedule_id) > (?, ?) "
-            "ORDER BY next_due, schedule_id LIMIT ?",
+            _HEAD_SELECT + "WHERE s.paused = 0 AND s.deleted_at IS NULL "
+            "AND s.next_due IS NOT NULL AND s.next_due <= ? "
+            "AND (s.next_due, s.schedule_id) > (?, ?) "
+            "ORDER BY s.next_due, s.schedule_id LIMIT ?",
             (us(until), after[0], after[1], limit + 1),
         )
         items = tuple(self._schedule_from_row(r) for r in rows[:limit])
@@ -604,21 +667,22 @@ class SqliteStore(Store):
             found.update((row[0], from_us(row[1])) for row in rows)
         return found
 
-    def admit(self, occurrence_ids: Sequence[str], now: datetime) -> list[Run]:
+    def admit(self, runs: Sequence[Run], now: datetime) -> list[Run]:
         admitted: list[Run] = []
         now_us = us(now)
         with self._write() as db:
-            for occurrence_id in occurrence_ids:
-                row = db.execute(
+            for run in runs:
+                changed = db.execute(
                     "UPDATE occurrences SET status = 'admitted', admitted_at = ? "
                     "WHERE occurrence_id = ? AND status = 'scheduled' AND EXISTS ("
                     "SELECT 1 FROM schedules s WHERE s.schedule_id = occurrences.schedule_id "
-                    "AND s.paused = 0 AND s.deleted_at IS NULL) "
-                    f"RETURNING {_RUN_COLUMNS}",
-                    (now_us, occurrence_id),
-                ).fetchone()
-                if row is not None:
-                    admitted.append(run_from_row(row))
+                    "AND s.paused = 0 AND s.deleted_at IS NULL)",
+                    (now_us, run.occurrence_id),
+                ).rowcount
+                if changed == 1:
+                    # Only a scheduled record was changed, and nothing but its
+                    # status and admitted_at: this is it as stored.
+                    admitted.append(run.admitted(from_us(now_us)))
         return admitted
 
     def close_runs(self, closures: Sequence[Closure], now: datetime) -> list[str]:

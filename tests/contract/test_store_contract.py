@@ -319,10 +319,10 @@ def test_pending_due_is_oldest_first_within_buckets_and_due_time(store: Store) -
 def test_admit_moves_scheduled_to_admitted_exactly_once(store: Store) -> None:
     _, [run] = _created_with_runs(store, "2026-12-01T08:01:00Z")
     at = utc("2026-12-01T08:01:02Z")
-    [admitted] = store.admit([run.occurrence_id], at)
+    [admitted] = store.admit([run], at)
     assert admitted.status is RunStatus.ADMITTED and admitted.admitted_at == at
     assert admitted.pending and admitted.lag_s == 2.0
-    assert store.admit([run.occurrence_id], at + timedelta(seconds=1)) == []
+    assert store.admit([run], at + timedelta(seconds=1)) == []
     assert store.get_run(run.occurrence_id) == admitted
     # Still pending until its intent is sent: a later pass sends it again.
     due = store.pending_due(run.shard, run.bucket, run.bucket, at, 10)
@@ -332,7 +332,7 @@ def test_admit_moves_scheduled_to_admitted_exactly_once(store: Store) -> None:
 def test_mark_sent_clears_pending_only_after_admission(store: Store) -> None:
     _, [a, b] = _created_with_runs(store, "2026-12-01T08:01:00Z", "2026-12-01T08:01:30Z")
     at = utc("2026-12-01T08:02:00Z")
-    store.admit([a.occurrence_id], at)
+    store.admit([a], at)
     assert store.mark_sent([a.occurrence_id, b.occurrence_id], at) == 1
     sent = store.get_run(a.occurrence_id)
     assert sent is not None and not sent.pending and sent.sent_at == at
@@ -343,7 +343,7 @@ def test_mark_sent_clears_pending_only_after_admission(store: Store) -> None:
 def test_close_ends_only_scheduled_records(store: Store) -> None:
     _, [a, b] = _created_with_runs(store, "2026-12-01T08:01:00Z", "2026-12-01T08:01:30Z")
     at = utc("2026-12-01T08:02:00Z")
-    store.admit([a.occurrence_id], at)
+    store.admit([a], at)
     closed = store.close_runs(
         [
             Closure(a.occurrence_id, RunStatus.SKIPPED, Reason.SUPERSEDED),
@@ -368,7 +368,7 @@ def test_pause_then_close_scheduled_leaves_nothing_to_admit(store: Store) -> Non
     at = utc("2026-12-01T08:02:00Z")
     store.pause(sid, None, at)
     assert store.close_scheduled(sid, RunStatus.SKIPPED, Reason.PAUSED, at) == 2
-    assert store.admit([a.occurrence_id, b.occurrence_id], at) == []
+    assert store.admit([a, b], at) == []
     assert store.get_run(a.occurrence_id).reason == Reason.PAUSED
     assert store.earliest_pending_bucket(a.shard) is None
 

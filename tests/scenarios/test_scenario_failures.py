@@ -197,11 +197,11 @@ class HookedStore(SqliteStore):
     before_admit: Callable[[], None] | None = None
     before_materialize: Callable[[], None] | None = None
 
-    def admit(self, occurrence_ids, now):  # type: ignore[no-untyped-def]
+    def admit(self, runs, now):  # type: ignore[no-untyped-def]
         if self.before_admit is not None:
             hook, self.before_admit = self.before_admit, None
             hook()
-        return super().admit(occurrence_ids, now)
+        return super().admit(runs, now)
 
     def materialize(self, batch, now):  # type: ignore[no-untyped-def]
         if self.before_materialize is not None:

@@ -1,0 +1,266 @@
+"""The run transitions over the one-machine store's ``occurrences`` table.
+
+It shares the ``SqliteStore``'s connection (and its lock), so the worker and
+the dispatcher in one process write through one connection, and processes on
+the same file queue for SQLite's write lock.
+
+Each transition runs in one ``BEGIN IMMEDIATE`` transaction: the row is read
+and rewritten by an ``UPDATE ... WHERE`` that repeats the condition (status,
+attempt number, lease, token hash), so the condition is checked by the
+statement that writes even though the attempt log (a JSON column) is computed
+in Python. No columns are added: the run's lease, attempt log, token hash and
+progress already have columns.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Mapping
+from dataclasses import replace
+from datetime import datetime
+from typing import Any
+
+from adapters.sqlite.store import _RUN_COLUMNS, SqliteStore, run_from_row, run_row, us
+from domain.run import AttemptRecord, Run, RunStatus
+from domain.schedule import ScheduleVersion
+from service.run_ports import ATTEMPT_ACCEPTED, ATTEMPT_LOST, FINISHED, RunStore
+
+# run_row's columns, in order, as an UPDATE's SET list.
+_SET_ALL = ", ".join(f"{name.strip()} = ?" for name in _RUN_COLUMNS.split(","))
+
+
+def _close_last(
+    log: tuple[AttemptRecord, ...], now: datetime, outcome: str | None, error: str | None
+) -> tuple[AttemptRecord, ...]:
+    if not log or log[-1].finished_at is not None:
+        return log
+    return (*log[:-1], replace(log[-1], finished_at=now, outcome=outcome, error=error))
+
+
+class SqliteRunStore(RunStore):
+    def __init__(self, store: SqliteStore) -> None:
+        self.store = store
+
+    @classmethod
+    def open(cls, path: str) -> SqliteRunStore:
+        return cls(SqliteStore(path))
+
+    def get_run(self, occurrence_id: str) -> Run | None:
+        return self.store.get_run(occurrence_id)
+
+    def get_version(self, schedule_id: str, version: int) -> ScheduleVersion | None:
+        return self.store.get_version(schedule_id, version)
+
+    # --- one conditional rewrite ----------------------------------------------------------
+
+    def _load(self, db: sqlite3.Connection, occurrence_id: str) -> Run | None:
+        row = db.execute(
+            f"SELECT {_RUN_COLUMNS} FROM occurrences WHERE occurrence_id = ?", (occurrence_id,)
+        ).fetchone()
+        return None if row is None else run_from_row(row)
+
+    @staticmethod
+    def _rewrite(
+        db: sqlite3.Connection,
+        before: Run,
+        after: Run,
+        extra_where: str = "",
+        extra_params: tuple[Any, ...] = (),
+    ) -> bool:
+        """Write ``after`` if the row still has ``before``'s status and attempts
+        (and meets ``extra_where``)."""
+        changed = db.execute(
+            f"UPDATE occurrences SET {_SET_ALL} WHERE occurrence_id = ? AND status = ? "
+            f"AND attempts = ? {extra_where}",
+            (
+                *run_row(after),
+                before.occurrence_id,
+                before.status.value,
+                before.attempts,
+                *extra_params,
+            ),
+        ).rowcount
+        return bool(changed == 1)
+
+    # --- transitions ------------------------------------------------------------------------
+
+    def start_attempt(
+        self,
+        occurrence_id: str,
+        *,
+        now: datetime,
+        lease_until: datetime,
+        run_token_hash: str | None,
+    ) -> Run | None:
+        with self.store._write() as db:
+            run = self._load(db, occurrence_id)
+            if run is None:
+                return None
+            lease = run.run_lease_expires_at
+            lost = run.status is RunStatus.RUNNING and (lease is None or lease <= now)
+            if not (run.status in (RunStatus.ADMITTED, RunStatus.RETRYING) or lost):
+                return None
+            log = _close_last(run.attempt_log, now, ATTEMPT_LOST, "run lease expired")
+            number = run.attempts + 1
+            after = replace(
+                run,
+                status=RunStatus.RUNNING,
+                attempts=number,
+                started_at=run.started_at or now,
+                run_lease_expires_at=lease_until,
+                run_token_hash=run_token_hash,
+                attempt_log=(*log, AttemptRecord(number=number, started_at=now)),
+            )
+            if lost:
+                # Taken over only while its lease is still the expired one.
+                where = "AND (run_lease_expires_at IS NULL OR run_lease_expires_at <= ?)"
+                return after if self._rewrite(db, run, after, where, (us(now),)) else None
+            return after if self._rewrite(db, run, after) else None
+
+    def finish(
+        self,
+        occurrence_id: str,
+        *,
+        attempt: int | None,
+        status: RunStatus,
+        now: datetime,
+        reason: str | None = None,
+        result: Mapping[str, Any] | None = None,
+        outcome: str | None = None,
+        error: str | None = None,
+    ) -> Run | None:
+        if status not in FINISHED:
+            raise ValueError(f"finish ends a run as {sorted(FINISHED)}, not {status.value}")
+        with self.store._write() as db:
+            run = self._load(db, occurrence_id)
+            if run is None:
+                return None
+            if attempt is None:
+                if run.status not in (RunStatus.ADMITTED, RunStatus.RETRYING):
+                    return None
+            elif run.status is not RunStatus.RUNNING or run.attempts != attempt:
+                return None
+            log = run.attempt_log
+            if attempt is not None:
+                log = _close_last(log, now, outcome or status.value, error)
+            after = replace(
+                run,
+                status=status,
+                finished_at=now,
+                reason=reason,
+                result=None if result is None else dict(result),
+                run_lease_expires_at=None,
+                run_token_hash=None,
+                pending=False,
+                attempt_log=log,
+            )
+            return after if self._rewrite(db, run, after) else None
+
+    def record_retry(
+        self,
+        occurrence_id: str,
+        *,
+        attempt: int,
+        now: datetime,
+        outcome: str,
+        error: str | None,
+        result: Mapping[str, Any] | None = None,
+    ) -> Run | None:
+        with self.store._write() as db:
+            run = self._load(db, occurrence_id)
+            if run is None or run.status is not RunStatus.RUNNING or run.attempts != attempt:
+                return None
+            after = replace(
+                run,
+                status=RunStatus.RETRYING,
+                run_lease_expires_at=None,
+                run_token_hash=None,
+                result=None if result is None else dict(result),
+                attempt_log=_close_last(run.attempt_log, now, outcome, error),
+            )
+            return after if self._rewrite(db, run, after) else None
+
+    def mark_accepted(
+        self,
+        occurrence_id: str,
+        *,
+        attempt: int,
+        now: datetime,
+        deadline: datetime,
+        result: Mapping[str, Any] | None,
+    ) -> Run | None:
+        with self.store._write() as db:
+            run = self._load(db, occurrence_id)
+            if run is None or run.status is not RunStatus.RUNNING or run.attempts != attempt:
+                return None
+            log = run.attempt_log
+            if log and log[-1].number == attempt and log[-1].finished_at is None:
+                log = (*log[:-1], replace(log[-1], outcome=ATTEMPT_ACCEPTED))
+            after = replace(
+                run,
+                run_lease_expires_at=deadline,
+                result=None if result is None else dict(result),
+                attempt_log=log,
+            )
+            return after if self._rewrite(db, run, after) else None
+
+    def report_progress(
+        self, occurrence_id: str, *, run_token_hash: str, progress: Mapping[str, Any]
+    ) -> Run | None:
+        with self.store._write() as db:
+            row = db.execute(
+                "UPDATE occurrences SET progress = ? WHERE occurrence_id = ? "
+                "AND status = 'running' AND run_token_hash = ? "
+                f"RETURNING {_RUN_COLUMNS}",
+                (json.dumps(dict(progress), separators=(",", ":")), occurrence_id, run_token_hash),
+            ).fetchone()
+        return None if row is None else run_from_row(row)
+
+    def complete(
+        self,
+        occurrence_id: str,
+        *,
+        run_token_hash: str,
+        succeeded: bool,
+        now: datetime,
+        result: Mapping[str, Any] | None,
+        error: str | None,
+    ) -> Run | None:
+        with self.store._write() as db:
+            run = self._load(db, occurrence_id)
+            if (
+                run is None
+                or run.status is not RunStatus.RUNNING
+                or run.run_token_hash != run_token_hash
+                or run.run_lease_expires_at is None
+                or run.run_lease_expires_at <= now
+            ):
+                return None
+            status = RunStatus.SUCCEEDED if succeeded else RunStatus.FAILED
+            after = replace(
+                run,
+                status=status,
+                finished_at=now,
+                reason=None if succeeded else f"the job reported failure: {error or 'no detail'}",
+                result={**dict(run.result or {}), **dict(result or {})},
+                run_lease_expires_at=None,
+                run_token_hash=None,
+                pending=False,
+                attempt_log=_close_last(
+                    run.attempt_log, now, "succeeded" if succeeded else "failed", error
+                ),
+            )
+            where = "AND run_token_hash = ? AND run_lease_expires_at > ?"
+            ok = self._rewrite(db, run, after, where, (run_token_hash, us(now)))
+            return after if ok else None
+
+    def running_before(self, run: Run, now: datetime) -> Run | None:
+        rows = self.store._read(
+            f"SELECT {_RUN_COLUMNS} FROM occurrences WHERE schedule_id = ? "
+            "AND (scheduled_at, occurrence_id) < (?, ?) AND ("
+            "(status = 'running' AND run_lease_expires_at > ?) OR status = 'retrying') "
+            "ORDER BY scheduled_at DESC, occurrence_id DESC LIMIT 1",
+            (run.schedule_id, us(run.scheduled_at), run.occurrence_id, us(now)),
+        )
+        return run_from_row(rows[0]) if rows else None

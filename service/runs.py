@@ -1,0 +1,458 @@
+"""Run an occurrence: one delivery intent in, one decision about its message out.
+
+The worker receives a delivery intent (at-least-once: SQS may deliver it twice,
+a dispatcher may send it twice) and answers with a ``Decision`` about the
+message that carried it:
+
+- ``delete``: nothing more to do for this message (the run ended, or it was a
+  duplicate of a run that already ended);
+- ``retry_after(delay_s)``: make the message visible again after ``delay_s``
+  (the backoff before the next attempt, the deadline of a 202-accepted job,
+  or the end of another worker's run lease);
+- ``dead_letter``: the run failed for good (permanent error, attempts
+  exhausted) or the message cannot be run at all; it goes to the DLQ.
+
+The rules, in the order they are checked:
+
+1. A run that already ended is never run again: the message is deleted.
+2. A run that is ``running`` under a live run lease belongs to another worker:
+   this message comes back when that lease ends. If the lease expired, its
+   worker died (or its 202 job missed the run timeout) and a new attempt
+   starts, with the same idempotency key (the occurrence id).
+3. Before the first attempt, the overdue policy ``expire`` is checked again
+   (the message may have waited in the queue), then the overlap policy
+   ``skip`` (the previous occurrence of the schedule is still running).
+4. The attempt starts by a conditional write (``RunStore.start_attempt``), so
+   two workers holding copies of one intent cannot both start it.
+5. The target's answer decides: 2xx succeeded; 202 accepted (the job reports
+   completion with its run token before the run timeout); transient, retried
+   with full-jitter backoff while attempts remain; permanent or exhausted,
+   failed with its reason.
+
+Every attempt runs with the parameters of the version the occurrence was
+created under, never the schedule's current one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import secrets
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from domain.delivery import Delivery, Outcome, TargetPort
+from domain.errors import DuetimeError
+from domain.run import DeliveryIntent, Reason, Run, RunStatus
+from domain.schedule import Overdue, Overlap, ScheduleVersion, overdue_verdict
+from service.errors import RunNotFound
+from service.ports import Clock
+from service.run_ports import (
+    ATTEMPT_ACCEPTED,
+    ATTEMPT_LOST,
+    STARTABLE,
+    AttemptReport,
+    NoTelemetry,
+    RunStore,
+    RunTelemetry,
+)
+
+Action = Literal["delete", "retry", "dead_letter"]
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What to do with the message that carried an intent."""
+
+    action: Action
+    delay_s: float = 0.0
+    reason: str = ""
+
+    @classmethod
+    def delete(cls, reason: str = "") -> Decision:
+        return cls("delete", 0.0, reason)
+
+    @classmethod
+    def retry_after(cls, delay_s: float, reason: str = "") -> Decision:
+        return cls("retry", max(0.0, delay_s), reason)
+
+    @classmethod
+    def dead_letter(cls, reason: str) -> Decision:
+        return cls("dead_letter", 0.0, reason)
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    """Deployment settings of the worker.
+
+    ``lease_grace_s`` is added to the call's timeout to make the run lease,
+    so a worker that is merely slow to record its answer keeps its run.
+    ``max_call_s`` bounds one synchronous call below the schedule's
+    ``run_timeout`` (a Lambda function has at most 15 minutes).
+    ``recheck_s`` is how soon a message comes back when the run is in a state
+    this worker cannot act on yet.
+    """
+
+    lease_grace_s: float = 30.0
+    max_call_s: float | None = None
+    recheck_s: float = 5.0
+
+
+class RunTokenRefused(DuetimeError):
+    """A progress or completion report that does not fit the run (HTTP 409)."""
+
+    def __init__(self, occurrence_id: str, why: str) -> None:
+        super().__init__(f"run {occurrence_id!r} {why}")
+        self.occurrence_id = occurrence_id
+        self.why = why
+
+
+def new_run_token() -> str:
+    return secrets.token_urlsafe(32)
+
+
+def hash_run_token(token: str) -> str:
+    """What the store keeps of a run token: its SHA-256, never the token."""
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def _result(outcome: Outcome) -> dict[str, Any]:
+    result: dict[str, Any] = {"outcome": outcome.kind, "excerpt": outcome.excerpt}
+    if outcome.status_code is not None:
+        result["status_code"] = outcome.status_code
+    return result
+
+
+class RunWorker:
+    """The run use case. ``rng`` draws the full-jitter delays (seed it in tests)."""
+
+    def __init__(
+        self,
+        runs: RunStore,
+        targets: TargetPort,
+        clock: Clock,
+        rng: random.Random,
+        *,
+        telemetry: RunTelemetry | None = None,
+        config: WorkerConfig | None = None,
+        new_token: Callable[[], str] = new_run_token,
+    ) -> None:
+        self.runs = runs
+        self.targets = targets
+        self.clock = clock
+        self.rng = rng
+        self.telemetry = telemetry or NoTelemetry()
+        self.config = config or WorkerConfig()
+        self.new_token = new_token
+
+    def handle(self, intent: DeliveryIntent, receive_count: int = 1) -> Decision:
+        """Run ``intent``'s occurrence (or not) and decide about its message.
+
+        ``receive_count`` is how often the queue has delivered this message;
+        it is logged, the decision does not depend on it.
+        """
+        now = self.clock.now()
+        run = self.runs.get_run(intent.occurrence_id)
+        if run is None:
+            return Decision.dead_letter(f"no occurrence {intent.occurrence_id}")
+        if (run.schedule_id, run.version) != (intent.schedule_id, intent.version):
+            return Decision.dead_letter("the intent does not match its occurrence")
+        if run.terminal:
+            return Decision.delete(f"already {run.status.value}")
+        if run.status is RunStatus.SCHEDULED:
+            return Decision.dead_letter("the occurrence was never admitted")
+
+        version = self.runs.get_version(run.schedule_id, run.version)
+        if version is None:
+            reason = f"version {run.version} of the schedule is missing"
+            self._fail_without_attempt(run, reason, now)
+            return Decision.dead_letter(reason)
+        policy = version.policy
+
+        if run.status is RunStatus.RUNNING:
+            lease = run.run_lease_expires_at
+            if lease is not None and lease > now:
+                return Decision.retry_after(
+                    (lease - now).total_seconds() + 1.0, "running under another worker's lease"
+                )
+            last = run.attempt_log[-1] if run.attempt_log else None
+            if last is not None and last.outcome == ATTEMPT_ACCEPTED and last.finished_at is None:
+                missed = Outcome.transient(
+                    f"no completion reported within the run timeout "
+                    f"({policy.run_timeout.total_seconds():g} s)"
+                )
+                return self._attempt_failed(run, version, run.attempts, missed, last.started_at)
+            if not policy.retry.allows_another(run.attempts):
+                reason = (
+                    f"attempts exhausted ({run.attempts} of {policy.retry.max_attempts}): "
+                    "the last attempt was lost (worker stopped or timed out)"
+                )
+                ended = self.runs.finish(
+                    run.occurrence_id,
+                    attempt=run.attempts,
+                    status=RunStatus.FAILED,
+                    now=now,
+                    reason=reason,
+                    outcome=ATTEMPT_LOST,
+                    error="run lease expired",
+                )
+                if ended is None:
+                    return self._after_conflict(run.occurrence_id)
+                self.telemetry.run_ended(ended)
+                return Decision.dead_letter(reason)
+
+        if run.status is RunStatus.RETRYING and not policy.retry.allows_another(run.attempts):
+            reason = f"attempts exhausted ({run.attempts} of {policy.retry.max_attempts})"
+            self._fail_without_attempt(run, reason, now)
+            return Decision.dead_letter(reason)
+
+        if run.status is RunStatus.ADMITTED and run.attempts == 0:
+            early = self._closed_at_start(run, version, now)
+            if early is not None:
+                return early
+
+        return self._attempt(run, version, now)
+
+    # --- the steps ---------------------------------------------------------------------
+
+    def _closed_at_start(
+        self, run: Run, version: ScheduleVersion, now: datetime
+    ) -> Decision | None:
+        """Expire (policy checked again at start) or skip (overlap) before the first attempt."""
+        policy = version.policy
+        status: RunStatus | None = None
+        reason: str | None = None
+        if policy.overdue is Overdue.EXPIRE:
+            verdict = overdue_verdict(policy, run.scheduled_at, now, superseded=False)
+            if verdict.status is RunStatus.EXPIRED:
+                status, reason = RunStatus.EXPIRED, verdict.reason
+        if status is None and policy.overlap is Overlap.SKIP:
+            previous = self.runs.running_before(run, now)
+            if previous is not None:
+                status = RunStatus.SKIPPED
+                reason = f"{Reason.OVERLAP}: {previous.occurrence_id} is still running"
+        if status is None:
+            return None
+        ended = self.runs.finish(
+            run.occurrence_id, attempt=None, status=status, now=now, reason=reason
+        )
+        if ended is None:
+            return self._after_conflict(run.occurrence_id)
+        self.telemetry.run_ended(ended)
+        return Decision.delete(reason or status.value)
+
+    def _attempt(self, run: Run, version: ScheduleVersion, now: datetime) -> Decision:
+        policy = version.policy
+        call_s = policy.run_timeout.total_seconds()
+        if self.config.max_call_s is not None:
+            call_s = min(call_s, self.config.max_call_s)
+        token = self.new_token() if version.target.type == "webhook" else None
+        started = self.runs.start_attempt(
+            run.occurrence_id,
+            now=now,
+            lease_until=now + timedelta(seconds=call_s + self.config.lease_grace_s),
+            run_token_hash=None if token is None else hash_run_token(token),
+        )
+        if started is None:
+            return self._after_conflict(run.occurrence_id)
+        attempt = started.attempts
+        late_by_s = max(0.0, (now - run.scheduled_at).total_seconds())
+        self.telemetry.attempt_started(started, late_by_s)
+        delivery = Delivery(
+            occurrence_id=run.occurrence_id,
+            schedule_id=run.schedule_id,
+            version=run.version,
+            scheduled_at=run.scheduled_at,
+            attempt=attempt,
+            late_by_s=late_by_s,
+            payload=dict(version.payload),
+            run_token=token,
+        )
+        outcome = self.targets.deliver(version.target, delivery, timeout_s=call_s)
+        end = self.clock.now()
+
+        if outcome.kind == "succeeded":
+            ended = self.runs.finish(
+                run.occurrence_id,
+                attempt=attempt,
+                status=RunStatus.SUCCEEDED,
+                now=end,
+                result=_result(outcome),
+                outcome=outcome.kind,
+            )
+            self._report(started, attempt, "succeeded", now, end, late_by_s, outcome)
+            if ended is None:
+                return self._after_conflict(run.occurrence_id)
+            self.telemetry.run_ended(ended)
+            return Decision.delete("succeeded")
+
+        if outcome.kind == "accepted":
+            deadline = now + policy.run_timeout
+            accepted = self.runs.mark_accepted(
+                run.occurrence_id,
+                attempt=attempt,
+                now=end,
+                deadline=deadline,
+                result=_result(outcome),
+            )
+            self._report(started, attempt, "accepted", now, end, late_by_s, outcome)
+            if accepted is None:
+                return self._after_conflict(run.occurrence_id)
+            # The message comes back at the deadline: by then the job has
+            # completed (delete) or the attempt has failed (retry or fail).
+            return Decision.retry_after(
+                (deadline - end).total_seconds() + 1.0, "accepted: waiting for completion"
+            )
+
+        return self._attempt_failed(started, version, attempt, outcome, now, late_by_s, end)
+
+    def _attempt_failed(
+        self,
+        run: Run,
+        version: ScheduleVersion,
+        attempt: int,
+        outcome: Outcome,
+        started_at: datetime,
+        late_by_s: float = 0.0,
+        end: datetime | None = None,
+    ) -> Decision:
+        end = end or self.clock.now()
+        retry = version.policy.retry
+        if outcome.kind == "transient" and retry.allows_another(attempt):
+            delay_s = retry.delay_s(attempt, self.rng, outcome.retry_after_s)
+            stored = self.runs.record_retry(
+                run.occurrence_id,
+                attempt=attempt,
+                now=end,
+                outcome=outcome.kind,
+                error=outcome.error,
+                result=_result(outcome),
+            )
+            self._report(run, attempt, "retrying", started_at, end, late_by_s, outcome)
+            if stored is None:
+                return self._after_conflict(run.occurrence_id)
+            self.telemetry.run_retried(stored, delay_s)
+            return Decision.retry_after(delay_s, f"attempt {attempt} failed: {outcome.error}")
+
+        if outcome.kind == "transient":
+            reason = (
+                f"attempts exhausted ({attempt} of {retry.max_attempts}); "
+                f"last error: {outcome.error}"
+            )
+        else:
+            reason = f"permanent error: {outcome.error}"
+        ended = self.runs.finish(
+            run.occurrence_id,
+            attempt=attempt,
+            status=RunStatus.FAILED,
+            now=end,
+            reason=reason,
+            result=_result(outcome),
+            outcome=outcome.kind,
+            error=outcome.error,
+        )
+        self._report(run, attempt, "failed", started_at, end, late_by_s, outcome)
+        if ended is None:
+            return self._after_conflict(run.occurrence_id)
+        self.telemetry.run_ended(ended)
+        return Decision.dead_letter(reason)
+
+    def _fail_without_attempt(self, run: Run, reason: str, now: datetime) -> None:
+        if run.status in STARTABLE:
+            ended = self.runs.finish(
+                run.occurrence_id, attempt=None, status=RunStatus.FAILED, now=now, reason=reason
+            )
+            if ended is not None:
+                self.telemetry.run_ended(ended)
+
+    def _after_conflict(self, occurrence_id: str) -> Decision:
+        """A conditional write lost to another worker: decide from what is stored now."""
+        now = self.clock.now()
+        run = self.runs.get_run(occurrence_id)
+        if run is None:
+            return Decision.dead_letter(f"no occurrence {occurrence_id}")
+        if run.terminal:
+            return Decision.delete(f"already {run.status.value}")
+        lease = run.run_lease_expires_at
+        if run.status is RunStatus.RUNNING and lease is not None and lease > now:
+            return Decision.retry_after(
+                (lease - now).total_seconds() + 1.0, "running under another worker's lease"
+            )
+        return Decision.retry_after(self.config.recheck_s, "changed by another worker")
+
+    def _report(
+        self,
+        run: Run,
+        attempt: int,
+        status: str,
+        started_at: datetime,
+        end: datetime,
+        late_by_s: float,
+        outcome: Outcome,
+    ) -> None:
+        self.telemetry.attempt_ended(
+            AttemptReport(
+                occurrence_id=run.occurrence_id,
+                schedule_id=run.schedule_id,
+                version=run.version,
+                attempt=attempt,
+                status=status,
+                duration_s=max(0.0, (end - started_at).total_seconds()),
+                late_by_s=late_by_s,
+                error=outcome.error,
+                status_code=outcome.status_code,
+            )
+        )
+
+
+class RunReports:
+    """What a long job (one that answered 202) reports through the API with its run token."""
+
+    def __init__(self, runs: RunStore, clock: Clock, telemetry: RunTelemetry | None = None) -> None:
+        self.runs = runs
+        self.clock = clock
+        self.telemetry = telemetry or NoTelemetry()
+
+    def progress(self, occurrence_id: str, token: str, progress: Mapping[str, Any]) -> Run:
+        stored = self.runs.report_progress(
+            occurrence_id, run_token_hash=hash_run_token(token), progress=dict(progress)
+        )
+        if stored is None:
+            raise self._refusal(occurrence_id)
+        return stored
+
+    def complete(
+        self,
+        occurrence_id: str,
+        token: str,
+        *,
+        succeeded: bool,
+        result: Mapping[str, Any] | None = None,
+        error: str | None = None,
+    ) -> Run:
+        """The job ended. A failure it reports fails the run (the job itself decided)."""
+        stored = self.runs.complete(
+            occurrence_id,
+            run_token_hash=hash_run_token(token),
+            succeeded=succeeded,
+            now=self.clock.now(),
+            result=None if result is None else dict(result),
+            error=error,
+        )
+        if stored is None:
+            raise self._refusal(occurrence_id)
+        self.telemetry.run_ended(stored)
+        return stored
+
+    def _refusal(self, occurrence_id: str) -> DuetimeError:
+        run = self.runs.get_run(occurrence_id)
+        if run is None:
+            return RunNotFound(occurrence_id)
+        if run.status is not RunStatus.RUNNING:
+            return RunTokenRefused(occurrence_id, f"is {run.status.value}, not running")
+        lease = run.run_lease_expires_at
+        if lease is not None and lease <= self.clock.now():
+            return RunTokenRefused(occurrence_id, "missed its run timeout")
+        return RunTokenRefused(occurrence_id, "was not given this token")
