@@ -61,18 +61,15 @@ class Api(Construct):
             "Validator", validate_request_body=True, validate_request_parameters=True
         )
         integration = apigw.LambdaIntegration(handler)
-        method_options = {
-            "authorization_type": apigw.AuthorizationType.IAM,
-            "request_validator": self.validator,
-        }
         # "/" and everything under it go to the one function; its router
         # answers 404/405 for paths and methods it does not know.
-        self.rest_api.root.add_method("ANY", integration, **method_options)  # type: ignore[arg-type]
-        self.rest_api.root.add_resource("{proxy+}").add_method(
-            "ANY",
-            integration,
-            **method_options,  # type: ignore[arg-type]
-        )
+        for resource in (self.rest_api.root, self.rest_api.root.add_resource("{proxy+}")):
+            resource.add_method(
+                "ANY",
+                integration,
+                authorization_type=apigw.AuthorizationType.IAM,
+                request_validator=self.validator,
+            )
 
         self.url = self.rest_api.url
         self.invoke_arn = self.rest_api.arn_for_execute_api(stage=STAGE)
