@@ -1,0 +1,75 @@
+"""The watchdog: EventBridge Scheduler invokes it on its own schedule, apart from the tick.
+
+It records a verdict per schedule (ok / late / overdue) and emits the number
+of overdue and late schedules and the age of the tick's last heartbeat. The
+alarms on those metrics are what make silence loud.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+
+from adapters.definitions import Metric
+from domain.watch import WatchStatus
+from handlers.observability import logger, metrics
+from handlers.settings import Settings
+from service.clock import SystemClock
+from service.ports import Store
+from service.watchdog import Watchdog, WatchReport
+
+# When the tick has never beaten, report the age as this (a day): the alarm fires.
+NEVER_BEATEN_AGE_S = 86400.0
+
+
+def build_aws_store(settings: Settings) -> Store:
+    from adapters.dynamodb.store import DynamoStore
+
+    store: Store = DynamoStore.from_settings(settings)
+    return store
+
+
+def emit(report: WatchReport) -> None:
+    m = metrics()
+    m.add_metric(Metric.OVERDUE_SCHEDULES, MetricUnit.Count, report.count(WatchStatus.OVERDUE))
+    m.add_metric(Metric.LATE_SCHEDULES, MetricUnit.Count, report.count(WatchStatus.LATE))
+    age = report.tick_heartbeat_age_s
+    m.add_metric(
+        Metric.TICK_HEARTBEAT_AGE,
+        MetricUnit.Seconds,
+        NEVER_BEATEN_AGE_S if age is None else age,
+    )
+
+
+def summary(report: WatchReport) -> dict[str, Any]:
+    return {
+        "checked_at": report.checked_at.isoformat(),
+        "counts": {status.value: n for status, n in sorted(report.counts.items())},
+        "overdue": report.overdue[:100],
+        "tick_heartbeat_age_s": report.tick_heartbeat_age_s,
+    }
+
+
+def run_watchdog(watchdog: Watchdog) -> dict[str, Any]:
+    """One watchdog pass: verdicts, metrics, one log line. Shared with the local stack."""
+    report = watchdog.run()
+    emit(report)
+    result = summary(report)
+    log = logger()
+    if report.overdue or report.tick_heartbeat_age_s is None:
+        log.warning("watchdog pass", extra=result)
+    else:
+        log.info("watchdog pass", extra=result)
+    return result
+
+
+def handler(
+    event: dict[str, Any], context: Any, watchdog: Watchdog | None = None
+) -> dict[str, Any]:
+    if watchdog is None:
+        watchdog = Watchdog(build_aws_store(Settings.from_env()), SystemClock())
+    try:
+        return run_watchdog(watchdog)
+    finally:
+        metrics().flush_metrics()

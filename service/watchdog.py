@@ -1,0 +1,100 @@
+"""The watchdog use case: a verdict per schedule, and the age of the tick's heartbeat.
+
+It reads through the same store ports as everything else, pages through the
+schedules (memory does not grow with their number), and records each verdict
+as a heartbeat item ``watch:<schedule_id>`` so the API can show it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Final
+
+from domain.run import Reason, RunStatus
+from domain.schedule import Schedule
+from domain.timeparse import format_instant
+from domain.watch import Watch, WatchStatus, watch
+from service.ports import Clock, Heartbeat, Store
+
+WATCH_PREFIX: Final = "watch:"
+TICK_COMPONENT: Final = "tick"
+PAGE: Final = 100
+# How many of a schedule's newest runs are searched for its last success.
+RUNS_SEARCHED: Final = 50
+
+
+@dataclass
+class WatchReport:
+    checked_at: datetime
+    counts: dict[WatchStatus, int] = field(default_factory=dict)
+    overdue: list[str] = field(default_factory=list)
+    tick_heartbeat_age_s: float | None = None  # None: the tick has never beaten
+
+    def count(self, status: WatchStatus) -> int:
+        return self.counts.get(status, 0)
+
+
+def watch_component(schedule_id: str) -> str:
+    return WATCH_PREFIX + schedule_id
+
+
+class Watchdog:
+    def __init__(self, store: Store, clock: Clock) -> None:
+        self.store = store
+        self.clock = clock
+
+    def check(self, schedule: Schedule, now: datetime) -> Watch:
+        last_success: datetime | None = None
+        accounted: datetime | None = None
+        page = self.store.runs(schedule.schedule_id, RUNS_SEARCHED)
+        for run in page.items:  # newest scheduled_at first
+            if run.status is RunStatus.SUCCEEDED:
+                last_success = run.scheduled_at
+                break
+            if (
+                accounted is None
+                and run.status is RunStatus.SKIPPED
+                and run.reason == Reason.PAUSED
+            ):
+                accounted = run.scheduled_at
+        return watch(schedule, last_success, now, accounted)
+
+    def run(self) -> WatchReport:
+        now = self.clock.now()
+        report = WatchReport(checked_at=now)
+        token: str | None = None
+        while True:
+            page = self.store.list_schedules(PAGE, token)
+            for schedule in page.items:
+                verdict = self.check(schedule, now)
+                report.counts[verdict.status] = report.counts.get(verdict.status, 0) + 1
+                if verdict.status is WatchStatus.OVERDUE:
+                    report.overdue.append(schedule.schedule_id)
+                self.store.beat(
+                    Heartbeat(watch_component(schedule.schedule_id), now, _detail(verdict))
+                )
+            token = page.next_token
+            if token is None:
+                break
+        tick = self.store.heartbeat(TICK_COMPONENT)
+        if tick is not None:
+            report.tick_heartbeat_age_s = max(0.0, (now - tick.at).total_seconds())
+        return report
+
+    def verdict(self, schedule_id: str) -> dict[str, object] | None:
+        """The last recorded verdict of a schedule (for the API), or None."""
+        beat = self.store.heartbeat(watch_component(schedule_id))
+        return dict(beat.detail) if beat is not None else None
+
+
+def _detail(verdict: Watch) -> dict[str, object]:
+    return {
+        "status": verdict.status.value,
+        "checked_at": format_instant(verdict.checked_at),
+        "expected_at": format_instant(verdict.expected_at) if verdict.expected_at else None,
+        "last_success_at": (
+            format_instant(verdict.last_success_at) if verdict.last_success_at else None
+        ),
+        "grace_s": verdict.grace.total_seconds() if verdict.grace is not None else None,
+    }

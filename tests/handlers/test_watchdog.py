@@ -1,0 +1,86 @@
+"""The watchdog handler over the SQLite store: verdicts recorded, silence measured."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from adapters.sqlite.store import SqliteStore
+from domain.run import Run, RunStatus
+from domain.schedule import Schedule
+from handlers import watchdog as watchdog_handler
+from service.ports import Heartbeat
+from service.watchdog import Watchdog
+from tests.conftest import FakeClock, utc
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SqliteStore]:
+    store = SqliteStore(tmp_path / "duetime.db")
+    yield store
+    store.close()
+
+
+def emitted(capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    """The metrics of the EMF line the handler flushed to stdout."""
+    for line in capsys.readouterr().out.splitlines():
+        if line.startswith("{") and "_aws" in line:
+            data: dict[str, Any] = json.loads(line)
+            return data
+    raise AssertionError("no metrics were emitted")
+
+
+def test_overdue_schedule_is_counted_and_recorded(
+    store: SqliteStore,
+    make_schedule: Callable[..., Schedule],
+    make_occurrence: Callable[..., Run],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    created = utc("2026-12-01T08:00:00Z")
+    healthy = make_schedule(created, spec={"cron": "0 9 * * *"})
+    silent = make_schedule(created, spec={"cron": "0 9 * * *"})
+    store.create(healthy)
+    store.create(silent)
+    success = replace(make_occurrence(healthy, created), status=RunStatus.SUCCEEDED)
+    store.insert([success])
+    clock = FakeClock(utc("2026-12-01T10:00:00Z"))
+    store.beat(Heartbeat("tick", utc("2026-12-01T09:59:30Z"), {}))
+
+    result = watchdog_handler.handler({}, None, watchdog=Watchdog(store, clock))
+
+    assert result["counts"] == {"ok": 1, "overdue": 1}
+    assert result["overdue"] == [silent.schedule_id]
+    assert result["tick_heartbeat_age_s"] == 30.0
+    metrics = emitted(capsys)
+    assert metrics["OverdueSchedules"] == [1.0]
+    assert metrics["LateSchedules"] == [0.0]
+    assert metrics["TickHeartbeatAge"] == [30.0]
+    recorded = Watchdog(store, clock).verdict(silent.schedule_id)
+    assert recorded is not None
+    assert recorded["status"] == "overdue"
+    assert recorded["expected_at"] == "2026-12-01T09:00:00Z"
+
+
+def test_a_tick_that_never_beat_reports_a_day_old_heartbeat(
+    store: SqliteStore, capsys: pytest.CaptureFixture[str]
+) -> None:
+    result = watchdog_handler.handler(
+        {}, None, watchdog=Watchdog(store, FakeClock(utc("2026-12-01T10:00:00Z")))
+    )
+    assert result["tick_heartbeat_age_s"] is None
+    assert emitted(capsys)["TickHeartbeatAge"] == [86400.0]
+
+
+def test_pages_through_many_schedules(
+    store: SqliteStore, make_schedule: Callable[..., Schedule]
+) -> None:
+    created = utc("2026-12-01T08:00:00Z")
+    for _ in range(230):
+        store.create(make_schedule(created, spec={"cron": "0 9 * * *"}))
+    report = Watchdog(store, FakeClock(utc("2026-12-01T08:30:00Z"))).run()
+    assert sum(report.counts.values()) == 230
