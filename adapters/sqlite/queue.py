@@ -1,0 +1,222 @@
+"""The delivery queue of the one-machine mode: a table that behaves like SQS.
+
+One row per message, with the instant it becomes visible, how often it was
+received, the receipt of its latest receive, and a state (``ready`` or
+``dead``). It is both sides of the queue: the dispatcher sends with
+``send_batch`` (``DeliveryQueue``), workers ``receive`` / ``change_visibility``
+/ ``delete`` / ``dead_letter`` (``WorkQueue``).
+
+As on SQS:
+- a receive makes a message invisible for the visibility timeout and hands
+  out a new receipt; only that receipt can change or delete it, so a worker
+  that was too slow cannot delete a copy another worker now holds;
+- a message received more than ``max_receive_count`` times is moved to the
+  dead state instead of being delivered (the redrive policy);
+- delivery is at-least-once and unordered across visibility changes.
+
+Several processes can share the file: a receive claims rows with a
+conditional ``UPDATE ... WHERE visible_at <= now`` inside ``BEGIN IMMEDIATE``,
+so two workers never receive one message at the same time. Instants come
+from the injected clock, so tests move time by hand.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Final
+
+from adapters.definitions import DELIVERY_QUEUE
+from adapters.sqlite.store import from_us, us
+from domain.backoff import MAX_DELAY_S
+from domain.run import DeliveryIntent
+from service.clock import SystemClock
+from service.ports import Clock, DeliveryQueue
+from service.run_ports import QueueMessage, WorkQueue
+
+SCHEMA: Final = """
+CREATE TABLE IF NOT EXISTS delivery_queue (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    message_id TEXT NOT NULL UNIQUE,
+    body TEXT NOT NULL,
+    sent_at INTEGER NOT NULL,
+    visible_at INTEGER NOT NULL,
+    receive_count INTEGER NOT NULL DEFAULT 0,
+    receipt TEXT,
+    state TEXT NOT NULL DEFAULT 'ready',
+    dead_reason TEXT,
+    dead_at INTEGER
+);
+CREATE INDEX IF NOT EXISTS delivery_queue_visible ON delivery_queue (visible_at, seq)
+    WHERE state = 'ready';
+"""
+
+
+class SqliteQueue(DeliveryQueue, WorkQueue):
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        clock: Clock | None = None,
+        visibility_timeout_s: float = DELIVERY_QUEUE.visibility_timeout_s,
+        max_receive_count: int = DELIVERY_QUEUE.max_receive_count,
+        busy_timeout_s: float = 30.0,
+        poll_interval_s: float = 0.2,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.path = str(path)
+        self.clock = clock or SystemClock()
+        self.visibility_timeout_s = visibility_timeout_s
+        self.max_receive_count = max_receive_count
+        self.poll_interval_s = poll_interval_s
+        self._sleep = sleep
+        self._lock = threading.RLock()
+        self._db = sqlite3.connect(
+            self.path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False
+        )
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute(f"PRAGMA busy_timeout={int(busy_timeout_s * 1000)}")
+        with self._write() as db:
+            for statement in SCHEMA.split(";"):
+                if statement.strip():
+                    db.execute(statement)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    # --- the send side (the dispatcher) ----------------------------------------------------
+
+    def send_batch(self, intents: Sequence[DeliveryIntent]) -> list[str]:
+        now = us(self.clock.now())
+        with self._write() as db:
+            db.executemany(
+                "INSERT INTO delivery_queue (message_id, body, sent_at, visible_at) "
+                "VALUES (?, ?, ?, ?)",
+                [
+                    (uuid.uuid4().hex, json.dumps(i.to_dict(), separators=(",", ":")), now, now)
+                    for i in intents
+                ],
+            )
+        return []
+
+    def send_body(self, body: str, delay_s: float = 0.0) -> str:
+        """Send one raw message (tests, and bodies that are not intents)."""
+        now = self.clock.now()
+        message_id = uuid.uuid4().hex
+        with self._write() as db:
+            db.execute(
+                "INSERT INTO delivery_queue (message_id, body, sent_at, visible_at) "
+                "VALUES (?, ?, ?, ?)",
+                (message_id, body, us(now), us(now + timedelta(seconds=delay_s))),
+            )
+        return message_id
+
+    # --- the receive side (workers) -------------------------------------------------------
+
+    def receive(self, max_messages: int, wait_s: float) -> list[QueueMessage]:
+        deadline = time.monotonic() + max(0.0, wait_s)
+        while True:
+            messages = self._claim(max_messages)
+            if messages or time.monotonic() >= deadline:
+                return messages
+            self._sleep(min(self.poll_interval_s, max(0.0, deadline - time.monotonic())))
+
+    def _claim(self, max_messages: int) -> list[QueueMessage]:
+        now = self.clock.now()
+        now_us = us(now)
+        invisible_until = us(now + timedelta(seconds=self.visibility_timeout_s))
+        claimed: list[QueueMessage] = []
+        with self._write() as db:
+            # Redrive: a visible message already received max_receive_count times.
+            db.execute(
+                "UPDATE delivery_queue SET state = 'dead', dead_at = ?, receipt = NULL, "
+                "dead_reason = 'received more than the redrive limit' "
+                "WHERE state = 'ready' AND visible_at <= ? AND receive_count >= ?",
+                (now_us, now_us, self.max_receive_count),
+            )
+            candidates = db.execute(
+                "SELECT seq FROM delivery_queue WHERE state = 'ready' AND visible_at <= ? "
+                "ORDER BY visible_at, seq LIMIT ?",
+                (now_us, max(1, max_messages)),
+            ).fetchall()
+            for (seq,) in candidates:
+                receipt = uuid.uuid4().hex
+                row = db.execute(
+                    "UPDATE delivery_queue SET visible_at = ?, receive_count = receive_count + 1, "
+                    "receipt = ? WHERE seq = ? AND state = 'ready' AND visible_at <= ? "
+                    "RETURNING message_id, body, receive_count",
+                    (invisible_until, receipt, seq, now_us),
+                ).fetchone()
+                if row is not None:
+                    claimed.append(QueueMessage(row[0], receipt, row[1], row[2]))
+        return claimed
+
+    def change_visibility(self, receipt: str, delay_s: float) -> None:
+        delay_s = min(max(0.0, delay_s), MAX_DELAY_S)
+        visible_at = us(self.clock.now() + timedelta(seconds=delay_s))
+        with self._write() as db:
+            db.execute(
+                "UPDATE delivery_queue SET visible_at = ? WHERE receipt = ? AND state = 'ready'",
+                (visible_at, receipt),
+            )
+
+    def delete(self, receipt: str) -> None:
+        with self._write() as db:
+            db.execute(
+                "DELETE FROM delivery_queue WHERE receipt = ? AND state = 'ready'", (receipt,)
+            )
+
+    def dead_letter(self, message: QueueMessage, reason: str) -> None:
+        with self._write() as db:
+            db.execute(
+                "UPDATE delivery_queue SET state = 'dead', dead_reason = ?, dead_at = ?, "
+                "receipt = NULL WHERE receipt = ? AND state = 'ready'",
+                (reason, us(self.clock.now()), message.receipt),
+            )
+
+    # --- for operators and tests ------------------------------------------------------------
+
+    def dead_letters(self) -> list[tuple[str, str, str | None]]:
+        """Every dead message: (message_id, body, reason), oldest first."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT message_id, body, dead_reason FROM delivery_queue "
+                "WHERE state = 'dead' ORDER BY seq"
+            ).fetchall()
+        return [(r[0], r[1], r[2]) for r in rows]
+
+    def depth(self) -> int:
+        """Messages still to be delivered (visible or not)."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT COUNT(*) FROM delivery_queue WHERE state = 'ready'"
+            ).fetchone()
+        return int(row[0])
+
+    def next_visible_at(self) -> datetime | None:
+        """When the next ready message becomes visible (None when there is none)."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT MIN(visible_at) FROM delivery_queue WHERE state = 'ready'"
+            ).fetchone()
+        return None if row[0] is None else from_us(row[0])

@@ -1,0 +1,185 @@
+"""One contract for the delivery queue, run over the SQLite queue and over SQS on moto.
+
+The SQLite queue runs on a fake clock that the test moves; SQS on moto uses
+real time, so its queue has a 1-second visibility timeout and the test sleeps.
+Both have a redrive limit of 2 receives.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from adapters.sqlite.queue import SqliteQueue
+from adapters.sqs_worker import REASON_ATTRIBUTE, SqsWorkQueue
+from domain.run import DeliveryIntent
+from service.run_ports import QueueMessage
+from tests.conftest import FakeClock, utc
+
+VISIBILITY_S = 1
+MAX_RECEIVES = 2
+
+
+@dataclass
+class Harness:
+    queue: SqliteQueue | SqsWorkQueue
+    wait: Callable[[float], None]  # let this much time pass
+    dead: Callable[[], list[tuple[str, str | None]]]  # (body, reason) in the DLQ
+
+
+def _sqlite(tmp_path: Path) -> Iterator[Harness]:
+    clock = FakeClock(utc("2026-12-01T08:00:00Z"))
+    queue = SqliteQueue(
+        tmp_path / "duetime.db",
+        clock=clock,
+        visibility_timeout_s=VISIBILITY_S,
+        max_receive_count=MAX_RECEIVES,
+        sleep=lambda s: None,
+    )
+    yield Harness(
+        queue,
+        lambda s: clock.advance(s),
+        lambda: [(body, reason) for _, body, reason in queue.dead_letters()],
+    )
+    queue.close()
+
+
+def _sqs(tmp_path: Path) -> Iterator[Harness]:
+    with mock_aws():
+        client = boto3.client("sqs", region_name="eu-west-1")
+        dlq = client.create_queue(QueueName="contract-dlq")["QueueUrl"]
+        dlq_arn = client.get_queue_attributes(QueueUrl=dlq, AttributeNames=["QueueArn"])[
+            "Attributes"
+        ]["QueueArn"]
+        url = client.create_queue(
+            QueueName="contract",
+            Attributes={
+                "VisibilityTimeout": str(VISIBILITY_S),
+                "RedrivePolicy": json.dumps(
+                    {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": str(MAX_RECEIVES)}
+                ),
+            },
+        )["QueueUrl"]
+
+        def dead() -> list[tuple[str, str | None]]:
+            found = client.receive_message(
+                QueueUrl=dlq, MaxNumberOfMessages=10, MessageAttributeNames=["All"]
+            ).get("Messages", [])
+            return [
+                (
+                    m["Body"],
+                    m.get("MessageAttributes", {}).get(REASON_ATTRIBUTE, {}).get("StringValue"),
+                )
+                for m in found
+            ]
+
+        yield Harness(SqsWorkQueue(client, url, dlq), lambda s: time.sleep(s), dead)
+
+
+QUEUES = {"sqlite": _sqlite, "sqs": _sqs}
+
+
+@pytest.fixture(params=sorted(QUEUES))
+def h(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Harness]:
+    yield from QUEUES[request.param](tmp_path)
+
+
+def intent(n: int = 1) -> DeliveryIntent:
+    at = utc(f"2026-12-0{n}T09:00:00Z")
+    return DeliveryIntent(f"sch_q.v1.2026120{n}T090000Z", "sch_q", 1, at)
+
+
+def receive_all(h: Harness, expected: int = 1) -> list[QueueMessage]:
+    found: list[QueueMessage] = []
+    for _ in range(5):
+        found += h.queue.receive(10, 0)
+        if len(found) >= expected:
+            break
+    return found
+
+
+def test_a_sent_intent_is_received_once_with_its_body_and_a_receive_count(h: Harness) -> None:
+    assert h.queue.send_batch([intent(1), intent(2)]) == []
+    got = receive_all(h, 2)
+    received = {DeliveryIntent.from_dict(json.loads(m.body)) for m in got}
+    assert received == {intent(1), intent(2)}
+    assert [m.receive_count for m in got] == [1, 1]
+    assert h.queue.receive(10, 0) == []  # invisible while held
+
+
+def test_an_unanswered_message_comes_back_after_the_visibility_timeout(h: Harness) -> None:
+    h.queue.send_batch([intent()])
+    (first,) = receive_all(h)
+    h.wait(VISIBILITY_S + 0.2)
+    (again,) = receive_all(h)
+    assert again.message_id == first.message_id
+    assert again.receive_count == 2
+    assert again.receipt != first.receipt
+
+
+def test_a_deleted_message_is_gone(h: Harness) -> None:
+    h.queue.send_batch([intent()])
+    (message,) = receive_all(h)
+    h.queue.delete(message.receipt)
+    h.wait(VISIBILITY_S + 0.2)
+    assert h.queue.receive(10, 0) == []
+    assert h.dead() == []
+
+
+def test_change_visibility_puts_a_retry_off(h: Harness) -> None:
+    h.queue.send_batch([intent()])
+    (message,) = receive_all(h)
+    h.queue.change_visibility(message.receipt, 3)
+    h.wait(VISIBILITY_S + 0.2)
+    assert h.queue.receive(10, 0) == []  # still put off: 3 s, not the 1 s default
+    h.wait(2.2)
+    assert [m.message_id for m in receive_all(h)] == [message.message_id]
+
+
+def test_change_visibility_to_zero_brings_it_back_now(h: Harness) -> None:
+    h.queue.send_batch([intent()])
+    (message,) = receive_all(h)
+    h.queue.change_visibility(message.receipt, 0)
+    assert [(m.message_id, m.receive_count) for m in receive_all(h)] == [(message.message_id, 2)]
+
+
+def test_a_delay_beyond_twelve_hours_is_capped_not_refused(h: Harness) -> None:
+    h.queue.send_batch([intent()])
+    (message,) = receive_all(h)
+    h.queue.change_visibility(message.receipt, 50_000)
+    h.wait(VISIBILITY_S + 0.2)
+    assert h.queue.receive(10, 0) == []
+
+
+def test_dead_letter_moves_the_message_with_its_reason(h: Harness) -> None:
+    h.queue.send_batch([intent()])
+    (message,) = receive_all(h)
+    h.queue.dead_letter(message, "permanent error: HTTP 400")
+    h.wait(VISIBILITY_S + 0.2)
+    assert h.queue.receive(10, 0) == []
+    assert h.dead() == [(message.body, "permanent error: HTTP 400")]
+
+
+def test_a_message_received_more_than_the_redrive_limit_goes_to_the_dlq(h: Harness) -> None:
+    h.queue.send_batch([intent()])
+    for count in range(1, MAX_RECEIVES + 1):
+        (message,) = receive_all(h)
+        assert message.receive_count == count
+        h.wait(VISIBILITY_S + 0.2)
+    assert h.queue.receive(10, 0) == []
+    assert [body for body, _ in h.dead()] == [message.body]
+
+
+def test_one_message_is_never_held_by_two_receivers_at_once(h: Harness) -> None:
+    h.queue.send_batch([intent(n) for n in range(1, 6)])
+    first = h.queue.receive(3, 0)
+    second = receive_all(h, 5 - len(first))
+    ids = [m.message_id for m in first + second]
+    assert len(ids) == len(set(ids)) == 5
