@@ -1,0 +1,666 @@
+"""The HTTP API: API Gateway REST proxy events in, JSON out.
+
+Each route is decorators, parse, one use case call, and a mapping of the
+result to a response model. Every error the use cases raise becomes an HTTP
+response in one place, the ``@app.exception_handler`` functions below, as
+``{"error": {"code", "message", "field"}}``. A refused request writes
+nothing: validation happens before any use case runs, and each use case
+refuses before it writes.
+
+Adapters are built lazily, on the first request, and come in through the
+``service`` parameter in tests and in the local stack. On AWS the store is
+DynamoDB; with ``DUETIME_DATA_DIR`` set it is the SQLite file in that
+directory (the local stack).
+
+``python -m handlers.api --openapi`` prints the OpenAPI document that
+docs/openapi.json holds.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import lru_cache
+from http import HTTPStatus
+from pathlib import Path
+from typing import Annotated, Any, Final, TypeVar
+
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
+from aws_lambda_powertools.event_handler.openapi.exceptions import (
+    RequestUnsupportedContentType,
+    RequestValidationError,
+)
+from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Query
+from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
+from pydantic import BaseModel
+
+from adapters.secrets import SecretNotFound, SecretStore, new_secret
+from domain.errors import DuetimeError, InvalidSchedule
+from domain.partition import Partitioning
+from domain.schedule import Schedule
+from domain.spec import ScheduleSpec
+from domain.targets import WebhookTarget
+from domain.timeparse import format_instant, parse_instant
+from handlers.api_models import (
+    BackfillIn,
+    BackfillOut,
+    ErrorDetail,
+    ErrorOut,
+    HealthOut,
+    PauseIn,
+    RunListOut,
+    RunOut,
+    ScheduleIn,
+    ScheduleListOut,
+    ScheduleOut,
+    run_out,
+    schedule_out,
+)
+from handlers.observability import logger
+from handlers.settings import Settings
+from service.clock import SystemClock
+from service.errors import (
+    Contention,
+    RunNotFound,
+    ScheduleNotActive,
+    ScheduleNotFound,
+    VersionConflict,
+)
+from service.ports import Clock
+from service.schedules import ScheduleService, local_time
+
+API_TITLE: Final = "duetime"
+API_VERSION: Final = "1"
+# Bodies larger than this are refused (413) before anything reads them.
+MAX_BODY_BYTES: Final = 64 * 1024
+# How many upcoming occurrences a schedule shows.
+NEXT_OCCURRENCES: Final = 5
+MAX_IDEMPOTENCY_KEY_CHARS: Final = 255
+ENV_DATA_DIR: Final = "DUETIME_DATA_DIR"
+SQLITE_FILE: Final = "duetime.db"
+
+
+@dataclass
+class ApiServices:
+    """What the routes call: the schedule use cases and the webhook secret store.
+
+    ``secrets`` is None where no secret store is configured: a webhook
+    schedule then still gets a signing secret, returned once, but duetime
+    keeps no copy to sign with.
+    """
+
+    schedules: ScheduleService
+    secrets: SecretStore | None = None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+# --- errors the API itself raises -------------------------------------------------------
+
+
+class PreconditionRequired(DuetimeError):
+    """An edit without If-Match (HTTP 428)."""
+
+
+class BadHeader(DuetimeError):
+    def __init__(self, header: str, reason: str) -> None:
+        super().__init__(f"{header}: {reason}")
+        self.header = header
+        self.reason = reason
+
+
+app = APIGatewayRestResolver(enable_validation=True)
+
+_JSON = content_types.APPLICATION_JSON
+_ERRORS: Final = (
+    (400, "malformed JSON, or a header that cannot be read"),
+    (404, "no such schedule or run"),
+    (413, f"body larger than {MAX_BODY_BYTES} bytes"),
+    (415, "the body is not sent as application/json"),
+    (422, "a field is invalid; error.field names it"),
+)
+
+
+def _responses(
+    ok: int, model: type[BaseModel], description: str, *extra: int
+) -> dict[int, OpenAPIResponse]:
+    """The documented answers of a route: its success and the errors it can give."""
+    out: dict[int, OpenAPIResponse] = {
+        ok: {"description": description, "content": {_JSON: {"model": model}}}
+    }
+    errors = [*_ERRORS, *((status, HTTPStatus(status).phrase) for status in extra)]
+    for status, text in errors:
+        out[status] = {"description": text, "content": {_JSON: {"model": ErrorOut}}}
+    return out
+
+
+_E = TypeVar("_E", bound=Exception)
+
+
+def _maps(
+    *errors: type[Exception],
+) -> Callable[[Callable[[_E], Response[str]]], Callable[[_E], Response[str]]]:
+    """Registers an error-to-response function for ``errors`` (a typed ``exception_handler``)."""
+
+    def register(function: Callable[[_E], Response[str]]) -> Callable[[_E], Response[str]]:
+        for error in errors:
+            app.exception_handler(error)(function)
+        return function
+
+    return register
+
+
+def _services() -> ApiServices:
+    services: ApiServices = app.context["services"]
+    return services
+
+
+def _etag(schedule: Schedule) -> str:
+    return f'"{schedule.version}"'
+
+
+def _local(spec: ScheduleSpec, instant: datetime) -> datetime:
+    return local_time(spec, instant)
+
+
+def _schedule_body(
+    services: ApiServices, schedule: Schedule, *, webhook_secret: str | None = None
+) -> ScheduleOut:
+    spec = schedule.current.spec
+    return schedule_out(
+        schedule,
+        services.schedules.next_occurrences(schedule, NEXT_OCCURRENCES),
+        lambda instant: local_time(spec, instant),
+        webhook_secret=webhook_secret,
+    )
+
+
+def _runs_body(services: ApiServices, runs: tuple[Any, ...]) -> list[RunOut]:
+    """Runs with their local times, reading each version's zone once."""
+    specs: dict[tuple[str, int], ScheduleSpec | None] = {}
+    out: list[RunOut] = []
+    for run in runs:
+        key = (run.schedule_id, run.version)
+        if key not in specs:
+            try:
+                specs[key] = services.schedules.version(*key).spec
+            except ScheduleNotFound:
+                specs[key] = None
+        out.append(run_out(run, specs[key], _local))
+    return out
+
+
+def _signing_secret(services: ApiServices, schedule: Schedule, created: bool) -> str | None:
+    """The signing secret a webhook schedule's creation answers with.
+
+    A retried create (same Idempotency-Key) answers with the same secret; a
+    schedule whose first create stopped before its secret was stored gets one now.
+    """
+    if not isinstance(schedule.current.target, WebhookTarget):
+        return None
+    store = services.secrets
+    if store is None:
+        return new_secret() if created else None
+    if not created:
+        try:
+            return store.get(schedule.schedule_id)
+        except SecretNotFound:
+            pass
+    return store.put(schedule.schedule_id)
+
+
+def _edit_secret(services: ApiServices, schedule: Schedule) -> str | None:
+    """An edit that gives a schedule its first webhook target also gives it a secret."""
+    store = services.secrets
+    if store is None or not isinstance(schedule.current.target, WebhookTarget):
+        return None
+    try:
+        store.get(schedule.schedule_id)
+    except SecretNotFound:
+        return store.put(schedule.schedule_id)
+    return None
+
+
+def _expected_version(if_match: str | None) -> int:
+    """The version an If-Match header names: ``3``, ``"3"`` or ``W/"3"``."""
+    if if_match is None or not if_match.strip():
+        raise PreconditionRequired(
+            "an edit needs If-Match: <version>, the version you read (GET the schedule first)"
+        )
+    text = if_match.strip().removeprefix("W/").strip('"')
+    if not text.isdigit() or not 1 <= len(text) <= 12:
+        raise BadHeader("If-Match", f'{if_match!r} is not a schedule version such as "3"')
+    return int(text)
+
+
+# --- routes -----------------------------------------------------------------------------
+
+
+@app.post(
+    "/schedules",
+    summary="Create a schedule",
+    responses=_responses(201, ScheduleOut, "the schedule (also on a retry with the same key)"),
+)
+def create_schedule(
+    body: Annotated[ScheduleIn, Body()],
+    idempotency_key: Annotated[
+        str | None,
+        Header(
+            alias="Idempotency-Key",
+            min_length=1,
+            max_length=MAX_IDEMPOTENCY_KEY_CHARS,
+            description="a retried create with the same key returns the first schedule",
+        ),
+    ] = None,
+) -> Response[ScheduleOut]:
+    services = _services()
+    schedule, created = services.schedules.create(body.definition(), idempotency_key)
+    secret = _signing_secret(services, schedule, created)
+    headers = {"Location": f"/schedules/{schedule.schedule_id}", "ETag": _etag(schedule)}
+    if not created:
+        headers["Idempotent-Replayed"] = "true"
+    return Response(
+        HTTPStatus.CREATED,
+        _JSON,
+        _schedule_body(services, schedule, webhook_secret=secret),
+        headers=headers,
+    )
+
+
+@app.get(
+    "/schedules",
+    summary="List schedules, oldest first",
+    responses=_responses(200, ScheduleListOut, "one page; pass next_token for the next"),
+)
+def list_schedules(
+    limit: Annotated[int, Query(ge=1, le=100, description="page size")] = 50,
+    next_token: Annotated[str | None, Query(description="from the previous page")] = None,
+) -> ScheduleListOut:
+    services = _services()
+    page = services.schedules.list_schedules(limit, next_token)
+    return ScheduleListOut(
+        schedules=[_schedule_body(services, schedule) for schedule in page.items],
+        next_token=page.next_token,
+    )
+
+
+@app.get(
+    "/schedules/<schedule_id>",
+    summary="Read a schedule",
+    responses=_responses(200, ScheduleOut, "the schedule; ETag is its version"),
+)
+def get_schedule(schedule_id: str) -> Response[ScheduleOut]:
+    services = _services()
+    schedule = services.schedules.get(schedule_id)
+    return Response(
+        HTTPStatus.OK,
+        _JSON,
+        _schedule_body(services, schedule),
+        headers={"ETag": _etag(schedule)},
+    )
+
+
+@app.put(
+    "/schedules/<schedule_id>",
+    summary="Replace a schedule's definition (version N+1)",
+    responses=_responses(200, ScheduleOut, "the schedule at its new version", 412, 428),
+)
+def edit_schedule(
+    schedule_id: str,
+    body: Annotated[ScheduleIn, Body()],
+    if_match: Annotated[
+        str | None,
+        Header(alias="If-Match", description="the version you read: required"),
+    ] = None,
+) -> Response[ScheduleOut]:
+    services = _services()
+    schedule = services.schedules.edit(schedule_id, _expected_version(if_match), body.definition())
+    secret = _edit_secret(services, schedule)
+    return Response(
+        HTTPStatus.OK,
+        _JSON,
+        _schedule_body(services, schedule, webhook_secret=secret),
+        headers={"ETag": _etag(schedule)},
+    )
+
+
+@app.post(
+    "/schedules/<schedule_id>/pause",
+    summary="Pause: stop admitting occurrences",
+    responses=_responses(200, ScheduleOut, "the paused schedule"),
+)
+def pause_schedule(schedule_id: str, body: Annotated[PauseIn | None, Body()] = None) -> ScheduleOut:
+    services = _services()
+    schedule = services.schedules.pause(schedule_id, None if body is None else body.note)
+    return _schedule_body(services, schedule)
+
+
+@app.post(
+    "/schedules/<schedule_id>/resume",
+    summary="Resume from now",
+    responses=_responses(200, ScheduleOut, "the active schedule"),
+)
+def resume_schedule(schedule_id: str) -> ScheduleOut:
+    services = _services()
+    return _schedule_body(services, services.schedules.resume(schedule_id))
+
+
+@app.delete(
+    "/schedules/<schedule_id>",
+    summary="Delete: stop everything, keep the history readable",
+    responses=_responses(200, ScheduleOut, "the deleted schedule"),
+)
+def delete_schedule(schedule_id: str) -> ScheduleOut:
+    services = _services()
+    return _schedule_body(services, services.schedules.delete(schedule_id))
+
+
+@app.post(
+    "/schedules/<schedule_id>/trigger",
+    summary="One extra run now, with its own identity",
+    responses=_responses(201, RunOut, "the new occurrence; the next tick admits it", 409),
+)
+def trigger_schedule(schedule_id: str) -> Response[RunOut]:
+    services = _services()
+    run = services.schedules.trigger(schedule_id)
+    return Response(
+        HTTPStatus.CREATED,
+        _JSON,
+        _runs_body(services, (run,))[0],
+        headers={"Location": f"/runs/{run.occurrence_id}"},
+    )
+
+
+@app.post(
+    "/schedules/<schedule_id>/backfill",
+    summary="Materialize the past occurrences of a range that do not exist yet",
+    responses=_responses(200, BackfillOut, "the occurrences created (none twice)", 409),
+)
+def backfill_schedule(schedule_id: str, body: Annotated[BackfillIn, Body()]) -> BackfillOut:
+    services = _services()
+    runs = services.schedules.backfill(
+        schedule_id,
+        parse_instant(body.start_at, "start_at"),
+        parse_instant(body.end_at, "end_at"),
+    )
+    return BackfillOut(runs=_runs_body(services, tuple(runs)), created=len(runs))
+
+
+@app.get(
+    "/schedules/<schedule_id>/runs",
+    summary="A schedule's runs, newest first",
+    responses=_responses(200, RunListOut, "one page; pass next_token for the next"),
+)
+def list_runs(
+    schedule_id: str,
+    limit: Annotated[int, Query(ge=1, le=100, description="page size")] = 50,
+    next_token: Annotated[str | None, Query(description="from the previous page")] = None,
+) -> RunListOut:
+    services = _services()
+    page = services.schedules.runs(schedule_id, limit, next_token)
+    return RunListOut(runs=_runs_body(services, page.items), next_token=page.next_token)
+
+
+@app.get(
+    "/runs/<occurrence_id>",
+    summary="Read a run",
+    responses=_responses(200, RunOut, "the run"),
+)
+def get_run(occurrence_id: str) -> RunOut:
+    services = _services()
+    return _runs_body(services, (services.schedules.run(occurrence_id),))[0]
+
+
+@app.get("/health", summary="Liveness", responses=_responses(200, HealthOut, "the API answers"))
+def health() -> HealthOut:
+    return HealthOut(status="ok", time=format_instant(_services().schedules.clock.now()))
+
+
+@app.get("/openapi.json", include_in_schema=False)
+def openapi() -> Response[Any]:
+    return Response(HTTPStatus.OK, _JSON, openapi_json())
+
+
+# --- errors, in one place ---------------------------------------------------------------
+
+
+def error_response(
+    status: int,
+    code: str,
+    message: str,
+    field: str | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> Response[str]:
+    body = ErrorOut(error=ErrorDetail(code=code, message=message, field=field))
+    return Response(status, _JSON, body.model_dump_json(), headers=dict(headers or {}))
+
+
+def _field_of(loc: tuple[Any, ...] | list[Any]) -> str | None:
+    """``("body", "spec", "cron")`` -> ``spec.cron``; ``("header", "if-match")`` -> ``if-match``."""
+    parts = list(loc)
+    if parts and parts[0] in ("body", "query", "path", "header", "cookie"):
+        parts = parts[1:]
+    text = ""
+    for part in parts:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += f".{part}" if text else str(part)
+    return text or None
+
+
+@_maps(RequestUnsupportedContentType)
+def _unsupported_content_type(_: RequestUnsupportedContentType) -> Response[str]:
+    return error_response(
+        415, "unsupported_media_type", "send the body as JSON (Content-Type: application/json)"
+    )
+
+
+@_maps(RequestValidationError)
+def _request_invalid(error: RequestValidationError) -> Response[str]:
+    errors = list(error.errors())
+    if any(e.get("type") == "json_invalid" for e in errors):
+        detail = next(e for e in errors if e.get("type") == "json_invalid")
+        reason = (detail.get("ctx") or {}).get("error", "not JSON")
+        return error_response(400, "invalid_json", f"the body is not valid JSON: {reason}")
+    first = errors[0] if errors else {}
+    field = _field_of(tuple(first.get("loc", ())))
+    message = str(first.get("msg", "invalid request"))
+    if first.get("type") == "extra_forbidden":
+        message = "is not a known field"
+    elif first.get("type") == "missing":
+        message = "is required"
+    elif first.get("type") == "model_attributes_type":
+        message = "must be a JSON object"
+    return error_response(422, "validation_error", f"{field or 'body'}: {message}", field or "body")
+
+
+@_maps(InvalidSchedule)
+def _invalid(error: InvalidSchedule) -> Response[str]:
+    return error_response(422, "validation_error", str(error), error.field)
+
+
+@_maps(ScheduleNotFound)
+def _schedule_not_found(error: ScheduleNotFound) -> Response[str]:
+    return error_response(404, "schedule_not_found", str(error))
+
+
+@_maps(RunNotFound)
+def _run_not_found(error: RunNotFound) -> Response[str]:
+    return error_response(404, "run_not_found", str(error))
+
+
+@_maps(VersionConflict)
+def _version_conflict(error: VersionConflict) -> Response[str]:
+    return error_response(412, "version_conflict", str(error), "If-Match")
+
+
+@_maps(PreconditionRequired)
+def _precondition_required(error: PreconditionRequired) -> Response[str]:
+    return error_response(428, "precondition_required", str(error), "If-Match")
+
+
+@_maps(BadHeader)
+def _bad_header(error: BadHeader) -> Response[str]:
+    return error_response(400, "invalid_header", str(error), error.header)
+
+
+@_maps(ScheduleNotActive)
+def _not_active(error: ScheduleNotActive) -> Response[str]:
+    return error_response(409, "schedule_not_active", str(error))
+
+
+@_maps(Contention)
+def _contention(error: Contention) -> Response[str]:
+    return error_response(409, "contention", str(error), headers={"Retry-After": "1"})
+
+
+@app.not_found
+def _no_route(_: Exception) -> Response[str]:
+    event = app.current_event
+    return error_response(
+        404, "no_route", f"no route for {event.http_method} {event.path}; see GET /openapi.json"
+    )
+
+
+@_maps(Exception)
+def _unexpected(error: Exception) -> Response[str]:
+    logger().exception("unhandled error")
+    return error_response(500, "internal_error", "something went wrong; it has been logged")
+
+
+# --- the entry point --------------------------------------------------------------------
+
+
+def openapi_json() -> str:
+    """The OpenAPI document of this API, as docs/openapi.json holds it."""
+    schema = json.loads(
+        app.get_openapi_json_schema(
+            title=API_TITLE,
+            version=API_VERSION,
+            summary="Schedules, their occurrences and runs",
+            description=(
+                'Errors are {"error": {"code", "message", "field"}}. '
+                "Instants are UTC ISO 8601 with Z. See docs/api.md."
+            ),
+        )
+    )
+    return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
+
+
+def _body_bytes(event: Mapping[str, Any]) -> bytes:
+    body = event.get("body") or ""
+    if isinstance(body, bytes):
+        return body
+    if event.get("isBase64Encoded"):
+        try:
+            return base64.b64decode(body, validate=False)
+        except ValueError:
+            return body.encode("utf-8")
+    return str(body).encode("utf-8")
+
+
+def _early_refusal(event: Mapping[str, Any]) -> Response[str] | None:
+    """What is refused before routing: a body too large, not JSON, or not an object.
+
+    (The resolver would read a form-encoded body as fields, and a one-element
+    JSON array as its element.)
+    """
+    body = _body_bytes(event)
+    if len(body) > MAX_BODY_BYTES:
+        return error_response(
+            413, "body_too_large", f"the body is larger than {MAX_BODY_BYTES} bytes"
+        )
+    if not body.strip():
+        return None
+    headers = {str(k).lower(): v for k, v in (event.get("headers") or {}).items()}
+    content_type = str(headers.get("content-type") or _JSON).split(";")[0].strip().lower()
+    if content_type != _JSON:
+        return error_response(
+            415, "unsupported_media_type", "send the body as JSON (Content-Type: application/json)"
+        )
+    try:
+        data = json.loads(body)
+    except ValueError as error:
+        return error_response(400, "invalid_json", f"the body is not valid JSON: {error}")
+    if not isinstance(data, dict):
+        return error_response(422, "validation_error", "body: must be a JSON object", "body")
+    return None
+
+
+def _proxy_response(response: Response[str]) -> dict[str, Any]:
+    return {
+        "statusCode": int(response.status_code),
+        "headers": {"Content-Type": _JSON},
+        "body": response.body,
+        "isBase64Encoded": False,
+    }
+
+
+def build_services(
+    settings: Settings,
+    *,
+    data_dir: str | Path | None = None,
+    clock: Clock | None = None,
+    secrets: SecretStore | None = None,
+) -> ApiServices:
+    """The use cases over SQLite (with ``data_dir``) or DynamoDB (without)."""
+    partitioning = Partitioning(shards=settings.shards, bucket_s=settings.bucket_s)
+    clock = clock or SystemClock()
+    if data_dir is not None:
+        from adapters.sqlite.store import SqliteStore
+
+        directory = Path(data_dir)
+        directory.mkdir(parents=True, exist_ok=True)
+        store = SqliteStore(directory / SQLITE_FILE)
+        return ApiServices(ScheduleService(store, clock, partitioning), secrets)
+    try:
+        from adapters.dynamodb.store import DynamoStore
+    except ImportError as error:  # pragma: no cover - until the DynamoDB store exists
+        raise RuntimeError(f"the DynamoDB store is not available: {error}") from error
+    if secrets is None:
+        import boto3
+
+        from adapters.secrets import SecretsManagerSecretStore
+
+        secrets = SecretsManagerSecretStore(boto3.client("secretsmanager"), settings.secrets_prefix)
+    return ApiServices(
+        ScheduleService(DynamoStore.from_settings(settings), clock, partitioning), secrets
+    )
+
+
+@lru_cache(maxsize=1)
+def _default_services() -> ApiServices:
+    """Built on the first request and kept for the life of the process."""
+    data_dir = os.environ.get(ENV_DATA_DIR) or None
+    return build_services(Settings.from_env(), data_dir=data_dir)
+
+
+def handler(
+    event: dict[str, Any], context: Any, service: ApiServices | None = None
+) -> dict[str, Any]:
+    refused = _early_refusal(event)
+    if refused is not None:
+        return _proxy_response(refused)
+    app.context["services"] = service or _default_services()
+    try:
+        return app.resolve(event, context)
+    finally:
+        app.context.pop("services", None)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if args != ["--openapi"]:
+        print("usage: python -m handlers.api --openapi > docs/openapi.json", file=sys.stderr)
+        return 2
+    sys.stdout.write(openapi_json())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
