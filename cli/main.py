@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from cli import explain
+from cli import commands, explain
 from domain.errors import DuetimeError
 
 
@@ -16,6 +16,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     subparsers = parser.add_subparsers(dest="command", required=True)
     explain.add_parser(subparsers)
+    commands.add_parsers(subparsers)
     return parser
 
 
