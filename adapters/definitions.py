@@ -51,30 +51,40 @@ class QueueDefinition:
 # Schedules: one HEAD item per schedule (current version, state, next_due),
 # one immutable item per version (pk "S#<id>", sk "V#<version:08d>"), and the
 # idempotency records of create calls. The sparse "due" index holds only
-# active schedules that have a next_due, sharded so no key is hot.
+# active schedules that have a next_due, sharded so no key is hot; its sort
+# key "<next_due>#<schedule_id>" is unique, so a page ends at an exact place.
 SCHEDULES = TableDefinition(
     logical_id="Schedules",
     env_var="DUETIME_SCHEDULES_TABLE",
     partition_key=Key("pk"),
     sort_key=Key("sk"),
     global_indexes=(
-        Index("due", Key("due_shard"), Key("next_due")),
+        Index("due", Key("due_shard"), Key("due_key")),
         Index("listing", Key("entity"), Key("created_key"), projection="KEYS_ONLY"),
     ),
 )
 
-# Occurrences and their runs: partition "<schedule_id>", sort key the business
-# key "SLOT#<wall time>#<fold>", so a conditional put refuses a second
-# occurrence for one slot across versions. The local index orders a
-# schedule's runs by scheduled_at; the sparse "pending" index holds the
-# occurrences that still need admission or their delivery intent, by
-# partition "(bucket, shard)" and scheduled_at. Old history expires by TTL.
+# Occurrences and their runs: partition "<schedule_id>". Each occurrence is
+# two items written together: its record (sort key "O#<occurrence_id>") and
+# the claim of its business key (sort key "B#<business key>"), so a
+# conditional put refuses a second occurrence for one slot across versions,
+# and a second record for one occurrence id. The local index orders a
+# schedule's records by "<scheduled_at>#<occurrence_id>"; the sparse "pending"
+# index holds the records that still need admission or their delivery intent,
+# by partition "(bucket, shard)" and the same key, and the sparse
+# "pending_buckets" index finds a shard's lowest pending bucket. Old history
+# expires by TTL.
 OCCURRENCES = TableDefinition(
     logical_id="Occurrences",
     env_var="DUETIME_OCCURRENCES_TABLE",
     partition_key=Key("pk"),
     sort_key=Key("sk"),
-    global_indexes=(Index("pending", Key("partition"), Key("scheduled_at")),),
+    global_indexes=(
+        Index("pending", Key("partition"), Key("scheduled_key")),
+        Index(
+            "pending_buckets", Key("pending_shard", "N"), Key("bucket", "N"), projection="KEYS_ONLY"
+        ),
+    ),
     local_indexes=(Index("by_scheduled_at", Key("pk"), Key("scheduled_key")),),
     ttl_attribute="expires_at_epoch",
 )

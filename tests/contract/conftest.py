@@ -18,7 +18,25 @@ def _sqlite(tmp_path: Path) -> Iterator[Store]:
     store.close()
 
 
-STORES = {"sqlite": _sqlite}
+def _dynamodb(tmp_path: Path) -> Iterator[Store]:
+    import boto3
+    from moto import mock_aws
+
+    from adapters.dynamodb.local import create_store_tables
+    from adapters.dynamodb.store import DynamoStore
+
+    with mock_aws():
+        client = boto3.client(
+            "dynamodb",
+            region_name="us-east-1",
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        )
+        # Few due shards: on moto every index query reads the whole table.
+        yield DynamoStore(client, create_store_tables(client, "contract"), due_shards=3)
+
+
+STORES = {"sqlite": _sqlite, "dynamodb": _dynamodb}
 
 
 @pytest.fixture(params=sorted(STORES))

@@ -1,0 +1,372 @@
+"""How duetime's values become DynamoDB items, and back.
+
+- Instants are ISO 8601 UTC strings of one fixed width with microseconds and a
+  ``Z`` (``2026-12-01T09:00:00.000000Z``), so string order is time order and a
+  condition such as ``expires_at <= :now`` compares instants. The TTL attribute
+  is the one epoch number.
+- Wall times are naive ISO text; they are never stored without their zone
+  (the zone is in the schedule version).
+- Free-form values (a version's parameters, a run's result and progress, the
+  attempt log, a heartbeat's detail) are JSON text, so a float in a payload
+  never meets DynamoDB's number rules.
+- An attribute whose value is None is left out of the item.
+
+Keys, per table:
+
+=============  ======================  ==============================
+table          pk                      sk
+=============  ======================  ==============================
+Schedules      ``S#<schedule_id>``     ``HEAD`` / ``V#<version:08d>``
+Schedules      ``K#<idempotency key>`` ``CREATE``
+Occurrences    ``<schedule_id>``       ``O#<occurrence_id>`` (record)
+Occurrences    ``<schedule_id>``       ``B#<business key>`` (claim)
+Leases         ``L#<shard:06d>`` / ``H#<component>``
+=============  ======================  ==============================
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final
+
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+
+from domain.run import AttemptRecord, Run, RunKind, RunStatus
+from domain.schedule import (
+    Schedule,
+    ScheduleState,
+    ScheduleVersion,
+    version_from_dict,
+    version_to_dict,
+)
+from service.ports import Heartbeat, Lease
+
+Item = dict[str, Any]  # a low-level attribute map: {"name": {"S": "..."}}
+
+HEAD: Final = "HEAD"
+CREATE: Final = "CREATE"
+ENTITY_SCHEDULE: Final = "schedule"
+# Greater than every character of a schedule or occurrence id: "<instant>#~"
+# is an upper bound for every key "<instant>#<id>" at that instant.
+KEY_CEILING: Final = "~"
+
+_ISO: Final = "%Y-%m-%dT%H:%M:%S.%fZ"
+_serializer = TypeSerializer()
+_deserializer = TypeDeserializer()
+
+
+# --- values -------------------------------------------------------------------------------
+
+
+def iso(instant: datetime) -> str:
+    """An aware instant as fixed-width ISO UTC text."""
+    if instant.tzinfo is None:
+        raise ValueError("instants are stored aware")
+    return instant.astimezone(UTC).strftime(_ISO)
+
+
+def opt_iso(instant: datetime | None) -> str | None:
+    return None if instant is None else iso(instant)
+
+
+def from_iso(text: str) -> datetime:
+    return datetime.strptime(text, _ISO).replace(tzinfo=UTC)
+
+
+def _opt_from_iso(text: Any) -> datetime | None:
+    return None if text is None else from_iso(str(text))
+
+
+def _json(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, separators=(",", ":"), sort_keys=True)
+
+
+def attrs(values: Mapping[str, Any]) -> Item:
+    """Plain values (str, int, bool) as an attribute map; None values are left out."""
+    return {name: _serializer.serialize(v) for name, v in values.items() if v is not None}
+
+
+def attr(plain_value: Any) -> dict[str, Any]:
+    """One plain value as an attribute value (``{"S": ...}``, ``{"N": ...}``...)."""
+    return dict(_serializer.serialize(plain_value))
+
+
+def value(attribute: Mapping[str, Any]) -> Any:
+    return _deserializer.deserialize(attribute)
+
+
+def plain(item: Mapping[str, Any]) -> dict[str, Any]:
+    """An attribute map as plain values (numbers come back as Decimal)."""
+    return {name: _deserializer.deserialize(v) for name, v in item.items()}
+
+
+# --- keys -------------------------------------------------------------------------------
+
+
+def schedule_pk(schedule_id: str) -> str:
+    return f"S#{schedule_id}"
+
+
+def head_key(schedule_id: str) -> Item:
+    return attrs({"pk": schedule_pk(schedule_id), "sk": HEAD})
+
+
+def version_key(schedule_id: str, version: int) -> Item:
+    return attrs({"pk": schedule_pk(schedule_id), "sk": f"V#{version:08d}"})
+
+
+def create_key(idempotency_key: str) -> Item:
+    return attrs({"pk": f"K#{idempotency_key}", "sk": CREATE})
+
+
+def schedule_of_occurrence(occurrence_id: str) -> str:
+    """An occurrence id starts with its schedule id (which holds no ``.``)."""
+    return occurrence_id.split(".", 1)[0]
+
+
+def schedule_of_business_key(business_key: str) -> str:
+    """A business key starts with its schedule id (which holds no ``#``)."""
+    return business_key.split("#", 1)[0]
+
+
+def record_key(occurrence_id: str) -> Item:
+    return attrs({"pk": schedule_of_occurrence(occurrence_id), "sk": f"O#{occurrence_id}"})
+
+
+def claim_key(schedule_id: str, business_key: str) -> Item:
+    return attrs({"pk": schedule_id, "sk": f"B#{business_key}"})
+
+
+def lease_key(shard: int) -> Item:
+    return attrs({"pk": f"L#{shard:06d}"})
+
+
+def heartbeat_key(component: str) -> Item:
+    return attrs({"pk": f"H#{component}"})
+
+
+def due_shard(schedule_id: str, due_shards: int) -> str:
+    """Which partition of the "due" index a schedule sits in (stable, CRC-32)."""
+    return str(zlib.crc32(schedule_id.encode("utf-8")) % due_shards)
+
+
+def due_key(next_due: datetime, schedule_id: str) -> str:
+    return f"{iso(next_due)}#{schedule_id}"
+
+
+def scheduled_key(scheduled_at: datetime, occurrence_id: str) -> str:
+    return f"{iso(scheduled_at)}#{occurrence_id}"
+
+
+def partition(bucket: int, shard: int) -> str:
+    """The pending index's partition ``"<bucket>#<shard>"`` (as domain.partition names it)."""
+    return f"{bucket}#{shard}"
+
+
+# --- schedules ----------------------------------------------------------------------------
+
+
+def head_item(schedule: Schedule, due_shards: int) -> Item:
+    sid = schedule.schedule_id
+    live = schedule.deleted_at is None
+    return attrs(
+        {
+            "pk": schedule_pk(sid),
+            "sk": HEAD,
+            "schedule_id": sid,
+            "version": schedule.version,
+            "paused": schedule.state.paused,
+            "note": schedule.state.note,
+            "next_due": opt_iso(schedule.next_due),
+            "due_key": None if schedule.next_due is None else due_key(schedule.next_due, sid),
+            "due_shard": due_shard(sid, due_shards) if schedule.active else None,
+            "last_materialized_at": opt_iso(schedule.last_materialized_at),
+            "created_at": iso(schedule.created_at),
+            "updated_at": iso(schedule.updated_at),
+            "deleted_at": opt_iso(schedule.deleted_at),
+            "entity": ENTITY_SCHEDULE if live else None,
+            "created_key": f"{iso(schedule.created_at)}#{sid}",
+        }
+    )
+
+
+def schedule_from_head(item: Mapping[str, Any], current: ScheduleVersion) -> Schedule:
+    v = plain(item)
+    return Schedule(
+        schedule_id=str(v["schedule_id"]),
+        version=int(v["version"]),
+        state=ScheduleState(paused=bool(v.get("paused", False)), note=v.get("note")),
+        current=current,
+        next_due=_opt_from_iso(v.get("next_due")),
+        last_materialized_at=_opt_from_iso(v.get("last_materialized_at")),
+        created_at=from_iso(v["created_at"]),
+        updated_at=from_iso(v["updated_at"]),
+        deleted_at=_opt_from_iso(v.get("deleted_at")),
+    )
+
+
+def version_item(version: ScheduleVersion) -> Item:
+    return {
+        **version_key(version.schedule_id, version.version),
+        **attrs(
+            {
+                "schedule_id": version.schedule_id,
+                "version": version.version,
+                "created_at": iso(version.created_at),
+                "body": _json(version_to_dict(version)),
+            }
+        ),
+    }
+
+
+def version_from_item(item: Mapping[str, Any]) -> ScheduleVersion:
+    v = plain(item)
+    return version_from_dict(
+        str(v["schedule_id"]), int(v["version"]), from_iso(v["created_at"]), json.loads(v["body"])
+    )
+
+
+# --- occurrences ----------------------------------------------------------------------------
+
+
+def record_item(run: Run, retention: timedelta) -> Item:
+    """A run's record. ``partition`` and ``pending_shard`` exist only while it is pending."""
+    expires = run.scheduled_at + retention
+    return {
+        **record_key(run.occurrence_id),
+        **attrs(
+            {
+                "occurrence_id": run.occurrence_id,
+                "business_key": run.business_key,
+                "schedule_id": run.schedule_id,
+                "version": run.version,
+                "kind": run.kind.value,
+                "scheduled_at": iso(run.scheduled_at),
+                "scheduled_key": scheduled_key(run.scheduled_at, run.occurrence_id),
+                "wall": run.wall.isoformat(),
+                "fold": run.fold,
+                "bucket": run.bucket,
+                "shard": run.shard,
+                "partition": partition(run.bucket, run.shard) if run.pending else None,
+                "pending_shard": run.shard if run.pending else None,
+                "status": run.status.value,
+                "materialized_at": opt_iso(run.materialized_at),
+                "attempts": run.attempts,
+                "admitted_at": opt_iso(run.admitted_at),
+                "sent_at": opt_iso(run.sent_at),
+                "started_at": opt_iso(run.started_at),
+                "finished_at": opt_iso(run.finished_at),
+                "reason": run.reason,
+                "result": _json(None if run.result is None else dict(run.result)),
+                "run_lease_expires_at": opt_iso(run.run_lease_expires_at),
+                "attempt_log": _json(
+                    [
+                        {
+                            "number": a.number,
+                            "started_at": iso(a.started_at),
+                            "finished_at": opt_iso(a.finished_at),
+                            "outcome": a.outcome,
+                            "error": a.error,
+                        }
+                        for a in run.attempt_log
+                    ]
+                    or None
+                ),
+                "run_token_hash": run.run_token_hash,
+                "progress": _json(None if run.progress is None else dict(run.progress)),
+                "expires_at_epoch": int(expires.timestamp()),
+            }
+        ),
+    }
+
+
+def claim_item(run: Run, retention: timedelta) -> Item:
+    """The claim of a business key: names the one occurrence that fills the slot."""
+    expires = run.scheduled_at + retention
+    return {
+        **claim_key(run.schedule_id, run.business_key),
+        **attrs(
+            {
+                "occurrence_id": run.occurrence_id,
+                "expires_at_epoch": int(expires.timestamp()),
+            }
+        ),
+    }
+
+
+def run_from_item(item: Mapping[str, Any]) -> Run:
+    v = plain(item)
+    attempt_log: tuple[AttemptRecord, ...] = ()
+    if v.get("attempt_log"):
+        attempt_log = tuple(
+            AttemptRecord(
+                number=int(a["number"]),
+                started_at=from_iso(a["started_at"]),
+                finished_at=_opt_from_iso(a["finished_at"]),
+                outcome=a["outcome"],
+                error=a["error"],
+            )
+            for a in json.loads(v["attempt_log"])
+        )
+    return Run(
+        occurrence_id=str(v["occurrence_id"]),
+        business_key=str(v["business_key"]),
+        schedule_id=str(v["schedule_id"]),
+        version=int(v["version"]),
+        kind=RunKind(v["kind"]),
+        scheduled_at=from_iso(v["scheduled_at"]),
+        wall=datetime.fromisoformat(v["wall"]),
+        fold=int(v["fold"]),
+        bucket=int(v["bucket"]),
+        shard=int(v["shard"]),
+        status=RunStatus(v["status"]),
+        pending="partition" in v,
+        materialized_at=_opt_from_iso(v.get("materialized_at")),
+        attempts=int(v.get("attempts", 0)),
+        admitted_at=_opt_from_iso(v.get("admitted_at")),
+        sent_at=_opt_from_iso(v.get("sent_at")),
+        started_at=_opt_from_iso(v.get("started_at")),
+        finished_at=_opt_from_iso(v.get("finished_at")),
+        reason=v.get("reason"),
+        result=None if v.get("result") is None else json.loads(v["result"]),
+        run_lease_expires_at=_opt_from_iso(v.get("run_lease_expires_at")),
+        attempt_log=attempt_log,
+        run_token_hash=v.get("run_token_hash"),
+        progress=None if v.get("progress") is None else json.loads(v["progress"]),
+    )
+
+
+# --- leases and heartbeats ----------------------------------------------------------------
+
+
+def lease_from_item(item: Mapping[str, Any]) -> Lease:
+    v = plain(item)
+    checkpoint = v.get("checkpoint")
+    return Lease(
+        shard=int(v["shard"]),
+        owner=str(v["owner"]),
+        epoch=int(v["epoch"]),
+        expires_at=from_iso(v["expires_at"]),
+        checkpoint=None if checkpoint is None else int(checkpoint),
+    )
+
+
+def heartbeat_item(heartbeat: Heartbeat) -> Item:
+    return {
+        **heartbeat_key(heartbeat.component),
+        **attrs(
+            {
+                "component": heartbeat.component,
+                "at": iso(heartbeat.at),
+                "detail": _json(dict(heartbeat.detail)),
+            }
+        ),
+    }
+
+
+def heartbeat_from_item(item: Mapping[str, Any]) -> Heartbeat:
+    v = plain(item)
+    return Heartbeat(str(v["component"]), from_iso(v["at"]), json.loads(v["detail"]))

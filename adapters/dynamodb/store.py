@@ -1,0 +1,953 @@
+"""The AWS store: schedules, occurrences, leases and heartbeats in three DynamoDB tables.
+
+Every identity rule is a condition expression on the write that applies it,
+never a read followed by a blind write:
+
+- create: the HEAD, version 1 and the idempotency record are put together,
+  each on ``attribute_not_exists``;
+- edit: the HEAD update (conditioned on the version read, ``next_due`` and
+  not deleted) and the put of the new version item, in one transaction;
+- materialize: the HEAD update (conditioned on version, ``next_due`` and
+  active) and, per occurrence, the put of its record and of the claim of its
+  business key (both on ``attribute_not_exists``), in one transaction. A
+  cancelled transaction's ``CancellationReasons`` tell "the schedule moved"
+  (the HEAD's condition failed: nothing is written) from "that slot is
+  already taken" (an occurrence's condition failed: the transaction is sent
+  again without it);
+- admission, closing and mark-sent: one conditional update of the record
+  each (``status = scheduled`` for the first two), so a pause that closes
+  pending records and a tick that admits them cannot both win;
+- leases: conditional updates (free, expired or mine); a takeover increments
+  the epoch; a checkpoint write is conditioned on owner and epoch.
+
+The pending indexes are sparse: a record is in them while it has the
+``partition`` and ``pending_shard`` attributes, which admission keeps and
+``mark_sent`` or a closure removes. Index reads are eventually consistent;
+every decision taken on them is re-checked by a conditional write, and the
+dispatcher only moves a checkpoint past buckets that closed a bucket width
+plus a safety margin ago.
+
+Page tokens are base64 JSON of the next query's ExclusiveStartKey.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from typing import Any, Final, Protocol
+
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+from adapters.dynamodb import items as it
+from domain.run import Run, RunStatus
+from domain.schedule import Schedule, ScheduleVersion
+from service.ports import (
+    Closure,
+    Heartbeat,
+    Lease,
+    Materialization,
+    MaterializeOutcome,
+    Page,
+    Store,
+)
+
+# A transaction holds at most 100 writes: the HEAD and two per occurrence.
+OCCURRENCES_PER_TRANSACTION: Final = 49
+# How many partitions of the "due" index the HEADs spread over. A deployment
+# constant: every writer and reader of one table must use the same value.
+DUE_SHARDS: Final = 16
+HISTORY_RETENTION: Final = timedelta(days=90)
+# Versions kept decoded in memory (immutable once written; bounded, so a
+# tick's memory does not grow with the number of schedules).
+VERSION_CACHE_SIZE: Final = 4096
+_TRANSIENT_CANCELLATIONS: Final = frozenset({"TransactionConflict", "ThrottlingError"})
+_CONFLICT_RETRIES: Final = 6
+_SCHEDULED: Final = RunStatus.SCHEDULED.value
+
+
+@dataclass(frozen=True)
+class TableNames:
+    schedules: str
+    occurrences: str
+    leases: str
+
+
+class TableSettings(Protocol):
+    """What ``from_settings`` reads (the handlers' Settings has these fields)."""
+
+    @property
+    def schedules_table(self) -> str: ...
+
+    @property
+    def occurrences_table(self) -> str: ...
+
+    @property
+    def leases_table(self) -> str: ...
+
+
+def client_config() -> Config:
+    """Bounded calls, botocore's standard retries (throttling, 5xx)."""
+    return Config(
+        retries={"mode": "standard", "max_attempts": 5},
+        connect_timeout=3,
+        read_timeout=10,
+    )
+
+
+def _token(key: Mapping[str, Any]) -> str:
+    return base64.urlsafe_b64encode(json.dumps(key, sort_keys=True).encode()).decode()
+
+
+def _untoken(token: str) -> dict[str, Any]:
+    try:
+        key = json.loads(base64.urlsafe_b64decode(token.encode()))
+    except (ValueError, TypeError):
+        raise ValueError("not a page token from this store") from None
+    if not isinstance(key, dict):
+        raise ValueError("not a page token from this store")
+    return key
+
+
+def _code(error: ClientError) -> str:
+    return str(error.response.get("Error", {}).get("Code", ""))
+
+
+def _failed_condition(error: ClientError) -> bool:
+    return _code(error) == "ConditionalCheckFailedException"
+
+
+def _expression(
+    set_: Mapping[str, Any] | None = None,
+    remove: Iterable[str] = (),
+    increment: Iterable[str] = (),
+) -> tuple[str, dict[str, str], dict[str, Any]]:
+    """An UpdateExpression that sets, increments (from 0) and removes
+    attributes, every name aliased. A value that is None is removed instead of set.
+    """
+    names: dict[str, str] = {}
+    values: dict[str, Any] = {}
+    sets: list[str] = []
+    removes: list[str] = []
+    for name, v in (set_ or {}).items():
+        names[f"#{name}"] = name
+        if v is None:
+            removes.append(f"#{name}")
+        else:
+            values[f":set_{name}"] = it.attr(v)
+            sets.append(f"#{name} = :set_{name}")
+    for name in increment:
+        names[f"#{name}"] = name
+        values[":zero"], values[":one"] = {"N": "0"}, {"N": "1"}
+        sets.append(f"#{name} = if_not_exists(#{name}, :zero) + :one")
+    for name in remove:
+        names[f"#{name}"] = name
+        removes.append(f"#{name}")
+    parts = []
+    if sets:
+        parts.append("SET " + ", ".join(sets))
+    if removes:
+        parts.append("REMOVE " + ", ".join(removes))
+    return " ".join(parts), names, values
+
+
+class DynamoStore(Store):
+    """Schedules, occurrences and leases over a DynamoDB client (low-level API)."""
+
+    def __init__(
+        self,
+        client: Any,
+        tables: TableNames,
+        *,
+        due_shards: int = DUE_SHARDS,
+        history_retention: timedelta = HISTORY_RETENTION,
+    ) -> None:
+        if due_shards < 1:
+            raise ValueError("due_shards must be at least 1")
+        self.client = client
+        self.tables = tables
+        self.due_shards = due_shards
+        self.history_retention = history_retention
+        self._versions: OrderedDict[tuple[str, int], ScheduleVersion] = OrderedDict()
+        self._versions_lock = threading.Lock()
+
+    @classmethod
+    def from_settings(cls, settings: TableSettings, session: Any = None) -> DynamoStore:
+        """The store of a deployment: table names from its settings, a fresh client."""
+        if session is None:
+            import boto3
+
+            session = boto3.session.Session()
+        client = session.client("dynamodb", config=client_config())
+        return cls(
+            client,
+            TableNames(settings.schedules_table, settings.occurrences_table, settings.leases_table),
+        )
+
+    # --- small helpers ----------------------------------------------------------------
+
+    def _update(
+        self,
+        table: str,
+        key: Mapping[str, Any],
+        *,
+        set_: Mapping[str, Any] | None = None,
+        remove: Iterable[str] = (),
+        increment: Iterable[str] = (),
+        condition: str,
+        names: Mapping[str, str] | None = None,
+        values: Mapping[str, Any] | None = None,
+        return_new: bool = False,
+    ) -> dict[str, Any] | None:
+        """One conditional update; the new item (or {}), or None when the condition failed."""
+        update, all_names, all_values = _expression(set_, remove, increment)
+        all_names.update(names or {})
+        all_values.update(values or {})
+        params: dict[str, Any] = {
+            "TableName": table,
+            "Key": dict(key),
+            "UpdateExpression": update,
+            "ConditionExpression": condition,
+            "ExpressionAttributeNames": all_names,
+        }
+        if all_values:
+            params["ExpressionAttributeValues"] = all_values
+        if return_new:
+            params["ReturnValues"] = "ALL_NEW"
+        try:
+            answer = self.client.update_item(**params)
+        except ClientError as error:
+            if _failed_condition(error):
+                return None
+            raise
+        return dict(answer.get("Attributes") or {})
+
+    def _update_op(
+        self,
+        table: str,
+        key: Mapping[str, Any],
+        *,
+        set_: Mapping[str, Any] | None = None,
+        remove: Iterable[str] = (),
+        condition: str,
+        names: Mapping[str, str] | None = None,
+        values: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """The same update as one TransactWriteItems entry."""
+        update, all_names, all_values = _expression(set_, remove)
+        all_names.update(names or {})
+        all_values.update(values or {})
+        op: dict[str, Any] = {
+            "TableName": table,
+            "Key": dict(key),
+            "UpdateExpression": update,
+            "ConditionExpression": condition,
+            "ExpressionAttributeNames": all_names,
+        }
+        if all_values:
+            op["ExpressionAttributeValues"] = all_values
+        return {"Update": op}
+
+    @staticmethod
+    def _put_new(table: str, item: Mapping[str, Any]) -> dict[str, Any]:
+        return {
+            "Put": {
+                "TableName": table,
+                "Item": dict(item),
+                "ConditionExpression": "attribute_not_exists(pk)",
+            }
+        }
+
+    def _transact(self, operations: list[dict[str, Any]]) -> list[str] | None:
+        """Run a transaction. None if it committed, else the per-operation
+        cancellation codes ("None", "ConditionalCheckFailed", ...).
+
+        Transient cancellations (another transaction on the same items) are
+        retried with a short backoff. No request token: a token would make an
+        identical later call (a real duplicate) look like a success.
+        """
+        for attempt in range(_CONFLICT_RETRIES):
+            try:
+                self.client.transact_write_items(TransactItems=operations)
+                return None
+            except ClientError as error:
+                if _code(error) != "TransactionCanceledException":
+                    raise
+                cancellations = error.response.get("CancellationReasons", [])
+                reasons = [str(r.get("Code") or "None") for r in cancellations]
+                if "ConditionalCheckFailed" in reasons or not reasons:
+                    return reasons or ["Unknown"] * len(operations)
+                if not set(reasons) & _TRANSIENT_CANCELLATIONS or attempt + 1 == _CONFLICT_RETRIES:
+                    raise
+                time.sleep(0.01 * 2**attempt)
+        raise AssertionError("unreachable")
+
+    def _query(self, params: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+        """Every item a query finds, page after page."""
+        request = dict(params)
+        while True:
+            answer = self.client.query(**request)
+            yield from answer.get("Items", [])
+            last = answer.get("LastEvaluatedKey")
+            if not last:
+                return
+            request["ExclusiveStartKey"] = last
+
+    def _query_page(
+        self, params: Mapping[str, Any], limit: int, token: str | None, key_names: tuple[str, ...]
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        """At most ``limit`` items, and a token when more follow.
+
+        One more item than asked for is read, so a token is only handed out
+        when there is a next page; it is the start key after the last item
+        returned.
+        """
+        if limit < 1:
+            raise ValueError("limit must be at least 1")
+        request = {**params, "Limit": limit + 1}
+        if token:
+            request["ExclusiveStartKey"] = _untoken(token)
+        found: list[dict[str, Any]] = []
+        for item in self._query(request):
+            found.append(item)
+            if len(found) > limit:
+                break
+        if len(found) <= limit:
+            return found, None
+        last = found[limit - 1]
+        return found[:limit], _token({name: last[name] for name in key_names})
+
+    def _batch_get(self, table: str, keys: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = []
+        for start in range(0, len(keys), 100):
+            request: dict[str, Any] = {
+                table: {"Keys": keys[start : start + 100], "ConsistentRead": True}
+            }
+            delay = 0.01
+            while request:
+                answer = self.client.batch_get_item(RequestItems=request)
+                found.extend(answer.get("Responses", {}).get(table, []))
+                request = answer.get("UnprocessedKeys") or {}
+                if request:
+                    time.sleep(delay)
+                    delay = min(delay * 2, 1.0)
+        return found
+
+    # --- schedules ----------------------------------------------------------------
+
+    def create(
+        self, schedule: Schedule, idempotency_key: str | None = None
+    ) -> tuple[Schedule, bool]:
+        t = self.tables.schedules
+        operations = [
+            self._put_new(t, it.head_item(schedule, self.due_shards)),
+            self._put_new(t, it.version_item(schedule.current)),
+        ]
+        if idempotency_key is not None:
+            record = {
+                **it.create_key(idempotency_key),
+                **it.attrs(
+                    {"schedule_id": schedule.schedule_id, "created_at": it.iso(schedule.created_at)}
+                ),
+            }
+            operations.insert(0, self._put_new(t, record))
+        reasons = self._transact(operations)
+        if reasons is None:
+            self._remember(schedule.current)
+            return schedule, True
+        if idempotency_key is not None and reasons[0] == "ConditionalCheckFailed":
+            answer = self.client.get_item(
+                TableName=t, Key=it.create_key(idempotency_key), ConsistentRead=True
+            )
+            first_id = str(it.plain(answer["Item"])["schedule_id"])
+            first = self.get(first_id)
+            assert first is not None, "a create key and its schedule are written together"
+            return first, False
+        raise ValueError(f"schedule {schedule.schedule_id} exists")
+
+    def _schedules(self, heads: Sequence[Mapping[str, Any]]) -> list[Schedule]:
+        pairs = [(str(it.value(h["schedule_id"])), int(it.value(h["version"]))) for h in heads]
+        versions = self.get_versions(pairs)
+        return [
+            it.schedule_from_head(head, versions[pair])
+            for head, pair in zip(heads, pairs, strict=True)
+        ]
+
+    def get(self, schedule_id: str) -> Schedule | None:
+        answer = self.client.get_item(
+            TableName=self.tables.schedules, Key=it.head_key(schedule_id), ConsistentRead=True
+        )
+        head = answer.get("Item")
+        return None if head is None else self._schedules([head])[0]
+
+    def get_version(self, schedule_id: str, version: int) -> ScheduleVersion | None:
+        return self.get_versions([(schedule_id, version)]).get((schedule_id, version))
+
+    def get_versions(
+        self, keys: Iterable[tuple[str, int]]
+    ) -> dict[tuple[str, int], ScheduleVersion]:
+        wanted = set(keys)
+        found = {k: v for k in wanted if (v := self._versions.get(k)) is not None}
+        missing = sorted(wanted - found.keys())
+        if missing:
+            for item in self._batch_get(
+                self.tables.schedules, [it.version_key(sid, v) for sid, v in missing]
+            ):
+                value = it.version_from_item(item)
+                self._remember(value)
+                found[(value.schedule_id, value.version)] = value
+        return found
+
+    def _remember(self, version: ScheduleVersion) -> None:
+        with self._versions_lock:
+            self._versions[(version.schedule_id, version.version)] = version
+            while len(self._versions) > VERSION_CACHE_SIZE:
+                self._versions.popitem(last=False)
+
+    def list_schedules(self, limit: int, token: str | None = None) -> Page[Schedule]:
+        found, next_token = self._query_page(
+            {
+                "TableName": self.tables.schedules,
+                "IndexName": "listing",
+                "KeyConditionExpression": "#entity = :entity",
+                "ExpressionAttributeNames": {"#entity": "entity"},
+                "ExpressionAttributeValues": {":entity": {"S": it.ENTITY_SCHEDULE}},
+            },
+            limit,
+            token,
+            ("pk", "sk", "entity", "created_key"),
+        )
+        heads = {
+            str(it.value(h["pk"])): h
+            for h in self._batch_get(
+                self.tables.schedules, [{"pk": f["pk"], "sk": f["sk"]} for f in found]
+            )
+        }
+        ordered = [
+            heads[pk]
+            for f in found
+            if (pk := str(it.value(f["pk"]))) in heads and "deleted_at" not in heads[pk]
+        ]
+        return Page(tuple(self._schedules(ordered)), next_token)
+
+    def due(self, until: datetime, limit: int, token: str | None = None) -> Page[Schedule]:
+        if limit < 1:
+            raise ValueError("limit must be at least 1")
+        upper = f"{it.iso(until)}#{it.KEY_CEILING}"
+        after = str(_untoken(token)["due_key"]) if token else None
+        merged: list[dict[str, Any]] = []
+        for shard in range(self.due_shards):
+            values: dict[str, Any] = {":shard": {"S": str(shard)}, ":upper": {"S": upper}}
+            condition = "#due_shard = :shard AND #due_key <= :upper"
+            if after is not None:
+                values[":after"] = {"S": after}
+                condition = "#due_shard = :shard AND #due_key BETWEEN :after AND :upper"
+            request = {
+                "TableName": self.tables.schedules,
+                "IndexName": "due",
+                "KeyConditionExpression": condition,
+                "ExpressionAttributeNames": {"#due_shard": "due_shard", "#due_key": "due_key"},
+                "ExpressionAttributeValues": values,
+                # One more than a page, and one for the item the token names.
+                "Limit": limit + 2,
+            }
+            taken = 0
+            for item in self._query(request):
+                if after is not None and str(it.value(item["due_key"])) <= after:
+                    continue
+                merged.append(item)
+                taken += 1
+                if taken > limit:
+                    break
+        merged.sort(key=lambda item: str(it.value(item["due_key"])))
+        page = merged[:limit]
+        next_token = (
+            _token({"due_key": str(it.value(page[-1]["due_key"]))}) if len(merged) > limit else None
+        )
+        return Page(tuple(self._schedules(page)), next_token)
+
+    @staticmethod
+    def _next_due_condition(expected: datetime | None) -> tuple[str, dict[str, Any]]:
+        if expected is None:
+            return "attribute_not_exists(#next_due)", {}
+        return "#next_due = :expected_due", {":expected_due": {"S": it.iso(expected)}}
+
+    @staticmethod
+    def _next_due_fields(schedule_id: str, next_due: datetime | None) -> dict[str, Any]:
+        return {
+            "next_due": it.opt_iso(next_due),
+            "due_key": None if next_due is None else it.due_key(next_due, schedule_id),
+        }
+
+    def save_version(
+        self,
+        new: ScheduleVersion,
+        *,
+        expected_next_due: datetime | None,
+        next_due: datetime | None,
+        now: datetime,
+    ) -> bool:
+        due_condition, due_values = self._next_due_condition(expected_next_due)
+        t = self.tables.schedules
+        reasons = self._transact(
+            [
+                self._update_op(
+                    t,
+                    it.head_key(new.schedule_id),
+                    set_={
+                        "version": new.version,
+                        "updated_at": it.iso(now),
+                        **self._next_due_fields(new.schedule_id, next_due),
+                    },
+                    condition=(
+                        "attribute_exists(pk) AND #version = :expected_version AND "
+                        f"{due_condition} AND attribute_not_exists(#deleted_at)"
+                    ),
+                    names={"#deleted_at": "deleted_at"},
+                    values={":expected_version": {"N": str(new.version - 1)}, **due_values},
+                ),
+                self._put_new(t, it.version_item(new)),
+            ]
+        )
+        if reasons is not None:
+            return False
+        self._remember(new)
+        return True
+
+    def pause(self, schedule_id: str, note: str | None, now: datetime) -> bool:
+        return (
+            self._update(
+                self.tables.schedules,
+                it.head_key(schedule_id),
+                set_={"paused": True, "note": note, "updated_at": it.iso(now)},
+                remove=("due_shard",),
+                condition="attribute_exists(pk) AND attribute_not_exists(#deleted_at)",
+                names={"#deleted_at": "deleted_at"},
+            )
+            is not None
+        )
+
+    def resume(
+        self,
+        schedule_id: str,
+        *,
+        expected_next_due: datetime | None,
+        next_due: datetime | None,
+        now: datetime,
+    ) -> bool:
+        due_condition, due_values = self._next_due_condition(expected_next_due)
+        return (
+            self._update(
+                self.tables.schedules,
+                it.head_key(schedule_id),
+                set_={
+                    "paused": False,
+                    "note": None,
+                    "updated_at": it.iso(now),
+                    "due_shard": it.due_shard(schedule_id, self.due_shards),
+                    **self._next_due_fields(schedule_id, next_due),
+                },
+                condition=(
+                    "attribute_exists(pk) AND #paused = :true AND "
+                    f"attribute_not_exists(#deleted_at) AND {due_condition}"
+                ),
+                names={"#deleted_at": "deleted_at"},
+                values={":true": {"BOOL": True}, **due_values},
+            )
+            is not None
+        )
+
+    def delete(self, schedule_id: str, now: datetime) -> bool:
+        return (
+            self._update(
+                self.tables.schedules,
+                it.head_key(schedule_id),
+                set_={"deleted_at": it.iso(now), "updated_at": it.iso(now)},
+                remove=("next_due", "due_key", "due_shard", "entity"),
+                condition="attribute_exists(pk) AND attribute_not_exists(#deleted_at)",
+            )
+            is not None
+        )
+
+    def materialize(
+        self, batch: Sequence[Materialization], now: datetime
+    ) -> list[MaterializeOutcome]:
+        return [self._materialize_one(item, now) for item in batch]
+
+    def _materialize_one(self, item: Materialization, now: datetime) -> MaterializeOutcome:
+        runs = list(item.occurrences)
+        size = OCCURRENCES_PER_TRANSACTION
+        chunks = [runs[i : i + size] for i in range(0, len(runs), size)] or [[]]
+        expected_due: datetime | None = item.expected_next_due
+        inserted: list[str] = []
+        for index, chunk in enumerate(chunks):
+            last = index + 1 == len(chunks)
+            # Written chunk by chunk, next_due always names the first slot not
+            # yet written, so a crash halfway leaves a consistent schedule.
+            next_due = item.next_due if last else chunks[index + 1][0].scheduled_at
+            last_at = item.last_materialized_at if last else chunk[-1].scheduled_at
+            assert expected_due is not None
+            written = self._materialize_chunk(item, expected_due, next_due, last_at, chunk, now)
+            if written is None:
+                return MaterializeOutcome(item.schedule_id, False, tuple(inserted))
+            inserted += written
+            expected_due = next_due
+        return MaterializeOutcome(item.schedule_id, True, tuple(inserted))
+
+    def _materialize_chunk(
+        self,
+        item: Materialization,
+        expected_due: datetime,
+        next_due: datetime | None,
+        last_at: datetime | None,
+        runs: list[Run],
+        now: datetime,
+    ) -> list[str] | None:
+        """Write ``runs`` and advance the HEAD, in one transaction. The ids
+        written, or None when the schedule moved (nothing written)."""
+        t = self.tables
+        head = self._update_op(
+            t.schedules,
+            it.head_key(item.schedule_id),
+            set_={
+                **self._next_due_fields(item.schedule_id, next_due),
+                "last_materialized_at": it.opt_iso(last_at),
+                "updated_at": it.iso(now),
+            },
+            condition=(
+                "#version = :expected_version AND #next_due = :expected_due AND "
+                "#paused = :false AND attribute_not_exists(#deleted_at)"
+            ),
+            names={"#version": "version", "#paused": "paused", "#deleted_at": "deleted_at"},
+            values={
+                ":expected_version": {"N": str(item.expected_version)},
+                ":expected_due": {"S": it.iso(expected_due)},
+                ":false": {"BOOL": False},
+            },
+        )
+        remaining = list(runs)
+        while True:
+            operations = [head]
+            for run in remaining:
+                operations.append(
+                    self._put_new(t.occurrences, it.claim_item(run, self.history_retention))
+                )
+                operations.append(
+                    self._put_new(t.occurrences, it.record_item(run, self.history_retention))
+                )
+            reasons = self._transact(operations)
+            if reasons is None:
+                return [run.occurrence_id for run in remaining]
+            if reasons[0] == "ConditionalCheckFailed":
+                return None  # edited, paused, deleted, or another planner got here first
+            # A slot (or an occurrence id) already taken: leave that one out.
+            taken = {
+                (i - 1) // 2
+                for i, reason in enumerate(reasons)
+                if i > 0 and reason == "ConditionalCheckFailed"
+            }
+            if not taken:
+                raise RuntimeError(f"materialization cancelled: {reasons}")
+            remaining = [run for i, run in enumerate(remaining) if i not in taken]
+
+    # --- occurrences -----------------------------------------------------------------
+
+    def insert(self, runs: Sequence[Run]) -> list[str]:
+        t = self.tables.occurrences
+        written: list[str] = []
+        for run in runs:
+            reasons = self._transact(
+                [
+                    self._put_new(t, it.claim_item(run, self.history_retention)),
+                    self._put_new(t, it.record_item(run, self.history_retention)),
+                ]
+            )
+            if reasons is None:
+                written.append(run.occurrence_id)
+        return written
+
+    def get_run(self, occurrence_id: str) -> Run | None:
+        answer = self.client.get_item(
+            TableName=self.tables.occurrences,
+            Key=it.record_key(occurrence_id),
+            ConsistentRead=True,
+        )
+        item = answer.get("Item")
+        return None if item is None else it.run_from_item(item)
+
+    def get_by_business_key(self, key: str) -> Run | None:
+        answer = self.client.get_item(
+            TableName=self.tables.occurrences,
+            Key=it.claim_key(it.schedule_of_business_key(key), key),
+            ConsistentRead=True,
+        )
+        claim = answer.get("Item")
+        if claim is None:
+            return None
+        return self.get_run(str(it.value(claim["occurrence_id"])))
+
+    def runs(self, schedule_id: str, limit: int, token: str | None = None) -> Page[Run]:
+        found, next_token = self._query_page(
+            {
+                "TableName": self.tables.occurrences,
+                "IndexName": "by_scheduled_at",
+                "KeyConditionExpression": "pk = :pk",
+                "ExpressionAttributeValues": {":pk": {"S": schedule_id}},
+                "ScanIndexForward": False,
+            },
+            limit,
+            token,
+            ("pk", "sk", "scheduled_key"),
+        )
+        return Page(tuple(it.run_from_item(item) for item in found), next_token)
+
+    def pending_due(
+        self, shard: int, from_bucket: int, to_bucket: int, due_by: datetime, limit: int
+    ) -> list[Run]:
+        upper = f"{it.iso(due_by)}#{it.KEY_CEILING}"
+        found: list[dict[str, Any]] = []
+        for bucket in range(from_bucket, to_bucket + 1):
+            request = {
+                "TableName": self.tables.occurrences,
+                "IndexName": "pending",
+                "KeyConditionExpression": "#partition = :partition AND #scheduled_key <= :upper",
+                "ExpressionAttributeNames": {
+                    "#partition": "partition",
+                    "#scheduled_key": "scheduled_key",
+                },
+                "ExpressionAttributeValues": {
+                    ":partition": {"S": it.partition(bucket, shard)},
+                    ":upper": {"S": upper},
+                },
+                "Limit": limit,
+            }
+            for count, item in enumerate(self._query(request), start=1):
+                found.append(item)
+                if count >= limit:
+                    break
+        found.sort(key=lambda item: str(it.value(item["scheduled_key"])))
+        return [it.run_from_item(item) for item in found[:limit]]
+
+    def earliest_pending_bucket(self, shard: int, from_bucket: int | None = None) -> int | None:
+        names = {"#pending_shard": "pending_shard"}
+        values: dict[str, Any] = {":shard": {"N": str(shard)}}
+        condition = "#pending_shard = :shard"
+        if from_bucket is not None:
+            names["#bucket"] = "bucket"
+            values[":from"] = {"N": str(from_bucket)}
+            condition += " AND #bucket >= :from"
+        answer = self.client.query(
+            TableName=self.tables.occurrences,
+            IndexName="pending_buckets",
+            KeyConditionExpression=condition,
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues=values,
+            Limit=1,
+        )
+        found = answer.get("Items", [])
+        return int(it.value(found[0]["bucket"])) if found else None
+
+    def latest_scheduled_at(
+        self, schedule_ids: Sequence[str], up_to: datetime
+    ) -> dict[str, datetime]:
+        upper = f"{it.iso(up_to)}#{it.KEY_CEILING}"
+        found: dict[str, datetime] = {}
+        for schedule_id in dict.fromkeys(schedule_ids):
+            request = {
+                "TableName": self.tables.occurrences,
+                "IndexName": "by_scheduled_at",
+                "KeyConditionExpression": "pk = :pk AND #scheduled_key <= :upper",
+                "FilterExpression": "#kind = :scheduled",
+                "ProjectionExpression": "#scheduled_at",
+                "ExpressionAttributeNames": {
+                    "#scheduled_key": "scheduled_key",
+                    "#kind": "kind",
+                    "#scheduled_at": "scheduled_at",
+                },
+                "ExpressionAttributeValues": {
+                    ":pk": {"S": schedule_id},
+                    ":upper": {"S": upper},
+                    ":scheduled": {"S": "scheduled"},
+                },
+                "ScanIndexForward": False,
+                "Limit": 25,
+            }
+            for item in self._query(request):
+                found[schedule_id] = it.from_iso(str(it.value(item["scheduled_at"])))
+                break
+        return found
+
+    def admit(self, runs: Sequence[Run], now: datetime) -> list[Run]:
+        admitted: list[Run] = []
+        for run in runs:
+            item = self._update(
+                self.tables.occurrences,
+                it.record_key(run.occurrence_id),
+                set_={"status": RunStatus.ADMITTED.value, "admitted_at": it.iso(now)},
+                condition="#status = :scheduled",
+                values={":scheduled": {"S": _SCHEDULED}},
+            )
+            if item is not None:
+                admitted.append(replace(run, status=RunStatus.ADMITTED, admitted_at=now))
+        return admitted
+
+    def close_runs(self, closures: Sequence[Closure], now: datetime) -> list[str]:
+        closed: list[str] = []
+        for closure in closures:
+            item = self._update(
+                self.tables.occurrences,
+                it.record_key(closure.occurrence_id),
+                set_={
+                    "status": closure.status.value,
+                    "reason": closure.reason,
+                    "finished_at": it.iso(now),
+                },
+                remove=("partition", "pending_shard"),
+                condition="#status = :scheduled",
+                values={":scheduled": {"S": _SCHEDULED}},
+            )
+            if item is not None:
+                closed.append(closure.occurrence_id)
+        return closed
+
+    def close_scheduled(
+        self, schedule_id: str, status: RunStatus, reason: str, now: datetime
+    ) -> int:
+        waiting = [
+            str(it.value(item["occurrence_id"]))
+            for item in self._query(
+                {
+                    "TableName": self.tables.occurrences,
+                    "IndexName": "by_scheduled_at",
+                    "KeyConditionExpression": "pk = :pk",
+                    "FilterExpression": "#status = :scheduled",
+                    "ProjectionExpression": "#occurrence_id",
+                    "ExpressionAttributeNames": {
+                        "#status": "status",
+                        "#occurrence_id": "occurrence_id",
+                    },
+                    "ExpressionAttributeValues": {
+                        ":pk": {"S": schedule_id},
+                        ":scheduled": {"S": _SCHEDULED},
+                    },
+                }
+            )
+        ]
+        return len(self.close_runs([Closure(oid, status, reason) for oid in waiting], now))
+
+    def mark_sent(self, occurrence_ids: Sequence[str], now: datetime) -> int:
+        changed = 0
+        for occurrence_id in occurrence_ids:
+            item = self._update(
+                self.tables.occurrences,
+                it.record_key(occurrence_id),
+                set_={"sent_at": it.iso(now)},
+                remove=("partition", "pending_shard"),
+                condition="attribute_exists(#partition) AND #status <> :scheduled",
+                names={"#status": "status"},
+                values={":scheduled": {"S": _SCHEDULED}},
+            )
+            if item is not None:
+                changed += 1
+        return changed
+
+    # --- leases and heartbeats -----------------------------------------------------------
+
+    def acquire(self, shard: int, owner: str, now: datetime, ttl: timedelta) -> Lease | None:
+        key = it.lease_key(shard)
+        expires = it.iso(now + ttl)
+        # Renew: mine and still live, the epoch stays.
+        renewed = self._update(
+            self.tables.leases,
+            key,
+            set_={"expires_at": expires},
+            condition="#owner = :owner AND #expires_at > :now",
+            names={"#owner": "owner"},
+            values={":owner": {"S": owner}, ":now": {"S": it.iso(now)}},
+            return_new=True,
+        )
+        if renewed is not None:
+            return it.lease_from_item(renewed)
+        # Take: free or expired (mine or another's), the epoch grows.
+        taken = self._update(
+            self.tables.leases,
+            key,
+            set_={"owner": owner, "expires_at": expires, "shard": shard},
+            condition="attribute_not_exists(pk) OR #expires_at <= :now",
+            values={":now": {"S": it.iso(now)}},
+            increment=("epoch",),
+            return_new=True,
+        )
+        return None if taken is None else it.lease_from_item(taken)
+
+    def release(self, shard: int, owner: str, epoch: int, now: datetime) -> bool:
+        return (
+            self._update(
+                self.tables.leases,
+                it.lease_key(shard),
+                set_={"expires_at": it.iso(now)},
+                condition="#owner = :owner AND #epoch = :epoch",
+                names={"#owner": "owner", "#epoch": "epoch"},
+                values={":owner": {"S": owner}, ":epoch": {"N": str(epoch)}},
+            )
+            is not None
+        )
+
+    def set_checkpoint(self, shard: int, owner: str, epoch: int, checkpoint: int) -> bool:
+        return (
+            self._update(
+                self.tables.leases,
+                it.lease_key(shard),
+                set_={"checkpoint": checkpoint},
+                condition=(
+                    "#owner = :owner AND #epoch = :epoch AND "
+                    "(attribute_not_exists(#checkpoint) OR #checkpoint <= :set_checkpoint)"
+                ),
+                names={"#owner": "owner", "#epoch": "epoch"},
+                values={":owner": {"S": owner}, ":epoch": {"N": str(epoch)}},
+            )
+            is not None
+        )
+
+    def _scan_prefix(self, prefix: str) -> Iterator[dict[str, Any]]:
+        request: dict[str, Any] = {
+            "TableName": self.tables.leases,
+            "FilterExpression": "begins_with(pk, :prefix)",
+            "ExpressionAttributeValues": {":prefix": {"S": prefix}},
+            "ConsistentRead": True,
+        }
+        while True:
+            answer = self.client.scan(**request)
+            yield from answer.get("Items", [])
+            last = answer.get("LastEvaluatedKey")
+            if not last:
+                return
+            request["ExclusiveStartKey"] = last
+
+    def leases(self) -> list[Lease]:
+        return sorted(
+            (it.lease_from_item(item) for item in self._scan_prefix("L#")),
+            key=lambda lease: lease.shard,
+        )
+
+    def beat(self, heartbeat: Heartbeat) -> None:
+        self.client.put_item(TableName=self.tables.leases, Item=it.heartbeat_item(heartbeat))
+
+    def heartbeat(self, component: str) -> Heartbeat | None:
+        answer = self.client.get_item(
+            TableName=self.tables.leases, Key=it.heartbeat_key(component), ConsistentRead=True
+        )
+        item = answer.get("Item")
+        return None if item is None else it.heartbeat_from_item(item)
+
+    def heartbeats(self, prefix: str) -> list[Heartbeat]:
+        return sorted(
+            (it.heartbeat_from_item(item) for item in self._scan_prefix(f"H#{prefix}")),
+            key=lambda beat: beat.component,
+        )
