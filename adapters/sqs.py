@@ -1,0 +1,70 @@
+"""The dispatcher's side of the delivery queue on SQS: send delivery intents.
+
+At-least-once: an intent that could not be sent is reported back by its
+occurrence id and the dispatcher sends it again on a later pass (the record
+stays pending until then). Nothing here raises for what SQS answered about
+one chunk: a refused or unreachable call fails that chunk's intents, and the
+next chunks are still tried.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any, Final, Protocol
+
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError
+
+from domain.run import DeliveryIntent
+from service.ports import DeliveryQueue
+
+MAX_BATCH: Final = 10  # SQS's limit per SendMessageBatch
+
+
+class QueueSettings(Protocol):
+    """What ``from_settings`` reads (the handlers' Settings has it)."""
+
+    @property
+    def delivery_queue_url(self) -> str: ...
+
+
+def body(intent: DeliveryIntent) -> str:
+    """The message body a worker reads back with ``DeliveryIntent.from_dict``."""
+    return json.dumps(intent.to_dict(), separators=(",", ":"))
+
+
+class SqsDeliveryQueue(DeliveryQueue):
+    def __init__(self, client: Any, queue_url: str) -> None:
+        if not queue_url:
+            raise ValueError("the delivery queue URL is required")
+        self.client = client
+        self.queue_url = queue_url
+
+    @classmethod
+    def from_settings(cls, settings: QueueSettings, session: Any = None) -> SqsDeliveryQueue:
+        if session is None:
+            import boto3
+
+            session = boto3.session.Session()
+        config = Config(
+            retries={"mode": "standard", "max_attempts": 5}, connect_timeout=3, read_timeout=10
+        )
+        return cls(session.client("sqs", config=config), settings.delivery_queue_url)
+
+    def send_batch(self, intents: Sequence[DeliveryIntent]) -> list[str]:
+        failed: list[str] = []
+        for start in range(0, len(intents), MAX_BATCH):
+            chunk = intents[start : start + MAX_BATCH]
+            # Entry ids only need to be unique within one call; an occurrence
+            # id holds dots, which SQS refuses in an entry id.
+            entries = [{"Id": str(i), "MessageBody": body(x)} for i, x in enumerate(chunk)]
+            try:
+                answer = self.client.send_message_batch(QueueUrl=self.queue_url, Entries=entries)
+            except (ClientError, BotoCoreError):
+                failed.extend(intent.occurrence_id for intent in chunk)
+                continue
+            failed.extend(
+                chunk[int(entry["Id"])].occurrence_id for entry in answer.get("Failed", [])
+            )
+        return failed

@@ -1,0 +1,103 @@
+"""The dispatcher's SQS queue on moto: batches of ten, failures reported by occurrence id."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+from moto import mock_aws
+
+from adapters.definitions import DELIVERY_QUEUE, create_queues
+from adapters.sqs import SqsDeliveryQueue
+from domain.run import DeliveryIntent
+from tests.conftest import utc
+
+AT = utc("2026-12-01T09:00:00Z")
+
+
+def _intents(n: int) -> list[DeliveryIntent]:
+    return [
+        DeliveryIntent(f"sch_q{i:03d}.v1.20261201T090000Z", f"sch_q{i:03d}", 1, AT)
+        for i in range(n)
+    ]
+
+
+@pytest.fixture
+def sqs() -> Iterator[tuple[Any, str]]:
+    with mock_aws():
+        client = boto3.client("sqs", region_name="us-east-1")
+        urls = create_queues(client, "test")
+        yield client, urls[DELIVERY_QUEUE.env_var]
+
+
+def _drain(client: Any, url: str) -> list[dict[str, Any]]:
+    bodies: list[dict[str, Any]] = []
+    while True:
+        answer = client.receive_message(QueueUrl=url, MaxNumberOfMessages=10)
+        messages = answer.get("Messages", [])
+        if not messages:
+            return bodies
+        for message in messages:
+            bodies.append(json.loads(message["Body"]))
+            client.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+
+
+def test_every_intent_arrives_once_as_json_the_worker_reads_back(sqs: tuple[Any, str]) -> None:
+    client, url = sqs
+    intents = _intents(23)  # three calls: 10, 10 and 3
+    assert SqsDeliveryQueue(client, url).send_batch(intents) == []
+    bodies = _drain(client, url)
+    assert sorted(DeliveryIntent.from_dict(b).occurrence_id for b in bodies) == sorted(
+        i.occurrence_id for i in intents
+    )
+    assert bodies[0]["scheduled_at"] == "2026-12-01T09:00:00Z" and bodies[0]["attempt"] == 0
+
+
+def test_an_empty_batch_sends_nothing(sqs: tuple[Any, str]) -> None:
+    client, url = sqs
+    with Stubber(client) as stub:  # any call would fail: nothing is stubbed
+        assert SqsDeliveryQueue(client, url).send_batch([]) == []
+        stub.assert_no_pending_responses()
+
+
+def test_entries_sqs_refuses_are_returned_by_occurrence_id(sqs: tuple[Any, str]) -> None:
+    client, url = sqs
+    intents = _intents(12)
+    stub = Stubber(client)
+    stub.add_response(
+        "send_message_batch",
+        {
+            "Successful": [
+                {"Id": str(i), "MessageId": f"m{i}", "MD5OfMessageBody": "x"}
+                for i in range(10)
+                if i != 7
+            ],
+            "Failed": [{"Id": "7", "SenderFault": False, "Code": "InternalError"}],
+        },
+    )
+    stub.add_client_error("send_message_batch", "AWS.SimpleQueueService.RequestThrottled")
+    with stub:
+        failed = SqsDeliveryQueue(client, url).send_batch(intents)
+    # Entry 7 of the first call, and the whole second call (10 and 11).
+    assert failed == [
+        intents[7].occurrence_id,
+        intents[10].occurrence_id,
+        intents[11].occurrence_id,
+    ]
+
+
+def test_from_settings_uses_the_deployment_queue(sqs: tuple[Any, str]) -> None:
+    _, url = sqs
+
+    class Settings:
+        delivery_queue_url = url
+
+    session = boto3.session.Session(region_name="us-east-1")
+    queue = SqsDeliveryQueue.from_settings(Settings(), session)
+    intent = DeliveryIntent("sch_one.v1.20261201T090000Z", "sch_one", 1, AT)
+    assert queue.send_batch([intent]) == []
+    assert [b["occurrence_id"] for b in _drain(queue.client, url)] == [intent.occurrence_id]
