@@ -23,7 +23,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
 from http import HTTPStatus
@@ -49,10 +49,12 @@ from domain.timeparse import format_instant, parse_instant
 from handlers.api_models import (
     BackfillIn,
     BackfillOut,
+    CompleteIn,
     ErrorDetail,
     ErrorOut,
     HealthOut,
     PauseIn,
+    ProgressIn,
     RunListOut,
     RunOut,
     ScheduleIn,
@@ -72,6 +74,7 @@ from service.errors import (
     VersionConflict,
 )
 from service.ports import Clock
+from service.runs import RunReports, RunTokenRefused
 from service.schedules import ScheduleService, local_time
 
 API_TITLE: Final = "duetime"
@@ -91,12 +94,13 @@ class ApiServices:
 
     ``secrets`` is None where no secret store is configured: a webhook
     schedule then still gets a signing secret, returned once, but duetime
-    keeps no copy to sign with.
+    keeps no copy to sign with. ``runs`` takes the progress and completion
+    reports of long jobs; where it is None those routes answer 501.
     """
 
     schedules: ScheduleService
     secrets: SecretStore | None = None
-    extras: dict[str, Any] = field(default_factory=dict)
+    runs: RunReports | None = None
 
 
 # --- errors the API itself raises -------------------------------------------------------
@@ -104,6 +108,10 @@ class ApiServices:
 
 class PreconditionRequired(DuetimeError):
     """An edit without If-Match (HTTP 428)."""
+
+
+class NotAvailable(DuetimeError):
+    """A route this deployment has no adapter for yet (HTTP 501)."""
 
 
 class BadHeader(DuetimeError):
@@ -415,6 +423,39 @@ def get_run(occurrence_id: str) -> RunOut:
     return _runs_body(services, (services.schedules.run(occurrence_id),))[0]
 
 
+def _reports() -> RunReports:
+    reports = _services().runs
+    if reports is None:
+        raise NotAvailable("run progress and completion are not available in this deployment")
+    return reports
+
+
+@app.post(
+    "/runs/<occurrence_id>/progress",
+    summary="A long job reports progress with its run token",
+    responses=_responses(200, RunOut, "the run with its progress", 409, 501),
+)
+def report_progress(occurrence_id: str, body: Annotated[ProgressIn, Body()]) -> RunOut:
+    run = _reports().progress(occurrence_id, body.run_token, body.progress)
+    return _runs_body(_services(), (run,))[0]
+
+
+@app.post(
+    "/runs/<occurrence_id>/complete",
+    summary="A long job reports its end with its run token",
+    responses=_responses(200, RunOut, "the ended run", 409, 501),
+)
+def complete_run(occurrence_id: str, body: Annotated[CompleteIn, Body()]) -> RunOut:
+    run = _reports().complete(
+        occurrence_id,
+        body.run_token,
+        succeeded=body.succeeded,
+        result=body.result,
+        error=body.error,
+    )
+    return _runs_body(_services(), (run,))[0]
+
+
 @app.get("/health", summary="Liveness", responses=_responses(200, HealthOut, "the API answers"))
 def health() -> HealthOut:
     return HealthOut(status="ok", time=format_instant(_services().schedules.clock.now()))
@@ -512,6 +553,16 @@ def _bad_header(error: BadHeader) -> Response[str]:
 @_maps(ScheduleNotActive)
 def _not_active(error: ScheduleNotActive) -> Response[str]:
     return error_response(409, "schedule_not_active", str(error))
+
+
+@_maps(RunTokenRefused)
+def _token_refused(error: RunTokenRefused) -> Response[str]:
+    return error_response(409, "run_token_refused", str(error), "run_token")
+
+
+@_maps(NotAvailable)
+def _not_available(error: NotAvailable) -> Response[str]:
+    return error_response(501, "not_available", str(error))
 
 
 @_maps(Contention)
@@ -612,12 +663,17 @@ def build_services(
     partitioning = Partitioning(shards=settings.shards, bucket_s=settings.bucket_s)
     clock = clock or SystemClock()
     if data_dir is not None:
-        from adapters.sqlite.store import SqliteStore
-
         directory = Path(data_dir)
         directory.mkdir(parents=True, exist_ok=True)
+        from adapters.sqlite.runs import SqliteRunStore
+        from adapters.sqlite.store import SqliteStore
+
         store = SqliteStore(directory / SQLITE_FILE)
-        return ApiServices(ScheduleService(store, clock, partitioning), secrets)
+        return ApiServices(
+            ScheduleService(store, clock, partitioning),
+            secrets,
+            RunReports(SqliteRunStore(store), clock),
+        )
     try:
         from adapters.dynamodb.store import DynamoStore
     except ImportError as error:  # pragma: no cover - until the DynamoDB store exists

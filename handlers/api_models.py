@@ -166,6 +166,22 @@ class BackfillIn(_In):
     )
 
 
+class ProgressIn(_In):
+    """What a long job (its target answered 202) reports while it runs."""
+
+    run_token: str = Field(min_length=1, max_length=512, description="from the delivery body")
+    progress: dict[str, Any] = Field(description="anything the job wants shown on the run")
+
+
+class CompleteIn(_In):
+    """A long job's end. A failure it reports fails the run: the job itself decided."""
+
+    run_token: str = Field(min_length=1, max_length=512, description="from the delivery body")
+    succeeded: bool = True
+    result: dict[str, Any] | None = Field(default=None, description="kept on the run's result")
+    error: str | None = Field(default=None, max_length=2000, description="why it failed")
+
+
 # --- responses --------------------------------------------------------------------
 
 

@@ -103,7 +103,9 @@ class Api:
             found[key] = values[-1]
         return Answer(response["statusCode"], json.loads(response["body"]), found)
 
-    def create(self, body: Mapping[str, Any] = REPORT, **headers: str) -> Answer:
+    def create(
+        self, body: Mapping[str, Any] = REPORT, headers: Mapping[str, str] | None = None
+    ) -> Answer:
         answer = self.call("POST", "/schedules", dict(body), headers=headers)
         assert answer.status == 201, answer.body
         return answer
@@ -219,14 +221,14 @@ def test_a_webhook_schedule_gets_its_signing_secret_once(api: Api) -> None:
 def test_a_retried_create_with_the_same_idempotency_key_returns_the_first_schedule(
     api: Api,
 ) -> None:
-    first = api.create(**{"Idempotency-Key": "create-report-1"})
+    first = api.create(headers={"Idempotency-Key": "create-report-1"})
     api.clock.advance(30)
-    retry = api.create(**{"Idempotency-Key": "create-report-1"})
+    retry = api.create(headers={"Idempotency-Key": "create-report-1"})
     assert retry.body["id"] == first.body["id"]
     assert retry.body["webhook_secret"] == first.body["webhook_secret"]
     assert retry.headers["Idempotent-Replayed"] == "true"
     assert "Idempotent-Replayed" not in first.headers
-    other = api.create(**{"Idempotency-Key": "create-report-2"})
+    other = api.create(headers={"Idempotency-Key": "create-report-2"})
     assert other.body["id"] != first.body["id"]
     listed = api.call("GET", "/schedules").body["schedules"]
     assert sorted(s["id"] for s in listed) == sorted([first.body["id"], other.body["id"]])
