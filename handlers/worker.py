@@ -1,0 +1,297 @@
+"""The worker: SQS delivers delivery intents, each one runs (or not) and gets a decision.
+
+On AWS, ``handler`` consumes the delivery queue with Powertools'
+``BatchProcessor`` and reports partial batch failures; each record is handled
+on its own, so one bad message never fails or delays the rest:
+
+- a finished run (or a duplicate of one): success, SQS deletes the message;
+- a retry: ``ChangeMessageVisibility`` to the backoff delay, then the record
+  is reported failed, so SQS delivers it again after that delay;
+- a run failed for good, or a message that cannot be run (bad body, unknown
+  occurrence): the body goes to the DLQ with the reason, and the record is
+  reported as a success so SQS removes it;
+- anything unexpected (the store is down): the record is reported failed and
+  comes back after the queue's visibility timeout.
+
+For the local stack, ``run_worker_loop`` polls the SQLite queue and applies
+the same decisions.
+
+Every attempt is one JSON log line (occurrence_id, schedule_id, version,
+attempt, status, duration, error) and the metrics RunAttempts, StartLateness,
+RunsRetried, RunsSucceeded and RunsFailed.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal
+
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.batch import (
+    BatchProcessor,
+    EventType,
+    process_partial_response,
+)
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
+
+from adapters.definitions import Metric
+from adapters.secrets import SecretStore
+from adapters.targets import AddressPolicy, Targets, WebhookSender
+from domain.delivery import TargetPort
+from domain.run import DeliveryIntent, Run, RunStatus
+from handlers.observability import logger, metrics
+from handlers.settings import Settings
+from service.clock import SystemClock
+from service.ports import Clock
+from service.run_ports import AttemptReport, QueueMessage, RunTelemetry, WorkQueue
+from service.runs import Decision, RunWorker, WorkerConfig
+
+# A Lambda function runs at most 15 minutes; keep one synchronous call well inside.
+LAMBDA_MAX_CALL_S = 600.0
+
+
+class IntentBody(BaseModel):
+    """The JSON body of a delivery intent message."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    occurrence_id: str = Field(min_length=1, max_length=512)
+    schedule_id: str = Field(min_length=1, max_length=128)
+    version: int = Field(ge=1)
+    scheduled_at: AwareDatetime
+    attempt: int = Field(default=0, ge=0)
+
+    def to_intent(self) -> DeliveryIntent:
+        return DeliveryIntent(
+            occurrence_id=self.occurrence_id,
+            schedule_id=self.schedule_id,
+            version=self.version,
+            scheduled_at=self.scheduled_at,
+            attempt=self.attempt,
+        )
+
+
+class PowertoolsTelemetry(RunTelemetry):
+    """Attempts as JSON log lines, runs as CloudWatch metrics (EMF)."""
+
+    def attempt_started(self, run: Run, late_by_s: float) -> None:
+        m = metrics()
+        m.add_metric(name=Metric.RUN_ATTEMPTS, unit=MetricUnit.Count, value=1)
+        if run.attempts == 1:
+            m.add_metric(name=Metric.START_LATENESS, unit=MetricUnit.Seconds, value=late_by_s)
+
+    def attempt_ended(self, report: AttemptReport) -> None:
+        line = {
+            "occurrence_id": report.occurrence_id,
+            "schedule_id": report.schedule_id,
+            "version": report.version,
+            "attempt": report.attempt,
+            "status": report.status,
+            "duration_s": round(report.duration_s, 3),
+            "late_by_s": round(report.late_by_s, 3),
+            "error": report.error or "",
+            "status_code": report.status_code,
+        }
+        if report.status in ("succeeded", "accepted"):
+            logger().info("attempt", extra=line)
+        else:
+            logger().warning("attempt", extra=line)
+
+    def run_retried(self, run: Run, delay_s: float) -> None:
+        metrics().add_metric(name=Metric.RUNS_RETRIED, unit=MetricUnit.Count, value=1)
+
+    def run_ended(self, run: Run) -> None:
+        if run.status is RunStatus.SUCCEEDED:
+            metrics().add_metric(name=Metric.RUNS_SUCCEEDED, unit=MetricUnit.Count, value=1)
+        elif run.status is RunStatus.FAILED:
+            metrics().add_metric(name=Metric.RUNS_FAILED, unit=MetricUnit.Count, value=1)
+
+
+def _flush_metrics() -> None:
+    """Publish what was added; a pass with nothing to report is not worth a warning."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="No application metrics to publish")
+        metrics().flush_metrics()
+
+
+class RetryLater(Exception):
+    """Reported to the batch processor so SQS delivers the message again later."""
+
+
+Handled = Literal["deleted", "retry", "dead_lettered"]
+
+
+def handle_message(worker: RunWorker, queue: WorkQueue, message: QueueMessage) -> Handled:
+    """Parse, run and apply the decision to the message (everything but delete-on-success,
+    which the caller does: SQS after a Lambda success, ``run_worker_loop`` itself)."""
+    try:
+        intent = IntentBody.model_validate_json(message.body).to_intent()
+    except ValidationError as error:
+        reason = f"not a delivery intent: {error.error_count()} error(s), first: " + (
+            f"{'.'.join(str(p) for p in error.errors()[0]['loc'])} {error.errors()[0]['msg']}"
+        )
+        logger().error("bad message", extra={"message_id": message.message_id, "reason": reason})
+        queue.dead_letter(message, reason)
+        return "dead_lettered"
+    decision = worker.handle(intent, message.receive_count)
+    return apply(decision, queue, message, intent)
+
+
+def apply(
+    decision: Decision, queue: WorkQueue, message: QueueMessage, intent: DeliveryIntent
+) -> Handled:
+    if decision.action == "retry":
+        queue.change_visibility(message.receipt, decision.delay_s)
+        return "retry"
+    if decision.action == "dead_letter":
+        logger().warning(
+            "dead-lettered",
+            extra={"occurrence_id": intent.occurrence_id, "reason": decision.reason},
+        )
+        queue.dead_letter(message, decision.reason)
+        return "dead_lettered"
+    return "deleted"
+
+
+# --- AWS -----------------------------------------------------------------------------------
+
+
+def build_aws_worker(settings: Settings) -> tuple[RunWorker, WorkQueue]:
+    """The worker over DynamoDB and SQS, built from the deployment's settings."""
+    import boto3
+
+    from adapters.secrets import SecretsManagerSecretStore
+    from adapters.sqs_worker import SqsWorkQueue
+
+    try:
+        from adapters.dynamodb.runs import DynamoRunStore
+    except ImportError as error:  # pragma: no cover - until the DynamoDB run store exists
+        raise RuntimeError(f"the DynamoDB run store is not available: {error}") from error
+    policy = AddressPolicy.from_settings(settings.allow_private_targets)
+    secrets = SecretsManagerSecretStore(
+        boto3.client("secretsmanager"), settings.secrets_prefix.rstrip("/") + "/"
+    )
+    targets = Targets.for_deployment(
+        secrets,
+        policy,
+        sqs_client=boto3.client("sqs"),
+        lambda_client=boto3.client("lambda"),
+        events_client=boto3.client("events"),
+    )
+    worker = RunWorker(
+        DynamoRunStore.from_settings(settings),
+        targets,
+        SystemClock(),
+        random.Random(),
+        telemetry=PowertoolsTelemetry(),
+        config=WorkerConfig(max_call_s=LAMBDA_MAX_CALL_S),
+    )
+    queue = SqsWorkQueue.from_urls(settings.delivery_queue_url, settings.delivery_dlq_url)
+    return worker, queue
+
+
+def handler(
+    event: dict[str, Any],
+    context: Any,
+    worker: RunWorker | None = None,
+    queue: WorkQueue | None = None,
+) -> dict[str, Any]:
+    if worker is None or queue is None:
+        worker, queue = build_aws_worker(Settings.from_env())
+    processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
+
+    def record_handler(record: SQSRecord) -> str:
+        message = QueueMessage(
+            message_id=record.message_id,
+            receipt=record.receipt_handle,
+            body=record.body,
+            receive_count=int(record.attributes.approximate_receive_count or 1),
+        )
+        handled = handle_message(worker, queue, message)
+        if handled == "retry":
+            raise RetryLater(message.message_id)
+        return handled
+
+    try:
+        response = process_partial_response(
+            event=event, record_handler=record_handler, processor=processor, context=context
+        )
+        return dict(response)
+    finally:
+        _flush_metrics()
+
+
+# --- the local stack -------------------------------------------------------------------------
+
+
+def build_sqlite_worker(
+    db_path: str | Path,
+    secrets: SecretStore,
+    *,
+    clock: Clock | None = None,
+    rng: random.Random | None = None,
+    targets: TargetPort | None = None,
+    address_policy: AddressPolicy | None = None,
+) -> tuple[RunWorker, WorkQueue]:
+    """The worker and the queue over one SQLite file (the local stack).
+
+    Webhooks may call 127.0.0.1 here (``AddressPolicy.local()``), so a receiver
+    on the same machine can be tried out.
+    """
+    from adapters.sqlite.queue import SqliteQueue
+    from adapters.sqlite.runs import SqliteRunStore
+
+    clock = clock or SystemClock()
+    policy = address_policy or AddressPolicy.local()
+    worker = RunWorker(
+        SqliteRunStore.open(str(db_path)),
+        targets or Targets.build(webhook=WebhookSender(secrets, policy)),
+        clock,
+        rng or random.Random(),
+        telemetry=PowertoolsTelemetry(),
+    )
+    return worker, SqliteQueue(db_path, clock=clock)
+
+
+def run_worker_loop(
+    worker: RunWorker,
+    queue: WorkQueue,
+    *,
+    stop: threading.Event | None = None,
+    max_messages: int = 10,
+    wait_s: float = 1.0,
+    max_polls: int | None = None,
+    idle_sleep: Callable[[float], None] = time.sleep,
+) -> dict[str, int]:
+    """Poll ``queue`` and handle every message until ``stop`` is set (or ``max_polls``).
+
+    Messages are handled one at a time, in order of visibility. A message whose
+    handling raised stays in the queue and comes back after its visibility
+    timeout, as on SQS.
+    """
+    totals = {"polls": 0, "deleted": 0, "retry": 0, "dead_lettered": 0, "errors": 0}
+    while not (stop is not None and stop.is_set()):
+        if max_polls is not None and totals["polls"] >= max_polls:
+            break
+        totals["polls"] += 1
+        messages = queue.receive(max_messages, wait_s)
+        for message in messages:
+            try:
+                handled = handle_message(worker, queue, message)
+            except Exception:
+                totals["errors"] += 1
+                logger().exception("message not handled", extra={"id": message.message_id})
+                continue
+            if handled == "deleted":
+                queue.delete(message.receipt)
+            totals[handled] += 1
+        _flush_metrics()
+        if not messages and wait_s <= 0:
+            idle_sleep(0.2)
+    return totals

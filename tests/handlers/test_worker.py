@@ -1,0 +1,217 @@
+"""The worker handler: an SQS event in, partial batch failures out.
+
+The run store is SQLite on a temporary file, the queue a fake that records
+what the handler asked of it, the target a scripted fake.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+import pytest
+
+from adapters.definitions import Metric
+from adapters.sqlite.runs import SqliteRunStore
+from domain.delivery import Outcome
+from domain.run import DeliveryIntent, Run, RunStatus
+from handlers.worker import PowertoolsTelemetry, handler
+from service.run_ports import QueueMessage, WorkQueue
+from service.runs import RunWorker
+from tests.conftest import WEBHOOK, FakeClock, World, utc
+from tests.unit.test_runs import FakeTarget
+
+
+class FakeWorkQueue(WorkQueue):
+    def __init__(self) -> None:
+        self.visibility: list[tuple[str, float]] = []
+        self.deleted: list[str] = []
+        self.dead: list[tuple[str, str]] = []
+
+    def receive(self, max_messages: int, wait_s: float) -> list[QueueMessage]:
+        return []
+
+    def change_visibility(self, receipt: str, delay_s: float) -> None:
+        self.visibility.append((receipt, delay_s))
+
+    def delete(self, receipt: str) -> None:
+        self.deleted.append(receipt)
+
+    def dead_letter(self, message: QueueMessage, reason: str) -> None:
+        self.dead.append((message.message_id, reason))
+
+
+class BrokenRuns(SqliteRunStore):
+    """A store that is down for one occurrence."""
+
+    broken: str = ""
+
+    def get_run(self, occurrence_id: str) -> Run | None:
+        if occurrence_id == self.broken:
+            raise ConnectionError("store unavailable")
+        return super().get_run(occurrence_id)
+
+
+def admitted(world: World, clock: FakeClock, count: int) -> list[DeliveryIntent]:
+    spec = {"cron": "1 8 * * *"}
+    ids = [
+        world.schedules.create({"name": f"job {i}", "spec": spec, "target": WEBHOOK})[0].schedule_id
+        for i in range(count)
+    ]
+    world.ticker().tick_once()
+    clock.set(utc("2026-12-01T08:01:04Z"))
+    world.ticker().tick_once()
+    by_schedule = {i.schedule_id: i for i in world.queue.sent}
+    return [by_schedule[s] for s in ids]
+
+
+def record(message_id: str, body: str, receive_count: int = 1) -> dict[str, Any]:
+    return {
+        "messageId": message_id,
+        "receiptHandle": f"receipt-{message_id}",
+        "body": body,
+        "attributes": {
+            "ApproximateReceiveCount": str(receive_count),
+            "SentTimestamp": "1764576000000",
+            "SenderId": "AIDAEXAMPLE",
+            "ApproximateFirstReceiveTimestamp": "1764576000000",
+        },
+        "messageAttributes": {},
+        "md5OfBody": "",
+        "eventSource": "aws:sqs",
+        "eventSourceARN": "arn:aws:sqs:eu-west-1:123456789012:duetime-delivery",
+        "awsRegion": "eu-west-1",
+    }
+
+
+def event(*records: dict[str, Any]) -> dict[str, Any]:
+    return {"Records": list(records)}
+
+
+def body(intent: DeliveryIntent) -> str:
+    return json.dumps(intent.to_dict())
+
+
+def emitted(output: str) -> tuple[dict[str, list[float]], list[dict[str, Any]]]:
+    """(metrics by name, attempt log lines) from captured stdout."""
+    found: dict[str, list[float]] = {}
+    attempts: list[dict[str, Any]] = []
+    for line in output.splitlines():
+        if not line.startswith("{"):
+            continue
+        blob = json.loads(line)
+        if "_aws" in blob:
+            for definition in blob["_aws"]["CloudWatchMetrics"][0]["Metrics"]:
+                value = blob[definition["Name"]]
+                found.setdefault(definition["Name"], []).extend(
+                    value if isinstance(value, list) else [value]
+                )
+        elif blob.get("message") == "attempt":
+            attempts.append(blob)
+    return found, attempts
+
+
+def worker_for(
+    world: World, clock: FakeClock, target: FakeTarget, runs: SqliteRunStore | None = None
+) -> RunWorker:
+    return RunWorker(
+        runs or SqliteRunStore(world.store),
+        target,
+        clock,
+        random.Random(3),
+        telemetry=PowertoolsTelemetry(),
+    )
+
+
+def test_one_batch_succeeds_retries_and_dead_letters_each_message_on_its_own(
+    world: World, clock: FakeClock, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ok, flaky, refused = admitted(world, clock, 3)
+    target = FakeTarget(
+        Outcome.succeeded(200), Outcome.transient("HTTP 503", 503), Outcome.permanent("HTTP 400")
+    )
+    queue = FakeWorkQueue()
+    capsys.readouterr()
+
+    response = handler(
+        event(
+            record("m-ok", body(ok)),
+            record("m-flaky", body(flaky)),
+            record("m-refused", body(refused)),
+            record("m-garbage", '{"occurrence_id": 5}'),
+        ),
+        None,
+        worker=worker_for(world, clock, target),
+        queue=queue,
+    )
+
+    # Only the retry is reported failed, so SQS delivers it again after its delay.
+    assert response == {"batchItemFailures": [{"itemIdentifier": "m-flaky"}]}
+    [(receipt, delay_s)] = queue.visibility
+    assert receipt == "receipt-m-flaky" and 0 <= delay_s <= 2.0
+    assert [m for m, _ in queue.dead] == ["m-refused", "m-garbage"]
+    assert queue.dead[0][1] == "permanent error: HTTP 400"
+    assert queue.dead[1][1].startswith("not a delivery intent")
+    stored = [world.store.get_run(i.occurrence_id) for i in (ok, flaky, refused)]
+    statuses = [getattr(run, "status", None) for run in stored]
+    assert statuses == [RunStatus.SUCCEEDED, RunStatus.RETRYING, RunStatus.FAILED]
+
+    metrics, attempts = emitted(capsys.readouterr().out)
+    assert metrics[Metric.RUN_ATTEMPTS] == [1.0, 1.0, 1.0]
+    assert metrics[Metric.START_LATENESS] == [4.0, 4.0, 4.0]
+    assert metrics[Metric.RUNS_SUCCEEDED] == [1.0]
+    assert metrics[Metric.RUNS_RETRIED] == [1.0]
+    assert metrics[Metric.RUNS_FAILED] == [1.0]
+    assert [(a["occurrence_id"], a["status"], a["error"]) for a in attempts] == [
+        (ok.occurrence_id, "succeeded", ""),
+        (flaky.occurrence_id, "retrying", "HTTP 503"),
+        (refused.occurrence_id, "failed", "HTTP 400"),
+    ]
+    line = attempts[0]
+    assert (line["schedule_id"], line["version"], line["attempt"]) == (ok.schedule_id, 1, 1)
+    assert "duration_s" in line
+
+
+def test_a_message_whose_store_is_down_fails_alone_and_comes_back(
+    world: World, clock: FakeClock
+) -> None:
+    down, fine = admitted(world, clock, 2)
+    runs = BrokenRuns(world.store)
+    runs.broken = down.occurrence_id
+    queue = FakeWorkQueue()
+    response = handler(
+        event(record("m-down", body(down)), record("m-fine", body(fine))),
+        None,
+        worker=worker_for(world, clock, FakeTarget(), runs),
+        queue=queue,
+    )
+    assert response == {"batchItemFailures": [{"itemIdentifier": "m-down"}]}
+    assert queue.visibility == [] and queue.dead == []
+
+
+def test_a_batch_where_every_message_retries_does_not_fail_the_invocation(
+    world: World, clock: FakeClock
+) -> None:
+    (only,) = admitted(world, clock, 1)
+    queue = FakeWorkQueue()
+    response = handler(
+        event(record("m-1", body(only))),
+        None,
+        worker=worker_for(world, clock, FakeTarget(Outcome.transient("HTTP 502"))),
+        queue=queue,
+    )
+    assert response == {"batchItemFailures": [{"itemIdentifier": "m-1"}]}
+
+
+def test_a_redelivered_message_of_a_finished_run_is_removed_without_a_call(
+    world: World, clock: FakeClock
+) -> None:
+    (only,) = admitted(world, clock, 1)
+    target = FakeTarget()
+    queue = FakeWorkQueue()
+    worker = worker_for(world, clock, target)
+    handler(event(record("m-1", body(only))), None, worker=worker, queue=queue)
+    again = handler(event(record("m-1", body(only), receive_count=2)), None, worker, queue)
+    assert again == {"batchItemFailures": []}
+    assert len(target.calls) == 1 and queue.dead == [] and queue.visibility == []
