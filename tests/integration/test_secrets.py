@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import boto3
 import pytest
@@ -16,6 +17,7 @@ from adapters.secrets import (
     SecretStore,
     SsmSecretStore,
 )
+from adapters.sqlite.secrets import SqliteSecretStore
 
 PREFIX = "/duetime/test/webhook-secrets"
 SM_PREFIX = "duetime/test/webhooks/"
@@ -47,10 +49,12 @@ def secretsmanager(aws_env: None) -> Iterator[object]:
         yield boto3.client("secretsmanager", region_name="eu-west-1")
 
 
-@pytest.fixture(params=["memory", "ssm", "secretsmanager"])
-def store(request: pytest.FixtureRequest) -> SecretStore:
+@pytest.fixture(params=["memory", "sqlite", "ssm", "secretsmanager"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> SecretStore:
     if request.param == "memory":
         return InMemorySecretStore()
+    if request.param == "sqlite":
+        return SqliteSecretStore(tmp_path / "duetime.db")
     if request.param == "ssm":
         return SsmSecretStore(request.getfixturevalue("ssm"), PREFIX)
     return SecretsManagerSecretStore(request.getfixturevalue("secretsmanager"), SM_PREFIX)
