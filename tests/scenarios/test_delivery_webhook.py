@@ -11,7 +11,7 @@ import http.server
 import json
 import random
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from email.message import Message
 from pathlib import Path
@@ -47,6 +47,7 @@ class Receiver:
     script: list[tuple[int, dict[str, str]]] = field(default_factory=list)
     hits: list[Hit] = field(default_factory=list)
     port: int = 0
+    on_hit: Callable[[], None] | None = None  # runs once, inside the next request
 
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/hook"
@@ -67,6 +68,9 @@ def receiver() -> Iterator[Receiver]:
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
             state.hits.append(Hit(self.headers, body))
+            if state.on_hit is not None:
+                hook, state.on_hit = state.on_hit, None
+                hook()
             status, headers = state.script.pop(0) if state.script else (200, {})
             self.send_response(status)
             for name, value in headers.items():
@@ -110,11 +114,13 @@ class Stack:
         return run
 
 
-def make_stack(tmp_path: Path, runs: SqliteRunStore | None = None) -> Stack:
+def make_stack(
+    tmp_path: Path, runs_factory: Callable[[World], SqliteRunStore] | None = None
+) -> Stack:
     clock = FakeClock(utc("2026-12-01T08:00:00Z"))
     world = make_world(tmp_path / "duetime.db", clock)
     queue = SqliteQueue(tmp_path / "duetime.db", clock=clock, visibility_timeout_s=60)
-    run_store = runs or SqliteRunStore(world.store)
+    run_store = runs_factory(world) if runs_factory else SqliteRunStore(world.store)
     secrets = InMemorySecretStore()
     sender = WebhookSender(secrets, AddressPolicy.local())
     worker = RunWorker(
