@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Iterator
 from typing import Any
 
+import boto3
 import pytest
+from moto import mock_aws
 
-from adapters.definitions import Metric
+from adapters.definitions import DELIVERY_QUEUE, Metric, create_queues
 from adapters.sqlite.runs import SqliteRunStore
+from adapters.sqs_worker import REASON_ATTRIBUTE, SqsWorkQueue
 from domain.delivery import Outcome
 from domain.run import DeliveryIntent, Run, RunStatus
 from handlers.worker import PowertoolsTelemetry, handler
@@ -215,3 +219,66 @@ def test_a_redelivered_message_of_a_finished_run_is_removed_without_a_call(
     again = handler(event(record("m-1", body(only), receive_count=2)), None, worker, queue)
     assert again == {"batchItemFailures": []}
     assert len(target.calls) == 1 and queue.dead == [] and queue.visibility == []
+
+
+@pytest.fixture
+def sqs() -> Iterator[tuple[Any, SqsWorkQueue]]:
+    with mock_aws():
+        client = boto3.client("sqs", region_name="eu-west-1")
+        urls = create_queues(client, "worker-test")
+        yield (
+            client,
+            SqsWorkQueue(client, urls[DELIVERY_QUEUE.env_var], urls[DELIVERY_QUEUE.dlq_env_var]),
+        )
+
+
+COUNT = "ApproximateReceiveCount"
+
+
+def sqs_event(client: Any, queue: SqsWorkQueue) -> dict[str, Any]:
+    """What the event source mapping would hand the function: received messages as records."""
+    answer = client.receive_message(
+        QueueUrl=queue.queue_url, MaxNumberOfMessages=10, MessageSystemAttributeNames=["All"]
+    )
+    return event(
+        *(
+            {
+                **record(m["MessageId"], m["Body"], int(m["Attributes"][COUNT])),
+                "receiptHandle": m["ReceiptHandle"],
+            }
+            for m in answer.get("Messages", [])
+        )
+    )
+
+
+def test_on_sqs_a_retry_hides_the_message_and_a_failure_lands_in_the_dlq(
+    world: World, clock: FakeClock, sqs: tuple[Any, SqsWorkQueue]
+) -> None:
+    client, queue = sqs
+    flaky, refused = admitted(world, clock, 2)
+    queue.send_batch([flaky, refused])
+    target = FakeTarget(
+        Outcome.transient("HTTP 503", retry_after_s=600.0), Outcome.permanent("HTTP 404")
+    )
+    incoming = sqs_event(client, queue)
+    # The flaky one first, so the script's answers go to the right runs.
+    incoming["Records"].sort(key=lambda r: flaky.occurrence_id not in r["body"])
+
+    response = handler(incoming, None, worker=worker_for(world, clock, target), queue=queue)
+
+    [failure] = response["batchItemFailures"]
+    assert failure["itemIdentifier"] == incoming["Records"][0]["messageId"]
+    # The retry stays in the queue, invisible; the failed one left it for the DLQ.
+    attributes = client.get_queue_attributes(
+        QueueUrl=queue.queue_url,
+        AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+    )["Attributes"]
+    assert attributes["ApproximateNumberOfMessages"] == "0"
+    assert attributes["ApproximateNumberOfMessagesNotVisible"] == "1"
+    dead = client.receive_message(
+        QueueUrl=queue.dlq_url, MessageAttributeNames=["All"], MaxNumberOfMessages=10
+    )["Messages"]
+    assert [json.loads(m["Body"])["occurrence_id"] for m in dead] == [refused.occurrence_id]
+    assert dead[0]["MessageAttributes"][REASON_ATTRIBUTE]["StringValue"] == (
+        "permanent error: HTTP 404"
+    )

@@ -10,6 +10,7 @@ import hmac
 import http.server
 import json
 import random
+import socket
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -231,3 +232,29 @@ def test_a_202_job_completes_through_its_run_token(stack: Stack, receiver: Recei
     run = stack.run(occurrence_id)
     assert run.status is RunStatus.SUCCEEDED and run.attempts == 1 and len(receiver.hits) == 1
     assert stack.queue.depth() == 0
+
+
+def test_a_receiver_that_never_answers_times_out_and_is_retried(stack: Stack) -> None:
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)  # accepts connections, never answers
+    try:
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}/hook"
+        schedule, _ = stack.world.schedules.create(
+            {
+                "name": "slow",
+                "spec": {"cron": "1 8 * * *"},
+                "target": {"type": "webhook", "url": url, "timeout_s": 0.3},
+            }
+        )
+        stack.secrets.put(schedule.schedule_id)
+        ticker = stack.world.ticker(queue=stack.queue)
+        ticker.tick_once()
+        stack.clock.set(utc("2026-12-01T08:01:00Z"))
+        ticker.tick_once()
+        assert stack.work()["retry"] == 1
+    finally:
+        listener.close()
+    [run] = stack.world.store.runs(schedule.schedule_id, 1).items
+    assert run.status is RunStatus.RETRYING
+    assert run.attempt_log[0].error == "timed out after 0.3s"
