@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from cli import commands, explain
+from cli import commands, explain, local
 from domain.errors import DuetimeError
 
 
@@ -17,6 +17,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", required=True)
     explain.add_parser(subparsers)
     commands.add_parsers(subparsers)
+    local.add_parser(subparsers)
     return parser
 
 

@@ -24,6 +24,7 @@ class Settings(BaseModel):
     bucket_s: int = Field(default=60, ge=1, le=3600)
     lookahead_s: int = Field(default=90, ge=0, le=7 * 86400)
     tick_budget_s: float = Field(default=50.0, ge=0)
+    lease_ttl_s: float = Field(default=30.0, gt=0, le=3600)
     allow_private_targets: bool = False
     secrets_prefix: str = "/duetime/webhook-secrets"
 
@@ -40,6 +41,7 @@ class Settings(BaseModel):
             "bucket_s": d.ENV_BUCKET_S,
             "lookahead_s": d.ENV_LOOKAHEAD_S,
             "tick_budget_s": d.ENV_TICK_BUDGET_S,
+            "lease_ttl_s": "DUETIME_LEASE_TTL_S",
             "allow_private_targets": d.ENV_ALLOW_PRIVATE_TARGETS,
             "secrets_prefix": d.ENV_SECRETS_PREFIX,
         }

@@ -43,6 +43,7 @@ def tick_config(settings: Settings) -> TickConfig:
     return TickConfig(
         partitioning=Partitioning(shards=settings.shards, bucket_s=settings.bucket_s),
         lookahead=timedelta(seconds=settings.lookahead_s),
+        lease_ttl=timedelta(seconds=settings.lease_ttl_s),
     )
 
 
@@ -71,7 +72,7 @@ def build_aws_ticker(settings: Settings) -> Ticker:
     """The tick over DynamoDB and SQS, built from the deployment's settings."""
     try:
         from adapters.dynamodb.store import DynamoStore
-        from adapters.sqs_queue import SqsDeliveryQueue
+        from adapters.sqs import SqsDeliveryQueue
     except ImportError as error:  # pragma: no cover - until both adapters exist
         raise RuntimeError(f"the AWS adapters are not available: {error}") from error
     return Ticker(
