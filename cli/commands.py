@@ -14,25 +14,48 @@ from domain.errors import InvalidSchedule
 ENV_API_URL = "DUETIME_API_URL"
 
 
-def add_parsers(subparsers: Any) -> None:
-    schedules = subparsers.add_parser("schedules", help="create and manage schedules")
-    sub = schedules.add_subparsers(dest="action", required=True)
+def _common() -> argparse.ArgumentParser:
+    """Options every schedules/runs action takes, after the action's name."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--api-url",
+        default=os.environ.get(ENV_API_URL, DEFAULT_API_URL),
+        help=f"the API (default ${ENV_API_URL} or {DEFAULT_API_URL})",
+    )
+    common.add_argument(
+        "--sigv4",
+        action="store_true",
+        default=None,
+        help="sign requests with your AWS credentials (automatic for AWS URLs)",
+    )
+    common.add_argument("--json", action="store_true", help="print the API's JSON")
+    return common
 
-    create = sub.add_parser("create", help="create a schedule")
+
+def add_parsers(subparsers: Any) -> None:
+    common = _common()
+    schedules = subparsers.add_parser("schedules", help="create and manage schedules")
+    actions = schedules.add_subparsers(dest="action", required=True)
+
+    def action(name: str, helptext: str) -> argparse.ArgumentParser:
+        parser: argparse.ArgumentParser = actions.add_parser(name, help=helptext, parents=[common])
+        return parser
+
+    create = action("create", "create a schedule")
     _definition_arguments(create)
     create.add_argument("--idempotency-key", help="a retried create returns the same schedule")
     create.set_defaults(run=_create)
 
-    listing = sub.add_parser("list", help="list schedules")
+    listing = action("list", "list schedules")
     listing.add_argument("--limit", type=int, default=50)
     listing.add_argument("--next-token")
     listing.set_defaults(run=_list)
 
-    show = sub.add_parser("show", help="show one schedule")
+    show = action("show", "show one schedule")
     show.add_argument("schedule_id")
     show.set_defaults(run=_show)
 
-    edit = sub.add_parser("edit", help="replace a schedule's definition (a new version)")
+    edit = action("edit", "replace a schedule's definition (a new version)")
     edit.add_argument("schedule_id")
     edit.add_argument("--version", type=int, required=True, help="the version you read (If-Match)")
     _definition_arguments(edit)
@@ -44,36 +67,24 @@ def add_parsers(subparsers: Any) -> None:
         ("delete", "delete (history stays)"),
         ("trigger", "one extra run now"),
     ):
-        action = sub.add_parser(name, help=helptext)
-        action.add_argument("schedule_id")
+        simple = action(name, helptext)
+        simple.add_argument("schedule_id")
         if name == "pause":
-            action.add_argument("--note")
-        action.set_defaults(run=_simple_action, verb=name)
+            simple.add_argument("--note")
+        simple.set_defaults(run=_simple_action, verb=name)
 
     runs = subparsers.add_parser("runs", help="see runs")
     runs_sub = runs.add_subparsers(dest="action", required=True)
-    runs_list = runs_sub.add_parser("list", help="a schedule's runs, newest first")
+    runs_list = runs_sub.add_parser(
+        "list", help="a schedule's runs, newest first", parents=[common]
+    )
     runs_list.add_argument("schedule_id")
     runs_list.add_argument("--limit", type=int, default=20)
     runs_list.add_argument("--next-token")
     runs_list.set_defaults(run=_runs_list)
-    runs_show = runs_sub.add_parser("show", help="one run")
+    runs_show = runs_sub.add_parser("show", help="one run", parents=[common])
     runs_show.add_argument("occurrence_id")
     runs_show.set_defaults(run=_runs_show)
-
-    for parser in (schedules, runs):
-        parser.add_argument(
-            "--api-url",
-            default=os.environ.get(ENV_API_URL, DEFAULT_API_URL),
-            help=f"the API (default ${ENV_API_URL} or {DEFAULT_API_URL})",
-        )
-        parser.add_argument(
-            "--sigv4",
-            action="store_true",
-            default=None,
-            help="sign requests with your AWS credentials (automatic for AWS URLs)",
-        )
-        parser.add_argument("--json", action="store_true", help="print the API's JSON")
 
 
 def _definition_arguments(parser: argparse.ArgumentParser) -> None:
