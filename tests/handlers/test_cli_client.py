@@ -130,8 +130,19 @@ def test_pause_resume_trigger_and_runs(capsys: pytest.CaptureFixture[str], api_u
             "--payload",
         ),
         (
-            ["schedules", "edit", "sch_missing", "--version", "1", "--name", "x"]
-            + ["--cron", "* * * * *", "--webhook", "https://example.com/h"],
+            [
+                "schedules",
+                "edit",
+                "sch_missing",
+                "--version",
+                "1",
+                "--name",
+                "x",
+                "--cron",
+                "* * * * *",
+                "--webhook",
+                "https://example.com/h",
+            ],
             "HTTP 404",
         ),
     ],
