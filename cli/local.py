@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import re
 import signal
@@ -141,7 +142,12 @@ class LocalStack:
         # A dead tick process's shards are free again after the lease TTL: a
         # few tick intervals here, so a kill -9 and restart resumes quickly.
         lease_ttl_s = max(5.0, 5 * self.args.tick_interval)
-        return Settings(allow_private_targets=True, tick_budget_s=0, lease_ttl_s=lease_ttl_s)
+        # Over the emulator, table names and queue URLs come from the
+        # environment the emulator set up, as they do on Lambda.
+        base = Settings.from_env() if self.args.store == "emulator" else Settings()
+        return base.model_copy(
+            update={"allow_private_targets": True, "tick_budget_s": 0, "lease_ttl_s": lease_ttl_s}
+        )
 
     def start(self) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
@@ -290,6 +296,7 @@ class LocalStack:
 
         from adapters import definitions as d
 
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)
         server = ThreadedMotoServer(ip_address=HOST, port=self.args.emulator_port, verbose=False)
         server.start()
         self.emulator = server
