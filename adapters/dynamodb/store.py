@@ -37,10 +37,11 @@ import json
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, TypeVar
 
 from botocore.config import Config
 from botocore.exceptions import ClientError
@@ -70,6 +71,12 @@ VERSION_CACHE_SIZE: Final = 4096
 _TRANSIENT_CANCELLATIONS: Final = frozenset({"TransactionConflict", "ThrottlingError"})
 _CONFLICT_RETRIES: Final = 6
 _SCHEDULED: Final = RunStatus.SCHEDULED.value
+# Requests one store object has in flight at once in a deployment (each
+# admission, closure and mark-sent is its own conditional write).
+CONCURRENCY: Final = 8
+
+_T = TypeVar("_T")
+_R = TypeVar("_R")
 
 
 @dataclass(frozen=True)
@@ -98,6 +105,7 @@ def client_config() -> Config:
         retries={"mode": "standard", "max_attempts": 5},
         connect_timeout=3,
         read_timeout=10,
+        max_pool_connections=CONCURRENCY * 2,
     )
 
 
@@ -167,9 +175,19 @@ class DynamoStore(Store):
         *,
         due_shards: int = DUE_SHARDS,
         history_retention: timedelta = HISTORY_RETENTION,
+        concurrency: int = 1,
     ) -> None:
+        """``concurrency``: independent conditional writes (admissions,
+        closures, materializations of different schedules) and index queries
+        in flight at once. Keep 1 on in-process moto, whose backends are not
+        safe under concurrent requests."""
         if due_shards < 1:
             raise ValueError("due_shards must be at least 1")
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        self.concurrency = concurrency
+        self._executor: ThreadPoolExecutor | None = None
+        self._executor_lock = threading.Lock()
         self.client = client
         self.tables = tables
         self.due_shards = due_shards
@@ -188,9 +206,21 @@ class DynamoStore(Store):
         return cls(
             client,
             TableNames(settings.schedules_table, settings.occurrences_table, settings.leases_table),
+            concurrency=CONCURRENCY,
         )
 
     # --- small helpers ----------------------------------------------------------------
+
+    def _each(self, fn: Callable[[_T], _R], values: Sequence[_T]) -> list[_R]:
+        """``fn`` over ``values``, in order; several at once when allowed."""
+        if self.concurrency == 1 or len(values) <= 1:
+            return [fn(v) for v in values]
+        with self._executor_lock:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(
+                    self.concurrency, thread_name_prefix="duetime-dynamodb"
+                )
+        return list(self._executor.map(fn, values))
 
     def _update(
         self,
@@ -441,8 +471,8 @@ class DynamoStore(Store):
             raise ValueError("limit must be at least 1")
         upper = f"{it.iso(until)}#{it.KEY_CEILING}"
         after = str(_untoken(token)["due_key"]) if token else None
-        merged: list[dict[str, Any]] = []
-        for shard in range(self.due_shards):
+
+        def one(shard: int) -> list[dict[str, Any]]:
             values: dict[str, Any] = {":shard": {"S": str(shard)}, ":upper": {"S": upper}}
             condition = "#due_shard = :shard AND #due_key <= :upper"
             if after is not None:
@@ -457,14 +487,16 @@ class DynamoStore(Store):
                 # One more than a page, and one for the item the token names.
                 "Limit": limit + 2,
             }
-            taken = 0
+            found: list[dict[str, Any]] = []
             for item in self._query(request):
                 if after is not None and str(it.value(item["due_key"])) <= after:
                     continue
-                merged.append(item)
-                taken += 1
-                if taken > limit:
+                found.append(item)
+                if len(found) > limit:
                     break
+            return found
+
+        merged = [item for found in self._each(one, range(self.due_shards)) for item in found]
         merged.sort(key=lambda item: str(it.value(item["due_key"])))
         page = merged[:limit]
         next_token = (
@@ -578,7 +610,7 @@ class DynamoStore(Store):
     def materialize(
         self, batch: Sequence[Materialization], now: datetime
     ) -> list[MaterializeOutcome]:
-        return [self._materialize_one(item, now) for item in batch]
+        return self._each(lambda item: self._materialize_one(item, now), batch)
 
     def _materialize_one(self, item: Materialization, now: datetime) -> MaterializeOutcome:
         runs = list(item.occurrences)
@@ -711,8 +743,8 @@ class DynamoStore(Store):
         self, shard: int, from_bucket: int, to_bucket: int, due_by: datetime, limit: int
     ) -> list[Run]:
         upper = f"{it.iso(due_by)}#{it.KEY_CEILING}"
-        found: list[dict[str, Any]] = []
-        for bucket in range(from_bucket, to_bucket + 1):
+
+        def one(bucket: int) -> list[dict[str, Any]]:
             request = {
                 "TableName": self.tables.occurrences,
                 "IndexName": "pending",
@@ -727,10 +759,15 @@ class DynamoStore(Store):
                 },
                 "Limit": limit,
             }
-            for count, item in enumerate(self._query(request), start=1):
+            found: list[dict[str, Any]] = []
+            for item in self._query(request):
                 found.append(item)
-                if count >= limit:
+                if len(found) >= limit:
                     break
+            return found
+
+        buckets = range(from_bucket, to_bucket + 1)
+        found = [item for items in self._each(one, buckets) for item in items]
         found.sort(key=lambda item: str(it.value(item["scheduled_key"])))
         return [it.run_from_item(item) for item in found[:limit]]
 
@@ -757,8 +794,8 @@ class DynamoStore(Store):
         self, schedule_ids: Sequence[str], up_to: datetime
     ) -> dict[str, datetime]:
         upper = f"{it.iso(up_to)}#{it.KEY_CEILING}"
-        found: dict[str, datetime] = {}
-        for schedule_id in dict.fromkeys(schedule_ids):
+
+        def one(schedule_id: str) -> datetime | None:
             request = {
                 "TableName": self.tables.occurrences,
                 "IndexName": "by_scheduled_at",
@@ -779,13 +816,14 @@ class DynamoStore(Store):
                 "Limit": 25,
             }
             for item in self._query(request):
-                found[schedule_id] = it.from_iso(str(it.value(item["scheduled_at"])))
-                break
-        return found
+                return it.from_iso(str(it.value(item["scheduled_at"])))
+            return None
+
+        ids = list(dict.fromkeys(schedule_ids))
+        return {sid: at for sid, at in zip(ids, self._each(one, ids), strict=True) if at}
 
     def admit(self, runs: Sequence[Run], now: datetime) -> list[Run]:
-        admitted: list[Run] = []
-        for run in runs:
+        def one(run: Run) -> Run | None:
             item = self._update(
                 self.tables.occurrences,
                 it.record_key(run.occurrence_id),
@@ -793,13 +831,14 @@ class DynamoStore(Store):
                 condition="#status = :scheduled",
                 values={":scheduled": {"S": _SCHEDULED}},
             )
-            if item is not None:
-                admitted.append(replace(run, status=RunStatus.ADMITTED, admitted_at=now))
-        return admitted
+            return (
+                None if item is None else replace(run, status=RunStatus.ADMITTED, admitted_at=now)
+            )
+
+        return [run for run in self._each(one, runs) if run is not None]
 
     def close_runs(self, closures: Sequence[Closure], now: datetime) -> list[str]:
-        closed: list[str] = []
-        for closure in closures:
+        def one(closure: Closure) -> str | None:
             item = self._update(
                 self.tables.occurrences,
                 it.record_key(closure.occurrence_id),
@@ -812,9 +851,9 @@ class DynamoStore(Store):
                 condition="#status = :scheduled",
                 values={":scheduled": {"S": _SCHEDULED}},
             )
-            if item is not None:
-                closed.append(closure.occurrence_id)
-        return closed
+            return None if item is None else closure.occurrence_id
+
+        return [oid for oid in self._each(one, closures) if oid is not None]
 
     def close_scheduled(
         self, schedule_id: str, status: RunStatus, reason: str, now: datetime
@@ -842,8 +881,7 @@ class DynamoStore(Store):
         return len(self.close_runs([Closure(oid, status, reason) for oid in waiting], now))
 
     def mark_sent(self, occurrence_ids: Sequence[str], now: datetime) -> int:
-        changed = 0
-        for occurrence_id in occurrence_ids:
+        def one(occurrence_id: str) -> bool:
             item = self._update(
                 self.tables.occurrences,
                 it.record_key(occurrence_id),
@@ -853,9 +891,9 @@ class DynamoStore(Store):
                 names={"#status": "status"},
                 values={":scheduled": {"S": _SCHEDULED}},
             )
-            if item is not None:
-                changed += 1
-        return changed
+            return item is not None
+
+        return sum(self._each(one, occurrence_ids))
 
     # --- leases and heartbeats -----------------------------------------------------------
 

@@ -95,7 +95,10 @@ class Deployment:
     queue_url: str
 
     def store(self, kind: type[DynamoStore] = DynamoStore) -> DynamoStore:
-        return kind(_client(self.endpoint, "dynamodb"), self.tables, due_shards=2)
+        # Several requests in flight per tick, as deployed; the server answers
+        # them one at a time.
+        client = _client(self.endpoint, "dynamodb")
+        return kind(client, self.tables, due_shards=2, concurrency=4)
 
     def queue(self) -> SqsDeliveryQueue:
         return SqsDeliveryQueue(_client(self.endpoint, "sqs"), self.queue_url)
