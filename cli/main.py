@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from cli import commands, explain, local
+from cli import commands, demo, explain, local
 from domain.errors import DuetimeError
 
 
@@ -18,6 +18,7 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_parser(subparsers)
     commands.add_parsers(subparsers)
     local.add_parser(subparsers)
+    demo.add_parser(subparsers)
     return parser
 
 

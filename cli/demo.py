@@ -1,0 +1,836 @@
+"""`duetime demo`: one schedule's story, told by the code that runs duetime.
+
+On a simulated clock and a fresh SQLite store, the demo drives the services
+the local stack runs (the schedule use cases, the tick's plan and dispatch,
+the SQLite delivery queue, the run worker) and prints what the store holds
+after each step:
+
+1. a weekday 09:00 report in America/New_York is created;
+2. a tick process is killed between admitting an occurrence and sending its
+   delivery intent, and a new tick process sends it: one occurrence, one intent;
+3. the queue delivers the same message twice: the email goes out once;
+4. after edits up to version 4, Tuesday's occurrence is materialized under
+   version 4; the schedule then moves to Europe/London (version 5) while two
+   tick processes run: Tuesday's occurrence keeps its id, version and
+   instant, no copy appears, and the next one is calculated under version 5;
+5. a pause stops admissions: Tuesday's occurrence is recorded as skipped
+   (paused), and the email already sent stays sent.
+
+The report goes to a mail API (a webhook target); the demo simulates that API
+in process, recording every call with its Idempotency-Key. The story is
+deterministic: the clock starts at a fixed instant and the schedule id and run
+tokens come from a seeded generator. (Queue message ids are random; the demo
+names messages by their place in the queue instead.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sqlite3
+import sys
+import tempfile
+import textwrap
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, Final, TextIO
+
+from adapters.sqlite.queue import SqliteQueue
+from adapters.sqlite.runs import SqliteRunStore
+from adapters.sqlite.store import SqliteStore
+from domain.delivery import Delivery, Outcome, format_instant
+from domain.identity import new_schedule_id
+from domain.run import DeliveryIntent, Run, RunStatus
+from domain.schedule import Schedule
+from domain.spec import spec_to_dict, spec_zone_name
+from domain.targets import Target
+from domain.timezones import load_zone
+from handlers.worker import IntentBody, apply
+from service.ports import DeliveryQueue, Materialization, MaterializeOutcome
+from service.run_ports import NoTelemetry, QueueMessage
+from service.runs import RunWorker
+from service.schedules import ScheduleService
+from service.tick import TickConfig, Ticker, TickReport
+
+# Monday 2026-11-30, 07:00 in New York (EST, UTC-5) and 12:00 in London (GMT).
+START_AT: Final = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+DEFAULT_SEED: Final = 5
+NEW_YORK: Final = "America/New_York"
+LONDON: Final = "Europe/London"
+CRON: Final = "0 9 * * MON-FRI"
+MAIL_API: Final = {"type": "webhook", "url": "https://mail.example.com/send"}
+WIDTH: Final = 96
+SUBJECT: Final = "Daily sales (US + EMEA)"
+RECIPIENT: Final = "sales-leads@example.com"
+
+
+# --- the simulated world ---------------------------------------------------------------
+
+
+class SimulatedClock:
+    """Time moves only when the story moves it."""
+
+    def __init__(self, start: datetime) -> None:
+        self.at = start
+
+    def now(self) -> datetime:
+        return self.at
+
+    def set(self, at: datetime) -> None:
+        if at < self.at:
+            raise ValueError("the simulated clock only moves forward")
+        self.at = at
+
+
+@dataclass(frozen=True)
+class Email:
+    """One call the mail API received."""
+
+    sent_at: datetime
+    to: str
+    subject: str
+    idempotency_key: str
+    version: int
+    attempt: int
+
+
+class MailApi:
+    """The mail API the report's webhook calls, simulated: every call sends an email.
+
+    A ``TargetPort``: the worker hands it each attempt as it would hand it to
+    the webhook sender. It keeps every call, so a second call for one
+    occurrence would show as a second email.
+    """
+
+    def __init__(self, clock: SimulatedClock) -> None:
+        self.clock = clock
+        self.outbox: list[Email] = []
+
+    def deliver(self, target: Target, delivery: Delivery, *, timeout_s: float) -> Outcome:
+        payload = delivery.payload
+        self.outbox.append(
+            Email(
+                sent_at=self.clock.now(),
+                to=str(payload.get("to", "")),
+                subject=str(payload.get("subject", "")),
+                idempotency_key=delivery.idempotency_key,
+                version=delivery.version,
+                attempt=delivery.attempt,
+            )
+        )
+        return Outcome.succeeded(200, '{"status":"sent"}')
+
+
+class ProcessKilled(Exception):
+    """Stands for kill -9: the process stops where it is and cleans nothing up."""
+
+
+class KilledBeforeSend(DeliveryQueue):
+    """The queue as a tick process sees it when it is killed just before sending."""
+
+    def send_batch(self, intents: Sequence[DeliveryIntent]) -> list[str]:
+        raise ProcessKilled("killed before sending")
+
+
+class TickStore(SqliteStore):
+    """The SQLite store as one tick process opens it.
+
+    It counts the occurrences its materializations wrote, and can hold a
+    tick between its read and its write (``before_write``, called once with
+    what the tick is about to write), so the story can show what another
+    process does in that moment. The write itself is the store's own.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        super().__init__(path)
+        self.written = 0
+        self.before_write: Callable[[Sequence[Materialization]], None] | None = None
+
+    def materialize(
+        self, batch: Sequence[Materialization], now: datetime
+    ) -> list[MaterializeOutcome]:
+        if batch and self.before_write is not None:
+            hook, self.before_write = self.before_write, None
+            hook(batch)
+        outcomes = super().materialize(batch, now)
+        self.written += sum(len(outcome.inserted) for outcome in outcomes)
+        return outcomes
+
+
+@dataclass
+class TickProcess:
+    name: str
+    store: TickStore
+    ticker: Ticker
+
+
+@dataclass
+class DemoResult:
+    """What the story left behind, for tests and for ``--db``."""
+
+    schedule_id: str
+    emails: list[Email]
+    intents_sent: int
+
+
+@dataclass
+class _Event:
+    at: datetime
+    actor: str
+    what: str
+
+
+@dataclass
+class _Step:
+    events: list[_Event] = field(default_factory=list)
+
+
+# --- formatting ------------------------------------------------------------------------
+
+
+def _utc(at: datetime | None) -> str:
+    return "-" if at is None else format_instant(at)
+
+
+def _clock(at: datetime | None) -> str:
+    """``Mon 14:00:00Z``: a short instant for the story's timeline."""
+    return "-" if at is None else f"{at.astimezone(UTC):%a %H:%M:%S}Z"
+
+
+def _local(at: datetime, zone: str, *, date: bool = True) -> str:
+    local = at.astimezone(load_zone(zone))
+    return local.strftime("%a %Y-%m-%d %H:%M %Z" if date else "%a %H:%M %Z")
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+# --- the story -------------------------------------------------------------------------
+
+
+class Demo:
+    def __init__(self, db_path: Path, out: TextIO, seed: int) -> None:
+        self.db_path = db_path
+        self.out = out
+        self.rng = random.Random(seed)
+        self.clock = SimulatedClock(START_AT)
+        self.config = TickConfig()
+        self.mail = MailApi(self.clock)
+        self._closers: list[Callable[[], None]] = []
+        # The API process: the schedule use cases over their own connection.
+        self.api_store = self._open_store()
+        self.schedules = ScheduleService(
+            self.api_store,
+            self.clock,
+            self.config.partitioning,
+            new_id=lambda: new_schedule_id(self.rng.randbytes(10)),
+        )
+        self._peek = sqlite3.connect(str(db_path))
+        self._closers.append(self._peek.close)
+        self.schedule_id = ""
+        self.ticks: dict[str, TickProcess] = {}
+        self.intents_sent = 0
+        self.step = _Step()
+
+    # --- processes --------------------------------------------------------------------
+
+    def _open_store(self) -> SqliteStore:
+        store = SqliteStore(self.db_path)
+        self._closers.append(store.close)
+        return store
+
+    def _open_queue(self) -> SqliteQueue:
+        queue = SqliteQueue(self.db_path, clock=self.clock)
+        self._closers.append(queue.close)
+        return queue
+
+    def start_tick(self, name: str, queue: DeliveryQueue | None = None) -> TickProcess:
+        store = TickStore(self.db_path)
+        self._closers.append(store.close)
+        ticker = Ticker(store, queue or self._open_queue(), self.clock, self.config, owner=name)
+        process = TickProcess(name, store, ticker)
+        self.ticks[name] = process
+        return process
+
+    def start_worker(self) -> tuple[RunWorker, SqliteQueue]:
+        """A worker composed as the local stack composes it, with the mail API
+        simulated and no log lines (the story prints the store instead)."""
+        worker = RunWorker(
+            SqliteRunStore(self._open_store()),
+            self.mail,
+            self.clock,
+            random.Random(self.rng.random()),
+            telemetry=NoTelemetry(),
+            new_token=lambda: self.rng.randbytes(24).hex(),
+        )
+        return worker, self._open_queue()
+
+    def close(self) -> None:
+        for close in reversed(self._closers):
+            close()
+        self._closers = []
+
+    # --- output -----------------------------------------------------------------------
+
+    def print(self, text: str = "") -> None:
+        self.out.write(text + "\n")
+
+    def say(self, text: str) -> None:
+        self.print(textwrap.fill(text, WIDTH))
+
+    def heading(self, text: str) -> None:
+        self.print()
+        self.print(text)
+        self.print("-" * len(text))
+
+    def table(self, headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+        widths = [max([len(h), *(len(row[i]) for row in rows)]) for i, h in enumerate(headers)]
+
+        def line(cells: Sequence[str]) -> str:
+            return (
+                "  " + "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True))
+            ).rstrip()
+
+        self.print(line(headers))
+        self.print(line(["-" * w for w in widths]))
+        for row in rows:
+            self.print(line(row))
+
+    def log(self, actor: str, what: str) -> None:
+        self.step.events.append(_Event(self.clock.now(), actor, what))
+
+    def show_log(self) -> None:
+        rows: list[list[str]] = []
+        for event in self.step.events:
+            lines = textwrap.wrap(event.what, 66) or [""]
+            rows.append([_clock(event.at), event.actor, lines[0]])
+            rows.extend(["", "", more] for more in lines[1:])
+        self.table(["at", "who", "what"], rows)
+        self.step = _Step()
+
+    # --- reading the store ----------------------------------------------------------------
+
+    def schedule(self) -> Schedule:
+        return self.schedules.get(self.schedule_id, include_deleted=True)
+
+    def runs(self) -> list[Run]:
+        """The schedule's occurrences, oldest first."""
+        return list(reversed(self.api_store.runs(self.schedule_id, 100).items))
+
+    def zone_of(self, run: Run) -> str:
+        return spec_zone_name(self.schedules.version(run.schedule_id, run.version).spec)
+
+    def messages(self) -> list[tuple[int, str, int, str, datetime | None]]:
+        """The delivery queue as stored: (number, occurrence id, receives, state, visible at)."""
+        rows = self._peek.execute(
+            "SELECT seq, body, receive_count, state, visible_at FROM delivery_queue ORDER BY seq"
+        ).fetchall()
+        epoch = datetime(1970, 1, 1, tzinfo=UTC)
+        return [
+            (
+                int(seq),
+                str(json.loads(body)["occurrence_id"]),
+                int(receives),
+                str(state),
+                None if visible is None else epoch + timedelta(microseconds=int(visible)),
+            )
+            for seq, body, receives, state, visible in rows
+        ]
+
+    def message_number(self, message: QueueMessage) -> int:
+        row = self._peek.execute(
+            "SELECT seq FROM delivery_queue WHERE message_id = ?", (message.message_id,)
+        ).fetchone()
+        return int(row[0])
+
+    def show_schedule(self) -> None:
+        schedule = self.schedule()
+        spec = schedule.current.spec
+        zone = spec_zone_name(spec)
+        state = "paused" if schedule.state.paused else "active"
+        if schedule.state.note:
+            state += f' (note: "{schedule.state.note}")'
+        due = "-"
+        if schedule.next_due is not None:
+            due = f"{_utc(schedule.next_due)} ({_local(schedule.next_due, zone)})"
+            if schedule.state.paused:
+                due += ", not planned while paused"
+        facts = [
+            ("schedule", schedule.schedule_id),
+            ("version", str(schedule.version)),
+            ("spec", f"{spec_to_dict(spec).get('cron', '')} in {zone}"),
+            ("state", state),
+            ("next_due", due),
+        ]
+        self.facts(facts)
+
+    def facts(self, facts: Sequence[tuple[str, str]]) -> None:
+        width = max(len(name) for name, _ in facts)
+        for name, text in facts:
+            self.print(f"  {name.ljust(width)}  {text}")
+
+    def show_next(self, count: int) -> None:
+        schedule = self.schedule()
+        zone = spec_zone_name(schedule.current.spec)
+        slots = self.schedules.next_occurrences(schedule, count)
+        if not slots:
+            self.print("  (none: the schedule is paused)")
+            return
+        self.table(
+            [f"local ({zone})", "UTC", "version"],
+            [
+                [_local(s.scheduled_at, zone), _utc(s.scheduled_at), str(schedule.version)]
+                for s in slots
+            ],
+        )
+
+    def show_runs(self, columns: Sequence[str]) -> None:
+        getters: dict[str, Callable[[Run], str]] = {
+            "occurrence_id": lambda r: r.occurrence_id,
+            "version": lambda r: str(r.version),
+            "scheduled_at (UTC)": lambda r: _utc(r.scheduled_at),
+            "local": lambda r: _local(r.scheduled_at, self.zone_of(r), date=False),
+            "status": lambda r: r.status.value,
+            "attempts": lambda r: str(r.attempts),
+            "admitted_at": lambda r: _clock(r.admitted_at),
+            "sent_at": lambda r: _clock(r.sent_at),
+            "started_at": lambda r: _clock(r.started_at),
+            "finished_at": lambda r: _clock(r.finished_at),
+            "reason": lambda r: r.reason or "-",
+        }
+        runs = self.runs()
+        if not runs:
+            self.print("  (no occurrences stored)")
+            return
+        self.table(columns, [[getters[c](run) for c in columns] for run in runs])
+
+    def show_queue(self) -> None:
+        now = self.clock.now()
+        rows: list[list[str]] = []
+        for number, occurrence, receives, state, visible in self.messages():
+            if state == "ready" and visible is not None and visible > now:
+                state = f"in flight, visible again at {_clock(visible)}"
+            rows.append([f"#{number}", occurrence, str(receives), state])
+        if not rows:
+            self.print("  (empty)")
+            return
+        self.table(["message", "intent for occurrence", "receives", "state"], rows)
+
+    def show_outbox(self) -> None:
+        if not self.mail.outbox:
+            self.print("  (no email sent)")
+            return
+        self.table(
+            ["sent_at", "to", "subject", "Idempotency-Key", "version"],
+            [
+                [_clock(e.sent_at), e.to, e.subject, e.idempotency_key, str(e.version)]
+                for e in self.mail.outbox
+            ],
+        )
+
+    # --- ticking --------------------------------------------------------------------------
+
+    def tick(self, name: str) -> TickReport:
+        process = self.ticks[name]
+        written = process.store.written
+        report = process.ticker.tick_once()
+        self.intents_sent += report.dispatch.sent
+        self.log(name, self._describe(report, process.store.written - written))
+        return report
+
+    @staticmethod
+    def _describe(report: TickReport, written: int) -> str:
+        plan, dispatch = report.plan, report.dispatch
+        parts: list[str] = []
+        if written:
+            parts.append(f"wrote {_plural(written, 'occurrence')}")
+        if plan.conflicts:
+            parts.append(
+                f"{_plural(plan.conflicts, 'write')} refused (the schedule changed since its read)"
+            )
+        if dispatch.admitted:
+            parts.append(f"admitted {dispatch.admitted}")
+        closed = plan.skipped + plan.expired + dispatch.skipped + dispatch.expired
+        if closed:
+            parts.append(f"closed {closed} without admitting")
+        if dispatch.sent:
+            sent = f"sent {_plural(dispatch.sent, 'intent')}"
+            if dispatch.resent:
+                sent += f" ({dispatch.resent} admitted earlier, never sent)"
+            parts.append(sent)
+        shards = _plural(len(dispatch.shards), "shard")
+        return f"tick ({shards}): " + ("; ".join(parts) or "nothing to do")
+
+    # --- the five steps ---------------------------------------------------------------------
+
+    def body(self, zone: str, to: str, subject: str, cc: str | None = None) -> dict[str, Any]:
+        payload: dict[str, Any] = {"to": to, "subject": subject}
+        if cc is not None:
+            payload["cc"] = cc
+        return {
+            "name": "daily sales report",
+            "spec": {"cron": CRON, "time_zone": zone},
+            "target": dict(MAIL_API),
+            "payload": payload,
+        }
+
+    def intro(self) -> None:
+        self.print("duetime demo")
+        self.print("============")
+        self.say(
+            "One schedule's first two days, on a simulated clock, over a fresh SQLite store, "
+            "through the services the local stack runs: the schedule use cases, the tick "
+            "(plan and dispatch), the SQLite delivery queue and the run worker. The report is "
+            "emailed through a mail API (a webhook target), simulated here: it records every "
+            "call with its Idempotency-Key. Tick settings are the defaults: "
+            f"{self.config.partitioning.shards} shards, "
+            f"{self.config.partitioning.bucket_s} s buckets, "
+            f"{self.config.lookahead.total_seconds():g} s lookahead, "
+            f"{self.config.lease_ttl.total_seconds():g} s leases. "
+            "Times are UTC; New York is UTC-5 (EST) and London UTC+0 (GMT) in December."
+        )
+
+    def step_1_create(self) -> None:
+        self.heading("1. A weekday 09:00 report in New York")
+        schedule, _ = self.schedules.create(self.body(NEW_YORK, "sales@example.com", "Daily sales"))
+        self.schedule_id = schedule.schedule_id
+        self.log("api", f"POST /schedules: {CRON} in {NEW_YORK}, emailed via {MAIL_API['url']}")
+        self.show_log()
+        self.print()
+        self.print("Stored schedule:")
+        self.show_schedule()
+        self.print()
+        self.print("Its next occurrences (calculated; nothing is stored until the tick plans it):")
+        self.show_next(6)
+
+    def step_2_restart(self) -> None:
+        self.heading("2. The scheduler restarts mid-tick")
+        self.say(
+            "tick-1 writes Monday's occurrence when it comes within the lookahead, admits it "
+            "at 09:00 New York, and is killed before it sends the delivery intent. Once "
+            "tick-1's leases have run out, tick-2, a new tick process, takes its shards."
+        )
+        self.print()
+        self.start_tick("tick-1", KilledBeforeSend())
+        monday = self.schedule().next_due
+        assert monday is not None
+        self.clock.set(monday - timedelta(minutes=1))
+        self.tick("tick-1")
+        self.clock.set(monday)
+        try:
+            self.tick("tick-1")
+        except ProcessKilled:
+            now = self.clock.now()
+            held = [s for s in self.api_store.leases() if s.owner == "tick-1" and s.live(now)]
+            admitted = sum(1 for r in self.runs() if r.admitted_at == now)
+            self.log(
+                "tick-1",
+                f"tick ({_plural(len(held), 'shard')}): admitted {admitted}; "
+                "killed before sending its intent",
+            )
+        self.clock.set(monday + self.config.lease_ttl + timedelta(seconds=1))
+        self.start_tick("tick-2")
+        self.tick("tick-2")
+        self.clock.set(self.clock.now() + timedelta(seconds=15))
+        self.tick("tick-2")
+        self.show_log()
+        self.print()
+        self.print("Stored occurrences:")
+        self.show_runs(["occurrence_id", "local", "status", "admitted_at", "sent_at"])
+        self.print()
+        self.print("Delivery queue:")
+        self.show_queue()
+        runs = self.runs()
+        intents = {occurrence for _, occurrence, *_ in self.messages()}
+        self.print()
+        self.say(
+            f"{_plural(len(runs), 'occurrence')}, {_plural(len(intents), 'intent id')}: "
+            + ", ".join(sorted(intents))
+            + "."
+        )
+
+    def step_3_duplicate_message(self) -> None:
+        self.heading("3. The same queue message arrives twice")
+        self.say(
+            "worker-1 runs the occurrence and is stopped before it deletes the message. When "
+            "the message's visibility timeout ends, the queue delivers it again, to worker-2."
+        )
+        self.print()
+        first_worker, first_queue = self.start_worker()
+        self.clock.set(self.clock.now() + timedelta(seconds=1))
+        [first] = first_queue.receive(10, 0)
+        self._handle("worker-1", first_worker, first_queue, first, delete=False)
+        self.clock.set(self.clock.now() + timedelta(seconds=first_queue.visibility_timeout_s + 1))
+        second_worker, second_queue = self.start_worker()
+        [second] = second_queue.receive(10, 0)
+        same = "the same message" if second.message_id == first.message_id else "another message"
+        self.log("queue", f"delivers message #{self.message_number(second)} again ({same})")
+        self._handle("worker-2", second_worker, second_queue, second, delete=True)
+        self.show_log()
+        self.print()
+        self.print("Stored occurrences:")
+        self.show_runs(["occurrence_id", "status", "attempts", "started_at", "finished_at"])
+        self.print()
+        self.print("Delivery queue:")
+        self.show_queue()
+        self.print()
+        self.print("The mail API's outbox:")
+        self.show_outbox()
+
+    def _handle(
+        self,
+        name: str,
+        worker: RunWorker,
+        queue: SqliteQueue,
+        message: QueueMessage,
+        *,
+        delete: bool,
+    ) -> None:
+        number = self.message_number(message)
+        self.log(name, f"receives message #{number} (receive {message.receive_count})")
+        sent_before = len(self.mail.outbox)
+        intent = IntentBody.model_validate_json(message.body).to_intent()
+        decision = worker.handle(intent, message.receive_count)
+        emails = len(self.mail.outbox) - sent_before
+        what = f"runs {intent.occurrence_id}: {_plural(emails, 'email')} sent"
+        if emails == 0:
+            what = f"{intent.occurrence_id}: nothing sent"
+        self.log(name, f"{what}; decision: {decision.action} ({decision.reason})")
+        if not delete:
+            self.log(name, f"stopped before deleting message #{number}")
+            return
+        if apply(decision, queue, message, intent) == "deleted":
+            queue.delete(message.receipt)
+            self.log(name, f"deletes message #{number}")
+
+    def step_4_move(self) -> None:
+        self.heading("4. The schedule moves from New York to London while two schedulers tick")
+        self.say(
+            "Monday afternoon, the report is edited three times (each edit names the version it "
+            "read, as If-Match). On Tuesday, 75 seconds before 09:00 New York, two tick "
+            "processes are running. tick-3 reads the schedule and computes Tuesday's "
+            "occurrence; before its write lands, tick-2 writes Tuesday's occurrence under "
+            "version 4 and the schedule is moved to Europe/London."
+        )
+        self.print()
+        monday = START_AT.replace(hour=16)
+        cc = "finance@example.com"
+        edits = [
+            ("adds a cc", self.body(NEW_YORK, "sales@example.com", "Daily sales", cc)),
+            ("renames the subject", self.body(NEW_YORK, "sales@example.com", SUBJECT, cc)),
+            ("changes the recipient", self.body(NEW_YORK, RECIPIENT, SUBJECT, cc)),
+        ]
+        for n, (change, body) in enumerate(edits):
+            self.clock.set(monday + timedelta(minutes=5 * n))
+            version = self.schedule().version
+            edited = self.schedules.edit(self.schedule_id, version, body)
+            self.log("api", f"PUT If-Match {version}: {change} -> version {edited.version}")
+
+        tuesday = self.schedule().next_due
+        assert tuesday is not None
+        self.clock.set(tuesday - timedelta(seconds=75))
+        tick_3 = self.start_tick("tick-3")
+        snapshot: list[Run] = []
+
+        def meanwhile(batch: Sequence[Materialization]) -> None:
+            for item in batch:
+                slots = ", ".join(_utc(r.scheduled_at) for r in item.occurrences)
+                self.log(
+                    "tick-3",
+                    f"read version {item.expected_version}, due {_utc(item.expected_next_due)}; "
+                    f"about to write {slots} (v{item.expected_version})",
+                )
+            self.tick("tick-2")
+            snapshot.extend(self.runs())
+            moved = self.schedules.edit(
+                self.schedule_id,
+                4,
+                self.body(LONDON, RECIPIENT, SUBJECT, "finance@example.com"),
+            )
+            self.log("api", f"PUT If-Match 4: {NEW_YORK} -> {LONDON} -> version {moved.version}")
+
+        tick_3.store.before_write = meanwhile
+        self.tick("tick-3")
+        for _ in range(2):
+            self.clock.set(self.clock.now() + timedelta(seconds=15))
+            self.tick("tick-2")
+            self.tick("tick-3")
+        self.show_log()
+
+        self.print()
+        self.print("Versions:")
+        self.table(
+            ["version", "created_at", "time zone", "to", "subject"],
+            [
+                [
+                    str(v.version),
+                    _clock(v.created_at),
+                    spec_zone_name(v.spec),
+                    str(v.payload.get("to")),
+                    str(v.payload.get("subject")),
+                ]
+                for v in (
+                    self.schedules.version(self.schedule_id, n)
+                    for n in range(1, self.schedule().version + 1)
+                )
+            ],
+        )
+        self.print()
+        self.print("Stored occurrences:")
+        self.show_runs(["occurrence_id", "version", "scheduled_at (UTC)", "local", "status"])
+        runs = self.runs()
+        before = next(r for r in snapshot if r.scheduled_at == tuesday)
+        after = [r for r in runs if r.business_key == before.business_key]
+        unchanged = [(r.occurrence_id, r.version, r.scheduled_at) for r in after] == [
+            (before.occurrence_id, before.version, before.scheduled_at)
+        ]
+        slots = sorted({r.business_key for r in runs})
+        self.print()
+        self.say(
+            f"Tuesday's occurrence: {_plural(len(after), 'record')} for its slot, "
+            f"{'unchanged' if unchanged else 'CHANGED'} since tick-2 wrote it "
+            f"({before.occurrence_id}: version {before.version}, {_utc(before.scheduled_at)}). "
+            f"{_plural(len(runs), 'occurrence')} for {_plural(len(slots), 'slot')}."
+        )
+        self.print()
+        self.print("Stored schedule:")
+        self.show_schedule()
+        self.print()
+        self.print("Its next occurrences, newly calculated under the current version:")
+        self.show_next(3)
+
+    def step_5_pause(self) -> None:
+        self.heading("5. Pause stops admissions; the email already sent stays sent")
+        self.say(
+            "Thirty seconds before Tuesday's occurrence is due, the schedule is paused. Both "
+            "schedulers keep ticking through 09:00 New York (14:00Z), and a worker polls the "
+            "queue."
+        )
+        self.print()
+        self.clock.set(self.clock.now() + timedelta(seconds=15))
+        paused = self.schedules.pause(self.schedule_id, "waiting for the London team")
+        skipped = [r for r in self.runs() if r.finished_at == self.clock.now()]
+        self.log(
+            "api",
+            f'POST /pause (note: "{paused.state.note}"): '
+            + ", ".join(f"{r.occurrence_id} {r.status.value} ({r.reason})" for r in skipped),
+        )
+        for n in range(3):
+            if n:
+                self.clock.set(self.clock.now() + timedelta(seconds=15))
+            self.tick("tick-2")
+            self.tick("tick-3")
+        worker, queue = self.start_worker()
+        messages = queue.receive(10, 0)
+        for message in messages:
+            self._handle("worker-3", worker, queue, message, delete=True)
+        if not messages:
+            self.log("worker-3", "polls the queue: no message")
+        self.show_log()
+        self.print()
+        self.print("Stored occurrences:")
+        self.show_runs(["occurrence_id", "version", "local", "status", "reason"])
+        self.print()
+        self.print("Delivery queue:")
+        self.show_queue()
+        self.print()
+        self.print("The mail API's outbox:")
+        self.show_outbox()
+        self.print()
+        self.print("Stored schedule:")
+        self.show_schedule()
+        self.print()
+        self.print("Its next occurrences:")
+        self.show_next(3)
+
+    def summary(self) -> None:
+        self.heading("In the store at the end")
+        runs = self.runs()
+        schedule = self.schedule()
+        by_status: dict[str, int] = {}
+        for run in runs:
+            label = run.status.value
+            if run.status is RunStatus.SKIPPED and run.reason:
+                label += f" ({run.reason})"
+            by_status[label] = by_status.get(label, 0) + 1
+        keys = {r.business_key for r in runs}
+        state = "paused" if schedule.state.paused else "active"
+        facts = [
+            ("schedule", f"{schedule.schedule_id}, version {schedule.version}, {state}"),
+            (
+                "occurrences",
+                f"{len(runs)} for {_plural(len(keys), 'slot')}: "
+                + ", ".join(f"{n} {s}" for s, n in by_status.items()),
+            ),
+            (
+                "intents sent",
+                f"{self.intents_sent}; messages left in the queue: "
+                f"{len([m for m in self.messages() if m[3] == 'ready'])}",
+            ),
+            (
+                "emails",
+                f"{len(self.mail.outbox)}; Idempotency-Keys: "
+                + ", ".join(e.idempotency_key for e in self.mail.outbox),
+            ),
+        ]
+        self.facts(facts)
+
+
+def run_demo(out: TextIO, *, db_path: Path | None = None, seed: int = DEFAULT_SEED) -> DemoResult:
+    """Tell the story into ``out``. With ``db_path`` (a file that must not exist
+    yet) the store is kept there; otherwise it lives in a temporary directory."""
+    if db_path is not None:
+        if db_path.exists():
+            raise FileExistsError(f"{db_path} exists; the demo starts from an empty store")
+        return _tell(db_path, out, seed)
+    with tempfile.TemporaryDirectory(prefix="duetime-demo-") as directory:
+        return _tell(Path(directory) / "duetime.db", out, seed)
+
+
+def _tell(db_path: Path, out: TextIO, seed: int) -> DemoResult:
+    demo = Demo(db_path, out, seed)
+    try:
+        demo.intro()
+        demo.step_1_create()
+        demo.step_2_restart()
+        demo.step_3_duplicate_message()
+        demo.step_4_move()
+        demo.step_5_pause()
+        demo.summary()
+    finally:
+        demo.close()
+    return DemoResult(demo.schedule_id, list(demo.mail.outbox), demo.intents_sent)
+
+
+# --- the command -----------------------------------------------------------------------
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "demo",
+        help="tell duetime's story on a simulated clock: restarts, duplicates, edits, pause",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--db",
+        type=Path,
+        help="keep the store in this SQLite file (must not exist) to inspect it afterwards",
+    )
+    parser.add_argument(
+        "--seed", type=int, default=DEFAULT_SEED, help=f"seed for ids (default {DEFAULT_SEED})"
+    )
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        run_demo(sys.stdout, db_path=args.db, seed=args.seed)
+    except FileExistsError as error:
+        print(f"duetime demo: {error}", file=sys.stderr)
+        return 2
+    return 0

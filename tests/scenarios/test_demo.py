@@ -1,0 +1,185 @@
+"""`duetime demo`, run in process: what it prints and what it leaves in the store.
+
+The demo narrates five promises; each test here checks one of them twice, in
+the printed story and in the SQLite store the story leaves behind, so a
+broken promise fails here even if the narration still reads well.
+
+Timeline (Monday 2026-11-30, New York on EST, UTC-5; London on GMT, UTC+0):
+Monday 09:00 New York = 14:00Z (admitted by tick-1, sent by tick-2, emailed
+once); Tuesday 09:00 New York = 2026-12-01T14:00Z (materialized under version
+4, skipped by the pause); Wednesday 09:00 London = 2026-12-02T09:00Z (the
+first slot of version 5).
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from adapters.sqlite.queue import SqliteQueue
+from adapters.sqlite.store import SqliteStore
+from cli.demo import DemoResult, run_demo
+from cli.main import main
+from domain.run import Reason, Run, RunStatus
+from domain.spec import spec_zone_name
+from tests.conftest import utc
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "demo.md"
+
+
+@dataclass
+class Told:
+    result: DemoResult
+    output: str
+    store: SqliteStore
+    db: Path
+
+    @property
+    def sid(self) -> str:
+        return self.result.schedule_id
+
+    def runs(self) -> list[Run]:
+        return list(reversed(self.store.runs(self.sid, 100).items))
+
+    def run_at(self, instant: str) -> Run:
+        [run] = [r for r in self.runs() if r.scheduled_at == utc(instant)]
+        return run
+
+    def section(self, number: int) -> str:
+        """The printed text of step ``number``."""
+        start = self.output.index(f"\n{number}. ")
+        end = self.output.find(f"\n{number + 1}. ", start)
+        if end == -1:
+            end = self.output.index("\nIn the store at the end")
+        return self.output[start:end]
+
+
+@pytest.fixture(scope="module")
+def told(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Told]:
+    db = tmp_path_factory.mktemp("demo") / "duetime.db"
+    out = io.StringIO()
+    result = run_demo(out, db_path=db)
+    store = SqliteStore(db)
+    yield Told(result, out.getvalue(), store, db)
+    store.close()
+
+
+def _says(text: str, phrase: str) -> bool:
+    """``phrase`` appears in ``text``, however the lines and columns wrapped it."""
+    return " ".join(phrase.split()) in " ".join(text.split())
+
+
+def _row(text: str, *cells: str) -> bool:
+    """Some line of ``text`` holds ``cells`` in order, separated by table spacing."""
+    pattern = r"\s+".join(re.escape(c) for c in cells)
+    return re.search(rf"^\s*{pattern}\s*$", text, re.MULTILINE) is not None
+
+
+def test_one_record_per_slot_across_the_whole_story(told: Told) -> None:
+    runs = told.runs()
+    assert [(r.version, r.scheduled_at.isoformat()) for r in runs] == [
+        (1, "2026-11-30T14:00:00+00:00"),
+        (4, "2026-12-01T14:00:00+00:00"),
+    ]
+    assert len({r.business_key for r in runs}) == len(runs)
+    assert _says(told.output, "2 occurrences for 2 slots")
+
+
+def test_a_tick_killed_before_sending_is_repaired_by_the_next_one_with_one_intent(
+    told: Told,
+) -> None:
+    monday = told.run_at("2026-11-30T14:00:00Z")
+    assert monday.occurrence_id == f"{told.sid}.v1.20261130T140000Z"
+    # Admitted once, by the killed tick; sent by the next process once its leases lapsed.
+    assert monday.admitted_at == utc("2026-11-30T14:00:00Z")
+    assert monday.sent_at == utc("2026-11-30T14:00:31Z")
+    assert told.result.intents_sent == 1
+    text = told.section(2)
+    assert _says(text, "admitted 1; killed before sending its intent")
+    assert _says(text, "sent 1 intent (1 admitted earlier, never sent)")
+    assert _says(text, f"1 occurrence, 1 intent id: {monday.occurrence_id}.")
+    assert _row(text, "#1", monday.occurrence_id, "0", "ready")
+
+
+def test_a_message_delivered_twice_runs_once_and_sends_one_email(told: Told) -> None:
+    monday = told.run_at("2026-11-30T14:00:00Z")
+    assert monday.status is RunStatus.SUCCEEDED and monday.attempts == 1
+    [email] = told.result.emails
+    assert email.idempotency_key == monday.occurrence_id
+    assert (email.version, email.attempt) == (1, 1)
+    queue = SqliteQueue(told.db)
+    try:
+        assert queue.depth() == 0 and queue.dead_letters() == []
+    finally:
+        queue.close()
+    text = told.section(3)
+    assert _says(text, "worker-2  receives message #1 (receive 2)")
+    assert _says(text, "nothing sent; decision: delete (already succeeded)")
+    assert _row(
+        text, "Mon 14:00:47Z", "sales@example.com", "Daily sales", monday.occurrence_id, "1"
+    )
+
+
+def test_moving_to_london_keeps_tuesdays_v4_occurrence_and_plans_v5_next(told: Told) -> None:
+    tuesday = told.run_at("2026-12-01T14:00:00Z")
+    assert tuesday.occurrence_id == f"{told.sid}.v4.20261201T140000Z"
+    assert tuesday.version == 4
+    v4 = told.store.get_version(told.sid, 4)
+    assert v4 is not None and spec_zone_name(v4.spec) == "America/New_York"
+    head = told.store.get(told.sid)
+    assert head is not None and head.version == 5
+    assert spec_zone_name(head.current.spec) == "Europe/London"
+    assert head.next_due == utc("2026-12-02T09:00:00Z")
+    text = told.section(4)
+    assert _says(text, "1 write refused (the schedule changed since its read)")
+    assert _says(text, "1 record for its slot, unchanged since tick-2 wrote it")
+    assert _row(
+        text, tuesday.occurrence_id, "4", "2026-12-01T14:00:00Z", "Tue 09:00 EST", "scheduled"
+    )
+    newly = text[text.index("newly calculated") :]
+    first = newly.splitlines()[3]
+    assert _row(first, "Wed 2026-12-02 09:00 GMT", "2026-12-02T09:00:00Z", "5")
+
+
+def test_pause_skips_the_next_occurrence_and_leaves_the_sent_email_alone(told: Told) -> None:
+    tuesday = told.run_at("2026-12-01T14:00:00Z")
+    assert tuesday.status is RunStatus.SKIPPED and tuesday.reason == Reason.PAUSED
+    assert tuesday.admitted_at is None and tuesday.sent_at is None
+    assert told.run_at("2026-11-30T14:00:00Z").status is RunStatus.SUCCEEDED
+    assert len(told.result.emails) == 1
+    head = told.store.get(told.sid)
+    assert head is not None and head.state.paused
+    text = told.section(5)
+    assert "admitted" not in text.split("Stored occurrences:")[0]
+    assert _row(text, tuesday.occurrence_id, "4", "Tue 09:00 EST", "skipped", "paused")
+    assert _says(text, "(none: the schedule is paused)")
+    assert _says(told.output, "emails        1; Idempotency-Keys:")
+
+
+def test_the_story_is_the_same_every_time_and_the_command_prints_it(
+    told: Told, capsys: pytest.CaptureFixture[str]
+) -> None:
+    again = io.StringIO()
+    run_demo(again)
+    assert again.getvalue() == told.output
+    assert main(["demo"]) == 0
+    assert capsys.readouterr().out == told.output
+
+
+def test_the_demo_refuses_to_reuse_a_store(tmp_path: Path) -> None:
+    used = tmp_path / "used.db"
+    used.write_bytes(b"")
+    assert main(["demo", "--db", str(used)]) == 2
+
+
+def test_the_docs_show_the_current_output(told: Told) -> None:
+    doc = DOC.read_text(encoding="utf-8")
+    blocks = re.findall(r"^```text\n(.*?)^```$", doc, re.MULTILINE | re.DOTALL)
+    assert told.output in blocks, (
+        "docs/demo.md is stale: paste the output of `duetime demo` into its text block"
+    )
