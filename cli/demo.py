@@ -33,7 +33,7 @@ import sys
 import tempfile
 import textwrap
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Final, TextIO
@@ -183,11 +183,6 @@ class _Event:
     what: str
 
 
-@dataclass
-class _Step:
-    events: list[_Event] = field(default_factory=list)
-
-
 # --- formatting ------------------------------------------------------------------------
 
 
@@ -234,7 +229,7 @@ class Demo:
         self.schedule_id = ""
         self.ticks: dict[str, TickProcess] = {}
         self.intents_sent = 0
-        self.step = _Step()
+        self.events: list[_Event] = []
 
     # --- processes --------------------------------------------------------------------
 
@@ -301,16 +296,16 @@ class Demo:
             self.print(line(row))
 
     def log(self, actor: str, what: str) -> None:
-        self.step.events.append(_Event(self.clock.now(), actor, what))
+        self.events.append(_Event(self.clock.now(), actor, what))
 
     def show_log(self) -> None:
         rows: list[list[str]] = []
-        for event in self.step.events:
+        for event in self.events:
             lines = textwrap.wrap(event.what, 66) or [""]
             rows.append([_clock(event.at), event.actor, lines[0]])
             rows.extend(["", "", more] for more in lines[1:])
         self.table(["at", "who", "what"], rows)
-        self.step = _Step()
+        self.events = []
 
     # --- reading the store ----------------------------------------------------------------
 
