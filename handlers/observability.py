@@ -6,6 +6,8 @@ Powertools itself reads when an object is first created.
 
 from __future__ import annotations
 
+import io
+import sys
 from functools import lru_cache
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
@@ -13,9 +15,20 @@ from aws_lambda_powertools import Logger, Metrics, Tracer
 from adapters.definitions import METRICS_NAMESPACE, SERVICE_NAME
 
 
+class _Stdout(io.TextIOBase):
+    """Standard output as it is at each write, not as it was when the logger was built
+    (a local stack or a test may swap ``sys.stdout`` after the first log line)."""
+
+    def write(self, text: str) -> int:
+        return sys.stdout.write(text)
+
+    def flush(self) -> None:
+        sys.stdout.flush()
+
+
 @lru_cache(maxsize=1)
 def logger() -> Logger:
-    return Logger(service=SERVICE_NAME)
+    return Logger(service=SERVICE_NAME, stream=_Stdout())
 
 
 @lru_cache(maxsize=1)
