@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import sys
 from functools import lru_cache
+from typing import IO, cast
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 
@@ -28,7 +29,7 @@ class _Stdout(io.TextIOBase):
 
 @lru_cache(maxsize=1)
 def logger() -> Logger:
-    return Logger(service=SERVICE_NAME, stream=_Stdout())
+    return Logger(service=SERVICE_NAME, stream=cast(IO[str], _Stdout()))
 
 
 @lru_cache(maxsize=1)
