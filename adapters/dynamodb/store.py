@@ -471,6 +471,8 @@ class DynamoStore(Store):
             raise ValueError("limit must be at least 1")
         upper = f"{it.iso(until)}#{it.KEY_CEILING}"
         after = str(_untoken(token)["due_key"]) if token else None
+        if after is not None and after >= upper:
+            return Page(())
 
         def one(shard: int) -> list[dict[str, Any]]:
             values: dict[str, Any] = {":shard": {"S": str(shard)}, ":upper": {"S": upper}}
