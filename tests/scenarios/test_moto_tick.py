@@ -34,7 +34,7 @@ from domain.run import DeliveryIntent, Run, RunStatus
 from domain.spec import slots_after
 from service.ports import Lease
 from service.schedules import ScheduleService
-from service.tick import TickConfig, Ticker
+from service.tick import DispatchReport, TickConfig, Ticker
 from tests.conftest import FakeClock, utc
 
 pytestmark = pytest.mark.slow
@@ -184,12 +184,12 @@ def test_two_ticks_dispatching_one_shard_admit_each_occurrence_once(
     # The holder takes the lease first; the other's lease ran out long ago.
     assert [lease.shard for lease in tickers[0].dispatcher.acquire_leases(clock.now())] == [0]
     errors: list[BaseException] = []
-    shards: dict[str, list[list[int]]] = {t.owner: [] for t in tickers}
+    reports: dict[str, list[DispatchReport]] = {t.owner: [] for t in tickers}
 
     def tick(ticker: Ticker, start: threading.Barrier) -> None:
         try:
             start.wait()
-            shards[ticker.owner].append(ticker.tick_once().dispatch.shards)
+            reports[ticker.owner].append(ticker.tick_once().dispatch)
         except BaseException as error:  # reported by the main thread
             errors.append(error)
 
@@ -205,7 +205,9 @@ def test_two_ticks_dispatching_one_shard_admit_each_occurrence_once(
         assert not errors, errors
     end = clock.now()
     # Both dispatched the one shard on every pass.
-    assert all(passes == [[0]] * 13 for passes in shards.values())
+    assert all([r.shards for r in passes] == [[0]] * 13 for passes in reports.values())
+    # The stalled one's checkpoint writes were all refused: the epoch fences it.
+    assert all(r.checkpoint_refused == [0] for r in reports[StalledStore.owner])
 
     due: set[str] = set()
     for sid in ids:
