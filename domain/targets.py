@@ -35,8 +35,10 @@ from urllib.parse import urlsplit
 from domain.errors import InvalidSchedule
 
 DEFAULT_WEBHOOK_TIMEOUT_S: Final = 10.0
-# The longest a single call may take: a Lambda worker lives at most 15 minutes.
-MAX_TARGET_TIMEOUT_S: Final = 900.0
+# The longest a single call may take. The worker Lambda gets 150 s (its queue's
+# visibility timeout must be six times that); a job that takes longer answers
+# 202 Accepted and reports completion with its run token.
+MAX_TARGET_TIMEOUT_S: Final = 120.0
 MAX_WEBHOOK_HEADERS: Final = 20
 MAX_HEADER_VALUE_CHARS: Final = 4096
 MAX_URL_CHARS: Final = 2048
