@@ -1,4 +1,7 @@
-"""The one place the Powertools logger, metrics and tracer are built.
+"""The one place the Powertools logger and metrics are built.
+
+No tracer: the functions do not enable X-Ray, and the X-Ray SDK is not a
+dependency; structured logs carry the occurrence id through every step.
 
 Built lazily: nothing here reads the environment at import time beyond what
 Powertools itself reads when an object is first created.
@@ -11,7 +14,7 @@ import sys
 from functools import lru_cache
 from typing import IO, cast
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger, Metrics
 
 from adapters.definitions import METRICS_NAMESPACE, SERVICE_NAME
 
@@ -35,8 +38,3 @@ def logger() -> Logger:
 @lru_cache(maxsize=1)
 def metrics() -> Metrics:
     return Metrics(namespace=METRICS_NAMESPACE, service=SERVICE_NAME)
-
-
-@lru_cache(maxsize=1)
-def tracer() -> Tracer:
-    return Tracer(service=SERVICE_NAME)

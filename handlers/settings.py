@@ -26,7 +26,7 @@ class Settings(BaseModel):
     tick_budget_s: float = Field(default=50.0, ge=0)
     lease_ttl_s: float = Field(default=30.0, gt=0, le=3600)
     allow_private_targets: bool = False
-    secrets_prefix: str = "/duetime/webhook-secrets"
+    secrets_prefix: str = "duetime/webhooks/"  # Secrets Manager names: <prefix><schedule_id>
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
