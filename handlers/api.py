@@ -60,6 +60,7 @@ from handlers.api_models import (
     ScheduleIn,
     ScheduleListOut,
     ScheduleOut,
+    WatchOut,
     run_out,
     schedule_out,
 )
@@ -76,6 +77,7 @@ from service.errors import (
 from service.ports import Clock
 from service.runs import RunReports, RunTokenRefused
 from service.schedules import ScheduleService, local_time
+from service.watchdog import watch_component
 
 API_TITLE: Final = "duetime"
 API_VERSION: Final = "1"
@@ -304,12 +306,11 @@ def list_schedules(
 def get_schedule(schedule_id: str) -> Response[ScheduleOut]:
     services = _services()
     schedule = services.schedules.get(schedule_id)
-    return Response(
-        HTTPStatus.OK,
-        _JSON,
-        _schedule_body(services, schedule),
-        headers={"ETag": _etag(schedule)},
-    )
+    body = _schedule_body(services, schedule)
+    verdict = services.schedules.store.heartbeat(watch_component(schedule_id))
+    if verdict is not None:
+        body.watch = WatchOut.model_validate(dict(verdict.detail))
+    return Response(HTTPStatus.OK, _JSON, body, headers={"ETag": _etag(schedule)})
 
 
 @app.put(

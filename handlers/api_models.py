@@ -272,6 +272,22 @@ class ScheduleOut(_Out):
         default=None,
         description=("the webhook signing secret: only in the answer that created it, never again"),
     )
+    watch: WatchOut | None = Field(
+        default=None,
+        description="the watchdog's last verdict on this schedule (none before its first pass)",
+    )
+
+
+class WatchOut(_Out):
+    status: Literal["ok", "late", "overdue", "paused", "ended"]
+    checked_at: Instant
+    expected_at: Instant | None = Field(
+        default=None, description="the occurrence that should succeed next"
+    )
+    last_success_at: Instant | None = Field(
+        default=None, description="scheduled_at of the newest successful run"
+    )
+    grace_s: float | None = None
 
 
 class ScheduleListOut(_Out):

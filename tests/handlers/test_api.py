@@ -20,6 +20,7 @@ from adapters.secrets import InMemorySecretStore
 from adapters.sqlite.store import SqliteStore
 from handlers.api import MAX_BODY_BYTES, ApiServices, handler, openapi_json
 from service.schedules import ScheduleService
+from service.watchdog import Watchdog
 from tests.conftest import FakeClock, utc
 
 WEBHOOK = {"type": "webhook", "url": "https://example.com/hook"}
@@ -250,9 +251,21 @@ def test_get_returns_the_schedule_and_its_version_as_etag(api: Api) -> None:
     answer = api.call("GET", f"/schedules/{created['id']}")
     assert answer.status == 200
     assert answer.headers["ETag"] == '"1"'
-    assert {k: v for k, v in answer.body.items() if k != "webhook_secret"} == {
-        k: v for k, v in created.items() if k != "webhook_secret"
+    assert {k: v for k, v in answer.body.items() if k not in ("webhook_secret", "watch")} == {
+        k: v for k, v in created.items() if k not in ("webhook_secret", "watch")
     }
+
+
+def test_get_shows_the_watchdogs_last_verdict(api: Api) -> None:
+    created = api.create().body
+    assert api.call("GET", f"/schedules/{created['id']}").body["watch"] is None
+    # Tuesday 09:00 New York (14:00Z) came due and nothing succeeded for 20 minutes.
+    api.clock.set(utc("2026-12-01T14:20:00Z"))
+    Watchdog(api.services.schedules.store, api.clock).run()
+    watch = api.call("GET", f"/schedules/{created['id']}").body["watch"]
+    assert watch["status"] == "overdue"
+    assert watch["expected_at"] == "2026-12-01T14:00:00Z"
+    assert watch["last_success_at"] is None
 
 
 def test_an_unknown_schedule_is_404(api: Api, unchanged: None) -> None:
