@@ -3,18 +3,22 @@
 On a simulated clock and a fresh SQLite store, the demo drives the services
 the local stack runs (the schedule use cases, the tick's plan and dispatch,
 the SQLite delivery queue, the run worker) and prints what the store holds
-after each step:
+after each step. It plans 24 h ahead, as a deployment may, so tomorrow's
+occurrence is written a day before it is due:
 
-1. a weekday 09:00 report in America/New_York is created;
-2. a tick process is killed between admitting an occurrence and sending its
-   delivery intent, and a new tick process sends it: one occurrence, one intent;
+1. on Monday morning a weekday 09:00 report in America/New_York is created
+   and edited up to version 4;
+2. a tick process writes Tuesday's occurrence a day ahead under version 4,
+   admits Monday's, and is killed before sending its delivery intent; a new
+   tick process sends it: one occurrence, one intent;
 3. the queue delivers the same message twice: the email goes out once;
-4. after edits up to version 4, Tuesday's occurrence is materialized under
-   version 4; the schedule then moves to Europe/London (version 5) while two
-   tick processes run: Tuesday's occurrence keeps its id, version and
-   instant, no copy appears, and the next one is calculated under version 5;
-5. a pause stops admissions: Tuesday's occurrence is recorded as skipped
-   (paused), and the email already sent stays sent.
+4. on Monday afternoon the schedule moves to Europe/London (version 5) while
+   two tick processes run, one of them still holding a read of version 4:
+   its write is refused, Tuesday's occurrence keeps its id, version and
+   instant, no copy appears, and the next one is calculated under version 5
+   (Wednesday 09:00 London);
+5. a pause on Monday evening stops admissions: Tuesday's occurrence is
+   recorded as skipped (paused), and the email already sent stays sent.
 
 The report goes to a mail API (a webhook target); the demo simulates that API
 in process, recording every call with its Idempotency-Key. The story is
@@ -32,6 +36,7 @@ import sqlite3
 import sys
 import tempfile
 import textwrap
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -58,6 +63,10 @@ from service.tick import TickConfig, Ticker, TickReport
 # Monday 2026-11-30, 07:00 in New York (EST, UTC-5) and 12:00 in London (GMT).
 START_AT: Final = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 DEFAULT_SEED: Final = 5
+# The demo plans a day ahead, as a deployment may (the default is one tick ahead).
+LOOKAHEAD: Final = timedelta(hours=24)
+# How long the story waits for a thread it handed control to (a bug, if ever reached).
+HANDOFF_TIMEOUT_S: Final = 60.0
 NEW_YORK: Final = "America/New_York"
 LONDON: Final = "Europe/London"
 CRON: Final = "0 9 * * MON-FRI"
@@ -138,15 +147,15 @@ class KilledBeforeSend(DeliveryQueue):
 class TickStore(SqliteStore):
     """The SQLite store as one tick process opens it.
 
-    It counts the occurrences its materializations wrote, and can hold a
-    tick between its read and its write (``before_write``, called once with
-    what the tick is about to write), so the story can show what another
-    process does in that moment. The write itself is the store's own.
+    It keeps the ids of the occurrences its materializations wrote, and can
+    hold a tick between its read and its write (``before_write``, called once
+    with what the tick is about to write), so the story can show what happens
+    in that moment. The write itself is the store's own.
     """
 
     def __init__(self, path: str | Path) -> None:
         super().__init__(path)
-        self.written = 0
+        self.written: list[str] = []
         self.before_write: Callable[[Sequence[Materialization]], None] | None = None
 
     def materialize(
@@ -156,7 +165,8 @@ class TickStore(SqliteStore):
             hook, self.before_write = self.before_write, None
             hook(batch)
         outcomes = super().materialize(batch, now)
-        self.written += sum(len(outcome.inserted) for outcome in outcomes)
+        for outcome in outcomes:
+            self.written.extend(outcome.inserted)
         return outcomes
 
 
@@ -168,12 +178,27 @@ class TickProcess:
 
 
 @dataclass
+class Frozen:
+    """A tick process whose host is suspended (a paused VM, a long GC pause)
+    between its read and its write. It runs on its own thread, so the story
+    goes on meanwhile; thawed, it carries on from where it stopped."""
+
+    thread: threading.Thread
+    thawed: threading.Event
+    errors: list[BaseException]
+
+
+@dataclass
 class DemoResult:
     """What the story left behind, for tests and for ``--db``."""
 
     schedule_id: str
     emails: list[Email]
     intents_sent: int
+    # The schedule's occurrences just before the move to London, and once both
+    # tick processes have ticked after it.
+    before_move: list[Run]
+    after_move: list[Run]
 
 
 @dataclass
@@ -213,7 +238,7 @@ class Demo:
         self.out = out
         self.rng = random.Random(seed)
         self.clock = SimulatedClock(START_AT)
-        self.config = TickConfig()
+        self.config = TickConfig(lookahead=LOOKAHEAD)
         self.mail = MailApi(self.clock)
         self._closers: list[Callable[[], None]] = []
         # The API process: the schedule use cases over their own connection.
@@ -230,6 +255,9 @@ class Demo:
         self.ticks: dict[str, TickProcess] = {}
         self.intents_sent = 0
         self.events: list[_Event] = []
+        self.frozen: Frozen | None = None
+        self.before_move: list[Run] = []
+        self.after_move: list[Run] = []
 
     # --- processes --------------------------------------------------------------------
 
@@ -265,6 +293,11 @@ class Demo:
         return worker, self._open_queue()
 
     def close(self) -> None:
+        if self.frozen is not None:
+            # The story stopped early: let the frozen tick finish before its store closes.
+            self.frozen.thawed.set()
+            self.frozen.thread.join(HANDOFF_TIMEOUT_S)
+            self.frozen = None
         for close in reversed(self._closers):
             close()
         self._closers = []
@@ -392,6 +425,7 @@ class Demo:
             "status": lambda r: r.status.value,
             "attempts": lambda r: str(r.attempts),
             "admitted_at": lambda r: _clock(r.admitted_at),
+            "written_at": lambda r: _clock(r.materialized_at),
             "sent_at": lambda r: _clock(r.sent_at),
             "started_at": lambda r: _clock(r.started_at),
             "finished_at": lambda r: _clock(r.finished_at),
@@ -420,9 +454,9 @@ class Demo:
             self.print("  (no email sent)")
             return
         self.table(
-            ["sent_at", "to", "subject", "Idempotency-Key", "version"],
+            ["sent_at", "to", "Idempotency-Key", "version"],
             [
-                [_clock(e.sent_at), e.to, e.subject, e.idempotency_key, str(e.version)]
+                [_clock(e.sent_at), e.to, e.idempotency_key, str(e.version)]
                 for e in self.mail.outbox
             ],
         )
@@ -431,18 +465,72 @@ class Demo:
 
     def tick(self, name: str) -> TickReport:
         process = self.ticks[name]
-        written = process.store.written
+        written = len(process.store.written)
         report = process.ticker.tick_once()
         self.intents_sent += report.dispatch.sent
-        self.log(name, self._describe(report, process.store.written - written))
+        self.log(name, self._describe(report, process.store.written[written:]))
         return report
 
-    @staticmethod
-    def _describe(report: TickReport, written: int) -> str:
+    def wrote(self, occurrence_ids: Sequence[str]) -> str:
+        """``wrote 1 occurrence: Tue 09:00 EST (v4)``."""
+        runs = [run for i in occurrence_ids if (run := self.api_store.get_run(i)) is not None]
+        slots = ", ".join(
+            f"{_local(r.scheduled_at, self.zone_of(r), date=False)} (v{r.version})" for r in runs
+        )
+        return f"wrote {_plural(len(occurrence_ids), 'occurrence')}: {slots}"
+
+    def freeze_mid_tick(self, name: str) -> None:
+        """Start a tick of ``name`` that stops between its read and its write,
+        on its own thread; return once it has stopped there."""
+        process = self.ticks[name]
+        frozen = threading.Event()
+        thawed = threading.Event()
+
+        def hold(batch: Sequence[Materialization]) -> None:
+            for item in batch:
+                slots = ", ".join(_utc(r.scheduled_at) for r in item.occurrences)
+                self.log(
+                    name,
+                    f"read version {item.expected_version}, due {_utc(item.expected_next_due)}; "
+                    f"about to write {slots} (v{item.expected_version}); its host freezes",
+                )
+            frozen.set()
+            if not thawed.wait(HANDOFF_TIMEOUT_S):
+                raise ProcessKilled(f"{name} was never thawed")
+
+        errors: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                self.tick(name)
+            except BaseException as error:
+                errors.append(error)
+
+        process.store.before_write = hold
+        thread = threading.Thread(target=run, name=name, daemon=True)
+        self.frozen = Frozen(thread, thawed, errors)
+        thread.start()
+        while not frozen.wait(0.01):
+            if not thread.is_alive():
+                self.frozen = None
+                raise RuntimeError(f"{name} had nothing to write") from next(iter(errors), None)
+
+    def thaw(self) -> None:
+        """Let the frozen tick carry on from its read, and wait for the tick to end."""
+        frozen, self.frozen = self.frozen, None
+        assert frozen is not None
+        frozen.thawed.set()
+        frozen.thread.join(HANDOFF_TIMEOUT_S)
+        if frozen.thread.is_alive():
+            raise RuntimeError(f"{frozen.thread.name} did not finish its tick")
+        if frozen.errors:
+            raise frozen.errors[0]
+
+    def _describe(self, report: TickReport, written: Sequence[str]) -> str:
         plan, dispatch = report.plan, report.dispatch
         parts: list[str] = []
         if written:
-            parts.append(f"wrote {_plural(written, 'occurrence')}")
+            parts.append(self.wrote(written))
         if plan.conflicts:
             parts.append(
                 f"{_plural(plan.conflicts, 'write')} refused (the schedule changed since its read)"
@@ -481,52 +569,103 @@ class Demo:
             "through the services the local stack runs: the schedule use cases, the tick "
             "(plan and dispatch), the SQLite delivery queue and the run worker. The report is "
             "emailed through a mail API (a webhook target), simulated here: it records every "
-            "call with its Idempotency-Key. Tick settings are the defaults: "
+            "call with its Idempotency-Key. The demo plans "
+            f"{self.config.lookahead.total_seconds() / 3600:g} h ahead, as a deployment may: "
+            "each tick writes every occurrence due within the next "
+            f"{self.config.lookahead.total_seconds() / 3600:g} hours, so tomorrow's 09:00 is "
+            "stored at 09:00 today. The other tick settings are the defaults: "
             f"{self.config.partitioning.shards} shards, "
             f"{self.config.partitioning.bucket_s} s buckets, "
-            f"{self.config.lookahead.total_seconds():g} s lookahead, "
-            f"{self.config.lease_ttl.total_seconds():g} s leases. "
+            f"{self.config.lease_ttl.total_seconds():g} s leases. The clock jumps from one "
+            "moment of the story to the next; a tick in between would find nothing to do. "
             "Times are UTC; New York is UTC-5 (EST) and London UTC+0 (GMT) in December."
         )
 
+    def edit(self, change: str, body: dict[str, Any]) -> None:
+        """A PUT naming the version it read (If-Match), as the API makes it."""
+        read = self.schedule().version
+        edited = self.schedules.edit(self.schedule_id, read, body)
+        self.log("api", f"PUT If-Match {read}: {change} -> version {edited.version}")
+
+    def show_versions(self) -> None:
+        self.table(
+            ["version", "created_at", "time zone", "to", "subject"],
+            [
+                [
+                    str(v.version),
+                    _clock(v.created_at),
+                    spec_zone_name(v.spec),
+                    str(v.payload.get("to")),
+                    str(v.payload.get("subject")),
+                ]
+                for v in (
+                    self.schedules.version(self.schedule_id, n)
+                    for n in range(1, self.schedule().version + 1)
+                )
+            ],
+        )
+
     def step_1_create(self) -> None:
-        self.heading("1. A weekday 09:00 report in New York")
+        self.heading("1. A weekday 09:00 report in New York, edited up to version 4")
+        self.say(
+            "Monday morning, the report is created, then edited three times; each edit names "
+            "the version it read (as If-Match) and makes a new version. No tick process is "
+            "running yet, so no occurrence is stored."
+        )
+        self.print()
         schedule, _ = self.schedules.create(self.body(NEW_YORK, "sales@example.com", "Daily sales"))
         self.schedule_id = schedule.schedule_id
         self.log("api", f"POST /schedules: {CRON} in {NEW_YORK}, emailed via {MAIL_API['url']}")
+        cc = "finance@example.com"
+        edits = [
+            ("adds a cc", self.body(NEW_YORK, "sales@example.com", "Daily sales", cc)),
+            ("renames the subject", self.body(NEW_YORK, "sales@example.com", SUBJECT, cc)),
+            ("changes the recipient", self.body(NEW_YORK, RECIPIENT, SUBJECT, cc)),
+        ]
+        for change, body in edits:
+            self.clock.set(self.clock.now() + timedelta(minutes=5))
+            self.edit(change, body)
         self.show_log()
+        self.print()
+        self.print("Versions:")
+        self.show_versions()
         self.print()
         self.print("Stored schedule:")
         self.show_schedule()
         self.print()
-        self.print("Its next occurrences (calculated; nothing is stored until the tick plans it):")
+        self.print("Its next occurrences (calculated; nothing is stored until a tick plans it):")
         self.show_next(6)
 
     def step_2_restart(self) -> None:
         self.heading("2. The scheduler restarts mid-tick")
         self.say(
-            "tick-1 writes Monday's occurrence when it comes within the lookahead, admits it "
-            "at 09:00 New York, and is killed before it sends the delivery intent. Once "
-            "tick-1's leases have run out, tick-2, a new tick process, takes its shards."
+            "tick-1 starts at 12:20Z; its first tick writes Monday's occurrence, due within "
+            "24 h. At 14:00Z (09:00 New York) Tuesday's 09:00 comes within 24 h, and two tick "
+            "processes tick: tick-3 reads the schedule and its host freezes before it writes "
+            "(step 4 comes back to it); tick-1 writes Tuesday's occurrence a day ahead, admits "
+            "Monday's, and is killed before it sends the delivery intent. Once tick-1's leases "
+            "have run out, tick-2, a new tick process, takes its shards."
         )
         self.print()
-        self.start_tick("tick-1", KilledBeforeSend())
         monday = self.schedule().next_due
         assert monday is not None
-        self.clock.set(monday - timedelta(minutes=1))
+        self.clock.set(START_AT + timedelta(minutes=20))
+        tick_1 = self.start_tick("tick-1", KilledBeforeSend())
         self.tick("tick-1")
         self.clock.set(monday)
+        self.start_tick("tick-3")
+        self.freeze_mid_tick("tick-3")
+        written = len(tick_1.store.written)
         try:
             self.tick("tick-1")
         except ProcessKilled:
             now = self.clock.now()
             held = [s for s in self.api_store.leases() if s.owner == "tick-1" and s.live(now)]
             admitted = sum(1 for r in self.runs() if r.admitted_at == now)
-            self.log(
-                "tick-1",
-                f"tick ({_plural(len(held), 'shard')}): admitted {admitted}; "
-                "killed before sending its intent",
-            )
+            parts = [f"admitted {admitted}", "killed before sending its intent"]
+            if tick_1.store.written[written:]:
+                parts.insert(0, self.wrote(tick_1.store.written[written:]))
+            self.log("tick-1", f"tick ({_plural(len(held), 'shard')}): " + "; ".join(parts))
         self.clock.set(monday + self.config.lease_ttl + timedelta(seconds=1))
         self.start_tick("tick-2")
         self.tick("tick-2")
@@ -535,18 +674,36 @@ class Demo:
         self.show_log()
         self.print()
         self.print("Stored occurrences:")
-        self.show_runs(["occurrence_id", "local", "status", "admitted_at", "sent_at"])
+        self.show_runs(["occurrence_id", "local", "written_at", "status", "admitted_at", "sent_at"])
         self.print()
         self.print("Delivery queue:")
         self.show_queue()
         runs = self.runs()
+        today = [r for r in runs if r.scheduled_at == monday]
+        later = [r for r in runs if r.scheduled_at > monday]
         intents = {occurrence for _, occurrence, *_ in self.messages()}
         self.print()
         self.say(
-            f"{_plural(len(runs), 'occurrence')}, {_plural(len(intents), 'intent id')}: "
+            f"Monday's occurrence: {_plural(len(today), 'record')}, "
+            f"{_plural(len(intents), 'intent id')}: "
             + ", ".join(sorted(intents))
-            + "."
+            + ". "
+            + " ".join(
+                f"{self.day(r)}'s occurrence, written {self.ahead(r)} ahead under version "
+                f"{r.version}, waits for its time ({r.status.value})."
+                for r in later
+            )
         )
+
+    def day(self, run: Run) -> str:
+        """``Tuesday``: the local weekday of an occurrence."""
+        return run.scheduled_at.astimezone(load_zone(self.zone_of(run))).strftime("%A")
+
+    @staticmethod
+    def ahead(run: Run) -> str:
+        """``24 h``: how long before its instant an occurrence was written."""
+        assert run.materialized_at is not None
+        return f"{(run.scheduled_at - run.materialized_at).total_seconds() / 3600:g} h"
 
     def step_3_duplicate_message(self) -> None:
         self.heading("3. The same queue message arrives twice")
@@ -605,91 +762,54 @@ class Demo:
     def step_4_move(self) -> None:
         self.heading("4. The schedule moves from New York to London while two schedulers tick")
         self.say(
-            "Monday afternoon, the report is edited three times (each edit names the version it "
-            "read, as If-Match). On Tuesday, 75 seconds before 09:00 New York, two tick "
-            "processes are running. tick-3 reads the schedule and computes Tuesday's "
-            "occurrence; before its write lands, tick-2 writes Tuesday's occurrence under "
-            "version 4 and the schedule is moved to Europe/London."
+            "Tuesday's occurrence has been stored since 14:00Z, under version 4. At 16:00Z "
+            "(11:00 in New York) the report moves to Europe/London while two tick processes "
+            "run: tick-2, started after tick-1's crash, which reads the schedule afresh on "
+            "every tick, and tick-3, whose host thaws just after the move: it still holds what "
+            "it read at 14:00Z (version 4, Tuesday's occurrence not yet written) and carries on "
+            "with its write."
         )
         self.print()
-        monday = START_AT.replace(hour=16)
-        cc = "finance@example.com"
-        edits = [
-            ("adds a cc", self.body(NEW_YORK, "sales@example.com", "Daily sales", cc)),
-            ("renames the subject", self.body(NEW_YORK, "sales@example.com", SUBJECT, cc)),
-            ("changes the recipient", self.body(NEW_YORK, RECIPIENT, SUBJECT, cc)),
-        ]
-        for n, (change, body) in enumerate(edits):
-            self.clock.set(monday + timedelta(minutes=5 * n))
-            version = self.schedule().version
-            edited = self.schedules.edit(self.schedule_id, version, body)
-            self.log("api", f"PUT If-Match {version}: {change} -> version {edited.version}")
-
-        tuesday = self.schedule().next_due
-        assert tuesday is not None
-        self.clock.set(tuesday - timedelta(seconds=75))
-        tick_3 = self.start_tick("tick-3")
-        snapshot: list[Run] = []
-
-        def meanwhile(batch: Sequence[Materialization]) -> None:
-            for item in batch:
-                slots = ", ".join(_utc(r.scheduled_at) for r in item.occurrences)
-                self.log(
-                    "tick-3",
-                    f"read version {item.expected_version}, due {_utc(item.expected_next_due)}; "
-                    f"about to write {slots} (v{item.expected_version})",
-                )
-            self.tick("tick-2")
-            snapshot.extend(self.runs())
-            moved = self.schedules.edit(
-                self.schedule_id,
-                4,
-                self.body(LONDON, RECIPIENT, SUBJECT, "finance@example.com"),
-            )
-            self.log("api", f"PUT If-Match 4: {NEW_YORK} -> {LONDON} -> version {moved.version}")
-
-        tick_3.store.before_write = meanwhile
-        self.tick("tick-3")
+        self.clock.set(START_AT.replace(hour=16))
+        self.tick("tick-2")
+        self.before_move = self.runs()
+        self.edit(
+            f"{NEW_YORK} -> {LONDON}", self.body(LONDON, RECIPIENT, SUBJECT, "finance@example.com")
+        )
+        self.log("tick-3", "its host thaws; it carries on with its read of version 4")
+        self.thaw()
         for _ in range(2):
             self.clock.set(self.clock.now() + timedelta(seconds=15))
             self.tick("tick-2")
             self.tick("tick-3")
+        self.after_move = self.runs()
         self.show_log()
 
         self.print()
         self.print("Versions:")
-        self.table(
-            ["version", "created_at", "time zone", "to", "subject"],
-            [
-                [
-                    str(v.version),
-                    _clock(v.created_at),
-                    spec_zone_name(v.spec),
-                    str(v.payload.get("to")),
-                    str(v.payload.get("subject")),
-                ]
-                for v in (
-                    self.schedules.version(self.schedule_id, n)
-                    for n in range(1, self.schedule().version + 1)
-                )
-            ],
-        )
+        self.show_versions()
         self.print()
         self.print("Stored occurrences:")
         self.show_runs(["occurrence_id", "version", "scheduled_at (UTC)", "local", "status"])
-        runs = self.runs()
-        before = next(r for r in snapshot if r.scheduled_at == tuesday)
-        after = [r for r in runs if r.business_key == before.business_key]
-        unchanged = [(r.occurrence_id, r.version, r.scheduled_at) for r in after] == [
-            (before.occurrence_id, before.version, before.scheduled_at)
-        ]
-        slots = sorted({r.business_key for r in runs})
+        tuesday = datetime(2026, 12, 1, 9, 0)  # noqa: DTZ001 - a wall time: Tuesday 09:00
+        in_london = tuesday.replace(tzinfo=load_zone(LONDON))
+        before = [r for r in self.before_move if r.wall == tuesday]
+        after = [r for r in self.after_move if r.wall == tuesday]
+        unchanged = before == after
+        at_london = [r for r in self.after_move if r.scheduled_at == in_london]
+        slots = {r.business_key for r in self.after_move}
         self.print()
         self.say(
-            f"Tuesday's occurrence: {_plural(len(after), 'record')} for its slot, "
-            f"{'unchanged' if unchanged else 'CHANGED'} since tick-2 wrote it "
-            f"({before.occurrence_id}: version {before.version}, {_utc(before.scheduled_at)}). "
-            f"{_plural(len(runs), 'occurrence')} for {_plural(len(slots), 'slot')}."
+            f"Tuesday's 09:00: {_plural(len(after), 'record')} for its slot, "
+            f"{'unchanged' if unchanged else 'CHANGED'} by the move and the ticks after it ("
+            + "; ".join(
+                f"{r.occurrence_id}: version {r.version}, {_utc(r.scheduled_at)}, "
+                f"written {_clock(r.materialized_at)}"
+                for r in after
+            )
+            + f"); {_plural(len(at_london), 'record') if at_london else 'none'} at "
+            f"{_utc(in_london)}, Tuesday 09:00 in London. "
+            f"{_plural(len(self.after_move), 'occurrence')} for {_plural(len(slots), 'slot')}."
         )
         self.print()
         self.print("Stored schedule:")
@@ -701,12 +821,12 @@ class Demo:
     def step_5_pause(self) -> None:
         self.heading("5. Pause stops admissions; the email already sent stays sent")
         self.say(
-            "Thirty seconds before Tuesday's occurrence is due, the schedule is paused. Both "
-            "schedulers keep ticking through 09:00 New York (14:00Z), and a worker polls the "
-            "queue."
+            "Monday evening, 17:00 in New York (22:00Z), the schedule is paused. On Tuesday both "
+            "schedulers tick through 09:00 New York (14:00Z), when Tuesday's occurrence was "
+            "due, and a worker polls the queue."
         )
         self.print()
-        self.clock.set(self.clock.now() + timedelta(seconds=15))
+        self.clock.set(START_AT.replace(hour=22))
         paused = self.schedules.pause(self.schedule_id, "waiting for the London team")
         skipped = [r for r in self.runs() if r.finished_at == self.clock.now()]
         self.log(
@@ -714,6 +834,7 @@ class Demo:
             f'POST /pause (note: "{paused.state.note}"): '
             + ", ".join(f"{r.occurrence_id} {r.status.value} ({r.reason})" for r in skipped),
         )
+        self.clock.set(START_AT + timedelta(days=1, hours=1, minutes=59, seconds=30))
         for n in range(3):
             if n:
                 self.clock.set(self.clock.now() + timedelta(seconds=15))
@@ -728,7 +849,7 @@ class Demo:
         self.show_log()
         self.print()
         self.print("Stored occurrences:")
-        self.show_runs(["occurrence_id", "version", "local", "status", "reason"])
+        self.show_runs(["occurrence_id", "version", "local", "status", "finished_at", "reason"])
         self.print()
         self.print("Delivery queue:")
         self.show_queue()
@@ -798,7 +919,13 @@ def _tell(db_path: Path, out: TextIO, seed: int) -> DemoResult:
         demo.summary()
     finally:
         demo.close()
-    return DemoResult(demo.schedule_id, list(demo.mail.outbox), demo.intents_sent)
+    return DemoResult(
+        demo.schedule_id,
+        list(demo.mail.outbox),
+        demo.intents_sent,
+        demo.before_move,
+        demo.after_move,
+    )
 
 
 # --- the command -----------------------------------------------------------------------

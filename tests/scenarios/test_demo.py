@@ -4,11 +4,14 @@ The demo narrates five promises; each test here checks one of them twice, in
 the printed story and in the SQLite store the story leaves behind, so a
 broken promise fails here even if the narration still reads well.
 
-Timeline (Monday 2026-11-30, New York on EST, UTC-5; London on GMT, UTC+0):
-Monday 09:00 New York = 14:00Z (admitted by tick-1, sent by tick-2, emailed
-once); Tuesday 09:00 New York = 2026-12-01T14:00Z (materialized under version
-4, skipped by the pause); Wednesday 09:00 London = 2026-12-02T09:00Z (the
-first slot of version 5).
+Timeline (Monday 2026-11-30, New York on EST, UTC-5; London on GMT, UTC+0),
+planned 24 h ahead: the schedule is created and edited to version 4 by
+12:15Z; Monday 09:00 New York = 14:00Z (written at 12:20Z, admitted by tick-1,
+sent by tick-2, emailed once); Tuesday 09:00 New York = 2026-12-01T14:00Z
+(written under version 4 at Monday 14:00Z, a day ahead, while tick-3 froze
+between its read and its write; untouched by the move to London at 16:00Z
+and by tick-3's late write; skipped by the pause at 22:00Z); Wednesday 09:00
+London = 2026-12-02T09:00Z (the first slot of version 5).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import io
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -80,10 +84,36 @@ def _row(text: str, *cells: str) -> bool:
     return re.search(rf"^\s*{pattern}\s*$", text, re.MULTILINE) is not None
 
 
+MONDAY = "2026-11-30T14:00:00Z"
+TUESDAY = "2026-12-01T14:00:00Z"
+TUESDAY_IN_LONDON = "2026-12-01T09:00:00Z"
+WEDNESDAY_IN_LONDON = "2026-12-02T09:00:00Z"
+TUESDAY_WALL = datetime(2026, 12, 1, 9, 0)  # naive: a wall time
+
+
+def _tuesdays(runs: list[Run]) -> list[Run]:
+    """The records for Tuesday 09:00's slot, whatever their zone or version."""
+    return [r for r in runs if r.wall == TUESDAY_WALL]
+
+
+def test_the_demo_plans_a_day_ahead(told: Told) -> None:
+    assert _says(told.output, "The demo plans 24 h ahead, as a deployment may")
+    monday, tuesday = told.run_at(MONDAY), told.run_at(TUESDAY)
+    assert monday.materialized_at == utc("2026-11-30T12:20:00Z")
+    # Tuesday's occurrence is written on Monday at 09:00 New York, a full day ahead,
+    # under the version the schedule had then.
+    assert tuesday.materialized_at == utc("2026-11-30T14:00:00Z")
+    assert tuesday.version == 4
+    text = told.section(2)
+    assert _says(text, "wrote 1 occurrence: Mon 09:00 EST (v4)")
+    assert _says(text, "wrote 1 occurrence: Tue 09:00 EST (v4); admitted 1;")
+    assert _says(text, "written 24 h ahead under version 4, waits for its time (scheduled)")
+
+
 def test_one_record_per_slot_across_the_whole_story(told: Told) -> None:
     runs = told.runs()
     assert [(r.version, r.scheduled_at.isoformat()) for r in runs] == [
-        (1, "2026-11-30T14:00:00+00:00"),
+        (4, "2026-11-30T14:00:00+00:00"),
         (4, "2026-12-01T14:00:00+00:00"),
     ]
     assert len({r.business_key for r in runs}) == len(runs)
@@ -93,25 +123,25 @@ def test_one_record_per_slot_across_the_whole_story(told: Told) -> None:
 def test_a_tick_killed_before_sending_is_repaired_by_the_next_one_with_one_intent(
     told: Told,
 ) -> None:
-    monday = told.run_at("2026-11-30T14:00:00Z")
-    assert monday.occurrence_id == f"{told.sid}.v1.20261130T140000Z"
+    monday = told.run_at(MONDAY)
+    assert monday.occurrence_id == f"{told.sid}.v4.20261130T140000Z"
     # Admitted once, by the killed tick; sent by the next process once its leases lapsed.
     assert monday.admitted_at == utc("2026-11-30T14:00:00Z")
     assert monday.sent_at == utc("2026-11-30T14:00:31Z")
     assert told.result.intents_sent == 1
     text = told.section(2)
-    assert _says(text, "admitted 1; killed before sending its intent")
+    assert _says(text, "killed before sending its intent")
     assert _says(text, "sent 1 intent (1 admitted earlier, never sent)")
-    assert _says(text, f"1 occurrence, 1 intent id: {monday.occurrence_id}.")
+    assert _says(text, f"Monday's occurrence: 1 record, 1 intent id: {monday.occurrence_id}.")
     assert _row(text, "#1", monday.occurrence_id, "0", "ready")
 
 
 def test_a_message_delivered_twice_runs_once_and_sends_one_email(told: Told) -> None:
-    monday = told.run_at("2026-11-30T14:00:00Z")
+    monday = told.run_at(MONDAY)
     assert monday.status is RunStatus.SUCCEEDED and monday.attempts == 1
     [email] = told.result.emails
     assert email.idempotency_key == monday.occurrence_id
-    assert (email.version, email.attempt) == (1, 1)
+    assert (email.to, email.version, email.attempt) == ("sales-leads@example.com", 4, 1)
     queue = SqliteQueue(told.db)
     try:
         assert queue.depth() == 0 and queue.dead_letters() == []
@@ -120,44 +150,75 @@ def test_a_message_delivered_twice_runs_once_and_sends_one_email(told: Told) -> 
     text = told.section(3)
     assert _says(text, "worker-2  receives message #1 (receive 2)")
     assert _says(text, "nothing sent; decision: delete (already succeeded)")
-    assert _row(
-        text, "Mon 14:00:47Z", "sales@example.com", "Daily sales", monday.occurrence_id, "1"
+    assert _row(text, "Mon 14:00:47Z", "sales-leads@example.com", monday.occurrence_id, "4")
+
+
+def test_tuesdays_v4_occurrence_existed_before_the_move_and_is_unchanged_after(
+    told: Told,
+) -> None:
+    tuesday_id = f"{told.sid}.v4.20261201T140000Z"
+    # Recorded at the move, before the edit: Tuesday's occurrence, under version 4.
+    [before] = _tuesdays(told.result.before_move)
+    assert before.occurrence_id == tuesday_id
+    assert (before.version, before.scheduled_at) == (4, utc(TUESDAY))
+    assert before.status is RunStatus.SCHEDULED
+    v5 = told.store.get_version(told.sid, 5)
+    assert v5 is not None and spec_zone_name(v5.spec) == "Europe/London"
+    assert before.materialized_at is not None and before.materialized_at < v5.created_at
+    # After the move and both schedulers' ticks (one of them writing what it read
+    # under version 4): the same record, field for field, and no second copy.
+    assert _tuesdays(told.result.after_move) == [before]
+    assert [r.scheduled_at for r in told.result.after_move].count(utc(TUESDAY_IN_LONDON)) == 0
+    # And in the store at the end (the pause has closed it since; its identity stands).
+    [final] = _tuesdays(told.runs())
+    assert (final.occurrence_id, final.version, final.scheduled_at, final.materialized_at) == (
+        before.occurrence_id,
+        before.version,
+        before.scheduled_at,
+        before.materialized_at,
     )
-
-
-def test_moving_to_london_keeps_tuesdays_v4_occurrence_and_plans_v5_next(told: Told) -> None:
-    tuesday = told.run_at("2026-12-01T14:00:00Z")
-    assert tuesday.occurrence_id == f"{told.sid}.v4.20261201T140000Z"
-    assert tuesday.version == 4
+    assert all(r.scheduled_at != utc(TUESDAY_IN_LONDON) for r in told.runs())
     v4 = told.store.get_version(told.sid, 4)
     assert v4 is not None and spec_zone_name(v4.spec) == "America/New_York"
+    text = told.section(4)
+    assert _says(text, "1 write refused (the schedule changed since its read)")
+    assert _says(text, "1 record for its slot, unchanged by the move and the ticks after it")
+    assert _says(text, f"{tuesday_id}: version 4, 2026-12-01T14:00:00Z, written Mon 14:00:00Z")
+    assert _says(text, f"none at {TUESDAY_IN_LONDON}, Tuesday 09:00 in London")
+    assert _row(text, tuesday_id, "4", "2026-12-01T14:00:00Z", "Tue 09:00 EST", "scheduled")
+    assert _says(told.section(2), "read version 4, due 2026-12-01T14:00:00Z; about to write")
+
+
+def test_version_5_starts_on_wednesday_in_london(told: Told) -> None:
     head = told.store.get(told.sid)
     assert head is not None and head.version == 5
     assert spec_zone_name(head.current.spec) == "Europe/London"
-    assert head.next_due == utc("2026-12-02T09:00:00Z")
+    assert head.next_due == utc(WEDNESDAY_IN_LONDON)
+    assert all(r.version == 4 for r in told.runs())  # nothing was written under v5 yet
     text = told.section(4)
-    assert _says(text, "1 write refused (the schedule changed since its read)")
-    assert _says(text, "1 record for its slot, unchanged since tick-2 wrote it")
-    assert _row(
-        text, tuesday.occurrence_id, "4", "2026-12-01T14:00:00Z", "Tue 09:00 EST", "scheduled"
-    )
+    assert _says(text, "PUT If-Match 4: America/New_York -> Europe/London -> version 5")
     newly = text[text.index("newly calculated") :]
     first = newly.splitlines()[3]
-    assert _row(first, "Wed 2026-12-02 09:00 GMT", "2026-12-02T09:00:00Z", "5")
+    assert _row(first, "Wed 2026-12-02 09:00 GMT", WEDNESDAY_IN_LONDON, "5")
 
 
 def test_pause_skips_the_next_occurrence_and_leaves_the_sent_email_alone(told: Told) -> None:
-    tuesday = told.run_at("2026-12-01T14:00:00Z")
+    tuesday = told.run_at(TUESDAY)
     assert tuesday.status is RunStatus.SKIPPED and tuesday.reason == Reason.PAUSED
+    assert tuesday.finished_at == utc("2026-11-30T22:00:00Z")
     assert tuesday.admitted_at is None and tuesday.sent_at is None
-    assert told.run_at("2026-11-30T14:00:00Z").status is RunStatus.SUCCEEDED
+    assert told.run_at(MONDAY).status is RunStatus.SUCCEEDED
     assert len(told.result.emails) == 1
     head = told.store.get(told.sid)
     assert head is not None and head.state.paused
     text = told.section(5)
     assert "admitted" not in text.split("Stored occurrences:")[0]
-    assert _row(text, tuesday.occurrence_id, "4", "Tue 09:00 EST", "skipped", "paused")
+    assert _says(text, "Tue 14:00:00Z  worker-3  polls the queue: no message")
+    assert _row(
+        text, tuesday.occurrence_id, "4", "Tue 09:00 EST", "skipped", "Mon 22:00:00Z", "paused"
+    )
     assert _says(text, "(none: the schedule is paused)")
+    assert _says(told.output, "occurrences   2 for 2 slots: 1 succeeded, 1 skipped (paused)")
     assert _says(told.output, "emails        1; Idempotency-Keys:")
 
 
