@@ -238,9 +238,10 @@ def test_the_demo_refuses_to_reuse_a_store(tmp_path: Path) -> None:
     assert main(["demo", "--db", str(used)]) == 2
 
 
-def test_the_docs_show_the_current_output(told: Told) -> None:
-    doc = DOC.read_text(encoding="utf-8")
+@pytest.mark.parametrize("doc_path", [DOC, DOC.parent.parent / "README.md"], ids=lambda p: p.name)
+def test_the_docs_show_the_current_output(told: Told, doc_path: Path) -> None:
+    doc = doc_path.read_text(encoding="utf-8")
     blocks = re.findall(r"^```text\n(.*?)^```$", doc, re.MULTILINE | re.DOTALL)
     assert told.output in blocks, (
-        "docs/demo.md is stale: paste the output of `duetime demo` into its text block"
+        f"{doc_path.name} is stale: paste the output of `duetime demo` into its text block"
     )
