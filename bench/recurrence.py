@@ -25,10 +25,10 @@ from zoneinfo import ZoneInfo
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from croniter import croniter  # noqa: E402
-from cronsim import CronSim  # noqa: E402
+from croniter import croniter
+from cronsim import CronSim
 
-from domain.spec import DstPolicy, parse_spec, slots_after  # noqa: E402
+from domain.spec import DstPolicy, parse_spec, slots_after
 
 EXPRESSIONS = [
     "*/15 * * * *",
