@@ -6,9 +6,12 @@
   is the one epoch number.
 - Wall times are naive ISO text; they are never stored without their zone
   (the zone is in the schedule version).
-- Free-form values (a version's parameters, a run's result and progress, the
-  attempt log, a heartbeat's detail) are JSON text, so a float in a payload
-  never meets DynamoDB's number rules.
+- Free-form values (a version's parameters, a run's result and progress, a
+  heartbeat's detail) are JSON text, so a float in a payload never meets
+  DynamoDB's number rules.
+- A run's attempt log is a list of maps (text and integers only), so the run
+  store appends an attempt and closes the last one inside one conditional
+  update, without reading the record first.
 - An attribute whose value is None is left out of the item.
 
 Keys, per table:
@@ -232,6 +235,20 @@ def version_from_item(item: Mapping[str, Any]) -> ScheduleVersion:
 # --- occurrences ----------------------------------------------------------------------------
 
 
+def attempt_entry(attempt: AttemptRecord, *, numbered: bool = True) -> dict[str, Any]:
+    """One attempt as an element of the record's ``attempt_log`` list (a map;
+    None fields left out). An attempt's number is also its position in the
+    list (from 1): the run store appends entries without it."""
+    entry = {
+        "number": attempt.number if numbered else None,
+        "started_at": iso(attempt.started_at),
+        "finished_at": opt_iso(attempt.finished_at),
+        "outcome": attempt.outcome,
+        "error": attempt.error,
+    }
+    return {name: v for name, v in entry.items() if v is not None}
+
+
 def record_item(run: Run, retention: timedelta) -> Item:
     """A run's record. ``partition`` and ``pending_shard`` exist only while it is pending."""
     expires = run.scheduled_at + retention
@@ -262,19 +279,7 @@ def record_item(run: Run, retention: timedelta) -> Item:
                 "reason": run.reason,
                 "result": _json(None if run.result is None else dict(run.result)),
                 "run_lease_expires_at": opt_iso(run.run_lease_expires_at),
-                "attempt_log": _json(
-                    [
-                        {
-                            "number": a.number,
-                            "started_at": iso(a.started_at),
-                            "finished_at": opt_iso(a.finished_at),
-                            "outcome": a.outcome,
-                            "error": a.error,
-                        }
-                        for a in run.attempt_log
-                    ]
-                    or None
-                ),
+                "attempt_log": [attempt_entry(a) for a in run.attempt_log] or None,
                 "run_token_hash": run.run_token_hash,
                 "progress": _json(None if run.progress is None else dict(run.progress)),
                 "expires_at_epoch": int(expires.timestamp()),
@@ -299,18 +304,19 @@ def claim_item(run: Run, retention: timedelta) -> Item:
 
 def run_from_item(item: Mapping[str, Any]) -> Run:
     v = plain(item)
-    attempt_log: tuple[AttemptRecord, ...] = ()
-    if v.get("attempt_log"):
-        attempt_log = tuple(
-            AttemptRecord(
-                number=int(a["number"]),
-                started_at=from_iso(a["started_at"]),
-                finished_at=_opt_from_iso(a["finished_at"]),
-                outcome=a["outcome"],
-                error=a["error"],
-            )
-            for a in json.loads(v["attempt_log"])
+    entries = v.get("attempt_log") or []
+    if isinstance(entries, str):  # the attempt log as JSON text, as it was first stored
+        entries = json.loads(entries)
+    attempt_log = tuple(
+        AttemptRecord(
+            number=int(a.get("number", position)),
+            started_at=from_iso(a["started_at"]),
+            finished_at=_opt_from_iso(a.get("finished_at")),
+            outcome=a.get("outcome"),
+            error=a.get("error"),
         )
+        for position, a in enumerate(entries, start=1)
+    )
     return Run(
         occurrence_id=str(v["occurrence_id"]),
         business_key=str(v["business_key"]),

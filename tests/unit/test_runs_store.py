@@ -8,8 +8,13 @@ from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
+import boto3
 import pytest
+from moto import mock_aws
 
+from adapters.dynamodb.local import create_store_tables
+from adapters.dynamodb.runs import DynamoRunStore
+from adapters.dynamodb.store import DynamoStore
 from adapters.sqlite.runs import SqliteRunStore
 from adapters.sqlite.store import SqliteStore
 from domain.run import Run, RunStatus
@@ -27,7 +32,18 @@ def _sqlite(tmp_path: Path) -> Iterator[tuple[RunStore, Callable[[Run], None]]]:
     store.close()
 
 
-RUN_STORES = {"sqlite": _sqlite}
+def _dynamodb(tmp_path: Path) -> Iterator[tuple[RunStore, Callable[[Run], None]]]:
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        store = DynamoStore(client, create_store_tables(client, "runs"))
+
+        def put(run: Run) -> None:
+            assert store.insert([run]) == [run.occurrence_id]
+
+        yield DynamoRunStore(store), put
+
+
+RUN_STORES = {"sqlite": _sqlite, "dynamodb": _dynamodb}
 
 
 @pytest.fixture(params=sorted(RUN_STORES))
