@@ -7,8 +7,9 @@ it loses nothing. ``--only`` runs a subset, so several processes can share one
 data directory: kill -9 the tick/worker process, start it again (or two at
 once), and nothing is duplicated or lost.
 
-``--store emulator`` runs the API, tick and watchdog over moto in server mode
-with the DynamoDB and SQS adapters, to try the AWS code paths locally.
+``--store emulator`` runs the API, tick, worker and watchdog over moto in
+server mode with the DynamoDB, SQS and Secrets Manager adapters, to try the
+AWS code paths locally.
 """
 
 from __future__ import annotations
@@ -192,9 +193,9 @@ class LocalStack:
         from handlers.local_http import ApiServer
 
         if self.args.store == "emulator":
-            from adapters.secrets import InMemorySecretStore
-
-            services = api.build_services(self._settings(), secrets=InMemorySecretStore())
+            # Webhook signing secrets in Secrets Manager on the emulator, where
+            # the worker reads them, as on AWS.
+            services = api.build_services(self._settings())
         else:
             services = api.build_services(
                 self._settings(), data_dir=self.data_dir, secrets=self._secrets()
@@ -253,18 +254,22 @@ class LocalStack:
         return loop
 
     def _worker_loop(self) -> Callable[[], None]:
-        if self.args.store == "emulator":
-            raise SystemExit(
-                "duetime local: the worker does not run over the emulator yet "
-                "(the DynamoDB run store is not written); use --only api,tick,watchdog"
-            )
-        from handlers.worker import build_sqlite_worker, run_worker_loop
+        from handlers.worker import build_aws_worker, build_sqlite_worker, run_worker_loop
 
-        worker, queue = build_sqlite_worker(self.db_path, self._secrets())
+        if self.args.store == "emulator":
+            from adapters.targets import AddressPolicy
+
+            # The DynamoDB run store and the SQS queue, as on Lambda; webhooks
+            # may call 127.0.0.1 here, as in the SQLite local stack.
+            worker, queue = build_aws_worker(self._settings(), address_policy=AddressPolicy.local())
+            wait_s = 1.0  # an SQS long poll of a second between empty receives
+        else:
+            worker, queue = build_sqlite_worker(self.db_path, self._secrets())
+            wait_s = 0.5
 
         def loop() -> None:
             log("worker started")
-            run_worker_loop(worker, queue, stop=self.stop, wait_s=0.5)
+            run_worker_loop(worker, queue, stop=self.stop, wait_s=wait_s)
 
         return loop
 

@@ -675,18 +675,20 @@ def build_services(
             secrets,
             RunReports(SqliteRunStore(store), clock),
         )
-    try:
-        from adapters.dynamodb.store import DynamoStore
-    except ImportError as error:  # pragma: no cover - until the DynamoDB store exists
-        raise RuntimeError(f"the DynamoDB store is not available: {error}") from error
+    from adapters.dynamodb.runs import DynamoRunStore
+    from adapters.dynamodb.store import DynamoStore
+
     if secrets is None:
         import boto3
 
         from adapters.secrets import SecretsManagerSecretStore
 
         secrets = SecretsManagerSecretStore(boto3.client("secretsmanager"), settings.secrets_prefix)
+    dynamo = DynamoStore.from_settings(settings)
     return ApiServices(
-        ScheduleService(DynamoStore.from_settings(settings), clock, partitioning), secrets
+        ScheduleService(dynamo, clock, partitioning),
+        secrets,
+        RunReports(DynamoRunStore(dynamo), clock),
     )
 
 

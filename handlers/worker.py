@@ -162,18 +162,21 @@ def apply(
 # --- AWS -----------------------------------------------------------------------------------
 
 
-def build_aws_worker(settings: Settings) -> tuple[RunWorker, WorkQueue]:
-    """The worker over DynamoDB and SQS, built from the deployment's settings."""
+def build_aws_worker(
+    settings: Settings, *, address_policy: AddressPolicy | None = None
+) -> tuple[RunWorker, WorkQueue]:
+    """The worker over DynamoDB and SQS, built from the deployment's settings.
+
+    ``address_policy`` replaces the deployment's webhook address rule; the
+    local stack over the emulator passes ``AddressPolicy.local()``.
+    """
     import boto3
 
+    from adapters.dynamodb.runs import DynamoRunStore
     from adapters.secrets import SecretsManagerSecretStore
     from adapters.sqs_worker import SqsWorkQueue
 
-    try:
-        from adapters.dynamodb.runs import DynamoRunStore
-    except ImportError as error:  # pragma: no cover - until the DynamoDB run store exists
-        raise RuntimeError(f"the DynamoDB run store is not available: {error}") from error
-    policy = AddressPolicy.from_settings(settings.allow_private_targets)
+    policy = address_policy or AddressPolicy.from_settings(settings.allow_private_targets)
     secrets = SecretsManagerSecretStore(
         boto3.client("secretsmanager"), settings.secrets_prefix.rstrip("/") + "/"
     )
