@@ -20,6 +20,7 @@ import re
 import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import lru_cache
 
 from domain.errors import InvalidSchedule
 
@@ -66,7 +67,9 @@ class OccurrenceKey:
         return occurrence_id(self.schedule_id, self.version, self.scheduled_at)
 
 
+@lru_cache(maxsize=4096)
 def _compact(instant: datetime) -> str:
+    # Cached: the planner names one instant for every schedule due at it (09:00).
     utc = instant.astimezone(UTC)
     text = utc.strftime("%Y%m%dT%H%M%S")
     if utc.microsecond:

@@ -31,7 +31,7 @@ from __future__ import annotations
 import enum
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from typing import Any, Final, TypeVar
@@ -119,6 +119,12 @@ class ScheduleVersion:
         if self.created_at.tzinfo is None:
             raise ValueError("created_at must be aware")
 
+    @classmethod
+    def of(cls, **values: Any) -> ScheduleVersion:
+        """``ScheduleVersion(**values)`` with the same checks, without a frozen
+        ``__setattr__`` per field: a store reads one per schedule it plans."""
+        return _construct(cls, values)
+
 
 @dataclass(frozen=True)
 class Schedule:
@@ -143,6 +149,12 @@ class Schedule:
         if self.current.version != self.version or self.current.schedule_id != self.schedule_id:
             raise ValueError("current must be this schedule's version")
 
+    @classmethod
+    def of(cls, **values: Any) -> Schedule:
+        """``Schedule(**values)`` with the same checks, without a frozen
+        ``__setattr__`` per field: a store reads one per schedule it plans."""
+        return _construct(cls, values)
+
     @property
     def active(self) -> bool:
         return not self.state.paused and self.deleted_at is None
@@ -150,6 +162,34 @@ class Schedule:
     @property
     def deleted(self) -> bool:
         return self.deleted_at is not None
+
+
+_V = TypeVar("_V", Schedule, ScheduleVersion)
+
+
+def _construct(cls: type[_V], values: dict[str, Any]) -> _V:
+    """A frozen dataclass built as its ``__init__`` would (defaults, then the
+    given values, then ``__post_init__``), refusing unknown or missing fields."""
+    names = _FIELDS[cls]
+    value = object.__new__(cls)
+    attrs = value.__dict__
+    attrs.update(_DEFAULTS[cls])
+    attrs.update(values)
+    if len(attrs) != len(names) or not values.keys() <= names:
+        unknown = sorted(set(values) - names)
+        missing = sorted(names - set(attrs))
+        raise TypeError(f"{cls.__name__}: unknown fields {unknown}, missing fields {missing}")
+    value.__post_init__()
+    return value
+
+
+_FIELDS: Final[dict[type, frozenset[str]]] = {
+    c: frozenset(f.name for f in fields(c)) for c in (Schedule, ScheduleVersion)
+}
+_DEFAULTS: Final[dict[type, dict[str, Any]]] = {
+    c: {f.name: f.default for f in fields(c) if f.default is not MISSING}
+    for c in (Schedule, ScheduleVersion)
+}
 
 
 # --- the JSON form of a policy ----------------------------------------------------
@@ -298,7 +338,10 @@ def overdue_verdict(
                 RunStatus.EXPIRED,
                 Reason.expired(late.total_seconds(), policy.catchup_window.total_seconds()),
             )
-    return Verdict(RunStatus.ADMITTED)
+    return _ADMITTED
+
+
+_ADMITTED: Final = Verdict(RunStatus.ADMITTED)  # one value, not one per occurrence
 
 
 def spec_from_stored(data: Mapping[str, Any]) -> ScheduleSpec:

@@ -36,8 +36,16 @@ from datetime import datetime, timedelta
 from typing import Final
 
 from domain.partition import Partitioning
-from domain.run import DeliveryIntent, Reason, Run, RunKind, RunStatus, new_occurrence
-from domain.schedule import Overdue, Schedule, overdue_verdict
+from domain.run import (
+    DeliveryIntent,
+    Reason,
+    Run,
+    RunKind,
+    RunStatus,
+    Verdict,
+    new_occurrence,
+)
+from domain.schedule import Overdue, Schedule, SchedulePolicy, overdue_verdict
 from domain.spec import Slot, slots_after
 from service.ports import Clock, Closure, DeliveryQueue, Heartbeat, Lease, Materialization, Store
 
@@ -76,8 +84,7 @@ class DispatchReport:
     send_failures: int = 0
     skipped: int = 0
     expired: int = 0
-    max_lag_s: float | None = None
-    lags_s: list[float] = field(default_factory=list)
+    max_lag_s: float | None = None  # the largest admitted_at - scheduled_at this pass
     checkpoint_refused: list[int] = field(default_factory=list)
 
 
@@ -88,19 +95,33 @@ class TickReport:
     dispatch: DispatchReport
 
 
+@dataclass(frozen=True)
+class _PlannedSlots:
+    """The slots from one ``next_due`` up to the horizon of one spec under one
+    policy, computed once per pass and shared by every schedule with them
+    (everyone at 09:00): each slot with its bucket and, when it is already
+    overdue, the verdict that closes it (None: it waits for admission)."""
+
+    slots: tuple[tuple[Slot, int, Verdict | None], ...]
+    following: Slot | None
+
+
 class Planner:
     def __init__(self, store: Store, clock: Clock, config: TickConfig) -> None:
         self.store = store
         self.clock = clock
         self.config = config
-        self._slots: dict[tuple[object, ...], tuple[list[Slot], Slot | None]] = {}
+        # Slots planned this pass, found by the ids of spec and policy (cheap;
+        # the SQLite store hands out one object per stored text), else by their
+        # value. An entry holds the objects whose ids key it, so that those ids
+        # cannot be reused by other objects during the pass.
+        self._memo: dict[tuple[int, int, datetime], tuple[object, object, _PlannedSlots]] = {}
+        self._by_value: dict[tuple[object, SchedulePolicy, datetime], _PlannedSlots] = {}
 
     def plan(self) -> PlanReport:
         report = PlanReport()
         now = self.clock.now()
-        # Schedules that share a spec and a next_due (everyone at 09:00) share
-        # their slots: computed once per pass.
-        self._slots = {}
+        self._memo, self._by_value = {}, {}
         horizon = now + self.config.lookahead
         token: str | None = None
         while report.materialized + report.skipped + report.expired < (
@@ -128,57 +149,70 @@ class Planner:
     def _materialization(
         self, schedule: Schedule, now: datetime, horizon: datetime
     ) -> Materialization | None:
+        next_due = schedule.next_due
+        assert next_due is not None
+        version = schedule.current
+        key = (id(version.spec), id(version.policy), next_due)
+        held = self._memo.get(key)
+        if held is None:
+            by_value = (version.spec, version.policy, next_due)
+            found = self._by_value.get(by_value)
+            if found is None:
+                found = self._plan_slots(schedule, now, horizon)
+                if len(self._by_value) < 1024:
+                    self._by_value[by_value] = found
+            held = (version.spec, version.policy, found)
+            if len(self._memo) < 1024:
+                self._memo[key] = held
+        planned = held[2]
+        if not planned.slots:
+            return None
+        schedule_id = schedule.schedule_id
+        number = schedule.version
+        shard = self.config.partitioning.shard(schedule_id)
+        runs: list[Run] = []
+        for slot, bucket, verdict in planned.slots:
+            run = new_occurrence(
+                schedule_id, number, slot, bucket=bucket, shard=shard, materialized_at=now
+            )
+            if verdict is not None:
+                assert verdict.reason is not None
+                run = run.closed(verdict.status, verdict.reason, now)
+            runs.append(run)
+        return Materialization(
+            schedule_id=schedule_id,
+            expected_version=number,
+            expected_next_due=next_due,
+            next_due=None if planned.following is None else planned.following.scheduled_at,
+            last_materialized_at=planned.slots[-1][0].scheduled_at,
+            occurrences=tuple(runs),
+        )
+
+    def _plan_slots(self, schedule: Schedule, now: datetime, horizon: datetime) -> _PlannedSlots:
+        """The schedule's slots from next_due up to the horizon (bounded), and the
+        one after; each placed, and judged by the overdue policy if already due."""
         assert schedule.next_due is not None
         version = schedule.current
         policy = version.policy
         parts = self.config.partitioning
-        shard = parts.shard(schedule.schedule_id)
-        key = (version.spec, policy.dst, schedule.next_due, horizon)
-        memo = self._slots.get(key)
-        if memo is None:
-            memo = self._slots_until(schedule, horizon)
-            if len(self._slots) < 1024:
-                self._slots[key] = memo
-        taken, following = memo
-        if not taken:
-            return None
-        runs: list[Run] = []
+        taken: list[Slot] = []
+        following: Slot | None = None
+        for slot in slots_after(version.spec, policy.dst, schedule.next_due - _EPSILON):
+            if slot.scheduled_at > horizon or len(taken) >= self.config.max_slots_per_schedule:
+                following = slot
+                break
+            taken.append(slot)
+        planned: list[tuple[Slot, int, Verdict | None]] = []
         for i, slot in enumerate(taken):
-            run = new_occurrence(
-                schedule.schedule_id,
-                schedule.version,
-                slot,
-                bucket=parts.placement(slot.scheduled_at, now),
-                shard=shard,
-                materialized_at=now,
-            )
+            verdict: Verdict | None = None
             if slot.scheduled_at <= now:
                 after = taken[i + 1] if i + 1 < len(taken) else following
                 superseded = after is not None and after.scheduled_at <= now
                 verdict = overdue_verdict(policy, slot.scheduled_at, now, superseded=superseded)
-                if verdict.status is not RunStatus.ADMITTED:
-                    assert verdict.reason is not None
-                    run = run.closed(verdict.status, verdict.reason, now)
-            runs.append(run)
-        return Materialization(
-            schedule_id=schedule.schedule_id,
-            expected_version=schedule.version,
-            expected_next_due=schedule.next_due,
-            next_due=None if following is None else following.scheduled_at,
-            last_materialized_at=taken[-1].scheduled_at,
-            occurrences=tuple(runs),
-        )
-
-    def _slots_until(self, schedule: Schedule, horizon: datetime) -> tuple[list[Slot], Slot | None]:
-        """The schedule's slots from next_due up to the horizon (bounded), and the one after."""
-        assert schedule.next_due is not None
-        version = schedule.current
-        taken: list[Slot] = []
-        for slot in slots_after(version.spec, version.policy.dst, schedule.next_due - _EPSILON):
-            if slot.scheduled_at > horizon or len(taken) >= self.config.max_slots_per_schedule:
-                return taken, slot
-            taken.append(slot)
-        return taken, None
+                if verdict.status is RunStatus.ADMITTED:
+                    verdict = None
+            planned.append((slot, parts.placement(slot.scheduled_at, now), verdict))
+        return _PlannedSlots(tuple(planned), following)
 
 
 class Dispatcher:
@@ -250,8 +284,6 @@ class Dispatcher:
         for lease in self.acquire_leases(now):
             report.shards.append(lease.shard)
             self._dispatch_shard(lease, now, report)
-        if report.lags_s:
-            report.max_lag_s = max(report.lags_s)
         return report
 
     def _dispatch_shard(self, lease: Lease, now: datetime, report: DispatchReport) -> None:
@@ -324,7 +356,10 @@ class Dispatcher:
         if refused:
             changed |= self._close_refused(refused, now, report)
         report.admitted += len(admitted)
-        report.lags_s.extend(r.lag_s for r in admitted if r.lag_s is not None)
+        if admitted:
+            # A running maximum: the report does not grow with the number admitted.
+            lag = max(r.lag_s or 0.0 for r in admitted)
+            report.max_lag_s = lag if report.max_lag_s is None else max(report.max_lag_s, lag)
         report.resent += len(resend)
         changed |= self._send([*resend, *admitted], now, report)
         return changed

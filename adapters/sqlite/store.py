@@ -7,6 +7,11 @@
   transaction: an occurrence's business key and its id are unique; a schedule
   edit, a materialization and an admission each re-check their condition in
   the statement that writes.
+- A batch (a plan page, a dispatch batch) is one transaction whose conditional
+  statements go through ``executemany``; when fewer rows changed than were
+  given (a condition failed somewhere), the batch is undone to a savepoint and
+  redone row by row to learn which ones, still inside the transaction. Either
+  way the statement's own condition decides.
 - Instants are stored as integer microseconds since the Unix epoch (UTC), so
   they compare and sort exactly; wall times as naive ISO text.
 - The schema is created when the store is opened.
@@ -25,6 +30,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +61,7 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # with the number of schedules).
 VERSION_CACHE_SIZE = 2048
 _US = timedelta(microseconds=1)
+_ACTIVE = ScheduleState()
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS schedules (
@@ -148,6 +155,29 @@ _RUN_INSERT = (
     f"INSERT INTO occurrences ({_RUN_COLUMNS}) VALUES ({', '.join('?' * 24)}) "
     "ON CONFLICT DO NOTHING"
 )
+# Materialization's condition: the schedule is still at the version and next_due
+# the planner read, and active.
+_MATERIALIZE = (
+    "UPDATE schedules SET next_due = ?, last_materialized_at = ?, updated_at = ? "
+    "WHERE schedule_id = ? AND version = ? AND next_due = ? "
+    "AND paused = 0 AND deleted_at IS NULL"
+)
+# Admission's condition: still scheduled, and its schedule active (not paused,
+# not deleted), checked in the statement that writes.
+_ADMIT = (
+    "UPDATE occurrences SET status = 'admitted', admitted_at = ? "
+    "WHERE occurrence_id = ? AND status = 'scheduled' AND EXISTS ("
+    "SELECT 1 FROM schedules s WHERE s.schedule_id = occurrences.schedule_id "
+    "AND s.paused = 0 AND s.deleted_at IS NULL)"
+)
+_CLOSE = (
+    "UPDATE occurrences SET status = ?, reason = ?, finished_at = ?, pending = 0 "
+    "WHERE occurrence_id = ? AND status = 'scheduled'"
+)
+_MARK_SENT = (
+    "UPDATE occurrences SET pending = 0, sent_at = ? "
+    "WHERE occurrence_id = ? AND pending = 1 AND status != 'scheduled'"
+)
 # A schedule head joined with its current version: one query, no second read.
 _HEAD_SELECT = (
     "SELECT s.schedule_id, s.version, s.paused, s.note, s.next_due, s.last_materialized_at, "
@@ -174,15 +204,21 @@ def _opt_us(instant: datetime | None) -> int | None:
 
 
 def from_us(value: int) -> datetime:
-    return _EPOCH + timedelta(microseconds=value)
+    return _EPOCH + value * _US  # exact, and twice as fast as timedelta(microseconds=)
 
 
 def _opt_dt(value: int | None) -> datetime | None:
-    return None if value is None else _EPOCH + timedelta(microseconds=value)
+    return None if value is None else _EPOCH + value * _US
 
 
 def _json(value: Any) -> str | None:
     return None if value is None else json.dumps(value, separators=(",", ":"))
+
+
+def _keys_cte(n: int) -> str:
+    """``k(sid, ver)``: n (schedule_id, version) pairs, to join on the versions'
+    primary key (``CROSS JOIN`` keeps SQLite from scanning the versions table)."""
+    return f"WITH k(sid, ver) AS (VALUES {', '.join(['(?, ?)'] * n)}) "
 
 
 def _token(values: Sequence[Any]) -> str:
@@ -240,6 +276,10 @@ def run_row(run: Run) -> tuple[Any, ...]:
     )
 
 
+_STATUS = {status.value: status for status in RunStatus}
+_KIND = {kind.value: kind for kind in RunKind}
+
+
 def run_from_row(row: Sequence[Any]) -> Run:
     attempt_log: tuple[AttemptRecord, ...] = ()
     if row[21]:
@@ -253,32 +293,41 @@ def run_from_row(row: Sequence[Any]) -> Run:
             )
             for a in json.loads(row[21])
         )
-    return Run(
+    # Dict lookups, not Enum calls, and no work for the NULL columns a pending
+    # record has: this runs once per occurrence on the dispatch path.
+    epoch, micro = _EPOCH, _US
+    return Run.of(
         occurrence_id=row[0],
         business_key=row[1],
         schedule_id=row[2],
         version=row[3],
-        kind=RunKind(row[4]),
-        scheduled_at=from_us(row[5]),
-        wall=datetime.fromisoformat(row[6]),
+        kind=_KIND[row[4]],
+        scheduled_at=epoch + row[5] * micro,
+        wall=_wall(row[6]),
         fold=row[7],
         bucket=row[8],
         shard=row[9],
-        status=RunStatus(row[10]),
+        status=_STATUS[row[10]],
         pending=bool(row[11]),
-        materialized_at=_opt_dt(row[12]),
+        materialized_at=None if row[12] is None else epoch + row[12] * micro,
         attempts=row[13],
-        admitted_at=_opt_dt(row[14]),
-        sent_at=_opt_dt(row[15]),
-        started_at=_opt_dt(row[16]),
-        finished_at=_opt_dt(row[17]),
+        admitted_at=None if row[14] is None else epoch + row[14] * micro,
+        sent_at=None if row[15] is None else epoch + row[15] * micro,
+        started_at=None if row[16] is None else epoch + row[16] * micro,
+        finished_at=None if row[17] is None else epoch + row[17] * micro,
         reason=row[18],
         result=None if row[19] is None else json.loads(row[19]),
-        run_lease_expires_at=_opt_dt(row[20]),
+        run_lease_expires_at=None if row[20] is None else epoch + row[20] * micro,
         attempt_log=attempt_log,
         run_token_hash=row[22],
         progress=None if row[23] is None else json.loads(row[23]),
     )
+
+
+@lru_cache(maxsize=4096)
+def _wall(text: str) -> datetime:
+    """A stored wall time (naive ISO text); many occurrences share one."""
+    return datetime.fromisoformat(text)
 
 
 class SqliteStore(Store):
@@ -397,10 +446,13 @@ class SqliteStore(Store):
         )
 
     def _schedule_from_row(self, row: Sequence[Any]) -> Schedule:
-        return Schedule(
+        # Once per schedule planned: the fast constructor, and one shared state
+        # value for the common unpaused, unnoted head.
+        paused, note = row[2], row[3]
+        return Schedule.of(
             schedule_id=row[0],
             version=row[1],
-            state=ScheduleState(paused=bool(row[2]), note=row[3]),
+            state=_ACTIVE if not paused and note is None else ScheduleState(bool(paused), note),
             current=self._version_from_row(row[0], row[1], row[9:15]),
             next_due=_opt_dt(row[4]),
             last_materialized_at=_opt_dt(row[5]),
@@ -416,7 +468,7 @@ class SqliteStore(Store):
         if cached is not None:
             return cached  # immutable once written
         created_at, name, spec, policy, target, payload = row
-        value = ScheduleVersion(
+        value = ScheduleVersion.of(
             schedule_id=schedule_id,
             version=version,
             name=name,
@@ -454,9 +506,9 @@ class SqliteStore(Store):
         for start in range(0, len(missing), 400):
             chunk = missing[start : start + 400]
             rows = self._read(
-                "SELECT schedule_id, version, created_at, name, spec, policy, target, payload "
-                "FROM schedule_versions WHERE (schedule_id, version) IN "
-                f"(VALUES {', '.join(['(?, ?)'] * len(chunk))})",
+                _keys_cte(len(chunk)) + "SELECT v.schedule_id, v.version, v.created_at, v.name, "
+                "v.spec, v.policy, v.target, v.payload FROM k CROSS JOIN schedule_versions v "
+                "ON v.schedule_id = k.sid AND v.version = k.ver",
                 [part for key in chunk for part in key],
             )
             for row in rows:
@@ -469,9 +521,9 @@ class SqliteStore(Store):
         for start in range(0, len(wanted), 400):
             chunk = wanted[start : start + 400]
             rows = self._read(
-                "SELECT schedule_id, version, policy FROM schedule_versions "
-                "WHERE (schedule_id, version) IN "
-                f"(VALUES {', '.join(['(?, ?)'] * len(chunk))})",
+                _keys_cte(len(chunk)) + "SELECT v.schedule_id, v.version, v.policy "
+                "FROM k CROSS JOIN schedule_versions v "
+                "ON v.schedule_id = k.sid AND v.version = k.ver",
                 [part for key in chunk for part in key],
             )
             found.update(((r[0], r[1]), stored_policy(r[2])) for r in rows)
@@ -572,33 +624,54 @@ class SqliteStore(Store):
     def materialize(
         self, batch: Sequence[Materialization], now: datetime
     ) -> list[MaterializeOutcome]:
-        outcomes: list[MaterializeOutcome] = []
+        if not batch:
+            return []
         now_us = us(now)
+        heads = [
+            (
+                _opt_us(item.next_due),
+                _opt_us(item.last_materialized_at),
+                now_us,
+                item.schedule_id,
+                item.expected_version,
+                us(item.expected_next_due),
+            )
+            for item in batch
+        ]
+        rows = [run_row(run) for item in batch for run in item.occurrences]
         with self._write() as db:
-            for item in batch:
-                changed = db.execute(
-                    "UPDATE schedules SET next_due = ?, last_materialized_at = ?, updated_at = ? "
-                    "WHERE schedule_id = ? AND version = ? AND next_due = ? "
-                    "AND paused = 0 AND deleted_at IS NULL",
-                    (
-                        _opt_us(item.next_due),
-                        _opt_us(item.last_materialized_at),
-                        now_us,
-                        item.schedule_id,
-                        item.expected_version,
-                        us(item.expected_next_due),
-                    ),
-                ).rowcount
-                if changed != 1:
+            # The common case, every condition holding and no slot taken, as two
+            # executemany calls; if any row did not change, undo them and decide
+            # item by item. Either way the UPDATE's WHERE and the unique keys
+            # decide, inside this one transaction.
+            db.execute("SAVEPOINT materialize")
+            if db.executemany(_MATERIALIZE, heads).rowcount == len(heads) and db.executemany(
+                _RUN_INSERT, rows
+            ).rowcount == len(rows):
+                db.execute("RELEASE materialize")
+                return [
+                    MaterializeOutcome(
+                        item.schedule_id, True, tuple(r.occurrence_id for r in item.occurrences)
+                    )
+                    for item in batch
+                ]
+            db.execute("ROLLBACK TO materialize")
+            db.execute("RELEASE materialize")
+            outcomes: list[MaterializeOutcome] = []
+            at = 0
+            for item, head in zip(batch, heads, strict=True):
+                item_rows = rows[at : at + len(item.occurrences)]
+                at += len(item.occurrences)
+                if db.execute(_MATERIALIZE, head).rowcount != 1:
                     outcomes.append(MaterializeOutcome(item.schedule_id, False))
                     continue
                 inserted = tuple(
                     run.occurrence_id
-                    for run in item.occurrences
-                    if db.execute(_RUN_INSERT, run_row(run)).rowcount == 1
+                    for run, row in zip(item.occurrences, item_rows, strict=True)
+                    if db.execute(_RUN_INSERT, row).rowcount == 1
                 )
                 outcomes.append(MaterializeOutcome(item.schedule_id, True, inserted))
-        return outcomes
+            return outcomes
 
     # --- occurrences -----------------------------------------------------------------
 
@@ -668,36 +741,25 @@ class SqliteStore(Store):
         return found
 
     def admit(self, runs: Sequence[Run], now: datetime) -> list[Run]:
-        admitted: list[Run] = []
+        if not runs:
+            return []
         now_us = us(now)
+        params = [(now_us, run.occurrence_id) for run in runs]
         with self._write() as db:
-            for run in runs:
-                changed = db.execute(
-                    "UPDATE occurrences SET status = 'admitted', admitted_at = ? "
-                    "WHERE occurrence_id = ? AND status = 'scheduled' AND EXISTS ("
-                    "SELECT 1 FROM schedules s WHERE s.schedule_id = occurrences.schedule_id "
-                    "AND s.paused = 0 AND s.deleted_at IS NULL)",
-                    (now_us, run.occurrence_id),
-                ).rowcount
-                if changed == 1:
-                    # Only a scheduled record was changed, and nothing but its
-                    # status and admitted_at: this is it as stored.
-                    admitted.append(run.admitted(from_us(now_us)))
-        return admitted
+            changed = _each_or_all(db, "admit", _ADMIT, params)
+        # Only scheduled records were changed, and nothing but their status and
+        # admitted_at: these are they as stored.
+        at = from_us(now_us)
+        return [run.admitted(at) for run, ok in zip(runs, changed, strict=True) if ok]
 
     def close_runs(self, closures: Sequence[Closure], now: datetime) -> list[str]:
+        if not closures:
+            return []
         now_us = us(now)
+        params = [(c.status.value, c.reason, now_us, c.occurrence_id) for c in closures]
         with self._write() as db:
-            return [
-                c.occurrence_id
-                for c in closures
-                if db.execute(
-                    "UPDATE occurrences SET status = ?, reason = ?, finished_at = ?, pending = 0 "
-                    "WHERE occurrence_id = ? AND status = 'scheduled'",
-                    (c.status.value, c.reason, now_us, c.occurrence_id),
-                ).rowcount
-                == 1
-            ]
+            changed = _each_or_all(db, "close_runs", _CLOSE, params)
+        return [c.occurrence_id for c, ok in zip(closures, changed, strict=True) if ok]
 
     def close_scheduled(
         self, schedule_id: str, status: RunStatus, reason: str, now: datetime
@@ -714,11 +776,7 @@ class SqliteStore(Store):
     def mark_sent(self, occurrence_ids: Sequence[str], now: datetime) -> int:
         now_us = us(now)
         with self._write() as db:
-            cursor = db.executemany(
-                "UPDATE occurrences SET pending = 0, sent_at = ? "
-                "WHERE occurrence_id = ? AND pending = 1 AND status != 'scheduled'",
-                [(now_us, oid) for oid in occurrence_ids],
-            )
+            cursor = db.executemany(_MARK_SENT, [(now_us, oid) for oid in occurrence_ids])
             return int(cursor.rowcount)
 
     # --- leases and heartbeats -----------------------------------------------------------
@@ -786,6 +844,24 @@ class SqliteStore(Store):
             (len(prefix), prefix),
         )
         return [Heartbeat(r[0], from_us(r[1]), json.loads(r[2])) for r in rows]
+
+
+def _each_or_all(
+    db: sqlite3.Connection, name: str, sql: str, params: Sequence[tuple[Any, ...]]
+) -> list[bool]:
+    """Run one conditional UPDATE per parameter row, inside the caller's
+    transaction; which rows changed.
+
+    The common case (every row changes) is one executemany; otherwise it is
+    undone to a savepoint and run row by row to learn which ones did.
+    """
+    db.execute(f"SAVEPOINT {name}")
+    if db.executemany(sql, params).rowcount == len(params):
+        db.execute(f"RELEASE {name}")
+        return [True] * len(params)
+    db.execute(f"ROLLBACK TO {name}")
+    db.execute(f"RELEASE {name}")
+    return [db.execute(sql, p).rowcount == 1 for p in params]
 
 
 def _lease(row: Sequence[Any]) -> Lease:
