@@ -1,0 +1,643 @@
+"""What duetime costs on AWS per million runs, from counted requests.
+
+N schedules (every minute) each run a few slots end to end on moto in-process,
+through the same code the Lambda functions run: the tick (``run_tick``: plan,
+admit, send over ``DynamoStore`` + ``SqsDeliveryQueue``), then the worker
+handler (``handlers.worker.handler`` over ``DynamoRunStore`` + ``SqsWorkQueue``)
+fed by a stand-in for Lambda's SQS event source mapping (receive up to 10,
+invoke, delete the successes in one batch), with a target that succeeds at
+once. botocore's event system counts every AWS request by service and
+operation, and for each DynamoDB write looks at the item before and after
+(through a second, uncounted client) to count the write units it implies:
+
+- table writes: the larger of the item before and after, in 1 KB units
+  (a TransactWriteItems item counts double); a refused conditional write
+  still costs the item it was checked against;
+- index writes: per index, a record entering or leaving it is one write, a
+  key change two (delete + put), and any change to a record inside an
+  ``ALL``-projection index one more write, each in 1 KB units of the item;
+- reads: GetItem and BatchGetItem by item size, Query by the size of the
+  items it returned (filtered-out items are not seen here, so a filtered
+  query is under-counted), in 4 KB units, halved when eventually consistent.
+
+Then an idle tick invocation (50 one-second passes with nothing due, as the
+deployed tick loops) gives the fixed cost of the dispatcher, which does not
+depend on how many runs there are.
+
+    .venv/bin/python bench/cost.py                      # 100 schedules x 3 slots
+    .venv/bin/python bench/cost.py --schedules 50 --slots 2
+
+Prices are list prices (us-east-1, on demand, no free tier) as read on the
+date in ``PRICES_READ_ON``; prices change, so check the pricing pages.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import math
+import os
+import platform
+import random
+import sys
+import time
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, Final
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+for _name, _value in {
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "POWERTOOLS_SERVICE_NAME": "duetime",
+    "POWERTOOLS_METRICS_NAMESPACE": "duetime",
+    "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
+}.items():
+    os.environ[_name] = _value
+os.environ.pop("AWS_ENDPOINT_URL", None)
+os.environ.pop("POWERTOOLS_METRICS_DISABLED", None)
+
+import boto3  # noqa: E402
+from moto import mock_aws  # noqa: E402
+
+from adapters.definitions import (  # noqa: E402
+    OCCURRENCES,
+    SCHEDULES,
+    TABLES,
+    Metric,
+    TableDefinition,
+    create_queues,
+)
+from adapters.dynamodb.local import create_store_tables  # noqa: E402
+from adapters.dynamodb.runs import DynamoRunStore  # noqa: E402
+from adapters.dynamodb.store import DynamoStore  # noqa: E402
+from adapters.sqs import SqsDeliveryQueue  # noqa: E402
+from adapters.sqs_worker import SqsWorkQueue  # noqa: E402
+from domain.delivery import Delivery, Outcome  # noqa: E402
+from domain.partition import Partitioning  # noqa: E402
+from domain.targets import Target  # noqa: E402
+from handlers import worker as worker_handler  # noqa: E402
+from handlers.settings import Settings  # noqa: E402
+from handlers.tick import run_tick, tick_config  # noqa: E402
+from service.runs import RunWorker  # noqa: E402
+from service.schedules import ScheduleService  # noqa: E402
+from service.tick import Ticker  # noqa: E402
+
+# --- prices ----------------------------------------------------------------------------------
+# us-east-1 list prices, on demand, without free tiers. Read from the AWS pricing
+# pages on PRICES_READ_ON. Prices change: check before relying on them.
+PRICES_READ_ON: Final = "2026-11-29"
+DYNAMODB_PER_MILLION_WRU: Final = 0.625  # on-demand write request units
+DYNAMODB_PER_MILLION_RRU: Final = 0.125  # on-demand read request units
+SQS_PER_MILLION_REQUESTS: Final = 0.40  # standard queue, each 64 KB chunk of a request
+LAMBDA_PER_MILLION_REQUESTS: Final = 0.20
+LAMBDA_ARM64_PER_GB_SECOND: Final = 0.0000133334
+SCHEDULER_PER_MILLION_INVOCATIONS: Final = 1.00  # EventBridge Scheduler
+LOGS_INGESTION_PER_GB: Final = 0.50  # CloudWatch Logs, standard class
+ALARM_PER_MONTH: Final = 0.10  # standard-resolution metric alarm
+DASHBOARD_PER_MONTH: Final = 3.00  # beyond the 3 free dashboards per account
+CUSTOM_METRIC_PER_MONTH: Final = 0.30  # first 10,000 metrics
+SECRETS_MANAGER_PER_10K_CALLS: Final = 0.05
+
+# --- assumptions ---------------------------------------------------------------------------
+MONTH_S: Final = 30 * 24 * 3600
+AWS_CALL_MS: Final = 8.0  # one in-region DynamoDB/SQS round trip from Lambda
+TARGET_MS: Final = 200.0  # one webhook call (the worker waits for the answer)
+LAMBDA_PLATFORM_LOG_BYTES: Final = 350  # START, END and REPORT lines per invocation
+ESM_IDLE_POLLERS: Final = 5  # Lambda's SQS event source mapping: concurrent long polls
+ESM_LONG_POLL_S: Final = 20
+WATCHDOG_DURATION_S: Final = 2.0  # per watchdog invocation, at a few thousand schedules
+ALARMS_IN_STACK: Final = 9  # the synthesized stack (cdk.out) has 9 CloudWatch alarms
+KB: Final = 1024
+READ_UNIT_BYTES: Final = 4 * KB
+
+T0 = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
+
+
+class BenchClock:
+    def __init__(self, at: datetime) -> None:
+        self.at = at
+
+    def now(self) -> datetime:
+        return self.at
+
+    def advance(self, seconds: float) -> None:
+        self.at += timedelta(seconds=seconds)
+
+
+class Succeeds:
+    """A target that answers 2xx at once, for every kind of target."""
+
+    def deliver(self, target: Target, delivery: Delivery, *, timeout_s: float) -> Outcome:
+        return Outcome.succeeded(200, '{"ok":true}')
+
+
+# --- item sizes and units ---------------------------------------------------------------------
+
+
+def _number_size(text: str) -> int:
+    digits = len(text.lstrip("-").replace(".", "").lstrip("0")) or 1
+    return math.ceil(digits / 2) + 1
+
+
+def value_size(value: Mapping[str, Any]) -> int:
+    """DynamoDB's size of one attribute value, in bytes (its published rules)."""
+    [(kind, inner)] = value.items()
+    if kind == "S":
+        return len(str(inner).encode("utf-8"))
+    if kind == "N":
+        return _number_size(str(inner))
+    if kind == "B":
+        return len(inner)
+    if kind in ("BOOL", "NULL"):
+        return 1
+    if kind == "L":
+        return 3 + sum(1 + value_size(v) for v in inner)
+    if kind == "M":
+        return 3 + sum(1 + len(k.encode()) + value_size(v) for k, v in inner.items())
+    if kind in ("SS", "NS", "BS"):
+        return sum(value_size({kind[0]: v}) for v in inner)
+    raise ValueError(f"unknown attribute type {kind}")
+
+
+def item_size(item: Mapping[str, Any] | None) -> int:
+    if not item:
+        return 0
+    return sum(len(name.encode()) + value_size(v) for name, v in item.items())
+
+
+def write_units(size: int) -> int:
+    return max(1, math.ceil(size / KB))
+
+
+class Meter:
+    """Counts requests and capacity units, by phase, service and operation."""
+
+    def __init__(self, shadow: Any, definitions: Mapping[str, TableDefinition]) -> None:
+        self.shadow = shadow  # an uncounted client on the same backend
+        self.definitions = definitions
+        self.phase = "setup"
+        self.requests: Counter[tuple[str, str, str]] = Counter()
+        self.units: defaultdict[tuple[str, str], float] = defaultdict(float)
+        self._consistent = False  # (phase, "wru" | "rru" | "sqs")
+        self.largest_item = 0
+        # The items the DynamoDB write in flight touches, as they were before it.
+        self._pending: list[tuple[str, Any, int, dict[str, Any] | None]] = []
+
+    def attach(self, client: Any) -> None:
+        events = client.meta.events
+        events.register("before-parameter-build.*.*", self._before_call)
+        events.register("after-call.*.*", self._after_call)
+
+    # DynamoDB writes: the items each request touches, before it runs.
+    def _targets(self, operation: str, params: Mapping[str, Any]) -> list[tuple[str, Any, int]]:
+        """(table, key, multiplier) per item written."""
+        found: list[tuple[str, Any, int]] = []
+        if operation in ("PutItem", "UpdateItem", "DeleteItem"):
+            table = params["TableName"]
+            key = params.get("Key") or self._key_of(table, params["Item"])
+            found.append((table, key, 1))
+        elif operation == "TransactWriteItems":
+            for entry in params["TransactItems"]:
+                [(kind, op)] = entry.items()
+                if kind == "ConditionCheck":
+                    continue
+                key = op.get("Key") or self._key_of(op["TableName"], op["Item"])
+                found.append((op["TableName"], key, 2))
+        elif operation == "BatchWriteItem":
+            for table, requests in params["RequestItems"].items():
+                for request in requests:
+                    if "PutRequest" in request:
+                        found.append((table, self._key_of(table, request["PutRequest"]["Item"]), 1))
+                    else:
+                        found.append((table, request["DeleteRequest"]["Key"], 1))
+        return found
+
+    def _key_of(self, table: str, item: Mapping[str, Any]) -> dict[str, Any]:
+        d = self.definitions[table]
+        names = [d.partition_key.name] + ([d.sort_key.name] if d.sort_key else [])
+        return {n: item[n] for n in names}
+
+    def _get(self, table: str, key: Any) -> dict[str, Any] | None:
+        item = self.shadow.get_item(TableName=table, Key=key, ConsistentRead=True).get("Item")
+        return None if item is None else dict(item)
+
+    def _before_call(self, model: Any, params: Mapping[str, Any], **kwargs: Any) -> None:
+        if model.service_model.service_name != "dynamodb":
+            return
+        self._consistent = bool(params.get("ConsistentRead", False))
+        self._pending = [
+            (table, key, mult, self._get(table, key))
+            for table, key, mult in self._targets(model.name, params)
+        ]
+
+    def _after_call(self, model: Any, parsed: Mapping[str, Any], **kwargs: Any) -> None:
+        service = model.service_model.service_name
+        operation = model.name
+        self.requests[(self.phase, service, operation)] += 1
+        failed = "Error" in parsed and bool(parsed["Error"].get("Code"))
+        if service == "sqs":
+            self.units[(self.phase, "sqs")] += 1  # every payload here is far below 64 KB
+            return
+        if service != "dynamodb":
+            return
+        pending, self._pending = self._pending, []
+        if pending:
+            for table, key, mult, old in pending:
+                self._count_write(table, key, old, mult, failed)
+            return
+        self._count_read(operation, parsed)
+
+    def _count_write(
+        self, table: str, key: Any, old: dict[str, Any] | None, mult: int, failed: bool
+    ) -> None:
+        new = old if failed else self._get(table, key)
+        size = max(item_size(old), item_size(new))
+        self.largest_item = max(self.largest_item, size)
+        self.units[(self.phase, "wru")] += write_units(size) * mult
+        if failed or old == new:
+            return
+        definition = self.definitions[table]
+        indexes = [(i, i.partition_key, i.sort_key) for i in definition.global_indexes] + [
+            (i, definition.partition_key, i.sort_key) for i in definition.local_indexes
+        ]
+        for index, pk, sk in indexes:
+            names = [pk.name] + ([sk.name] if sk else [])
+
+            def keys(item: dict[str, Any] | None, names: list[str] = names) -> Any:
+                if item is None or not all(n in item for n in names):
+                    return None
+                return [json.dumps(item[n], sort_keys=True) for n in names]
+
+            before, after = keys(old), keys(new)
+            projected = size if index.projection == "ALL" else 100
+            if before is None and after is None:
+                continue
+            if before is None or after is None:
+                writes = 1
+            elif before != after:
+                writes = 2
+            else:
+                writes = 1 if index.projection == "ALL" else 0
+            self.units[(self.phase, "wru")] += writes * write_units(projected)
+
+    def _count_read(self, operation: str, parsed: Mapping[str, Any]) -> None:
+        # A strongly consistent read costs a unit per 4 KB, an eventually
+        # consistent one half that (BatchGetItem here always asks for consistency).
+        factor = 1.0 if self._consistent else 0.5
+        if operation == "GetItem":
+            size = item_size(parsed.get("Item"))
+            self.units[(self.phase, "rru")] += factor * max(1, math.ceil(size / READ_UNIT_BYTES))
+        elif operation == "BatchGetItem":
+            for items in parsed.get("Responses", {}).values():
+                for item in items:
+                    self.units[(self.phase, "rru")] += max(
+                        1, math.ceil(item_size(item) / READ_UNIT_BYTES)
+                    )
+        elif operation in ("Query", "Scan"):
+            size = sum(item_size(item) for item in parsed.get("Items", []))
+            self.units[(self.phase, "rru")] += factor * max(1, math.ceil(size / READ_UNIT_BYTES))
+
+
+# --- the run ---------------------------------------------------------------------------------
+
+
+def infra_numbers() -> dict[str, Any]:
+    """Memory sizes and the tick budget, from the CDK stack's own definitions."""
+    from infra.functions import WATCHDOG, WORKER, WORKER_BATCH_SIZE, tick_spec
+    from infra.settings import Settings as StackSettings
+
+    settings = StackSettings()
+    tick = tick_spec(settings)
+    return {
+        "worker_mb": WORKER.memory_mb,
+        "tick_mb": tick.memory_mb,
+        "watchdog_mb": WATCHDOG.memory_mb,
+        "worker_batch": WORKER_BATCH_SIZE,
+        "tick_budget_s": settings.tick_budget_s,
+    }
+
+
+def measure(schedules: int, slots: int) -> dict[str, Any]:
+    with mock_aws():
+        dynamodb = boto3.client("dynamodb", region_name="us-east-1")
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        tables = create_store_tables(dynamodb, "cost")
+        urls = create_queues(sqs, "cost")
+        definitions = {
+            tables.schedules: SCHEDULES,
+            tables.occurrences: OCCURRENCES,
+            tables.leases: next(t for t in TABLES if t.logical_id == "Leases"),
+        }
+        meter = Meter(boto3.client("dynamodb", region_name="us-east-1"), definitions)
+        meter.attach(dynamodb)
+        meter.attach(sqs)
+
+        settings = Settings(
+            schedules_table=tables.schedules,
+            occurrences_table=tables.occurrences,
+            leases_table=tables.leases,
+            delivery_queue_url=urls["DUETIME_DELIVERY_QUEUE_URL"],
+            delivery_dlq_url=urls["DUETIME_DELIVERY_DLQ_URL"],
+        )
+        clock = BenchClock(T0)
+        store = DynamoStore(dynamodb, tables)
+        service = ScheduleService(
+            store, clock, Partitioning(shards=settings.shards, bucket_s=settings.bucket_s)
+        )
+        ticker = Ticker(
+            store, SqsDeliveryQueue(sqs, settings.delivery_queue_url), clock,
+            tick_config(settings), owner="bench",
+        )  # fmt: skip
+        # One idle tick invocation before any schedule exists: the dispatcher's fixed
+        # work (leases, checkpoints, index reads, heartbeat), passes every second
+        # for its budget, as deployed.
+        meter.phase = "idle"
+        ticks = {"now": 0.0}
+
+        def sleep(seconds: float) -> None:
+            ticks["now"] += seconds
+            clock.advance(seconds)
+
+        budget = float(infra_numbers()["tick_budget_s"])
+        tick_logs = io.StringIO()
+        with contextlib.redirect_stdout(tick_logs):
+            idle = run_tick(ticker, budget, sleep=sleep, monotonic=lambda: ticks["now"])
+
+        meter.phase = "setup"
+        ids = []
+        for i in range(schedules):
+            schedule, _ = service.create(
+                {
+                    "name": f"cost {i}",
+                    "spec": {"every": "PT1M"},
+                    "target": {"type": "webhook", "url": "https://example.com/hook"},
+                    "payload": {"report": "daily", "n": i},
+                }
+            )
+            ids.append(schedule.schedule_id)
+        worker = RunWorker(
+            DynamoRunStore(store),
+            Succeeds(),
+            clock,
+            random.Random(0),
+            telemetry=worker_handler.PowertoolsTelemetry(),
+        )
+        queue = SqsWorkQueue(sqs, settings.delivery_queue_url, settings.delivery_dlq_url)
+
+        worker_logs = io.StringIO()
+        invocations = 0
+        batch_sizes: list[int] = []
+        started = time.perf_counter()
+        # One tick pass per minute of schedule time, each followed by the worker
+        # draining what it sent (the event source mapping's receive and delete
+        # are its own phase: Lambda makes those calls, the account pays them).
+        for _ in range(slots + 1):
+            clock.advance(60)
+            meter.phase = "tick"
+            with contextlib.redirect_stdout(io.StringIO()):
+                run_tick(ticker, 0.0, sleep=lambda s: None)
+            while True:
+                meter.phase = "esm"
+                answer = sqs.receive_message(
+                    QueueUrl=settings.delivery_queue_url,
+                    MaxNumberOfMessages=10,
+                    MessageSystemAttributeNames=["ApproximateReceiveCount"],
+                )
+                messages = answer.get("Messages", [])
+                if not messages:
+                    break
+                event = {"Records": [_record(m) for m in messages]}
+                meter.phase = "worker"
+                with contextlib.redirect_stdout(worker_logs):
+                    result = worker_handler.handler(event, None, worker=worker, queue=queue)
+                invocations += 1
+                batch_sizes.append(len(messages))
+                failed = {f["itemIdentifier"] for f in result.get("batchItemFailures", [])}
+                done = [m for m in messages if m["MessageId"] not in failed]
+                meter.phase = "esm"
+                if done:
+                    sqs.delete_message_batch(
+                        QueueUrl=settings.delivery_queue_url,
+                        Entries=[
+                            {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]}
+                            for i, m in enumerate(done)
+                        ],
+                    )
+        elapsed = time.perf_counter() - started
+        meter.phase = "setup"
+        runs = sum(
+            1
+            for sid in ids
+            for run in store.runs(sid, 100).items
+            if run.status.value == "succeeded"
+        )
+
+        return {
+            "schedules": schedules,
+            "slots": slots,
+            "runs": runs,
+            "requests": meter.requests,
+            "units": meter.units,
+            "largest_item": meter.largest_item,
+            "invocations": invocations,
+            "batch_sizes": batch_sizes,
+            "worker_log_bytes": len(worker_logs.getvalue().encode()),
+            "idle_passes": idle["passes"],
+            "idle_log_bytes": len(tick_logs.getvalue().encode()),
+            "elapsed_s": elapsed,
+        }
+
+
+def _record(message: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "messageId": message["MessageId"],
+        "receiptHandle": message["ReceiptHandle"],
+        "body": message["Body"],
+        "attributes": {
+            "ApproximateReceiveCount": message.get("Attributes", {}).get(
+                "ApproximateReceiveCount", "1"
+            )
+        },
+        "messageAttributes": {},
+        "md5OfBody": message.get("MD5OfBody", ""),
+        "eventSource": "aws:sqs",
+        "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:cost-delivery",
+        "awsRegion": "us-east-1",
+    }
+
+
+# --- the model -------------------------------------------------------------------------------
+
+
+def model(m: dict[str, Any], infra: dict[str, Any]) -> dict[str, Any]:
+    runs = m["runs"]
+    units, requests = m["units"], m["requests"]
+    per_pass = {k: units[("idle", k)] / m["idle_passes"] for k in ("wru", "rru")}
+    run_passes = m["slots"] + 1
+    # The run phase's tick passes, less what an idle pass costs anyway.
+    tick_wru = units[("tick", "wru")] - run_passes * per_pass["wru"]
+    tick_rru = units[("tick", "rru")] - run_passes * per_pass["rru"]
+    per_run = {
+        "dynamodb_wru": (tick_wru + units[("worker", "wru")]) / runs,
+        "dynamodb_rru": (tick_rru + units[("worker", "rru")]) / runs,
+        "sqs_requests": (units[("tick", "sqs")] + units[("worker", "sqs")] + units[("esm", "sqs")])
+        / runs,
+    }
+    worker_calls = sum(n for (phase, _, _), n in requests.items() if phase == "worker") / runs
+    invocations_per_run = m["invocations"] / runs
+    worker_s_per_run = (worker_calls * AWS_CALL_MS + TARGET_MS) / 1000
+    gb_s_per_run = worker_s_per_run * infra["worker_mb"] / 1024
+    log_bytes_per_run = (
+        m["worker_log_bytes"] + m["invocations"] * LAMBDA_PLATFORM_LOG_BYTES
+    ) / runs
+    million = 1_000_000
+    dollars = {
+        "DynamoDB writes": per_run["dynamodb_wru"] * DYNAMODB_PER_MILLION_WRU,
+        "DynamoDB reads": per_run["dynamodb_rru"] * DYNAMODB_PER_MILLION_RRU,
+        "SQS": per_run["sqs_requests"] * SQS_PER_MILLION_REQUESTS,
+        "Lambda requests (worker)": invocations_per_run * LAMBDA_PER_MILLION_REQUESTS,
+        "Lambda duration (worker)": gb_s_per_run * million * LAMBDA_ARM64_PER_GB_SECOND,
+        "CloudWatch Logs": log_bytes_per_run * million / 1024**3 * LOGS_INGESTION_PER_GB,
+    }
+    webhook_secret = million * SECRETS_MANAGER_PER_10K_CALLS / 10_000
+
+    # Fixed per month.
+    tick_invocations = MONTH_S / 60
+    passes_per_month = tick_invocations * m["idle_passes"]
+    watchdog_invocations = MONTH_S / 300
+    tick_gb_s = tick_invocations * infra["tick_budget_s"] * infra["tick_mb"] / 1024
+    watchdog_gb_s = watchdog_invocations * WATCHDOG_DURATION_S * infra["watchdog_mb"] / 1024
+    esm_polls = MONTH_S / ESM_LONG_POLL_S * ESM_IDLE_POLLERS
+    tick_log_bytes = tick_invocations * (m["idle_log_bytes"] + LAMBDA_PLATFORM_LOG_BYTES)
+    metrics = sum(1 for name in vars(Metric) if name.isupper())
+    fixed = {
+        "tick Lambda (loops its budget every minute)": tick_gb_s * LAMBDA_ARM64_PER_GB_SECOND
+        + tick_invocations * LAMBDA_PER_MILLION_REQUESTS / million,
+        "tick DynamoDB (idle passes: leases, checkpoints, index reads, heartbeat)": (
+            passes_per_month * per_pass["wru"] * DYNAMODB_PER_MILLION_WRU
+            + passes_per_month * per_pass["rru"] * DYNAMODB_PER_MILLION_RRU
+        )
+        / million,
+        "tick logs and EMF metrics": tick_log_bytes / 1024**3 * LOGS_INGESTION_PER_GB,
+        "EventBridge Scheduler (tick + watchdog)": (tick_invocations + watchdog_invocations)
+        * SCHEDULER_PER_MILLION_INVOCATIONS
+        / million,
+        "watchdog Lambda": watchdog_gb_s * LAMBDA_ARM64_PER_GB_SECOND
+        + watchdog_invocations * LAMBDA_PER_MILLION_REQUESTS / million,
+        "SQS idle polling by the event source mapping": esm_polls
+        * SQS_PER_MILLION_REQUESTS
+        / million,
+        f"CloudWatch alarms ({ALARMS_IN_STACK})": ALARMS_IN_STACK * ALARM_PER_MONTH,
+        "CloudWatch dashboard (1)": DASHBOARD_PER_MONTH,
+        f"CloudWatch custom metrics ({metrics})": metrics * CUSTOM_METRIC_PER_MONTH,
+    }
+    return {
+        "per_run": per_run,
+        "per_pass": per_pass,
+        "worker_calls": worker_calls,
+        "invocations_per_run": invocations_per_run,
+        "worker_s_per_run": worker_s_per_run,
+        "gb_s_per_run": gb_s_per_run,
+        "log_bytes_per_run": log_bytes_per_run,
+        "dollars": dollars,
+        "webhook_secret": webhook_secret,
+        "fixed": fixed,
+        "passes_per_month": passes_per_month,
+    }
+
+
+def report(m: dict[str, Any], infra: dict[str, Any], r: dict[str, Any]) -> str:
+    runs = m["runs"]
+    out = [
+        f"duetime cost model: {m['schedules']} schedules x {m['slots']} slots = {runs} runs "
+        f"on moto in-process ({m['elapsed_s']:.1f} s), {date_line()}",
+        f"prices: us-east-1 list, on demand, read {PRICES_READ_ON}; prices change",
+        "",
+        "AWS requests per run, by phase and operation (measured)",
+    ]
+    requests = m["requests"]
+    passes = m["slots"] + 1
+    idle = {
+        (svc, op): n / m["idle_passes"] for (ph, svc, op), n in requests.items() if ph == "idle"
+    }
+    for (phase, service, op), n in sorted(requests.items()):
+        if phase not in ("tick", "worker", "esm"):
+            continue
+        if phase == "tick":  # less what the same passes cost with nothing due
+            n = n - passes * idle.get((service, op), 0.0)
+        out.append(f"  {phase:<7} {service:<9} {op:<22} {n / runs:7.3f}")
+    p = r["per_run"]
+    out += [
+        "  (tick: the run phase's passes less as many idle passes; esm: Lambda's SQS poller)",
+        "",
+        "AWS requests per idle tick pass (measured)",
+        *(f"  tick    {svc:<9} {op:<22} {n:7.2f}" for (svc, op), n in sorted(idle.items())),
+        "",
+        "Units per run",
+        f"  DynamoDB write request units  {p['dynamodb_wru']:7.2f}  "
+        f"(largest item seen {m['largest_item']} B: every write is one 1 KB unit)",
+        f"  DynamoDB read request units   {p['dynamodb_rru']:7.2f}",
+        f"  SQS requests (64 KB chunks)   {p['sqs_requests']:7.2f}",
+        f"  worker invocations            {r['invocations_per_run']:7.2f}  "
+        f"(batches of {max(m['batch_sizes'])}, as the event source mapping fills them)",
+        f"  worker GB-seconds             {r['gb_s_per_run']:7.4f}  "
+        f"({infra['worker_mb']} MB x ({r['worker_calls']:.1f} AWS calls x {AWS_CALL_MS:g} ms "
+        f"+ {TARGET_MS:g} ms target))",
+        f"  log bytes                     {r['log_bytes_per_run']:7.0f}",
+        "",
+        "$ per million runs",
+    ]
+    total = 0.0
+    for name, dollars in r["dollars"].items():
+        total += dollars
+        out.append(f"  {name:<40} {dollars:8.2f}")
+    out += [
+        f"  {'total':<40} {total:8.2f}",
+        f"  {'+ webhook targets: GetSecretValue':<40} {r['webhook_secret']:8.2f}"
+        "  (the webhook sender reads the signing secret on every attempt)",
+        "",
+        "Fixed $ per month (independent of runs)",
+    ]
+    fixed_total = 0.0
+    for name, dollars in r["fixed"].items():
+        fixed_total += dollars
+        out.append(f"  {name:<74} {dollars:7.2f}")
+    out += [
+        f"  {'total':<74} {fixed_total:7.2f}",
+        "",
+        f"idle tick pass: {r['per_pass']['wru']:.1f} WRU, {r['per_pass']['rru']:.1f} RRU; "
+        f"{r['passes_per_month']:,.0f} passes a month ({m['idle_passes']} per invocation)",
+    ]
+    return "\n".join(out)
+
+
+def date_line() -> str:
+    return (
+        f"{datetime.now(UTC).date().isoformat()}, {platform.machine()} "
+        f"{platform.processor() or platform.system()}, Python {platform.python_version()}"
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--schedules", type=int, default=100)
+    parser.add_argument("--slots", type=int, default=3)
+    args = parser.parse_args(argv)
+    infra = infra_numbers()
+    measured = measure(args.schedules, args.slots)
+    if measured["runs"] == 0:
+        print("no run succeeded: nothing to divide by", file=sys.stderr)
+        return 1
+    print(report(measured, infra, model(measured, infra)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
