@@ -4,19 +4,10 @@ from __future__ import annotations
 
 import http.client
 import json
-import threading
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import pytest
-
-from adapters.secrets import InMemorySecretStore
-from adapters.sqlite.store import SqliteStore
-from handlers.api import MAX_BODY_BYTES, ApiServices, handler
+from handlers.api import MAX_BODY_BYTES
 from handlers.local_http import ApiServer, from_response, to_event
-from service.schedules import ScheduleService
-from tests.conftest import FakeClock
 
 REPORT = {
     "name": "sales report",
@@ -54,24 +45,6 @@ def test_a_proxy_response_becomes_status_headers_and_bytes() -> None:
     assert status == 201
     assert ("ETag", '"1"') in headers
     assert body == b'{"id": "sch_1"}'
-
-
-@pytest.fixture
-def server(tmp_path: Path, clock: FakeClock) -> Iterator[ApiServer]:
-    store = SqliteStore(tmp_path / "duetime.db")
-    services = ApiServices(ScheduleService(store, clock), InMemorySecretStore())
-
-    def api(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        return handler(event, context, service=services)
-
-    server = ApiServer(api)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
-    thread.join(timeout=5)
-    store.close()
 
 
 def _request(

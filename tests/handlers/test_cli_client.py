@@ -3,37 +3,17 @@
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from adapters.secrets import InMemorySecretStore
-from adapters.sqlite.store import SqliteStore
 from cli.main import main
-from handlers.api import ApiServices, handler
 from handlers.local_http import ApiServer
-from service.schedules import ScheduleService
-from tests.conftest import FakeClock
 
 
 @pytest.fixture
-def api_url(tmp_path: Path, clock: FakeClock) -> Iterator[str]:
-    store = SqliteStore(tmp_path / "duetime.db")
-    services = ApiServices(ScheduleService(store, clock), InMemorySecretStore())
-
-    def api(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        return handler(event, context, service=services)
-
-    server = ApiServer(api)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server.url
-    server.shutdown()
-    server.server_close()
-    store.close()
+def api_url(server: ApiServer) -> str:
+    return server.url
 
 
 def duetime(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

@@ -11,30 +11,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.scenarios.test_local_stack import (
-    Receiver,
-    call,
-    free_port,
-    stop,
-    wait_for,
-)
+from tests.scenarios.local_processes import Receiver, call, free_port, stop, wait_for
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    server = Receiver()
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield server
-    server.shutdown()
-    server.server_close()
 
 
 def test_the_emulator_stack_runs_the_worker_and_delivers(
