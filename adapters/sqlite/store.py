@@ -517,7 +517,13 @@ class SqliteStore(Store):
 
     def policies(self, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], SchedulePolicy]:
         found: dict[tuple[str, int], SchedulePolicy] = {}
-        wanted = list(dict.fromkeys(keys))
+        wanted: list[tuple[str, int]] = []
+        for key in dict.fromkeys(keys):
+            cached = self._versions.get(key)  # planned a moment ago, most likely
+            if cached is not None:
+                found[key] = cached.policy
+            else:
+                wanted.append(key)
         for start in range(0, len(wanted), 400):
             chunk = wanted[start : start + 400]
             rows = self._read(
