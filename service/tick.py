@@ -230,6 +230,7 @@ class Dispatcher:
         self.config = config
         self.owner = owner
         self._held: dict[int, Lease] = {}
+        self._beaten_at: datetime | None = None
         self._order = list(range(config.partitioning.shards))
         random.Random(owner).shuffle(self._order)
 
@@ -239,7 +240,12 @@ class Dispatcher:
         """Renew or take shards up to this process's fair share; release the rest."""
         shards = self.config.partitioning.shards
         ttl = self.config.lease_ttl
-        self.store.beat(Heartbeat(MEMBER_PREFIX + self.owner, now, {}))
+        # Membership and leases are written only when they need it: a member
+        # beats every quarter of the TTL, and a lease is renewed once less than
+        # half of it is left. An idle pass then reads, but hardly writes.
+        if self._beaten_at is None or now - self._beaten_at >= ttl / 4:
+            self.store.beat(Heartbeat(MEMBER_PREFIX + self.owner, now, {}))
+            self._beaten_at = now
         members = {
             h.component for h in self.store.heartbeats(MEMBER_PREFIX) if h.at > now - ttl
         } | {MEMBER_PREFIX + self.owner}
@@ -252,6 +258,9 @@ class Dispatcher:
             if len(held) >= fair:
                 if record.live(now):
                     self.store.release(shard, self.owner, record.epoch, now)
+                continue
+            if record.expires_at - now > ttl / 2:
+                held[shard] = record  # still mine for a while: no write
                 continue
             lease = self.store.acquire(shard, self.owner, now, ttl)
             if lease is not None:

@@ -144,7 +144,12 @@ class StalledStore(RecordingStore):
     owner = "tick-stalled"
 
     def leases(self) -> list[Lease]:
-        return [replace(lease, owner=self.owner) for lease in super().leases()]
+        # What it remembers: the lease as it held it before it stalled, one
+        # epoch behind the holder that took over, with no checkpoint of its own.
+        return [
+            replace(lease, owner=self.owner, epoch=lease.epoch - 1, checkpoint=None)
+            for lease in super().leases()
+        ]
 
     def acquire(self, shard: int, owner: str, now: datetime, ttl: timedelta) -> Lease | None:
         real = super().acquire(shard, owner, now, ttl)
