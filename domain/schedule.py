@@ -34,10 +34,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
-from typing import Any, Final, TypeVar
+from typing import Any, Final
 
 from domain.backoff import MAX_DELAY_S, RetryPolicy
-from domain.errors import InvalidSchedule
+from domain.errors import InvalidSchedule, parse_choice
 from domain.run import Reason, RunStatus, Verdict, build
 from domain.spec import DstPolicy, ScheduleSpec, parse_dst_policy, parse_spec, spec_to_dict
 from domain.targets import Target, parse_target, target_to_dict
@@ -185,8 +185,8 @@ def parse_policy(data: object) -> SchedulePolicy:
     unknown = sorted(str(key) for key in data if key not in _POLICY_FIELDS)
     if unknown:
         raise InvalidSchedule(f"policy.{unknown[0]}", "is not a policy field")
-    overdue = _choice(Overdue, data.get("overdue"), Overdue.LATEST_ONLY, "policy.overdue")
-    overlap = _choice(Overlap, data.get("overlap"), Overlap.ALLOW_ALL, "policy.overlap")
+    overdue = parse_choice(Overdue, data.get("overdue"), Overdue.LATEST_ONLY, "policy.overdue")
+    overlap = parse_choice(Overlap, data.get("overlap"), Overlap.ALLOW_ALL, "policy.overlap")
     dst = parse_dst_policy(data.get("dst_gap"), data.get("dst_fold"))
     window = _optional_duration(data.get("catchup_window"), "policy.catchup_window")
     grace = _optional_duration(data.get("grace"), "policy.grace")
@@ -258,21 +258,6 @@ def _optional_duration(value: object, name: str) -> timedelta | None:
     if duration < timedelta(0):
         raise InvalidSchedule(name, "must not be negative")
     return duration
-
-
-_E = TypeVar("_E", Overdue, Overlap)
-
-
-def _choice(kind: type[_E], value: object, default: _E, name: str) -> _E:
-    if value is None:
-        return default
-    try:
-        if not isinstance(value, str):
-            raise ValueError(value)
-        return kind(value)
-    except ValueError:
-        choices = ", ".join(member.value for member in kind)
-        raise InvalidSchedule(name, f"{value!r} is not one of {choices}") from None
 
 
 def check_name(name: object) -> str:

@@ -19,10 +19,10 @@ import heapq
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any
 
 from domain.cron import CronExpression
-from domain.errors import InvalidSchedule
+from domain.errors import InvalidSchedule, parse_choice
 from domain.timeparse import (
     format_duration,
     format_instant,
@@ -300,21 +300,6 @@ def spec_to_dict(spec: ScheduleSpec) -> dict[str, Any]:
 def parse_dst_policy(gap: object = None, fold: object = None) -> DstPolicy:
     """The DST policy from its JSON values (``None`` means the default ``cron``)."""
     return DstPolicy(
-        gap=_enum(DstGap, gap, "policy.dst_gap"),
-        fold=_enum(DstFold, fold, "policy.dst_fold"),
+        gap=parse_choice(DstGap, gap, DstGap.CRON, "policy.dst_gap"),
+        fold=parse_choice(DstFold, fold, DstFold.CRON, "policy.dst_fold"),
     )
-
-
-_E = TypeVar("_E", DstGap, DstFold)
-
-
-def _enum(kind: type[_E], value: object, field: str) -> _E:
-    if value is None:
-        return kind("cron")
-    try:
-        if not isinstance(value, str):
-            raise ValueError(value)
-        return kind(value)
-    except ValueError:
-        choices = ", ".join(member.value for member in kind)
-        raise InvalidSchedule(field, f"{value!r} is not one of {choices}") from None
