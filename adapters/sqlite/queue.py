@@ -23,17 +23,15 @@ from the injected clock, so tests move time by hand.
 from __future__ import annotations
 
 import json
-import sqlite3
-import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Final
 
 from adapters.definitions import DELIVERY_QUEUE
+from adapters.sqlite.database import Database
 from adapters.sqlite.store import from_us, us
 from domain.backoff import MAX_DELAY_S
 from domain.run import DeliveryIntent
@@ -59,7 +57,7 @@ CREATE INDEX IF NOT EXISTS delivery_queue_visible ON delivery_queue (visible_at,
 """
 
 
-class SqliteQueue(DeliveryQueue, WorkQueue):
+class SqliteQueue(Database, DeliveryQueue, WorkQueue):
     def __init__(
         self,
         path: str | Path,
@@ -71,38 +69,12 @@ class SqliteQueue(DeliveryQueue, WorkQueue):
         poll_interval_s: float = 0.2,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        self.path = str(path)
+        super().__init__(path, SCHEMA, busy_timeout_s=busy_timeout_s)
         self.clock = clock or SystemClock()
         self.visibility_timeout_s = visibility_timeout_s
         self.max_receive_count = max_receive_count
         self.poll_interval_s = poll_interval_s
         self._sleep = sleep
-        self._lock = threading.RLock()
-        self._db = sqlite3.connect(
-            self.path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False
-        )
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute(f"PRAGMA busy_timeout={int(busy_timeout_s * 1000)}")
-        with self._write() as db:
-            for statement in SCHEMA.split(";"):
-                if statement.strip():
-                    db.execute(statement)
-
-    def close(self) -> None:
-        with self._lock:
-            self._db.close()
-
-    @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
 
     # --- the send side (the dispatcher) ----------------------------------------------------
 

@@ -6,11 +6,10 @@ safe as that directory (keep it private). On AWS they live in Secrets Manager.
 
 from __future__ import annotations
 
-import sqlite3
-import threading
 from pathlib import Path
 
 from adapters.secrets import SecretNotFound, _check_schedule_id, new_secret
+from adapters.sqlite.database import Database
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS webhook_secrets "
@@ -18,23 +17,17 @@ _SCHEMA = (
 )
 
 
-class SqliteSecretStore:
+class SqliteSecretStore(Database):
     """A ``SecretStore`` over the ``webhook_secrets`` table of the SQLite store's file."""
 
     def __init__(self, path: str | Path, *, busy_timeout_s: float = 30.0) -> None:
-        self._lock = threading.Lock()
-        self._db = sqlite3.connect(
-            str(path), timeout=busy_timeout_s, isolation_level=None, check_same_thread=False
-        )
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute(f"PRAGMA busy_timeout={int(busy_timeout_s * 1000)}")
-        self._db.execute(_SCHEMA)
+        super().__init__(path, _SCHEMA, busy_timeout_s=busy_timeout_s)
 
     def put(self, schedule_id: str) -> str:
         _check_schedule_id(schedule_id)
         secret = new_secret()
-        with self._lock:
-            self._db.execute(
+        with self._write() as db:
+            db.execute(
                 "INSERT INTO webhook_secrets (schedule_id, secret) VALUES (?, ?) "
                 "ON CONFLICT (schedule_id) DO UPDATE SET secret = excluded.secret",
                 (schedule_id, secret),
@@ -53,9 +46,5 @@ class SqliteSecretStore:
 
     def delete(self, schedule_id: str) -> None:
         _check_schedule_id(schedule_id)
-        with self._lock:
-            self._db.execute("DELETE FROM webhook_secrets WHERE schedule_id = ?", (schedule_id,))
-
-    def close(self) -> None:
-        with self._lock:
-            self._db.close()
+        with self._write() as db:
+            db.execute("DELETE FROM webhook_secrets WHERE schedule_id = ?", (schedule_id,))

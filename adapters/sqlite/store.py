@@ -25,15 +25,14 @@ from __future__ import annotations
 import base64
 import json
 import sqlite3
-import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from adapters.sqlite.database import Database
 from domain.run import AttemptRecord, Run, RunKind, RunStatus
 from domain.schedule import (
     Schedule,
@@ -330,49 +329,12 @@ def _wall(text: str) -> datetime:
     return datetime.fromisoformat(text)
 
 
-class SqliteStore(Store):
+class SqliteStore(Database, Store):
     """Schedules, occurrences, leases and heartbeats in one SQLite file."""
 
     def __init__(self, path: str | Path, *, busy_timeout_s: float = 30.0) -> None:
-        self.path = str(path)
-        self._lock = threading.RLock()
-        self._db = sqlite3.connect(
-            self.path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False
-        )
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("PRAGMA cache_size=-65536")  # 64 MiB of page cache
-        self._db.execute(f"PRAGMA busy_timeout={int(busy_timeout_s * 1000)}")
-        self._create_schema()
+        super().__init__(path, SCHEMA, busy_timeout_s=busy_timeout_s, cache_kib=65536)
         self._versions: OrderedDict[tuple[str, int], ScheduleVersion] = OrderedDict()
-
-    def _create_schema(self) -> None:
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                for statement in SCHEMA.split(";"):
-                    if statement.strip():
-                        self._db.execute(statement)
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-
-    def close(self) -> None:
-        with self._lock:
-            self._db.close()
-
-    @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction, holding the database's write lock from its start."""
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         with self._lock:
