@@ -14,7 +14,7 @@ export CDK_DISABLE_VERSION_CHECK := 1
 export AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED := true
 export npm_config_update_notifier := false
 
-.PHONY: install run test lint typecheck pytest bench asset synth clean
+.PHONY: install run test lint typecheck pytest bench bench-aws asset synth clean
 
 install: $(STAMP) $(NODE_STAMP)
 
@@ -43,8 +43,15 @@ pytest: install
 
 test: install lint typecheck pytest
 
+# Benchmarks (results, with command, machine and date, in BENCHMARKS.md).
 bench: $(STAMP)
 	$(PY) bench/recurrence.py
+	$(PY) bench/admission.py
+
+# The AWS code paths on moto: cost per million runs, and admission at small scale.
+bench-aws: $(STAMP)
+	$(PY) bench/cost.py
+	$(PY) bench/admission_moto.py
 
 # The Lambda asset: the project's packages and their runtime dependencies as
 # wheels for the Lambda platform (no Docker).
