@@ -152,7 +152,7 @@ def _print(args: argparse.Namespace, data: Any, table: str) -> int:
 
 def _spec_text(spec: dict[str, Any]) -> str:
     for key in ("cron", "at", "every"):
-        if key in spec:
+        if spec.get(key) is not None:
             zone = spec.get("time_zone")
             return f"{key} {spec[key]}" + (f" ({zone})" if zone and key != "every" else "")
     return "?"

@@ -365,7 +365,7 @@ class LocalStack:
                 "    -H 'Content-Type: application/json' \\",
                 f"    -d '{body}'",
                 "Then watch its runs:",
-                f"  duetime runs list <id> --api-url {self.api_url}",
+                f"  .venv/bin/duetime runs list <id> --api-url {self.api_url}",
                 "",
                 "Ctrl-C stops; starting again with the same --data-dir loses nothing.",
             ]

@@ -49,6 +49,7 @@ def test_create_show_list_and_edit(capsys: pytest.CaptureFixture[str], api_url: 
     header, row = out.splitlines()[:2]
     assert header.split() == ["ID", "NAME", "VERSION", "STATE", "SPEC"]
     assert row.startswith(sid)
+    assert row.split("  ")[-2:] == ["active", "cron 0 9 * * MON-FRI (Europe/London)"]
 
     code, out, _ = duetime(
         capsys, "schedules", "edit", sid, "--version", "1", "--api-url", api_url, "--json",
@@ -57,6 +58,23 @@ def test_create_show_list_and_edit(capsys: pytest.CaptureFixture[str], api_url: 
     )  # fmt: skip
     assert code == 0
     assert json.loads(out)["version"] == 2
+
+
+def test_list_and_show_name_the_spec_kind_that_is_set(
+    capsys: pytest.CaptureFixture[str], api_url: str
+) -> None:
+    code, out, _ = duetime(
+        capsys, "schedules", "create", "--api-url", api_url, "--json", "--name", "sync",
+        "--every", "PT15M", "--webhook", "https://example.com/hook",
+    )  # fmt: skip
+    assert code == 0
+    sid = json.loads(out)["id"]
+    code, out, _ = duetime(capsys, "schedules", "list", "--api-url", api_url)
+    assert code == 0
+    assert out.splitlines()[1].endswith("every PT15M")
+    code, out, _ = duetime(capsys, "schedules", "show", sid, "--api-url", api_url)
+    assert code == 0
+    assert "spec:     every PT15M" in out
 
 
 def test_idempotency_key_returns_the_same_schedule(
