@@ -670,6 +670,10 @@ def build_services(
         from adapters.sqlite.store import SqliteStore
 
         store = SqliteStore(directory / SQLITE_FILE)
+        if secrets is None:
+            from adapters.sqlite.secrets import SqliteSecretStore
+
+            secrets = SqliteSecretStore(directory / SQLITE_FILE)
         return ApiServices(
             ScheduleService(store, clock, partitioning),
             secrets,
