@@ -1,0 +1,44 @@
+"""`duetime local` refuses bad options with a message that names them."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from cli.local import parse_interval, parse_parts
+from cli.main import main
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("1s", 1.0), ("500ms", 0.5), ("2m", 120.0), ("1h", 3600.0), ("0.25", 0.25)],
+)
+def test_intervals(text: str, seconds: float) -> None:
+    assert parse_interval(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "fast", "-1s", "0s", "1d", "1 minute"])
+def test_bad_intervals_are_refused(text: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError, match="interval"):
+        parse_interval(text)
+
+
+def test_parts() -> None:
+    assert parse_parts("api, tick") == ("api", "tick")
+    for bad in ("", "api,dispatcher", ","):
+        with pytest.raises(argparse.ArgumentTypeError, match="--only takes a comma list"):
+            parse_parts(bad)
+
+
+def test_the_command_line_refuses_them_before_starting_anything(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    for bad in (["--only", "api,everything"], ["--tick-interval", "soon"], ["--store", "pg"]):
+        with pytest.raises(SystemExit) as caught:
+            main(["local", "--data-dir", str(data), *bad])
+        assert caught.value.code == 2
+        assert "duetime local: error:" in capsys.readouterr().err
+        assert not data.exists()  # nothing was created
