@@ -212,7 +212,12 @@ def new_occurrence(
     kind: RunKind = RunKind.SCHEDULED,
 ) -> Run:
     """A freshly materialized occurrence for ``slot``, waiting for admission."""
-    return Run.of(
+    # Once per occurrence the planner writes: every field set in one dict. Run's
+    # checks hold already: occurrence_id refuses a naive scheduled_at (and the
+    # value kept is converted to UTC), business_key a wall time that is not naive.
+    run = object.__new__(Run)
+    run.__dict__.update(
+        _FRESH,
         occurrence_id=occurrence_id(schedule_id, version, slot.scheduled_at),
         business_key=business_key(schedule_id, slot.wall, slot.fold),
         schedule_id=schedule_id,
@@ -225,6 +230,15 @@ def new_occurrence(
         kind=kind,
         materialized_at=materialized_at,
     )
+    return run
+
+
+# The fields of a fresh occurrence that new_occurrence does not set: Run's defaults.
+_FRESH: Final[Mapping[str, Any]] = {
+    f.name: f.default
+    for f in fields(Run)
+    if f.default is not MISSING and f.name not in {"kind", "materialized_at"}
+}
 
 
 def trigger_business_key(schedule_id: str, at: datetime) -> str:

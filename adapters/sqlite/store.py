@@ -235,29 +235,38 @@ def _untoken(token: str) -> list[Any]:
 
 
 def run_row(run: Run) -> tuple[Any, ...]:
+    # Once per occurrence materialized: the NULL columns of a fresh record cost
+    # a test each, not a call.
+    epoch, micro = _EPOCH, _US
+    scheduled_at = run.scheduled_at
+    if scheduled_at.tzinfo is None:
+        raise ValueError("instants are stored aware")
+    attempt_log = run.attempt_log
     return (
         run.occurrence_id,
         run.business_key,
         run.schedule_id,
         run.version,
         run.kind.value,
-        us(run.scheduled_at),
+        (scheduled_at - epoch) // micro,
         run.wall.isoformat(),
         run.fold,
         run.bucket,
         run.shard,
         run.status.value,
         1 if run.pending else 0,
-        _opt_us(run.materialized_at),
+        None if (at := run.materialized_at) is None else us(at),
         run.attempts,
-        _opt_us(run.admitted_at),
-        _opt_us(run.sent_at),
-        _opt_us(run.started_at),
-        _opt_us(run.finished_at),
+        None if (at := run.admitted_at) is None else us(at),
+        None if (at := run.sent_at) is None else us(at),
+        None if (at := run.started_at) is None else us(at),
+        None if (at := run.finished_at) is None else us(at),
         run.reason,
-        _json(None if run.result is None else dict(run.result)),
-        _opt_us(run.run_lease_expires_at),
-        _json(
+        None if run.result is None else _json(dict(run.result)),
+        None if (at := run.run_lease_expires_at) is None else us(at),
+        None
+        if not attempt_log
+        else _json(
             [
                 {
                     "number": a.number,
@@ -266,12 +275,11 @@ def run_row(run: Run) -> tuple[Any, ...]:
                     "outcome": a.outcome,
                     "error": a.error,
                 }
-                for a in run.attempt_log
+                for a in attempt_log
             ]
-            or None
         ),
         run.run_token_hash,
-        _json(None if run.progress is None else dict(run.progress)),
+        None if run.progress is None else _json(dict(run.progress)),
     )
 
 
@@ -292,21 +300,24 @@ def run_from_row(row: Sequence[Any]) -> Run:
             )
             for a in json.loads(row[21])
         )
-    # Dict lookups, not Enum calls, and no work for the NULL columns a pending
-    # record has: this runs once per occurrence on the dispatch path.
+    # Once per occurrence on the dispatch path: dict lookups, not Enum calls; no
+    # work for the NULL columns a pending record has; and every field set in one
+    # dict, without Run's checks, which hold by construction (scheduled_at is
+    # aware, being epoch-based; ``_wall`` refuses a wall time that is not naive).
     epoch, micro = _EPOCH, _US
-    return Run.of(
+    run = object.__new__(Run)
+    run.__dict__.update(
         occurrence_id=row[0],
         business_key=row[1],
         schedule_id=row[2],
         version=row[3],
-        kind=_KIND[row[4]],
         scheduled_at=epoch + row[5] * micro,
         wall=_wall(row[6]),
         fold=row[7],
         bucket=row[8],
         shard=row[9],
         status=_STATUS[row[10]],
+        kind=_KIND[row[4]],
         pending=bool(row[11]),
         materialized_at=None if row[12] is None else epoch + row[12] * micro,
         attempts=row[13],
@@ -321,12 +332,16 @@ def run_from_row(row: Sequence[Any]) -> Run:
         run_token_hash=row[22],
         progress=None if row[23] is None else json.loads(row[23]),
     )
+    return run
 
 
 @lru_cache(maxsize=4096)
 def _wall(text: str) -> datetime:
     """A stored wall time (naive ISO text); many occurrences share one."""
-    return datetime.fromisoformat(text)
+    wall = datetime.fromisoformat(text)
+    if wall.tzinfo is not None:
+        raise ValueError("wall is a naive wall time")
+    return wall
 
 
 class SqliteStore(Database, Store):
@@ -408,29 +423,38 @@ class SqliteStore(Database, Store):
         )
 
     def _schedule_from_row(self, row: Sequence[Any]) -> Schedule:
-        # Once per schedule planned: the fast constructor, and one shared state
-        # value for the common unpaused, unnoted head.
+        # Once per schedule planned: one shared state value for the common
+        # unpaused, unnoted head, and the fields set in one dict, without the
+        # dataclass's checks, which hold by construction (its version is read by
+        # this row's id and number; instants are epoch-based, so aware).
         paused, note = row[2], row[3]
-        return Schedule.of(
+        epoch, micro = _EPOCH, _US
+        schedule = object.__new__(Schedule)
+        schedule.__dict__.update(
             schedule_id=row[0],
             version=row[1],
             state=_ACTIVE if not paused and note is None else ScheduleState(bool(paused), note),
             current=self._version_from_row(row[0], row[1], row[9:15]),
-            next_due=_opt_dt(row[4]),
-            last_materialized_at=_opt_dt(row[5]),
-            created_at=from_us(row[6]),
-            updated_at=from_us(row[7]),
-            deleted_at=_opt_dt(row[8]),
+            next_due=None if row[4] is None else epoch + row[4] * micro,
+            last_materialized_at=None if row[5] is None else epoch + row[5] * micro,
+            created_at=epoch + row[6] * micro,
+            updated_at=epoch + row[7] * micro,
+            deleted_at=None if row[8] is None else epoch + row[8] * micro,
         )
+        return schedule
 
     def _version_from_row(
         self, schedule_id: str, version: int, row: Sequence[Any]
     ) -> ScheduleVersion:
-        cached = self._versions.get((schedule_id, version))
+        key = (schedule_id, version)
+        cached = self._versions.get(key)
         if cached is not None:
             return cached  # immutable once written
         created_at, name, spec, policy, target, payload = row
-        value = ScheduleVersion.of(
+        if version < 1:
+            raise ValueError("version starts at 1")
+        value = object.__new__(ScheduleVersion)
+        value.__dict__.update(
             schedule_id=schedule_id,
             version=version,
             name=name,
@@ -438,12 +462,13 @@ class SqliteStore(Database, Store):
             policy=stored_policy(policy),
             target=stored_target(target),
             payload=json.loads(payload),
-            created_at=from_us(created_at),
+            created_at=_EPOCH + created_at * _US,
         )
         with self._lock:
-            self._versions[(schedule_id, version)] = value
-            if len(self._versions) > VERSION_CACHE_SIZE:
-                self._versions.popitem(last=False)
+            versions = self._versions
+            versions[key] = value
+            if len(versions) > VERSION_CACHE_SIZE:
+                versions.popitem(last=False)
         return value
 
     def get(self, schedule_id: str) -> Schedule | None:
@@ -618,9 +643,7 @@ class SqliteStore(Database, Store):
             ).rowcount == len(rows):
                 db.execute("RELEASE materialize")
                 return [
-                    MaterializeOutcome(
-                        item.schedule_id, True, tuple(r.occurrence_id for r in item.occurrences)
-                    )
+                    _applied(item.schedule_id, tuple(r.occurrence_id for r in item.occurrences))
                     for item in batch
                 ]
             db.execute("ROLLBACK TO materialize")
@@ -830,6 +853,14 @@ def _each_or_all(
     db.execute(f"ROLLBACK TO {name}")
     db.execute(f"RELEASE {name}")
     return [db.execute(sql, p).rowcount == 1 for p in params]
+
+
+def _applied(schedule_id: str, inserted: tuple[str, ...]) -> MaterializeOutcome:
+    """``MaterializeOutcome(schedule_id, True, inserted)``, one per schedule planned,
+    without the frozen ``__init__`` (one ``__setattr__`` per field)."""
+    outcome = object.__new__(MaterializeOutcome)
+    outcome.__dict__.update(schedule_id=schedule_id, applied=True, inserted=inserted)
+    return outcome
 
 
 def _lease(row: Sequence[Any]) -> Lease:
