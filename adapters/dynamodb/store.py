@@ -165,6 +165,32 @@ def _expression(
     return " ".join(parts), names, values
 
 
+def _update_params(
+    table: str,
+    key: Mapping[str, Any],
+    set_: Mapping[str, Any] | None,
+    remove: Iterable[str],
+    increment: Iterable[str],
+    condition: str,
+    names: Mapping[str, str] | None,
+    values: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    """The parameters of one conditional UpdateItem (alone or in a transaction)."""
+    update, all_names, all_values = _expression(set_, remove, increment)
+    all_names.update(names or {})
+    all_values.update(values or {})
+    params: dict[str, Any] = {
+        "TableName": table,
+        "Key": dict(key),
+        "UpdateExpression": update,
+        "ConditionExpression": condition,
+        "ExpressionAttributeNames": all_names,
+    }
+    if all_values:
+        params["ExpressionAttributeValues"] = all_values
+    return params
+
+
 class DynamoStore(Store):
     """Schedules, occurrences and leases over a DynamoDB client (low-level API)."""
 
@@ -236,18 +262,7 @@ class DynamoStore(Store):
         return_new: bool = False,
     ) -> dict[str, Any] | None:
         """One conditional update; the new item (or {}), or None when the condition failed."""
-        update, all_names, all_values = _expression(set_, remove, increment)
-        all_names.update(names or {})
-        all_values.update(values or {})
-        params: dict[str, Any] = {
-            "TableName": table,
-            "Key": dict(key),
-            "UpdateExpression": update,
-            "ConditionExpression": condition,
-            "ExpressionAttributeNames": all_names,
-        }
-        if all_values:
-            params["ExpressionAttributeValues"] = all_values
+        params = _update_params(table, key, set_, remove, increment, condition, names, values)
         if return_new:
             params["ReturnValues"] = "ALL_NEW"
         try:
@@ -270,19 +285,7 @@ class DynamoStore(Store):
         values: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         """The same update as one TransactWriteItems entry."""
-        update, all_names, all_values = _expression(set_, remove)
-        all_names.update(names or {})
-        all_values.update(values or {})
-        op: dict[str, Any] = {
-            "TableName": table,
-            "Key": dict(key),
-            "UpdateExpression": update,
-            "ConditionExpression": condition,
-            "ExpressionAttributeNames": all_names,
-        }
-        if all_values:
-            op["ExpressionAttributeValues"] = all_values
-        return {"Update": op}
+        return {"Update": _update_params(table, key, set_, remove, (), condition, names, values)}
 
     @staticmethod
     def _put_new(table: str, item: Mapping[str, Any]) -> dict[str, Any]:
