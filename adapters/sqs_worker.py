@@ -16,15 +16,12 @@
 
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
 from typing import Any, Final
 
 from botocore.exceptions import ClientError
 
+from adapters.sqs import SqsDeliveryQueue
 from domain.backoff import visibility_timeout_s
-from domain.run import DeliveryIntent
-from service.ports import DeliveryQueue
 from service.run_ports import QueueMessage, WorkQueue
 
 MAX_BATCH: Final = 10  # SQS's limit per SendMessageBatch / ReceiveMessage
@@ -43,10 +40,11 @@ _STALE_RECEIPT: Final = frozenset(
 )
 
 
-class SqsWorkQueue(DeliveryQueue, WorkQueue):
+class SqsWorkQueue(SqsDeliveryQueue, WorkQueue):
+    """The delivery queue as a worker uses it; sending is the dispatcher's send."""
+
     def __init__(self, client: Any, queue_url: str, dlq_url: str) -> None:
-        self.client = client
-        self.queue_url = queue_url
+        super().__init__(client, queue_url)
         self.dlq_url = dlq_url
 
     @classmethod
@@ -56,22 +54,6 @@ class SqsWorkQueue(DeliveryQueue, WorkQueue):
 
             client = boto3.client("sqs")
         return cls(client, queue_url, dlq_url)
-
-    def send_batch(self, intents: Sequence[DeliveryIntent]) -> list[str]:
-        failed: list[str] = []
-        for start in range(0, len(intents), MAX_BATCH):
-            chunk = intents[start : start + MAX_BATCH]
-            entries = [
-                {"Id": str(i), "MessageBody": json.dumps(intent.to_dict(), separators=(",", ":"))}
-                for i, intent in enumerate(chunk)
-            ]
-            try:
-                answer = self.client.send_message_batch(QueueUrl=self.queue_url, Entries=entries)
-            except ClientError:
-                failed.extend(intent.occurrence_id for intent in chunk)
-                continue
-            failed.extend(chunk[int(f["Id"])].occurrence_id for f in answer.get("Failed", []))
-        return failed
 
     def receive(self, max_messages: int, wait_s: float) -> list[QueueMessage]:
         answer = self.client.receive_message(
