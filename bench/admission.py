@@ -36,7 +36,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from adapters.sqlite.store import (
-    _ADMIT,
     _MARK_SENT,
     _MATERIALIZE,
     _RUN_INSERT,
@@ -148,13 +147,13 @@ def raw_ceiling(path: str, n: int, batch: int = 500) -> float:
     nothing else: no reads, no Python objects, every parameter built before the
     clock starts.
 
-    Per occurrence, the store's own statements: the conditional schedule update
-    (version, next_due, active) and the insert of the full record (its real
-    shard, bucket and wall time) on the unique keys, in transactions of one plan
-    page; then, a shard at a time as dispatch goes, the conditional admission
-    (still scheduled, and its schedule active), the outbox insert and the
-    pending-flag clear. Each is an ``executemany`` per transaction, the fastest
-    way SQLite takes them from Python, which is what the store does too.
+    Per occurrence, the store's own statements, in the tick's transaction
+    shapes: for each plan page, one transaction with the conditional schedule
+    update (version, next_due, active) and the insert of the full record,
+    admitted (its real shard, bucket and wall time) on the unique keys; then
+    the outbox insert of its intents; then the pending-flag clear. Each is an
+    ``executemany`` per transaction, the fastest way SQLite takes them from
+    Python, which is what the store does too.
     """
     store = SqliteStore(path)
     db = store._db
@@ -163,7 +162,7 @@ def raw_ceiling(path: str, n: int, batch: int = 500) -> float:
     now = DUE + timedelta(seconds=1)
     due_us, next_us, now_us = us(DUE), us(DUE + timedelta(days=1)), us(now)
     slot = Slot(DUE, DUE.replace(tzinfo=None))
-    heads, rows = [], []
+    heads, rows, intents, sent = [], [], [], []
     for i in range(n):
         sid = f"sch_bench{i:08d}"
         heads.append((next_us, due_us, now_us, sid, 1, due_us))
@@ -174,35 +173,24 @@ def raw_ceiling(path: str, n: int, batch: int = 500) -> float:
             bucket=parts.placement(DUE, now),
             shard=parts.shard(sid),
             materialized_at=now,
+            admitted_at=now,
         )
         rows.append(run_row(run))
-    by_shard = sorted(rows, key=lambda r: (r[9], r[5], r[0]))
-    admits = [(now_us, r[0]) for r in by_shard]
-    intents = [(r[0], repr(DeliveryIntent(r[0], r[2], r[3], DUE).to_dict())) for r in by_shard]
-    sent = [(now_us, r[0]) for r in by_shard]
+        intents.append((run.occurrence_id, repr(DeliveryIntent.for_run(run).to_dict())))
+        sent.append((now_us, run.occurrence_id))
     started = time.perf_counter()
     for start in range(0, n, batch):
+        end = start + batch
         db.execute("BEGIN IMMEDIATE")
-        db.executemany(_MATERIALIZE, heads[start : start + batch])
-        db.executemany(_RUN_INSERT, rows[start : start + batch])
-        db.execute("COMMIT")
-    at = 0
-    while at < n:
-        # Dispatch's batches end where a shard ends.
-        shard = by_shard[at][9]
-        end = at
-        while end < n and end - at < batch and by_shard[end][9] == shard:
-            end += 1
-        db.execute("BEGIN IMMEDIATE")
-        db.executemany(_ADMIT, admits[at:end])
+        db.executemany(_MATERIALIZE, heads[start:end])
+        db.executemany(_RUN_INSERT, rows[start:end])
         db.execute("COMMIT")
         queue.db.execute("BEGIN IMMEDIATE")
-        queue.db.executemany("INSERT INTO outbox VALUES (?, ?, 0)", intents[at:end])
+        queue.db.executemany("INSERT INTO outbox VALUES (?, ?, 0)", intents[start:end])
         queue.db.execute("COMMIT")
         db.execute("BEGIN IMMEDIATE")
-        db.executemany(_MARK_SENT, sent[at:end])
+        db.executemany(_MARK_SENT, sent[start:end])
         db.execute("COMMIT")
-        at = end
     elapsed = time.perf_counter() - started
     changed = db.execute(
         "SELECT COUNT(*) FROM occurrences WHERE status = 'admitted' AND pending = 0"

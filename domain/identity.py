@@ -101,4 +101,10 @@ def business_key(schedule_id: str, wall: datetime, fold: int) -> str:
     """The slot key ``<schedule_id>#<wall time>#<fold>`` (wall time naive ISO)."""
     if wall.tzinfo is not None:
         raise ValueError("a business key holds a wall time, which is naive")
-    return f"{schedule_id}#{wall.isoformat()}#{fold}"
+    return f"{schedule_id}#{wall_text(wall)}#{fold}"
+
+
+@lru_cache(maxsize=4096)
+def wall_text(wall: datetime) -> str:
+    """A wall time's ISO text. Cached: every schedule due at 09:00 names it."""
+    return wall.isoformat()

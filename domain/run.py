@@ -210,8 +210,11 @@ def new_occurrence(
     shard: int,
     materialized_at: datetime,
     kind: RunKind = RunKind.SCHEDULED,
+    admitted_at: datetime | None = None,
 ) -> Run:
-    """A freshly materialized occurrence for ``slot``, waiting for admission."""
+    """A freshly materialized occurrence for ``slot``: waiting for admission,
+    or, with ``admitted_at``, admitted by the write that materializes it (its
+    intent not sent yet)."""
     # Once per occurrence the planner writes: every field set in one dict. Run's
     # checks hold already: occurrence_id refuses a naive scheduled_at (and the
     # value kept is converted to UTC), business_key a wall time that is not naive.
@@ -230,6 +233,8 @@ def new_occurrence(
         kind=kind,
         materialized_at=materialized_at,
     )
+    if admitted_at is not None:
+        run.__dict__.update(status=RunStatus.ADMITTED, admitted_at=admitted_at, pending=True)
     return run
 
 

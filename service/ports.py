@@ -51,6 +51,11 @@ class Materialization:
     ``scheduled_at``; an adapter that writes them one by one advances
     ``next_due`` to each following occurrence's instant as it goes (and to
     ``next_due`` after the last), so a crash halfway leaves a consistent state.
+
+    Each occurrence is stored as given: waiting (``scheduled``), closed by the
+    overdue policy, or ``admitted`` when the planner admits a due slot
+    directly. The schedule's condition, checked in the same transaction, is
+    then the admission's check that the schedule is active.
     """
 
     schedule_id: str

@@ -9,6 +9,22 @@ policy says: ``latest_only`` records every slot but the latest due one as
 skipped, ``expire`` records those later than the ``catchup_window`` as
 expired.
 
+**Direct admission.** A slot that is already due when it is materialized
+(a schedule created or resumed moments before its time, a lookahead of zero,
+a tick that wakes up just after a boundary) is admitted in the write that
+materializes it, instead of being read back from the pending index a moment
+later: the record is inserted as ``admitted`` in the transaction whose
+conditional schedule update checks version, ``next_due`` and that the
+schedule is active, and its unique keys make the insert happen once at most.
+Only in shards this pass holds a live lease on and whose due work is all
+done (nothing pending due in them), only for slots due less than
+``direct_window`` ago that the overdue policy admits, and within the shard's
+``admit_limit``. Anything else (a backlog after an outage, an expired or
+superseded slot, a shard held by another process) takes the dispatch path
+below, oldest first. Then the intents are sent and marked sent, as dispatch
+does; a crash before that leaves them admitted and pending, for dispatch to
+resend.
+
 **Dispatch.** For each shard it holds a lease on, the tick walks buckets from
 the shard's checkpoint to now and takes the pending occurrences due by now,
 oldest first, in batches, at most ``admit_limit`` per shard per pass (so a
@@ -30,7 +46,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Final
@@ -64,6 +80,10 @@ class TickConfig:
     max_slots_per_schedule: int = 1000  # per plan page visit
     max_planned_per_pass: int = 200_000
     admit_limit: int = 20_000  # per shard per pass
+    # Slots due less than this long ago when materialized may be admitted by the
+    # write that materializes them (see the module's docstring); zero turns
+    # direct admission off.
+    direct_window: timedelta = timedelta(seconds=60)
 
 
 @dataclass
@@ -99,11 +119,43 @@ class TickReport:
 class _PlannedSlots:
     """The slots from one ``next_due`` up to the horizon of one spec under one
     policy, computed once per pass and shared by every schedule with them
-    (everyone at 09:00): each slot with its bucket and, when it is already
-    overdue, the verdict that closes it (None: it waits for admission)."""
+    (everyone at 09:00): each slot with its bucket; when it is already
+    overdue, the verdict that closes it (None: it waits for admission); and
+    whether it may be admitted directly (due, admitted by the policy, and due
+    less than ``direct_window`` ago)."""
 
-    slots: tuple[tuple[Slot, int, Verdict | None], ...]
+    slots: tuple[tuple[Slot, int, Verdict | None, bool], ...]
     following: Slot | None
+    direct: bool  # whether any slot may be admitted directly
+
+
+class DirectAdmission:
+    """The shards a pass may admit into as it materializes, and where the
+    admitted go: built by the dispatcher for one pass (see the module's
+    docstring)."""
+
+    def __init__(
+        self,
+        ready: Callable[[int], int],
+        deliver: Callable[[list[Run], datetime], None],
+    ) -> None:
+        self._ready = ready
+        self._deliver = deliver
+        self._room: dict[int, int] = {}
+
+    def room(self, shard: int) -> int:
+        """How many more occurrences this pass may admit directly in ``shard``."""
+        room = self._room.get(shard)
+        if room is None:
+            room = self._room[shard] = self._ready(shard)
+        return room
+
+    def take(self, shard: int, count: int) -> None:
+        self._room[shard] = self._room[shard] - count
+
+    def deliver(self, runs: list[Run], now: datetime) -> None:
+        """Send the intents of occurrences just admitted (and stored)."""
+        self._deliver(runs, now)
 
 
 class Planner:
@@ -118,7 +170,9 @@ class Planner:
         self._memo: dict[tuple[int, int, datetime], tuple[object, object, _PlannedSlots]] = {}
         self._by_value: dict[tuple[object, SchedulePolicy, datetime], _PlannedSlots] = {}
 
-    def plan(self) -> PlanReport:
+    def plan(self, direct: DirectAdmission | None = None) -> PlanReport:
+        """Materialize what falls within the horizon; with ``direct``, admit
+        the slots that are due already in the shards it allows."""
         report = PlanReport()
         now = self.clock.now()
         self._memo, self._by_value = {}, {}
@@ -128,26 +182,46 @@ class Planner:
             self.config.max_planned_per_pass
         ):
             page = self.store.due(horizon, self.config.page_size, token)
-            batch = [m for s in page.items if (m := self._materialization(s, now, horizon))]
+            batch = [m for s in page.items if (m := self._materialization(s, now, horizon, direct))]
             report.schedules += len(page.items)
-            for outcome in self.store.materialize(batch, now):
+            admitted: list[Run] = []
+            skipped = expired = materialized = 0
+            for item, outcome in zip(batch, self.store.materialize(batch, now), strict=True):
                 if not outcome.applied:
                     report.conflicts += 1
-            for item in batch:
-                for run in item.occurrences:
-                    if run.status is RunStatus.SKIPPED:
-                        report.skipped += 1
-                    elif run.status is RunStatus.EXPIRED:
-                        report.expired += 1
+                runs = item.occurrences
+                direct_ones: list[Run] = []
+                for run in runs:
+                    status = run.status
+                    if status is RunStatus.SKIPPED:
+                        skipped += 1
+                    elif status is RunStatus.EXPIRED:
+                        expired += 1
                     else:
-                        report.materialized += 1
+                        materialized += 1
+                        if status is RunStatus.ADMITTED:
+                            direct_ones.append(run)
+                if direct_ones and outcome.inserted:
+                    if len(outcome.inserted) != len(runs):  # some slots were taken
+                        inserted = set(outcome.inserted)
+                        direct_ones = [r for r in direct_ones if r.occurrence_id in inserted]
+                    admitted += direct_ones
+            report.skipped += skipped
+            report.expired += expired
+            report.materialized += materialized
+            if admitted and direct is not None:
+                direct.deliver(admitted, now)
             token = page.next_token
             if token is None:
                 break
         return report
 
     def _materialization(
-        self, schedule: Schedule, now: datetime, horizon: datetime
+        self,
+        schedule: Schedule,
+        now: datetime,
+        horizon: datetime,
+        direct: DirectAdmission | None = None,
     ) -> Materialization | None:
         next_due = schedule.next_due
         assert next_due is not None
@@ -170,14 +244,31 @@ class Planner:
         schedule_id = schedule.schedule_id
         number = schedule.version
         shard = self.config.partitioning.shard(schedule_id)
+        room = 0
+        if direct is not None and planned.direct:
+            room = direct.room(shard)
         runs: list[Run] = []
-        for slot, bucket, verdict in planned.slots:
-            run = new_occurrence(
-                schedule_id, number, slot, bucket=bucket, shard=shard, materialized_at=now
-            )
-            if verdict is not None:
-                assert verdict.reason is not None
-                run = run.closed(verdict.status, verdict.reason, now)
+        for slot, bucket, verdict, admit_now in planned.slots:
+            if admit_now and room > 0:
+                run = new_occurrence(
+                    schedule_id,
+                    number,
+                    slot,
+                    bucket=bucket,
+                    shard=shard,
+                    materialized_at=now,
+                    admitted_at=now,
+                )
+                room -= 1
+                assert direct is not None
+                direct.take(shard, 1)
+            else:
+                run = new_occurrence(
+                    schedule_id, number, slot, bucket=bucket, shard=shard, materialized_at=now
+                )
+                if verdict is not None:
+                    assert verdict.reason is not None
+                    run = run.closed(verdict.status, verdict.reason, now)
             runs.append(run)
         return Materialization(
             schedule_id=schedule_id,
@@ -190,11 +281,13 @@ class Planner:
 
     def _plan_slots(self, schedule: Schedule, now: datetime, horizon: datetime) -> _PlannedSlots:
         """The schedule's slots from next_due up to the horizon (bounded), and the
-        one after; each placed, and judged by the overdue policy if already due."""
+        one after; each placed, judged by the overdue policy if already due, and
+        marked if it may be admitted directly."""
         assert schedule.next_due is not None
         version = schedule.current
         policy = version.policy
         parts = self.config.partitioning
+        fresh_from = now - self.config.direct_window
         taken: list[Slot] = []
         following: Slot | None = None
         for slot in slots_after(version.spec, policy.dst, schedule.next_due - _EPSILON):
@@ -202,17 +295,19 @@ class Planner:
                 following = slot
                 break
             taken.append(slot)
-        planned: list[tuple[Slot, int, Verdict | None]] = []
+        planned: list[tuple[Slot, int, Verdict | None, bool]] = []
         for i, slot in enumerate(taken):
             verdict: Verdict | None = None
+            admit_now = False
             if slot.scheduled_at <= now:
                 after = taken[i + 1] if i + 1 < len(taken) else following
                 superseded = after is not None and after.scheduled_at <= now
                 verdict = overdue_verdict(policy, slot.scheduled_at, now, superseded=superseded)
                 if verdict.status is RunStatus.ADMITTED:
                     verdict = None
-            planned.append((slot, parts.placement(slot.scheduled_at, now), verdict))
-        return _PlannedSlots(tuple(planned), following)
+                    admit_now = slot.scheduled_at > fresh_from
+            planned.append((slot, parts.placement(slot.scheduled_at, now), verdict, admit_now))
+        return _PlannedSlots(tuple(planned), following, any(p[3] for p in planned))
 
 
 class Dispatcher:
@@ -230,6 +325,7 @@ class Dispatcher:
         self.config = config
         self.owner = owner
         self._held: dict[int, Lease] = {}
+        self._spent: dict[int, int] = {}  # direct admissions this pass, per shard
         self._beaten_at: datetime | None = None
         self._order = list(range(config.partitioning.shards))
         random.Random(owner).shuffle(self._order)
@@ -287,27 +383,68 @@ class Dispatcher:
 
     # --- dispatch -----------------------------------------------------------------------
 
-    def dispatch(self) -> DispatchReport:
-        report = DispatchReport()
+    def dispatch(self, report: DispatchReport | None = None) -> DispatchReport:
+        """Take or renew leases, then dispatch their shards, into ``report`` (by
+        default a new one)."""
         now = self.clock.now()
-        for lease in self.acquire_leases(now):
-            report.shards.append(lease.shard)
+        if report is None:
+            report = DispatchReport()
+        leases = self.acquire_leases(now)
+        report.shards = [lease.shard for lease in leases]
+        for lease in leases:
             self._dispatch_shard(lease, now, report)
+        self._spent = {}
         return report
+
+    def direct_admission(self, report: DispatchReport) -> DirectAdmission:
+        """For one pass: which shards the planner may admit into directly
+        (held, live, and nothing pending due in them), with room up to
+        ``admit_limit`` each; what it admits is sent and counted in ``report``.
+        Leases are taken the first time the planner asks, so a pass with nothing
+        due to admit directly costs nothing more."""
+        self._spent = {}
+        held: dict[int, Lease] | None = None
+
+        def ready(shard: int) -> int:
+            nonlocal held
+            now = self.clock.now()
+            if held is None:
+                held = {lease.shard: lease for lease in self.acquire_leases(now)}
+            lease = held.get(shard)
+            if lease is None or not lease.live(now):
+                return 0
+            start = self._start_bucket(lease, now)
+            if self.store.pending_due(shard, start, self.config.partitioning.bucket(now), now, 1):
+                return 0
+            return self.config.admit_limit
+
+        def deliver(runs: list[Run], now: datetime) -> None:
+            for run in runs:
+                self._spent[run.shard] = self._spent.get(run.shard, 0) + 1
+            self._admitted(runs, report)
+            self._send(runs, now, report)
+
+        return DirectAdmission(ready, deliver)
+
+    def _start_bucket(self, lease: Lease, now: datetime) -> int:
+        """The bucket dispatch starts from: the lease's checkpoint, or for a
+        shard never checkpointed, the earliest pending one (or the first open)."""
+        if lease.checkpoint is not None:
+            return lease.checkpoint
+        parts = self.config.partitioning
+        earliest = self.store.earliest_pending_bucket(lease.shard)
+        start = parts.first_open_bucket(now)
+        return start if earliest is None else min(start, earliest)
 
     def _dispatch_shard(self, lease: Lease, now: datetime, report: DispatchReport) -> None:
         parts = self.config.partitioning
         shard = lease.shard
         if not lease.live(now):
             return  # lost it while stalled; acquire_leases decides again next pass
-        checkpoint = lease.checkpoint
-        if checkpoint is None:
-            earliest = self.store.earliest_pending_bucket(shard)
-            checkpoint = parts.first_open_bucket(now)
-            if earliest is not None:
-                checkpoint = min(checkpoint, earliest)
+        checkpoint = self._start_bucket(lease, now)
         to_bucket = parts.bucket(now)
-        handled = 0
+        # Direct admissions this pass count against the shard's limit.
+        handled = self._spent.get(shard, 0)
         while handled < self.config.admit_limit:
             limit = min(self.config.batch_size, self.config.admit_limit - handled)
             due = self.store.pending_due(shard, checkpoint, to_bucket, now, limit)
@@ -364,14 +501,18 @@ class Dispatcher:
         changed = bool(admitted or closed)
         if refused:
             changed |= self._close_refused(refused, now, report)
+        self._admitted(admitted, report)
+        report.resent += len(resend)
+        changed |= self._send([*resend, *admitted], now, report)
+        return changed
+
+    @staticmethod
+    def _admitted(admitted: list[Run], report: DispatchReport) -> None:
         report.admitted += len(admitted)
         if admitted:
             # A running maximum: the report does not grow with the number admitted.
             lag = max(r.lag_s or 0.0 for r in admitted)
             report.max_lag_s = lag if report.max_lag_s is None else max(report.max_lag_s, lag)
-        report.resent += len(resend)
-        changed |= self._send([*resend, *admitted], now, report)
-        return changed
 
     def _close_refused(self, refused: set[str], now: datetime, report: DispatchReport) -> bool:
         """Occurrences the store would not admit: admitted by someone else, or
@@ -425,8 +566,12 @@ class Ticker:
         return self.dispatcher.owner
 
     def tick_once(self) -> TickReport:
-        plan = self.planner.plan()
-        dispatch = self.dispatcher.dispatch()
+        dispatch = DispatchReport()
+        direct = None
+        if self.config.direct_window > timedelta(0):
+            direct = self.dispatcher.direct_admission(dispatch)
+        plan = self.planner.plan(direct)
+        self.dispatcher.dispatch(dispatch)
         at = self.clock.now()
         self.store.beat(
             Heartbeat(

@@ -26,13 +26,14 @@ import base64
 import json
 import sqlite3
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from adapters.sqlite.database import Database
+from domain.identity import wall_text
 from domain.run import AttemptRecord, Run, RunKind, RunStatus
 from domain.schedule import (
     Schedule,
@@ -234,6 +235,11 @@ def _untoken(token: str) -> list[Any]:
     return values
 
 
+# Enum.value is a descriptor call; these are dict lookups.
+_STATUS_TEXT = {status: status.value for status in RunStatus}
+_KIND_TEXT = {kind: kind.value for kind in RunKind}
+
+
 def run_row(run: Run) -> tuple[Any, ...]:
     # Once per occurrence materialized: the NULL columns of a fresh record cost
     # a test each, not a call.
@@ -247,17 +253,17 @@ def run_row(run: Run) -> tuple[Any, ...]:
         run.business_key,
         run.schedule_id,
         run.version,
-        run.kind.value,
+        _KIND_TEXT[run.kind],
         (scheduled_at - epoch) // micro,
-        run.wall.isoformat(),
+        wall_text(run.wall),
         run.fold,
         run.bucket,
         run.shard,
-        run.status.value,
+        _STATUS_TEXT[run.status],
         1 if run.pending else 0,
-        None if (at := run.materialized_at) is None else us(at),
+        None if (at := run.materialized_at) is None else (at - epoch) // micro,
         run.attempts,
-        None if (at := run.admitted_at) is None else us(at),
+        None if (at := run.admitted_at) is None else (at - epoch) // micro,
         None if (at := run.sent_at) is None else us(at),
         None if (at := run.started_at) is None else us(at),
         None if (at := run.finished_at) is None else us(at),
@@ -333,6 +339,35 @@ def run_from_row(row: Sequence[Any]) -> Run:
         progress=None if row[23] is None else json.loads(row[23]),
     )
     return run
+
+
+class _JsonObject(Mapping[str, Any]):
+    """A stored JSON object, decoded when first read: a tick reads the current
+    version of every schedule it plans, and never its payload."""
+
+    __slots__ = ("_text", "_value")
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._value: dict[str, Any] | None = None
+
+    def _decoded(self) -> dict[str, Any]:
+        value = self._value
+        if value is None:
+            value = self._value = json.loads(self._text)
+        return value
+
+    def __getitem__(self, key: str) -> Any:
+        return self._decoded()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._decoded())
+
+    def __len__(self) -> int:
+        return len(self._decoded())
+
+    def __repr__(self) -> str:
+        return repr(self._decoded())
 
 
 @lru_cache(maxsize=4096)
@@ -461,7 +496,7 @@ class SqliteStore(Database, Store):
             spec=stored_spec(spec),
             policy=stored_policy(policy),
             target=stored_target(target),
-            payload=json.loads(payload),
+            payload=_JsonObject(payload),
             created_at=_EPOCH + created_at * _US,
         )
         with self._lock:
@@ -643,7 +678,7 @@ class SqliteStore(Database, Store):
             ).rowcount == len(rows):
                 db.execute("RELEASE materialize")
                 return [
-                    _applied(item.schedule_id, tuple(r.occurrence_id for r in item.occurrences))
+                    _applied(item.schedule_id, tuple([r.occurrence_id for r in item.occurrences]))
                     for item in batch
                 ]
             db.execute("ROLLBACK TO materialize")

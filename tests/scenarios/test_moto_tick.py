@@ -32,7 +32,7 @@ from adapters.sqs import SqsDeliveryQueue
 from domain.partition import Partitioning
 from domain.run import DeliveryIntent, Run, RunStatus
 from domain.spec import slots_after
-from service.ports import Lease
+from service.ports import Lease, Materialization, MaterializeOutcome
 from service.schedules import ScheduleService
 from service.tick import DispatchReport, TickConfig, Ticker
 from tests.conftest import FakeClock, utc
@@ -125,7 +125,8 @@ def deployment(endpoint: str) -> Deployment:
 
 
 class RecordingStore(DynamoStore):
-    """Keeps the ids this tick's admissions won."""
+    """Keeps the ids this tick's admissions won: by the conditional admission,
+    or inserted admitted by its materialization (direct admission)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -135,6 +136,15 @@ class RecordingStore(DynamoStore):
         won = super().admit(runs, now)
         self.admitted += [r.occurrence_id for r in won]
         return won
+
+    def materialize(
+        self, batch: Sequence[Materialization], now: datetime
+    ) -> list[MaterializeOutcome]:
+        outcomes = super().materialize(batch, now)
+        for item, outcome in zip(batch, outcomes, strict=True):
+            direct = {r.occurrence_id for r in item.occurrences if r.status is RunStatus.ADMITTED}
+            self.admitted += [i for i in outcome.inserted if i in direct]
+        return outcomes
 
 
 class StalledStore(RecordingStore):

@@ -1,0 +1,195 @@
+"""Direct admission on the SQLite store: a slot already due when the planner
+materializes it is admitted by that write, in the shards the tick holds and
+whose due work is all done; everything else takes the dispatch path."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from adapters.sqlite.store import SqliteStore
+from domain.run import Run, RunStatus
+from service.ports import Materialization, MaterializeOutcome
+from tests.conftest import FakeClock, World, make_world, utc
+
+WEBHOOK = {"type": "webhook", "url": "https://example.com/hook"}
+
+
+class CountingStore(SqliteStore):
+    """Counts the conditional admissions (the dispatch path) and lets a test act
+    just before a materialization is written."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.admit_calls: list[list[str]] = []
+        self.before_materialize: Callable[[], None] | None = None
+
+    def admit(self, runs: Sequence[Run], now: datetime) -> list[Run]:
+        self.admit_calls.append([r.occurrence_id for r in runs])
+        return super().admit(runs, now)
+
+    def materialize(
+        self, batch: Sequence[Materialization], now: datetime
+    ) -> list[MaterializeOutcome]:
+        if self.before_materialize is not None:
+            hook, self.before_materialize = self.before_materialize, None
+            hook()
+        return super().materialize(batch, now)
+
+
+def _world(tmp_path: Path, clock: FakeClock, *, shards: int = 4, **config: object) -> World:
+    world = make_world(tmp_path / "d.db", clock, lookahead=timedelta(0), shards=shards)
+    world.store = CountingStore(tmp_path / "d.db")
+    world.schedules.store = world.store
+    world.config = replace(world.config, **config)  # type: ignore[arg-type]
+    return world
+
+
+def _create(world: World, cron: str, name: str = "job") -> str:
+    body = {"name": name, "spec": {"cron": cron}, "target": WEBHOOK}
+    return world.schedules.create(body)[0].schedule_id
+
+
+def _store(world: World) -> CountingStore:
+    assert isinstance(world.store, CountingStore)
+    return world.store
+
+
+@pytest.fixture
+def world(tmp_path: Path, clock: FakeClock) -> World:
+    return _world(tmp_path, clock)
+
+
+def test_a_slot_due_when_planned_is_admitted_by_the_write_that_materializes_it(
+    world: World, clock: FakeClock
+) -> None:
+    sid = _create(world, "5 8 * * *")
+    clock.set(utc("2026-12-01T08:05:01Z"))
+    report = world.ticker().tick_once()
+    [run] = world.store.runs(sid, 10).items
+    assert run.occurrence_id == f"{sid}.v1.20261201T080500Z"
+    assert run.status is RunStatus.ADMITTED
+    assert run.materialized_at == run.admitted_at == run.sent_at == clock.now()
+    assert not run.pending
+    assert world.queue.ids() == [run.occurrence_id]
+    assert _store(world).admit_calls == []  # no read-back, no second write
+    assert (report.plan.materialized, report.dispatch.admitted, report.dispatch.sent) == (1, 1, 1)
+    assert report.dispatch.max_lag_s == 1.0
+    # Later passes find nothing to do: one record, one intent.
+    clock.advance(timedelta(seconds=5))
+    world.ticker().tick_once()
+    assert world.queue.ids() == [run.occurrence_id]
+
+
+def test_a_shard_with_due_work_waiting_admits_oldest_first_through_dispatch(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    world = _world(tmp_path, clock, shards=1, lookahead=timedelta(seconds=90))
+    clock.set(utc("2026-12-01T07:00:00Z"))
+    early = _create(world, "0 8 * * *", "early")
+    clock.set(utc("2026-12-01T07:59:00Z"))
+    world.ticker().planner.plan()  # 08:00 stored, waiting; no dispatch ran since
+    late = _create(world, "1 8 * * *", "late")
+    clock.set(utc("2026-12-01T08:01:00Z"))
+    world.config = replace(world.config, lookahead=timedelta(0))
+    world.ticker().tick_once()
+    # The shard had 08:00 waiting, so 08:01 was stored waiting too, and dispatch
+    # admitted both in order.
+    assert world.queue.ids() == [f"{early}.v1.20261201T080000Z", f"{late}.v1.20261201T080100Z"]
+    assert _store(world).admit_calls == [world.queue.ids()]
+
+
+def test_a_slot_due_longer_ago_than_the_window_takes_the_dispatch_path(
+    world: World, clock: FakeClock
+) -> None:
+    clock.set(utc("2026-12-01T07:00:00Z"))
+    sid = _create(world, "0 8 * * *")
+    clock.set(utc("2026-12-01T08:10:00Z"))  # no tick for ten minutes
+    report = world.ticker().tick_once()
+    [run] = world.store.runs(sid, 10).items
+    assert run.status is RunStatus.ADMITTED and run.admitted_at == clock.now()
+    assert _store(world).admit_calls == [[run.occurrence_id]]
+    assert report.dispatch.admitted == 1 and world.queue.ids() == [run.occurrence_id]
+
+
+def test_a_zero_window_turns_direct_admission_off(tmp_path: Path, clock: FakeClock) -> None:
+    world = _world(tmp_path, clock, direct_window=timedelta(0))
+    sid = _create(world, "5 8 * * *")
+    clock.set(utc("2026-12-01T08:05:01Z"))
+    world.ticker().tick_once()
+    [run] = world.store.runs(sid, 10).items
+    assert _store(world).admit_calls == [[run.occurrence_id]]
+    assert world.queue.ids() == [run.occurrence_id]
+
+
+def test_shards_held_by_another_tick_are_not_admitted_into(world: World, clock: FakeClock) -> None:
+    sid = _create(world, "5 8 * * *")
+    clock.set(utc("2026-12-01T08:05:01Z"))
+    other = world.ticker("tick-other")
+    assert len(other.dispatcher.acquire_leases(clock.now())) == world.config.partitioning.shards
+    report = world.ticker("tick-1").tick_once()
+    [run] = world.store.runs(sid, 10).items
+    assert run.status is RunStatus.SCHEDULED and run.pending
+    assert report.plan.materialized == 1 and report.dispatch.admitted == 0
+    assert world.queue.sent == []
+    # The two share the shards from now on; whichever holds this one admits it
+    # through dispatch.
+    other.tick_once()
+    world.ticker("tick-1").tick_once()
+    assert world.queue.ids() == [run.occurrence_id]
+    assert _store(world).admit_calls == [[run.occurrence_id]]
+
+
+def test_direct_admissions_count_against_the_shards_admit_limit(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    world = _world(tmp_path, clock, shards=1, admit_limit=2)
+    ids = [_create(world, "5 8 * * *", f"job {i}") for i in range(5)]
+    clock.set(utc("2026-12-01T08:05:01Z"))
+    ticker = world.ticker()
+    admitted = []
+    for _ in range(4):
+        admitted.append(ticker.tick_once().dispatch.admitted)
+        clock.advance(timedelta(seconds=1))
+    assert admitted == [2, 2, 1, 0]
+    assert sorted(i.split(".")[0] for i in world.queue.ids()) == sorted(ids)
+    # Two directly in the first pass; the rest through dispatch, two then one.
+    assert [len(c) for c in _store(world).admit_calls] == [2, 1]
+
+
+def test_a_pause_that_lands_before_the_write_admits_nothing(world: World, clock: FakeClock) -> None:
+    sid = _create(world, "5 8 * * *")
+    clock.set(utc("2026-12-01T08:05:01Z"))
+    _store(world).before_materialize = lambda: world.schedules.pause(sid, "maintenance")
+    report = world.ticker().tick_once()
+    assert world.store.runs(sid, 10).items == ()
+    assert report.plan.conflicts == 1 and report.dispatch.admitted == 0
+    assert world.queue.sent == []
+    # Resumed later: what was missed is not run.
+    clock.advance(timedelta(minutes=1))
+    world.schedules.resume(sid)
+    world.ticker().tick_once()
+    assert world.queue.sent == []
+
+
+def test_a_crash_between_the_direct_admission_and_the_send_is_repaired(
+    world: World, clock: FakeClock
+) -> None:
+    sid = _create(world, "5 8 * * *")
+    clock.set(utc("2026-12-01T08:05:01Z"))
+    world.queue.fail_with = SystemExit("killed between commit and send")
+    with pytest.raises(SystemExit):
+        world.ticker("tick-a").tick_once()
+    [run] = world.store.runs(sid, 10).items
+    assert run.status is RunStatus.ADMITTED and run.pending and world.queue.sent == []
+
+    clock.advance(world.config.lease_ttl)  # tick-a's leases run out
+    world.ticker("tick-b").tick_once()
+    [after] = world.store.runs(sid, 10).items
+    assert after.admitted_at == run.admitted_at  # admitted once, by tick-a
+    assert not after.pending and world.queue.ids() == [run.occurrence_id]
+    assert _store(world).admit_calls == []
