@@ -105,6 +105,13 @@ def business_key(schedule_id: str, wall: datetime, fold: int) -> str:
 
 
 @lru_cache(maxsize=4096)
+def utc_text(instant: datetime) -> str:
+    """An aware instant as UTC ISO text ending in ``Z``. Cached: every intent
+    for 09:00 names it."""
+    return instant.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+@lru_cache(maxsize=4096)
 def wall_text(wall: datetime) -> str:
     """A wall time's ISO text. Cached: every schedule due at 09:00 names it."""
     return wall.isoformat()

@@ -31,7 +31,7 @@ from dataclasses import MISSING, dataclass, fields
 from datetime import UTC, datetime
 from typing import Any, Final, TypeVar
 
-from domain.identity import business_key, occurrence_id
+from domain.identity import business_key, occurrence_id, utc_text
 from domain.spec import Slot
 
 
@@ -169,33 +169,34 @@ class Run:
 
 
 _T = TypeVar("_T")
-# Per dataclass: its field names, its defaults and its __post_init__ (or None).
-_SHAPES: dict[type, tuple[frozenset[str], dict[str, Any], Any]] = {}
+# Per dataclass: a dict of every field (its default, or a marker when it has
+# none), the fields without a default, and its __post_init__ (or None).
+_SHAPES: dict[type, tuple[dict[str, Any], frozenset[str], Any]] = {}
 
 
 def build(cls: type[_T], values: dict[str, Any]) -> _T:
     """A frozen dataclass made as its ``__init__`` makes it (defaults, then
     ``values``, then ``__post_init__``), refusing unknown or missing fields as it
-    does, but with one dict update: the generated ``__init__`` of a frozen
-    dataclass pays one ``object.__setattr__`` per field (24 for a Run). For the
-    values made once per occurrence or schedule on the tick path."""
+    does, but with one dict copy and update: the generated ``__init__`` of a
+    frozen dataclass pays one ``object.__setattr__`` per field (24 for a Run).
+    For the values made once per occurrence or schedule on the tick path."""
     shape = _SHAPES.get(cls)
     if shape is None:
         every = fields(cls)  # type: ignore[arg-type]
         shape = _SHAPES[cls] = (
-            frozenset(f.name for f in every),
-            {f.name: f.default for f in every if f.default is not MISSING},
+            {f.name: MISSING if f.default is MISSING else f.default for f in every},
+            frozenset(f.name for f in every if f.default is MISSING),
             getattr(cls, "__post_init__", None),
         )
-    names, defaults, post_init = shape
-    value = object.__new__(cls)
-    attrs = value.__dict__
-    attrs.update(defaults)
+    template, required, post_init = shape
+    attrs = template.copy()
     attrs.update(values)
-    if attrs.keys() != names:
-        unknown = sorted(set(values) - names)
-        missing = sorted(names - set(attrs))
+    if len(attrs) != len(template) or not values.keys() >= required:
+        unknown = sorted(set(values) - set(template))
+        missing = sorted(required - set(values))
         raise TypeError(f"{cls.__name__}: unknown fields {unknown}, missing fields {missing}")
+    value = object.__new__(cls)
+    object.__setattr__(value, "__dict__", attrs)
     if post_init is not None:
         post_init(value)
     return value
@@ -215,34 +216,37 @@ def new_occurrence(
     """A freshly materialized occurrence for ``slot``: waiting for admission,
     or, with ``admitted_at``, admitted by the write that materializes it (its
     intent not sent yet)."""
-    # Once per occurrence the planner writes: every field set in one dict. Run's
+    # Once per occurrence the planner writes: a copy of a template with every
+    # field (cheaper than growing a dict field by field), filled in. Run's
     # checks hold already: occurrence_id refuses a naive scheduled_at (and the
     # value kept is converted to UTC), business_key a wall time that is not naive.
+    attrs = (_FRESH if admitted_at is None else _FRESH_ADMITTED).copy()
+    attrs["occurrence_id"] = occurrence_id(schedule_id, version, slot.scheduled_at)
+    attrs["business_key"] = business_key(schedule_id, slot.wall, slot.fold)
+    attrs["schedule_id"] = schedule_id
+    attrs["version"] = version
+    attrs["scheduled_at"] = slot.scheduled_at.astimezone(UTC)
+    attrs["wall"] = slot.wall
+    attrs["fold"] = slot.fold
+    attrs["bucket"] = bucket
+    attrs["shard"] = shard
+    attrs["kind"] = kind
+    attrs["materialized_at"] = materialized_at
+    attrs["admitted_at"] = admitted_at
     run = object.__new__(Run)
-    run.__dict__.update(
-        _FRESH,
-        occurrence_id=occurrence_id(schedule_id, version, slot.scheduled_at),
-        business_key=business_key(schedule_id, slot.wall, slot.fold),
-        schedule_id=schedule_id,
-        version=version,
-        scheduled_at=slot.scheduled_at.astimezone(UTC),
-        wall=slot.wall,
-        fold=slot.fold,
-        bucket=bucket,
-        shard=shard,
-        kind=kind,
-        materialized_at=materialized_at,
-    )
-    if admitted_at is not None:
-        run.__dict__.update(status=RunStatus.ADMITTED, admitted_at=admitted_at, pending=True)
+    object.__setattr__(run, "__dict__", attrs)
     return run
 
 
-# The fields of a fresh occurrence that new_occurrence does not set: Run's defaults.
-_FRESH: Final[Mapping[str, Any]] = {
-    f.name: f.default
-    for f in fields(Run)
-    if f.default is not MISSING and f.name not in {"kind", "materialized_at"}
+# A fresh occurrence's fields in Run's order: its defaults, and None for the
+# fields new_occurrence sets. Admitted directly, it is pending (not sent yet).
+_FRESH: Final[dict[str, Any]] = {
+    f.name: None if f.default is MISSING else f.default for f in fields(Run)
+}
+_FRESH_ADMITTED: Final[dict[str, Any]] = {
+    **_FRESH,
+    "status": RunStatus.ADMITTED,
+    "pending": True,
 }
 
 
@@ -292,7 +296,7 @@ class DeliveryIntent:
             "occurrence_id": self.occurrence_id,
             "schedule_id": self.schedule_id,
             "version": self.version,
-            "scheduled_at": self.scheduled_at.astimezone(UTC).isoformat().replace("+00:00", "Z"),
+            "scheduled_at": utc_text(self.scheduled_at),
             "attempt": self.attempt,
         }
 

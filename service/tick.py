@@ -248,8 +248,9 @@ class Planner:
         if direct is not None and planned.direct:
             room = direct.room(shard)
         runs: list[Run] = []
+        taken = 0
         for slot, bucket, verdict, admit_now in planned.slots:
-            if admit_now and room > 0:
+            if admit_now and taken < room:
                 run = new_occurrence(
                     schedule_id,
                     number,
@@ -259,9 +260,7 @@ class Planner:
                     materialized_at=now,
                     admitted_at=now,
                 )
-                room -= 1
-                assert direct is not None
-                direct.take(shard, 1)
+                taken += 1
             else:
                 run = new_occurrence(
                     schedule_id, number, slot, bucket=bucket, shard=shard, materialized_at=now
@@ -270,7 +269,10 @@ class Planner:
                     assert verdict.reason is not None
                     run = run.closed(verdict.status, verdict.reason, now)
             runs.append(run)
-        return Materialization(
+        if taken:
+            assert direct is not None
+            direct.take(shard, taken)
+        return Materialization.of(
             schedule_id=schedule_id,
             expected_version=number,
             expected_next_due=next_due,
@@ -419,9 +421,13 @@ class Dispatcher:
             return self.config.admit_limit
 
         def deliver(runs: list[Run], now: datetime) -> None:
+            spent = self._spent
             for run in runs:
-                self._spent[run.shard] = self._spent.get(run.shard, 0) + 1
-            self._admitted(runs, report)
+                spent[run.shard] = spent.get(run.shard, 0) + 1
+            # All admitted at ``now``: the oldest has the largest lag.
+            report.admitted += len(runs)
+            lag = (now - min(r.scheduled_at for r in runs)).total_seconds()
+            report.max_lag_s = lag if report.max_lag_s is None else max(report.max_lag_s, lag)
             self._send(runs, now, report)
 
         return DirectAdmission(ready, deliver)

@@ -25,7 +25,6 @@ from __future__ import annotations
 import base64
 import json
 import sqlite3
-from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
@@ -384,7 +383,7 @@ class SqliteStore(Database, Store):
 
     def __init__(self, path: str | Path, *, busy_timeout_s: float = 30.0) -> None:
         super().__init__(path, SCHEMA, busy_timeout_s=busy_timeout_s, cache_kib=65536)
-        self._versions: OrderedDict[tuple[str, int], ScheduleVersion] = OrderedDict()
+        self._versions: dict[tuple[str, int], ScheduleVersion] = {}
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         with self._lock:
@@ -499,11 +498,12 @@ class SqliteStore(Database, Store):
             payload=_JsonObject(payload),
             created_at=_EPOCH + created_at * _US,
         )
-        with self._lock:
-            versions = self._versions
-            versions[key] = value
-            if len(versions) > VERSION_CACHE_SIZE:
-                versions.popitem(last=False)
+        versions = self._versions
+        if len(versions) >= VERSION_CACHE_SIZE:
+            # Emptied when full rather than kept in LRU order: cheaper per
+            # schedule read, and a version read again is a query away.
+            versions.clear()
+        versions[key] = value
         return value
 
     def get(self, schedule_id: str) -> Schedule | None:
@@ -655,14 +655,15 @@ class SqliteStore(Database, Store):
         if not batch:
             return []
         now_us = us(now)
+        epoch, micro = _EPOCH, _US  # once per schedule planned: no calls
         heads = [
             (
-                _opt_us(item.next_due),
-                _opt_us(item.last_materialized_at),
+                None if (due := item.next_due) is None else (due - epoch) // micro,
+                None if (last := item.last_materialized_at) is None else (last - epoch) // micro,
                 now_us,
                 item.schedule_id,
                 item.expected_version,
-                us(item.expected_next_due),
+                (item.expected_next_due - epoch) // micro,
             )
             for item in batch
         ]
