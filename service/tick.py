@@ -426,8 +426,7 @@ class Dispatcher:
                 spent[run.shard] = spent.get(run.shard, 0) + 1
             # All admitted at ``now``: the oldest has the largest lag.
             report.admitted += len(runs)
-            lag = (now - min(r.scheduled_at for r in runs)).total_seconds()
-            report.max_lag_s = lag if report.max_lag_s is None else max(report.max_lag_s, lag)
+            _note_lag(report, (now - min(r.scheduled_at for r in runs)).total_seconds())
             self._send(runs, now, report)
 
         return DirectAdmission(ready, deliver)
@@ -516,9 +515,7 @@ class Dispatcher:
     def _admitted(admitted: list[Run], report: DispatchReport) -> None:
         report.admitted += len(admitted)
         if admitted:
-            # A running maximum: the report does not grow with the number admitted.
-            lag = max(r.lag_s or 0.0 for r in admitted)
-            report.max_lag_s = lag if report.max_lag_s is None else max(report.max_lag_s, lag)
+            _note_lag(report, max(r.lag_s or 0.0 for r in admitted))
 
     def _close_refused(self, refused: set[str], now: datetime, report: DispatchReport) -> bool:
         """Occurrences the store would not admit: admitted by someone else, or
@@ -547,6 +544,11 @@ class Dispatcher:
             self.store.mark_sent(sent, now)
         report.sent += len(sent)
         return bool(sent)
+
+
+def _note_lag(report: DispatchReport, lag: float) -> None:
+    """A running maximum: the report does not grow with the number admitted."""
+    report.max_lag_s = lag if report.max_lag_s is None else max(report.max_lag_s, lag)
 
 
 class Ticker:
