@@ -16,10 +16,11 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 from domain.run import DeliveryIntent, Run, RunStatus, build
 from domain.schedule import Schedule, SchedulePolicy, ScheduleVersion
+from domain.spec import ScheduleSpec
 
 T = TypeVar("T")
 
@@ -37,6 +38,29 @@ class Clock(Protocol):
 
 
 # --- schedules --------------------------------------------------------------------
+
+
+class DueSchedule(NamedTuple):
+    """What planning reads of a schedule whose ``next_due`` is within the
+    horizon: the number, spec and policy of its current version. Not the
+    target, payload or state: a plan page reads one per schedule due, and
+    needs nothing else (the materialization's condition re-checks the state)."""
+
+    schedule_id: str
+    version: int
+    next_due: datetime
+    spec: ScheduleSpec
+    policy: SchedulePolicy
+
+    @classmethod
+    def of(cls, schedule: Schedule) -> DueSchedule:
+        """The planning view of a whole schedule (which must have a ``next_due``)."""
+        if schedule.next_due is None:
+            raise ValueError(f"schedule {schedule.schedule_id} has no next_due")
+        current = schedule.current
+        return cls(
+            schedule.schedule_id, schedule.version, schedule.next_due, current.spec, current.policy
+        )
 
 
 @dataclass(frozen=True)
@@ -115,8 +139,9 @@ class ScheduleStore(ABC):
         """Schedules not deleted, oldest first (created_at, then id), ``limit`` a page."""
 
     @abstractmethod
-    def due(self, until: datetime, limit: int, token: str | None = None) -> Page[Schedule]:
-        """Active schedules with ``next_due <= until``, by (next_due, schedule_id)."""
+    def due(self, until: datetime, limit: int, token: str | None = None) -> Page[DueSchedule]:
+        """Active schedules with ``next_due <= until``, by (next_due, schedule_id),
+        as planning reads them."""
 
     @abstractmethod
     def save_version(

@@ -61,9 +61,18 @@ from domain.run import (
     Verdict,
     new_occurrence,
 )
-from domain.schedule import Overdue, Schedule, SchedulePolicy, overdue_verdict
+from domain.schedule import Overdue, SchedulePolicy, overdue_verdict
 from domain.spec import Slot, slots_after
-from service.ports import Clock, Closure, DeliveryQueue, Heartbeat, Lease, Materialization, Store
+from service.ports import (
+    Clock,
+    Closure,
+    DeliveryQueue,
+    DueSchedule,
+    Heartbeat,
+    Lease,
+    Materialization,
+    Store,
+)
 
 _EPSILON: Final = timedelta(microseconds=1)
 TICK_COMPONENT: Final = "tick"
@@ -218,31 +227,27 @@ class Planner:
 
     def _materialization(
         self,
-        schedule: Schedule,
+        schedule: DueSchedule,
         now: datetime,
         horizon: datetime,
         direct: DirectAdmission | None = None,
     ) -> Materialization | None:
-        next_due = schedule.next_due
-        assert next_due is not None
-        version = schedule.current
-        key = (id(version.spec), id(version.policy), next_due)
+        schedule_id, number, next_due, spec, policy = schedule
+        key = (id(spec), id(policy), next_due)
         held = self._memo.get(key)
         if held is None:
-            by_value = (version.spec, version.policy, next_due)
+            by_value = (spec, policy, next_due)
             found = self._by_value.get(by_value)
             if found is None:
                 found = self._plan_slots(schedule, now, horizon)
                 if len(self._by_value) < 1024:
                     self._by_value[by_value] = found
-            held = (version.spec, version.policy, found)
+            held = (spec, policy, found)
             if len(self._memo) < 1024:
                 self._memo[key] = held
         planned = held[2]
         if not planned.slots:
             return None
-        schedule_id = schedule.schedule_id
-        number = schedule.version
         shard = self.config.partitioning.shard(schedule_id)
         room = 0
         if direct is not None and planned.direct:
@@ -281,18 +286,16 @@ class Planner:
             occurrences=tuple(runs),
         )
 
-    def _plan_slots(self, schedule: Schedule, now: datetime, horizon: datetime) -> _PlannedSlots:
+    def _plan_slots(self, schedule: DueSchedule, now: datetime, horizon: datetime) -> _PlannedSlots:
         """The schedule's slots from next_due up to the horizon (bounded), and the
         one after; each placed, judged by the overdue policy if already due, and
         marked if it may be admitted directly."""
-        assert schedule.next_due is not None
-        version = schedule.current
-        policy = version.policy
+        policy = schedule.policy
         parts = self.config.partitioning
         fresh_from = now - self.config.direct_window
         taken: list[Slot] = []
         following: Slot | None = None
-        for slot in slots_after(version.spec, policy.dst, schedule.next_due - _EPSILON):
+        for slot in slots_after(schedule.spec, policy.dst, schedule.next_due - _EPSILON):
             if slot.scheduled_at > horizon or len(taken) >= self.config.max_slots_per_schedule:
                 following = slot
                 break

@@ -51,6 +51,7 @@ from domain.run import Run, RunStatus
 from domain.schedule import Schedule, ScheduleVersion
 from service.ports import (
     Closure,
+    DueSchedule,
     Heartbeat,
     Lease,
     Materialization,
@@ -469,7 +470,7 @@ class DynamoStore(Store):
         ]
         return Page(tuple(self._schedules(ordered)), next_token)
 
-    def due(self, until: datetime, limit: int, token: str | None = None) -> Page[Schedule]:
+    def due(self, until: datetime, limit: int, token: str | None = None) -> Page[DueSchedule]:
         if limit < 1:
             raise ValueError("limit must be at least 1")
         upper = f"{it.iso(until)}#{it.KEY_CEILING}"
@@ -507,7 +508,7 @@ class DynamoStore(Store):
         next_token = (
             _token({"due_key": str(it.value(page[-1]["due_key"]))}) if len(merged) > limit else None
         )
-        return Page(tuple(self._schedules(page)), next_token)
+        return Page(tuple(DueSchedule.of(s) for s in self._schedules(page)), next_token)
 
     @staticmethod
     def _next_due_condition(expected: datetime | None) -> tuple[str, dict[str, Any]]:

@@ -47,6 +47,7 @@ from domain.schedule import (
 )
 from service.ports import (
     Closure,
+    DueSchedule,
     Heartbeat,
     Lease,
     Materialization,
@@ -569,17 +570,28 @@ class SqliteStore(Database, Store):
         next_token = _token([rows[limit - 1][6], rows[limit - 1][0]]) if len(rows) > limit else None
         return Page(items, next_token)
 
-    def due(self, until: datetime, limit: int, token: str | None = None) -> Page[Schedule]:
+    def due(self, until: datetime, limit: int, token: str | None = None) -> Page[DueSchedule]:
         after = _untoken(token) if token else [-(2**62), ""]
         rows = self._read(
-            _HEAD_SELECT + "WHERE s.paused = 0 AND s.deleted_at IS NULL "
+            "SELECT s.schedule_id, s.version, s.next_due, v.spec, v.policy "
+            "FROM schedules s JOIN schedule_versions v "
+            "ON v.schedule_id = s.schedule_id AND v.version = s.version "
+            "WHERE s.paused = 0 AND s.deleted_at IS NULL "
             "AND s.next_due IS NOT NULL AND s.next_due <= ? "
             "AND (s.next_due, s.schedule_id) > (?, ?) "
             "ORDER BY s.next_due, s.schedule_id LIMIT ?",
             (us(until), after[0], after[1], limit + 1),
         )
-        items = tuple(self._schedule_from_row(r) for r in rows[:limit])
-        next_token = _token([rows[limit - 1][4], rows[limit - 1][0]]) if len(rows) > limit else None
+        # Once per schedule planned: the spec and policy texts decode once each
+        # (cached by text, so everyone with the same spec shares one value).
+        epoch, micro, spec, policy = _EPOCH, _US, stored_spec, stored_policy
+        items = tuple(
+            [
+                DueSchedule(r[0], r[1], epoch + r[2] * micro, spec(r[3]), policy(r[4]))
+                for r in rows[:limit]
+            ]
+        )
+        next_token = _token([rows[limit - 1][2], rows[limit - 1][0]]) if len(rows) > limit else None
         return Page(items, next_token)
 
     def save_version(
