@@ -15,7 +15,7 @@ from domain.partition import Partitioning
 from domain.run import Reason, Run, RunKind, RunStatus, new_occurrence
 from domain.schedule import ScheduleVersion, parse_policy
 from domain.spec import Slot, parse_spec
-from service.ports import Closure, Heartbeat, Materialization, Store
+from service.ports import Closure, DueSchedule, Heartbeat, Materialization, Store
 from tests.conftest import build_occurrence, build_schedule, random_schedule_id, utc
 
 NOW = utc("2026-12-01T08:00:00Z")
@@ -111,11 +111,24 @@ def test_due_lists_active_schedules_by_next_due_in_pages(store: Store) -> None:
     seen, token = [], None
     while True:
         page = store.due(utc("2026-12-01T09:00:00Z"), 2, token)
-        seen += [s.schedule_id for s in page.items]
+        seen += page.items
         token = page.next_token
         if token is None:
             break
-    assert seen == [s.schedule_id for s in due]
+    # Each as planning reads it: the current version's number, spec and policy.
+    assert seen == [DueSchedule.of(s) for s in due]
+
+
+def test_due_reads_the_current_version(store: Store) -> None:
+    schedule = build_schedule(NOW)
+    store.create(schedule)
+    v2 = _next_version(schedule, {"cron": "0 9 * * *", "time_zone": "Europe/London"})
+    assert store.save_version(
+        v2, expected_next_due=schedule.next_due, next_due=schedule.next_due, now=NOW
+    )
+    assert schedule.next_due is not None
+    [item] = store.due(schedule.next_due, 10).items
+    assert item == DueSchedule(schedule.schedule_id, 2, schedule.next_due, v2.spec, v2.policy)
 
 
 def _next_version(schedule, spec, now=NOW) -> ScheduleVersion:

@@ -3,14 +3,15 @@ dataclasses' own ``__init__`` and refuse what it refuses."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
 
 from domain.run import Run, RunKind, RunStatus, build, new_occurrence
 from domain.spec import Slot
-from service.ports import Materialization
-from tests.conftest import utc
+from service.ports import DueSchedule, Materialization
+from tests.conftest import build_schedule, utc
 
 AT = utc("2026-12-01T09:00:00Z")
 SLOT = Slot(AT, AT.replace(tzinfo=None))
@@ -83,3 +84,19 @@ def test_a_new_occurrence_equals_the_record_init_makes() -> None:
     admitted = new_occurrence("sch_a", 4, SLOT, admitted_at=AT, **common)
     assert admitted == waiting.admitted(AT)
     assert admitted.status is RunStatus.ADMITTED and admitted.pending
+
+
+def test_the_planning_view_of_a_schedule() -> None:
+    schedule = build_schedule(AT - timedelta(days=1))
+    assert schedule.next_due is not None
+    due = DueSchedule.of(schedule)
+    assert due == (
+        schedule.schedule_id,
+        schedule.version,
+        schedule.next_due,
+        schedule.current.spec,
+        schedule.current.policy,
+    )
+    finished = replace(schedule, next_due=None)
+    with pytest.raises(ValueError, match=f"schedule {schedule.schedule_id} has no next_due"):
+        DueSchedule.of(finished)
