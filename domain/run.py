@@ -216,37 +216,78 @@ def new_occurrence(
     """A freshly materialized occurrence for ``slot``: waiting for admission,
     or, with ``admitted_at``, admitted by the write that materializes it (its
     intent not sent yet)."""
-    # Once per occurrence the planner writes: a copy of a template with every
-    # field (cheaper than growing a dict field by field), filled in. Run's
-    # checks hold already: occurrence_id refuses a naive scheduled_at (and the
-    # value kept is converted to UTC), business_key a wall time that is not naive.
-    attrs = (_FRESH if admitted_at is None else _FRESH_ADMITTED).copy()
-    attrs["occurrence_id"] = occurrence_id(schedule_id, version, slot.scheduled_at)
-    attrs["business_key"] = business_key(schedule_id, slot.wall, slot.fold)
-    attrs["schedule_id"] = schedule_id
-    attrs["version"] = version
-    attrs["scheduled_at"] = slot.scheduled_at.astimezone(UTC)
-    attrs["wall"] = slot.wall
-    attrs["fold"] = slot.fold
-    attrs["bucket"] = bucket
-    attrs["shard"] = shard
-    attrs["kind"] = kind
-    attrs["materialized_at"] = materialized_at
-    attrs["admitted_at"] = admitted_at
-    run = object.__new__(Run)
-    object.__setattr__(run, "__dict__", attrs)
-    return run
+    mold = OccurrenceMold(
+        slot, bucket=bucket, materialized_at=materialized_at, kind=kind, admitted_at=admitted_at
+    )
+    return mold.make(schedule_id, version, shard)
+
+
+class OccurrenceMold:
+    """The record of one slot as it is first written, whichever schedule fills
+    it: waiting, admitted at ``admitted_at``, or ``closed`` by the overdue
+    policy (its status and reason) at ``materialized_at``.
+
+    Everyone due at 09:00 shares the slot, so the planner makes a mold once per
+    slot per pass and stamps each schedule's record from it: a copy of one dict
+    and five fields, instead of a record built field by field."""
+
+    __slots__ = ("_attrs", "_fold", "_scheduled_at", "_wall")
+
+    def __init__(
+        self,
+        slot: Slot,
+        *,
+        bucket: int,
+        materialized_at: datetime,
+        kind: RunKind = RunKind.SCHEDULED,
+        admitted_at: datetime | None = None,
+        closed: tuple[RunStatus, str] | None = None,
+    ) -> None:
+        # Run's checks, once per mold: an aware instant (kept in UTC), a naive
+        # wall time.
+        if slot.scheduled_at.tzinfo is None:
+            raise ValueError("scheduled_at must be aware")
+        if slot.wall.tzinfo is not None:
+            raise ValueError("wall is a naive wall time")
+        if admitted_at is not None and closed is not None:
+            raise ValueError("an occurrence closed by the overdue policy is not admitted")
+        attrs = _FRESH.copy()
+        attrs.update(
+            scheduled_at=slot.scheduled_at.astimezone(UTC),
+            wall=slot.wall,
+            fold=slot.fold,
+            bucket=bucket,
+            kind=kind,
+            materialized_at=materialized_at,
+        )
+        if admitted_at is not None:
+            # Admitted by the write that stores it: pending until its intent is sent.
+            attrs.update(status=RunStatus.ADMITTED, admitted_at=admitted_at)
+        elif closed is not None:
+            status, reason = closed
+            attrs.update(status=status, reason=reason, finished_at=materialized_at, pending=False)
+        self._attrs = attrs
+        self._scheduled_at = attrs["scheduled_at"]
+        self._wall = slot.wall
+        self._fold = slot.fold
+
+    def make(self, schedule_id: str, version: int, shard: int) -> Run:
+        """The record of this slot for one schedule's version, in its shard."""
+        attrs = self._attrs.copy()
+        attrs["occurrence_id"] = occurrence_id(schedule_id, version, self._scheduled_at)
+        attrs["business_key"] = business_key(schedule_id, self._wall, self._fold)
+        attrs["schedule_id"] = schedule_id
+        attrs["version"] = version
+        attrs["shard"] = shard
+        run = object.__new__(Run)
+        object.__setattr__(run, "__dict__", attrs)
+        return run
 
 
 # A fresh occurrence's fields in Run's order: its defaults, and None for the
-# fields new_occurrence sets. Admitted directly, it is pending (not sent yet).
+# fields a mold or ``make`` sets.
 _FRESH: Final[dict[str, Any]] = {
     f.name: None if f.default is MISSING else f.default for f in fields(Run)
-}
-_FRESH_ADMITTED: Final[dict[str, Any]] = {
-    **_FRESH,
-    "status": RunStatus.ADMITTED,
-    "pending": True,
 }
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
-from domain.run import DeliveryIntent, Run, RunStatus, build
+from domain.run import DeliveryIntent, Run, RunStatus
 from domain.schedule import Schedule, SchedulePolicy, ScheduleVersion
 from domain.spec import ScheduleSpec
 
@@ -63,8 +63,7 @@ class DueSchedule(NamedTuple):
         )
 
 
-@dataclass(frozen=True)
-class Materialization:
+class Materialization(NamedTuple):
     """Occurrences of one schedule to write, with the advance of its ``next_due``.
 
     Applied only if the schedule still has ``expected_version`` and
@@ -80,6 +79,10 @@ class Materialization:
     overdue policy, or ``admitted`` when the planner admits a due slot
     directly. The schedule's condition, checked in the same transaction, is
     then the admission's check that the schedule is active.
+
+    A named tuple, as ``MaterializeOutcome`` and ``DueSchedule`` are: the
+    planner makes one per schedule it plans, and a tuple is the cheapest
+    immutable value Python builds.
     """
 
     schedule_id: str
@@ -89,15 +92,8 @@ class Materialization:
     last_materialized_at: datetime | None
     occurrences: tuple[Run, ...]
 
-    @classmethod
-    def of(cls, **values: Any) -> Materialization:
-        """``Materialization(**values)``, cheaper (see ``domain.run.build``): the
-        planner makes one per schedule it plans."""
-        return build(cls, values)
 
-
-@dataclass(frozen=True)
-class MaterializeOutcome:
+class MaterializeOutcome(NamedTuple):
     schedule_id: str
     applied: bool  # False: the schedule changed (edit, pause, delete, another planner)
     inserted: tuple[str, ...] = ()  # occurrence ids written

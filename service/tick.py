@@ -54,12 +54,11 @@ from typing import Final
 from domain.partition import Partitioning
 from domain.run import (
     DeliveryIntent,
+    OccurrenceMold,
     Reason,
     Run,
     RunKind,
     RunStatus,
-    Verdict,
-    new_occurrence,
 )
 from domain.schedule import Overdue, SchedulePolicy, overdue_verdict
 from domain.spec import Slot, slots_after
@@ -128,14 +127,18 @@ class TickReport:
 class _PlannedSlots:
     """The slots from one ``next_due`` up to the horizon of one spec under one
     policy, computed once per pass and shared by every schedule with them
-    (everyone at 09:00): each slot with its bucket; when it is already
-    overdue, the verdict that closes it (None: it waits for admission); and
-    whether it may be admitted directly (due, admitted by the policy, and due
-    less than ``direct_window`` ago)."""
+    (everyone at 09:00): per slot, the mold of its record as the policy leaves
+    it (waiting, or closed when already overdue), and, for a slot that may be
+    admitted directly (due, admitted by the policy, and due less than
+    ``direct_window`` ago), the mold of it admitted (else None)."""
 
-    slots: tuple[tuple[Slot, int, Verdict | None, bool], ...]
+    slots: tuple[tuple[OccurrenceMold | None, OccurrenceMold], ...]
+    last_at: datetime | None  # the last slot's instant
     following: Slot | None
     direct: bool  # whether any slot may be admitted directly
+    skipped: int
+    expired: int
+    waiting: int  # neither skipped nor expired: admitted, or waiting for admission
 
 
 class DirectAdmission:
@@ -191,33 +194,24 @@ class Planner:
             self.config.max_planned_per_pass
         ):
             page = self.store.due(horizon, self.config.page_size, token)
-            batch = [m for s in page.items if (m := self._materialization(s, now, horizon, direct))]
             report.schedules += len(page.items)
+            planned = [
+                p for s in page.items if (p := self._materialization(s, now, horizon, direct))
+            ]
+            outcomes = self.store.materialize([p[0] for p in planned], now)
             admitted: list[Run] = []
-            skipped = expired = materialized = 0
-            for item, outcome in zip(batch, self.store.materialize(batch, now), strict=True):
+            for (item, slots, taken), outcome in zip(planned, outcomes, strict=True):
                 if not outcome.applied:
                     report.conflicts += 1
-                runs = item.occurrences
-                direct_ones: list[Run] = []
-                for run in runs:
-                    status = run.status
-                    if status is RunStatus.SKIPPED:
-                        skipped += 1
-                    elif status is RunStatus.EXPIRED:
-                        expired += 1
-                    else:
-                        materialized += 1
-                        if status is RunStatus.ADMITTED:
-                            direct_ones.append(run)
-                if direct_ones and outcome.inserted:
-                    if len(outcome.inserted) != len(runs):  # some slots were taken
+                report.skipped += slots.skipped
+                report.expired += slots.expired
+                report.materialized += slots.waiting
+                if taken and outcome.inserted:
+                    runs = [r for r in item.occurrences if r.status is RunStatus.ADMITTED]
+                    if len(outcome.inserted) != len(item.occurrences):  # some slots were taken
                         inserted = set(outcome.inserted)
-                        direct_ones = [r for r in direct_ones if r.occurrence_id in inserted]
-                    admitted += direct_ones
-            report.skipped += skipped
-            report.expired += expired
-            report.materialized += materialized
+                        runs = [r for r in runs if r.occurrence_id in inserted]
+                    admitted += runs
             if admitted and direct is not None:
                 direct.deliver(admitted, now)
             token = page.next_token
@@ -231,7 +225,9 @@ class Planner:
         now: datetime,
         horizon: datetime,
         direct: DirectAdmission | None = None,
-    ) -> Materialization | None:
+    ) -> tuple[Materialization, _PlannedSlots, int] | None:
+        """What to write for one schedule, the slots it was planned from, and how
+        many of its occurrences it admits directly."""
         schedule_id, number, next_due, spec, policy = schedule
         key = (id(spec), id(policy), next_due)
         held = self._memo.get(key)
@@ -254,37 +250,25 @@ class Planner:
             room = direct.room(shard)
         runs: list[Run] = []
         taken = 0
-        for slot, bucket, verdict, admit_now in planned.slots:
-            if admit_now and taken < room:
-                run = new_occurrence(
-                    schedule_id,
-                    number,
-                    slot,
-                    bucket=bucket,
-                    shard=shard,
-                    materialized_at=now,
-                    admitted_at=now,
-                )
+        for admitted, mold in planned.slots:
+            if admitted is not None and taken < room:
+                runs.append(admitted.make(schedule_id, number, shard))
                 taken += 1
             else:
-                run = new_occurrence(
-                    schedule_id, number, slot, bucket=bucket, shard=shard, materialized_at=now
-                )
-                if verdict is not None:
-                    assert verdict.reason is not None
-                    run = run.closed(verdict.status, verdict.reason, now)
-            runs.append(run)
+                runs.append(mold.make(schedule_id, number, shard))
         if taken:
             assert direct is not None
             direct.take(shard, taken)
-        return Materialization.of(
-            schedule_id=schedule_id,
-            expected_version=number,
-            expected_next_due=next_due,
-            next_due=None if planned.following is None else planned.following.scheduled_at,
-            last_materialized_at=planned.slots[-1][0].scheduled_at,
-            occurrences=tuple(runs),
+        following = planned.following
+        item = Materialization(
+            schedule_id,
+            number,
+            next_due,
+            None if following is None else following.scheduled_at,
+            planned.last_at,
+            tuple(runs),
         )
+        return item, planned, taken
 
     def _plan_slots(self, schedule: DueSchedule, now: datetime, horizon: datetime) -> _PlannedSlots:
         """The schedule's slots from next_due up to the horizon (bounded), and the
@@ -300,19 +284,38 @@ class Planner:
                 following = slot
                 break
             taken.append(slot)
-        planned: list[tuple[Slot, int, Verdict | None, bool]] = []
+        planned: list[tuple[OccurrenceMold | None, OccurrenceMold]] = []
+        skipped = expired = 0
         for i, slot in enumerate(taken):
-            verdict: Verdict | None = None
-            admit_now = False
+            bucket = parts.placement(slot.scheduled_at, now)
+            closed: tuple[RunStatus, str] | None = None
+            admitted: OccurrenceMold | None = None
             if slot.scheduled_at <= now:
                 after = taken[i + 1] if i + 1 < len(taken) else following
                 superseded = after is not None and after.scheduled_at <= now
                 verdict = overdue_verdict(policy, slot.scheduled_at, now, superseded=superseded)
-                if verdict.status is RunStatus.ADMITTED:
-                    verdict = None
-                    admit_now = slot.scheduled_at > fresh_from
-            planned.append((slot, parts.placement(slot.scheduled_at, now), verdict, admit_now))
-        return _PlannedSlots(tuple(planned), following, any(p[3] for p in planned))
+                if verdict.status is not RunStatus.ADMITTED:
+                    assert verdict.reason is not None
+                    closed = (verdict.status, verdict.reason)
+                    if verdict.status is RunStatus.SKIPPED:
+                        skipped += 1
+                    else:
+                        expired += 1
+                elif slot.scheduled_at > fresh_from:
+                    admitted = OccurrenceMold(
+                        slot, bucket=bucket, materialized_at=now, admitted_at=now
+                    )
+            mold = OccurrenceMold(slot, bucket=bucket, materialized_at=now, closed=closed)
+            planned.append((admitted, mold))
+        return _PlannedSlots(
+            tuple(planned),
+            taken[-1].scheduled_at if taken else None,
+            following,
+            any(p[0] is not None for p in planned),
+            skipped,
+            expired,
+            len(planned) - skipped - expired,
+        )
 
 
 class Dispatcher:

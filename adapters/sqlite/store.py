@@ -691,7 +691,9 @@ class SqliteStore(Database, Store):
             ).rowcount == len(rows):
                 db.execute("RELEASE materialize")
                 return [
-                    _applied(item.schedule_id, tuple([r.occurrence_id for r in item.occurrences]))
+                    MaterializeOutcome(
+                        item.schedule_id, True, tuple([r.occurrence_id for r in item.occurrences])
+                    )
                     for item in batch
                 ]
             db.execute("ROLLBACK TO materialize")
@@ -901,14 +903,6 @@ def _each_or_all(
     db.execute(f"ROLLBACK TO {name}")
     db.execute(f"RELEASE {name}")
     return [db.execute(sql, p).rowcount == 1 for p in params]
-
-
-def _applied(schedule_id: str, inserted: tuple[str, ...]) -> MaterializeOutcome:
-    """``MaterializeOutcome(schedule_id, True, inserted)``, one per schedule planned,
-    without the frozen ``__init__`` (one ``__setattr__`` per field)."""
-    outcome = object.__new__(MaterializeOutcome)
-    outcome.__dict__.update(schedule_id=schedule_id, applied=True, inserted=inserted)
-    return outcome
 
 
 def _lease(row: Sequence[Any]) -> Lease:

@@ -64,10 +64,11 @@ def test_moving_a_schedule_between_zones_keeps_tomorrows_occurrence_and_makes_no
     moved = service.edit(sid, 4, _body(LONDON, "v5"))
     assert moved.version == 5
     # ... the old dispatcher writes what it computed from version 4: refused ...
-    stale = old_dispatcher.planner._materialization(
+    planned = old_dispatcher.planner._materialization(
         stale_head, clock.now(), clock.now() + timedelta(hours=24)
     )
-    assert stale is not None
+    assert planned is not None
+    stale = planned[0]
     [outcome] = world.store.materialize([stale], clock.now())
     assert not outcome.applied
     # ... and both dispatchers tick.

@@ -8,9 +8,18 @@ from datetime import timedelta
 
 import pytest
 
-from domain.run import Run, RunKind, RunStatus, build, new_occurrence
+from domain.run import (
+    AttemptRecord,
+    OccurrenceMold,
+    Reason,
+    Run,
+    RunKind,
+    RunStatus,
+    build,
+    new_occurrence,
+)
 from domain.spec import Slot
-from service.ports import DueSchedule, Materialization
+from service.ports import DueSchedule
 from tests.conftest import build_schedule, utc
 
 AT = utc("2026-12-01T09:00:00Z")
@@ -18,37 +27,16 @@ SLOT = Slot(AT, AT.replace(tzinfo=None))
 
 
 def test_build_makes_what_init_makes() -> None:
-    values = {"schedule_id": "sch_a", "expected_version": 2, "expected_next_due": AT}
-    values |= {"next_due": AT + timedelta(days=1), "last_materialized_at": AT, "occurrences": ()}
-    assert build(Materialization, values) == Materialization(**values)
-    assert Materialization.of(**values) == Materialization(**values)
+    values = {"number": 2, "started_at": AT, "outcome": "ok"}
+    assert build(AttemptRecord, values) == AttemptRecord(**values)
+    assert build(AttemptRecord, values).finished_at is None  # defaults filled in
 
 
 def test_build_refuses_unknown_and_missing_fields() -> None:
     with pytest.raises(TypeError, match=r"unknown fields \['colour'\], missing fields \[\]"):
-        build(
-            Materialization,
-            {
-                "schedule_id": "s",
-                "expected_version": 1,
-                "colour": 1,
-                "expected_next_due": AT,
-                "next_due": None,
-                "last_materialized_at": None,
-                "occurrences": (),
-            },
-        )
-    with pytest.raises(TypeError, match=r"missing fields \['occurrences'\]"):
-        build(
-            Materialization,
-            {
-                "schedule_id": "s",
-                "expected_version": 1,
-                "expected_next_due": AT,
-                "next_due": None,
-                "last_materialized_at": None,
-            },
-        )
+        build(AttemptRecord, {"number": 1, "started_at": AT, "colour": 1})
+    with pytest.raises(TypeError, match=r"missing fields \['started_at'\]"):
+        build(AttemptRecord, {"number": 1})
 
 
 def test_build_runs_post_init_checks() -> None:
@@ -84,6 +72,33 @@ def test_a_new_occurrence_equals_the_record_init_makes() -> None:
     admitted = new_occurrence("sch_a", 4, SLOT, admitted_at=AT, **common)
     assert admitted == waiting.admitted(AT)
     assert admitted.status is RunStatus.ADMITTED and admitted.pending
+
+
+def test_a_mold_stamps_the_records_new_occurrence_makes() -> None:
+    common = {"bucket": 7, "materialized_at": AT}
+    waiting = OccurrenceMold(SLOT, **common)
+    admitted = OccurrenceMold(SLOT, admitted_at=AT, **common)
+    skipped = OccurrenceMold(SLOT, closed=(RunStatus.SKIPPED, Reason.SUPERSEDED), **common)
+    for schedule_id, version, shard in [("sch_a", 1, 3), ("sch_b", 7, 12)]:
+        fresh = new_occurrence(schedule_id, version, SLOT, shard=shard, **common)
+        assert waiting.make(schedule_id, version, shard) == fresh
+        assert admitted.make(schedule_id, version, shard) == fresh.admitted(AT)
+        assert skipped.make(schedule_id, version, shard) == fresh.closed(
+            RunStatus.SKIPPED, Reason.SUPERSEDED, AT
+        )
+    # Each record has its own fields: stamping one changes no other.
+    one, two = waiting.make("sch_a", 1, 3), waiting.make("sch_b", 1, 4)
+    assert (one.schedule_id, one.shard, two.schedule_id, two.shard) == ("sch_a", 3, "sch_b", 4)
+
+
+def test_a_mold_refuses_what_a_record_refuses() -> None:
+    common = {"bucket": 7, "materialized_at": AT}
+    with pytest.raises(ValueError, match="scheduled_at must be aware"):
+        OccurrenceMold(Slot(SLOT.wall, SLOT.wall), **common)
+    with pytest.raises(ValueError, match="wall is a naive wall time"):
+        OccurrenceMold(Slot(AT, AT), **common)
+    with pytest.raises(ValueError, match="closed by the overdue policy is not admitted"):
+        OccurrenceMold(SLOT, admitted_at=AT, closed=(RunStatus.EXPIRED, "late"), **common)
 
 
 def test_the_planning_view_of_a_schedule() -> None:
