@@ -79,9 +79,15 @@ def _compact(instant: datetime) -> str:
 
 def occurrence_id(schedule_id: str, version: int, scheduled_at: datetime) -> str:
     """The deterministic id of the occurrence ``(schedule_id, version, scheduled_at)``."""
+    return f"{schedule_id}.v{version}{occurrence_id_tail(scheduled_at)}"
+
+
+def occurrence_id_tail(scheduled_at: datetime) -> str:
+    """What follows ``<schedule_id>.v<version>`` in the id of every occurrence at
+    ``scheduled_at`` (for stamping many ids for one instant)."""
     if scheduled_at.tzinfo is None:
         raise ValueError("scheduled_at must be aware")
-    return f"{schedule_id}.v{version}.{_compact(scheduled_at)}"
+    return "." + _compact(scheduled_at)
 
 
 def parse_occurrence_id(value: str) -> OccurrenceKey:
@@ -99,9 +105,14 @@ def parse_occurrence_id(value: str) -> OccurrenceKey:
 
 def business_key(schedule_id: str, wall: datetime, fold: int) -> str:
     """The slot key ``<schedule_id>#<wall time>#<fold>`` (wall time naive ISO)."""
+    return schedule_id + business_key_tail(wall, fold)
+
+
+def business_key_tail(wall: datetime, fold: int) -> str:
+    """What follows the schedule id in the key of every slot at ``wall``, ``fold``."""
     if wall.tzinfo is not None:
         raise ValueError("a business key holds a wall time, which is naive")
-    return f"{schedule_id}#{wall_text(wall)}#{fold}"
+    return f"#{wall_text(wall)}#{fold}"
 
 
 @lru_cache(maxsize=4096)

@@ -31,7 +31,7 @@ from dataclasses import MISSING, dataclass, fields
 from datetime import UTC, datetime
 from typing import Any, Final, TypeVar
 
-from domain.identity import business_key, occurrence_id, utc_text
+from domain.identity import business_key_tail, occurrence_id_tail, utc_text
 from domain.spec import Slot
 
 
@@ -231,7 +231,7 @@ class OccurrenceMold:
     slot per pass and stamps each schedule's record from it: a copy of one dict
     and five fields, instead of a record built field by field."""
 
-    __slots__ = ("_attrs", "_fold", "_scheduled_at", "_wall")
+    __slots__ = ("_attrs", "_id_tail", "_key_tail")
 
     def __init__(
         self,
@@ -267,15 +267,15 @@ class OccurrenceMold:
             status, reason = closed
             attrs.update(status=status, reason=reason, finished_at=materialized_at, pending=False)
         self._attrs = attrs
-        self._scheduled_at = attrs["scheduled_at"]
-        self._wall = slot.wall
-        self._fold = slot.fold
+        self._id_tail = occurrence_id_tail(slot.scheduled_at)
+        self._key_tail = business_key_tail(slot.wall, slot.fold)
 
     def make(self, schedule_id: str, version: int, shard: int) -> Run:
         """The record of this slot for one schedule's version, in its shard."""
         attrs = self._attrs.copy()
-        attrs["occurrence_id"] = occurrence_id(schedule_id, version, self._scheduled_at)
-        attrs["business_key"] = business_key(schedule_id, self._wall, self._fold)
+        # occurrence_id() and business_key(), from the parts every schedule shares.
+        attrs["occurrence_id"] = f"{schedule_id}.v{version}{self._id_tail}"
+        attrs["business_key"] = schedule_id + self._key_tail
         attrs["schedule_id"] = schedule_id
         attrs["version"] = version
         attrs["shard"] = shard

@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Final
 
-from domain.partition import Partitioning
+from domain.partition import Partitioning, shard_of
 from domain.run import (
     DeliveryIntent,
     OccurrenceMold,
@@ -181,6 +181,7 @@ class Planner:
         # cannot be reused by other objects during the pass.
         self._memo: dict[tuple[int, int, datetime], tuple[object, object, _PlannedSlots]] = {}
         self._by_value: dict[tuple[object, SchedulePolicy, datetime], _PlannedSlots] = {}
+        self._shards = config.partitioning.shards
 
     def plan(self, direct: DirectAdmission | None = None) -> PlanReport:
         """Materialize what falls within the horizon; with ``direct``, admit
@@ -200,18 +201,25 @@ class Planner:
             ]
             outcomes = self.store.materialize([p[0] for p in planned], now)
             admitted: list[Run] = []
+            skipped = expired = waiting = 0
             for (item, slots, taken), outcome in zip(planned, outcomes, strict=True):
                 if not outcome.applied:
                     report.conflicts += 1
-                report.skipped += slots.skipped
-                report.expired += slots.expired
-                report.materialized += slots.waiting
-                if taken and outcome.inserted:
-                    runs = [r for r in item.occurrences if r.status is RunStatus.ADMITTED]
-                    if len(outcome.inserted) != len(item.occurrences):  # some slots were taken
-                        inserted = set(outcome.inserted)
-                        runs = [r for r in runs if r.occurrence_id in inserted]
-                    admitted += runs
+                skipped += slots.skipped
+                expired += slots.expired
+                waiting += slots.waiting
+                if not taken or not outcome.inserted:
+                    continue
+                runs = item.occurrences
+                if taken != len(runs):
+                    runs = tuple([r for r in runs if r.status is RunStatus.ADMITTED])
+                if len(outcome.inserted) != len(item.occurrences):  # some slots were taken
+                    inserted = set(outcome.inserted)
+                    runs = tuple([r for r in runs if r.occurrence_id in inserted])
+                admitted += runs
+            report.skipped += skipped
+            report.expired += expired
+            report.materialized += waiting
             if admitted and direct is not None:
                 direct.deliver(admitted, now)
             token = page.next_token
@@ -244,7 +252,7 @@ class Planner:
         planned = held[2]
         if not planned.slots:
             return None
-        shard = self.config.partitioning.shard(schedule_id)
+        shard = shard_of(schedule_id, self._shards)
         room = 0
         if direct is not None and planned.direct:
             room = direct.room(shard)

@@ -4,10 +4,12 @@ dataclasses' own ``__init__`` and refuse what it refuses."""
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import timedelta
+from datetime import UTC, timedelta
+from zoneinfo import ZoneInfo
 
 import pytest
 
+from domain.identity import business_key, occurrence_id
 from domain.run import (
     AttemptRecord,
     OccurrenceMold,
@@ -86,6 +88,14 @@ def test_a_mold_stamps_the_records_new_occurrence_makes() -> None:
         assert skipped.make(schedule_id, version, shard) == fresh.closed(
             RunStatus.SKIPPED, Reason.SUPERSEDED, AT
         )
+    # Ids and keys as identity names them, whatever the instant's zone.
+    paris = OccurrenceMold(
+        Slot(AT.astimezone(ZoneInfo("Europe/Paris")), SLOT.wall, fold=1), **common
+    )
+    record = paris.make("sch_c", 12, 0)
+    assert record.occurrence_id == occurrence_id("sch_c", 12, AT) == "sch_c.v12.20261201T090000Z"
+    assert record.business_key == business_key("sch_c", SLOT.wall, 1)
+    assert record.scheduled_at.tzinfo is UTC
     # Each record has its own fields: stamping one changes no other.
     one, two = waiting.make("sch_a", 1, 3), waiting.make("sch_b", 1, 4)
     assert (one.schedule_id, one.shard, two.schedule_id, two.shard) == ("sch_a", 3, "sch_b", 4)
