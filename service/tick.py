@@ -74,6 +74,9 @@ from service.ports import (
 )
 
 _EPSILON: Final = timedelta(microseconds=1)
+# Builds a named tuple from its fields in order, at less than half the cost of
+# its generated __new__, for the values made once per schedule planned.
+_new_tuple: Final = tuple.__new__
 TICK_COMPONENT: Final = "tick"
 MEMBER_PREFIX: Final = "tick/"
 
@@ -268,13 +271,17 @@ class Planner:
             assert direct is not None
             direct.take(shard, taken)
         following = planned.following
-        item = Materialization(
-            schedule_id,
-            number,
-            next_due,
-            None if following is None else following.scheduled_at,
-            planned.last_at,
-            tuple(runs),
+        # Materialization(...) without the named tuple's __new__, in field order.
+        item: Materialization = _new_tuple(
+            Materialization,
+            (
+                schedule_id,
+                number,
+                next_due,
+                None if following is None else following.scheduled_at,
+                planned.last_at,
+                tuple(runs),
+            ),
         )
         return item, planned, taken
 

@@ -584,10 +584,11 @@ class SqliteStore(Database, Store):
         )
         # Once per schedule planned: the spec and policy texts decode once each
         # (cached by text, so everyone with the same spec shares one value).
-        epoch, micro, spec, policy = _EPOCH, _US, stored_spec, stored_policy
-        items = tuple(
+        # DueSchedule(...) made without its generated __new__, in field order.
+        epoch, micro, spec, policy, new = _EPOCH, _US, stored_spec, stored_policy, tuple.__new__
+        items: tuple[DueSchedule, ...] = tuple(
             [
-                DueSchedule(r[0], r[1], epoch + r[2] * micro, spec(r[3]), policy(r[4]))
+                new(DueSchedule, (r[0], r[1], epoch + r[2] * micro, spec(r[3]), policy(r[4])))
                 for r in rows[:limit]
             ]
         )
@@ -690,9 +691,16 @@ class SqliteStore(Database, Store):
                 _RUN_INSERT, rows
             ).rowcount == len(rows):
                 db.execute("RELEASE materialize")
+                # One outcome per schedule, made without the named tuple's __new__.
+                new = tuple.__new__
                 return [
-                    MaterializeOutcome(
-                        item.schedule_id, True, tuple([r.occurrence_id for r in item.occurrences])
+                    new(
+                        MaterializeOutcome,
+                        (
+                            item.schedule_id,
+                            True,
+                            tuple([r.occurrence_id for r in item.occurrences]),
+                        ),
                     )
                     for item in batch
                 ]
