@@ -323,12 +323,16 @@ class DeliveryIntent:
         # One per admitted occurrence: a run's scheduled_at is already checked
         # aware, so this skips the frozen __init__ (one __setattr__ per field).
         intent = object.__new__(cls)
-        intent.__dict__.update(
-            occurrence_id=run.occurrence_id,
-            schedule_id=run.schedule_id,
-            version=run.version,
-            scheduled_at=run.scheduled_at,
-            attempt=0,
+        object.__setattr__(
+            intent,
+            "__dict__",
+            {
+                "occurrence_id": run.occurrence_id,
+                "schedule_id": run.schedule_id,
+                "version": run.version,
+                "scheduled_at": run.scheduled_at,
+                "attempt": 0,
+            },
         )
         return intent
 
