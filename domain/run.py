@@ -29,7 +29,7 @@ import enum
 from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, fields
 from datetime import UTC, datetime
-from typing import Any, Final, TypeVar
+from typing import Any, Final, NamedTuple, TypeVar
 
 from domain.identity import business_key_tail, occurrence_id_tail, utc_text
 from domain.spec import Slot
@@ -300,6 +300,26 @@ def summary_business_key(schedule_id: str, first: Slot) -> str:
     return f"{schedule_id}#summary#{first.wall.isoformat()}#{first.fold}"
 
 
+class PendingOccurrence(NamedTuple):
+    """What dispatch reads of a pending record: enough to judge it by its
+    version's overdue policy, admit it, and send its intent. The whole record
+    is a ``get_run`` away; dispatch reads every due occurrence, and needs no
+    more of it."""
+
+    occurrence_id: str
+    schedule_id: str
+    version: int
+    scheduled_at: datetime  # aware, UTC
+    kind: RunKind
+    status: RunStatus
+
+    @classmethod
+    def of(cls, run: Run) -> PendingOccurrence:
+        return cls(
+            run.occurrence_id, run.schedule_id, run.version, run.scheduled_at, run.kind, run.status
+        )
+
+
 @dataclass(frozen=True)
 class DeliveryIntent:
     """The message that asks a worker to run an occurrence (at-least-once).
@@ -319,7 +339,7 @@ class DeliveryIntent:
             raise ValueError("scheduled_at must be aware")
 
     @classmethod
-    def for_run(cls, run: Run) -> DeliveryIntent:
+    def for_run(cls, run: Run | PendingOccurrence) -> DeliveryIntent:
         # One per admitted occurrence: a run's scheduled_at is already checked
         # aware, so this skips the frozen __init__ (one __setattr__ per field).
         intent = object.__new__(cls)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
-from domain.run import DeliveryIntent, Run, RunStatus
+from domain.run import DeliveryIntent, PendingOccurrence, Run, RunStatus
 from domain.schedule import Schedule, SchedulePolicy, ScheduleVersion
 from domain.spec import ScheduleSpec
 
@@ -222,10 +222,10 @@ class OccurrenceStore(ABC):
     @abstractmethod
     def pending_due(
         self, shard: int, from_bucket: int, to_bucket: int, due_by: datetime, limit: int
-    ) -> list[Run]:
+    ) -> list[PendingOccurrence]:
         """Pending records of ``shard`` in buckets ``from_bucket..to_bucket``
         (inclusive) with ``scheduled_at <= due_by``, oldest first (scheduled_at,
-        then occurrence_id), at most ``limit``."""
+        then occurrence_id), at most ``limit``, as dispatch reads them."""
 
     @abstractmethod
     def earliest_pending_bucket(self, shard: int, from_bucket: int | None = None) -> int | None:
@@ -240,16 +240,15 @@ class OccurrenceStore(ABC):
         Schedules with no such record are left out."""
 
     @abstractmethod
-    def admit(self, runs: Sequence[Run], now: datetime) -> list[Run]:
+    def admit(self, occurrences: Sequence[PendingOccurrence], now: datetime) -> list[str]:
         """Move each record (as read from ``pending_due``) from ``scheduled`` to
-        ``admitted``, stamping
-        ``admitted_at = now``; it stays pending until ``mark_sent``.
+        ``admitted``, stamping ``admitted_at = now``; it stays pending until
+        ``mark_sent``.
 
         Condition, per record: status is ``scheduled``. An adapter that can
         also check the schedule is active in the same transaction does (SQLite);
         one that cannot relies on pause and delete closing pending records
-        (DynamoDB). Returns the records admitted by this call, as stored (the
-        given runs with status ``admitted`` and ``admitted_at``).
+        (DynamoDB). Returns the ids this call admitted, in the order given.
         """
 
     @abstractmethod

@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Final
@@ -55,6 +55,7 @@ from domain.partition import Partitioning, shard_of
 from domain.run import (
     DeliveryIntent,
     OccurrenceMold,
+    PendingOccurrence,
     Reason,
     Run,
     RunKind,
@@ -487,7 +488,9 @@ class Dispatcher:
         ):
             report.checkpoint_refused.append(shard)
 
-    def _dispatch_batch(self, due: list[Run], now: datetime, report: DispatchReport) -> bool:
+    def _dispatch_batch(
+        self, due: list[PendingOccurrence], now: datetime, report: DispatchReport
+    ) -> bool:
         """Admit, close or resend one batch. True if anything changed."""
         waiting = [r for r in due if r.status is RunStatus.SCHEDULED]
         resend = [r for r in due if r.status is not RunStatus.SCHEDULED]
@@ -500,7 +503,7 @@ class Dispatcher:
             and p.overdue is Overdue.LATEST_ONLY
         ]
         latest = self.store.latest_scheduled_at(latest_only, now) if latest_only else {}
-        to_admit: list[Run] = []
+        to_admit: list[PendingOccurrence] = []
         closures: list[Closure] = []
         for run in waiting:
             policy = policies.get((run.schedule_id, run.version))
@@ -515,7 +518,12 @@ class Dispatcher:
             else:
                 assert verdict.reason is not None
                 closures.append(Closure(run.occurrence_id, verdict.status, verdict.reason))
-        admitted = self.store.admit(to_admit, now) if to_admit else []
+        admitted = to_admit
+        if to_admit:
+            won = self.store.admit(to_admit, now)
+            if len(won) != len(to_admit):  # some were refused
+                kept = set(won)
+                admitted = [p for p in to_admit if p.occurrence_id in kept]
         closed = set(self.store.close_runs(closures, now)) if closures else set()
         for closure in closures:
             if closure.occurrence_id in closed:
@@ -527,16 +535,12 @@ class Dispatcher:
         changed = bool(admitted or closed)
         if refused:
             changed |= self._close_refused(refused, now, report)
-        self._admitted(admitted, report)
+        report.admitted += len(admitted)
+        if admitted:  # all admitted at ``now``: the oldest has the largest lag
+            _note_lag(report, (now - min([p.scheduled_at for p in admitted])).total_seconds())
         report.resent += len(resend)
         changed |= self._send([*resend, *admitted], now, report)
         return changed
-
-    @staticmethod
-    def _admitted(admitted: list[Run], report: DispatchReport) -> None:
-        report.admitted += len(admitted)
-        if admitted:
-            _note_lag(report, max(r.lag_s or 0.0 for r in admitted))
 
     def _close_refused(self, refused: set[str], now: datetime, report: DispatchReport) -> bool:
         """Occurrences the store would not admit: admitted by someone else, or
@@ -555,7 +559,9 @@ class Dispatcher:
         report.skipped += len(closed)
         return bool(closed)
 
-    def _send(self, runs: list[Run], now: datetime, report: DispatchReport) -> bool:
+    def _send(
+        self, runs: Sequence[Run | PendingOccurrence], now: datetime, report: DispatchReport
+    ) -> bool:
         if not runs:
             return False
         failed = set(self.queue.send_batch([DeliveryIntent.for_run(r) for r in runs]))

@@ -39,7 +39,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final, Protocol, TypeVar
 
@@ -47,7 +47,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from adapters.dynamodb import items as it
-from domain.run import Run, RunStatus
+from domain.run import PendingOccurrence, Run, RunStatus
 from domain.schedule import Schedule, ScheduleVersion
 from service.ports import (
     Closure,
@@ -747,7 +747,7 @@ class DynamoStore(Store):
 
     def pending_due(
         self, shard: int, from_bucket: int, to_bucket: int, due_by: datetime, limit: int
-    ) -> list[Run]:
+    ) -> list[PendingOccurrence]:
         upper = f"{it.iso(due_by)}#{it.KEY_CEILING}"
 
         def one(bucket: int) -> list[dict[str, Any]]:
@@ -775,7 +775,7 @@ class DynamoStore(Store):
         buckets = range(from_bucket, to_bucket + 1)
         found = [item for items in self._each(one, buckets) for item in items]
         found.sort(key=lambda item: str(it.value(item["scheduled_key"])))
-        return [it.run_from_item(item) for item in found[:limit]]
+        return [PendingOccurrence.of(it.run_from_item(item)) for item in found[:limit]]
 
     def earliest_pending_bucket(self, shard: int, from_bucket: int | None = None) -> int | None:
         names = {"#pending_shard": "pending_shard"}
@@ -828,20 +828,18 @@ class DynamoStore(Store):
         ids = list(dict.fromkeys(schedule_ids))
         return {sid: at for sid, at in zip(ids, self._each(one, ids), strict=True) if at}
 
-    def admit(self, runs: Sequence[Run], now: datetime) -> list[Run]:
-        def one(run: Run) -> Run | None:
+    def admit(self, occurrences: Sequence[PendingOccurrence], now: datetime) -> list[str]:
+        def one(occurrence: PendingOccurrence) -> str | None:
             item = self._update(
                 self.tables.occurrences,
-                it.record_key(run.occurrence_id),
+                it.record_key(occurrence.occurrence_id),
                 set_={"status": RunStatus.ADMITTED.value, "admitted_at": it.iso(now)},
                 condition="#status = :scheduled",
                 values={":scheduled": {"S": _SCHEDULED}},
             )
-            return (
-                None if item is None else replace(run, status=RunStatus.ADMITTED, admitted_at=now)
-            )
+            return None if item is None else occurrence.occurrence_id
 
-        return [run for run in self._each(one, runs) if run is not None]
+        return [oid for oid in self._each(one, occurrences) if oid is not None]
 
     def close_runs(self, closures: Sequence[Closure], now: datetime) -> list[str]:
         def one(closure: Closure) -> str | None:

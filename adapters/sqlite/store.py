@@ -33,7 +33,7 @@ from typing import Any
 
 from adapters.sqlite.database import Database
 from domain.identity import wall_text
-from domain.run import AttemptRecord, Run, RunKind, RunStatus
+from domain.run import AttemptRecord, PendingOccurrence, Run, RunKind, RunStatus
 from domain.schedule import (
     Schedule,
     SchedulePolicy,
@@ -760,14 +760,24 @@ class SqliteStore(Database, Store):
 
     def pending_due(
         self, shard: int, from_bucket: int, to_bucket: int, due_by: datetime, limit: int
-    ) -> list[Run]:
+    ) -> list[PendingOccurrence]:
         rows = self._read(
-            f"SELECT {_RUN_COLUMNS} FROM occurrences INDEXED BY occurrences_due "
+            "SELECT occurrence_id, schedule_id, version, scheduled_at, kind, status "
+            "FROM occurrences INDEXED BY occurrences_due "
             "WHERE pending = 1 AND shard = ? AND scheduled_at <= ? "
             "AND bucket BETWEEN ? AND ? ORDER BY scheduled_at, occurrence_id LIMIT ?",
             (shard, us(due_by), from_bucket, to_bucket, limit),
         )
-        return [run_from_row(r) for r in rows]
+        # Once per occurrence dispatched: made without the named tuple's __new__,
+        # in field order; kind and status by dict lookup, not Enum calls.
+        epoch, micro, new, kinds, statuses = _EPOCH, _US, tuple.__new__, _KIND, _STATUS
+        return [
+            new(
+                PendingOccurrence,
+                (r[0], r[1], r[2], epoch + r[3] * micro, kinds[r[4]], statuses[r[5]]),
+            )
+            for r in rows
+        ]
 
     def earliest_pending_bucket(self, shard: int, from_bucket: int | None = None) -> int | None:
         rows = self._read(
@@ -793,17 +803,14 @@ class SqliteStore(Database, Store):
             found.update((row[0], from_us(row[1])) for row in rows)
         return found
 
-    def admit(self, runs: Sequence[Run], now: datetime) -> list[Run]:
-        if not runs:
+    def admit(self, occurrences: Sequence[PendingOccurrence], now: datetime) -> list[str]:
+        if not occurrences:
             return []
         now_us = us(now)
-        params = [(now_us, run.occurrence_id) for run in runs]
+        params = [(now_us, o.occurrence_id) for o in occurrences]
         with self._write() as db:
             changed = _each_or_all(db, "admit", _ADMIT, params)
-        # Only scheduled records were changed, and nothing but their status and
-        # admitted_at: these are they as stored.
-        at = from_us(now_us)
-        return [run.admitted(at) for run, ok in zip(runs, changed, strict=True) if ok]
+        return [o.occurrence_id for o, ok in zip(occurrences, changed, strict=True) if ok]
 
     def close_runs(self, closures: Sequence[Closure], now: datetime) -> list[str]:
         if not closures:

@@ -12,7 +12,7 @@ from datetime import timedelta
 import pytest
 
 from domain.partition import Partitioning
-from domain.run import Reason, Run, RunKind, RunStatus, new_occurrence
+from domain.run import PendingOccurrence, Reason, Run, RunKind, RunStatus, new_occurrence
 from domain.schedule import ScheduleVersion, parse_policy
 from domain.spec import Slot, parse_spec
 from service.ports import Closure, DueSchedule, Heartbeat, Materialization, Store
@@ -319,7 +319,9 @@ def test_pending_due_is_oldest_first_within_buckets_and_due_time(store: Store) -
         runs[0].occurrence_id,
     ]
     assert len(store.pending_due(shard, b, b + 10, utc("2026-12-01T08:05:00Z"), 2)) == 2
-    assert store.pending_due(shard, b + 2, b + 2, utc("2026-12-01T08:05:00Z"), 10) == [runs[2]]
+    assert store.pending_due(shard, b + 2, b + 2, utc("2026-12-01T08:05:00Z"), 10) == [
+        PendingOccurrence.of(runs[2])
+    ]
     assert (
         store.pending_due((shard + 1) % PARTS.shards, b, b + 10, utc("2026-12-01T09:00:00Z"), 10)
         == []
@@ -332,31 +334,34 @@ def test_pending_due_is_oldest_first_within_buckets_and_due_time(store: Store) -
 def test_admit_moves_scheduled_to_admitted_exactly_once(store: Store) -> None:
     _, [run] = _created_with_runs(store, "2026-12-01T08:01:00Z")
     at = utc("2026-12-01T08:01:02Z")
-    [admitted] = store.admit([run], at)
-    assert admitted.status is RunStatus.ADMITTED and admitted.admitted_at == at
+    [pending] = store.pending_due(run.shard, run.bucket, run.bucket, at, 10)
+    assert pending == PendingOccurrence.of(run)
+    assert pending.status is RunStatus.SCHEDULED and pending.kind is RunKind.SCHEDULED
+    assert store.admit([pending], at) == [run.occurrence_id]
+    assert store.admit([pending], at + timedelta(seconds=1)) == []
+    admitted = store.get_run(run.occurrence_id)
+    assert admitted == replace(run, status=RunStatus.ADMITTED, admitted_at=at)
     assert admitted.pending and admitted.lag_s == 2.0
-    assert store.admit([run], at + timedelta(seconds=1)) == []
-    assert store.get_run(run.occurrence_id) == admitted
     # Still pending until its intent is sent: a later pass sends it again.
     due = store.pending_due(run.shard, run.bucket, run.bucket, at, 10)
-    assert due == [admitted]
+    assert due == [PendingOccurrence.of(admitted)]
 
 
 def test_mark_sent_clears_pending_only_after_admission(store: Store) -> None:
     _, [a, b] = _created_with_runs(store, "2026-12-01T08:01:00Z", "2026-12-01T08:01:30Z")
     at = utc("2026-12-01T08:02:00Z")
-    store.admit([a], at)
+    store.admit([PendingOccurrence.of(a)], at)
     assert store.mark_sent([a.occurrence_id, b.occurrence_id], at) == 1
     sent = store.get_run(a.occurrence_id)
     assert sent is not None and not sent.pending and sent.sent_at == at
-    assert store.pending_due(a.shard, a.bucket, a.bucket, at, 10) == [b]
+    assert store.pending_due(a.shard, a.bucket, a.bucket, at, 10) == [PendingOccurrence.of(b)]
     assert store.mark_sent([a.occurrence_id], at) == 0
 
 
 def test_close_ends_only_scheduled_records(store: Store) -> None:
     _, [a, b] = _created_with_runs(store, "2026-12-01T08:01:00Z", "2026-12-01T08:01:30Z")
     at = utc("2026-12-01T08:02:00Z")
-    store.admit([a], at)
+    store.admit([PendingOccurrence.of(a)], at)
     closed = store.close_runs(
         [
             Closure(a.occurrence_id, RunStatus.SKIPPED, Reason.SUPERSEDED),
@@ -381,7 +386,7 @@ def test_pause_then_close_scheduled_leaves_nothing_to_admit(store: Store) -> Non
     at = utc("2026-12-01T08:02:00Z")
     store.pause(sid, None, at)
     assert store.close_scheduled(sid, RunStatus.SKIPPED, Reason.PAUSED, at) == 2
-    assert store.admit([a, b], at) == []
+    assert store.admit([PendingOccurrence.of(a), PendingOccurrence.of(b)], at) == []
     assert store.get_run(a.occurrence_id).reason == Reason.PAUSED
     assert store.earliest_pending_bucket(a.shard) is None
 

@@ -11,6 +11,7 @@ import pytest
 from adapters.secrets import InMemorySecretStore
 from adapters.sqlite.runs import SqliteRunStore
 from adapters.sqlite.store import SqliteStore
+from domain.run import PendingOccurrence
 from handlers.api import ApiServices
 from service.runs import RunReports, hash_run_token
 from service.schedules import ScheduleService
@@ -41,7 +42,7 @@ def running_run(api: Api) -> str:
     now = api.clock.now()
     pending = store.get_run(occurrence_id)
     assert pending is not None
-    assert [r.occurrence_id for r in store.admit([pending], now)] == [occurrence_id]
+    assert store.admit([PendingOccurrence.of(pending)], now) == [occurrence_id]
     started = SqliteRunStore(store).start_attempt(  # type: ignore[arg-type]
         occurrence_id,
         now=now,

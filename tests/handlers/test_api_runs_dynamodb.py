@@ -16,6 +16,7 @@ from adapters.dynamodb.local import create_store_tables
 from adapters.dynamodb.runs import DynamoRunStore
 from adapters.dynamodb.store import DynamoStore
 from adapters.secrets import InMemorySecretStore
+from domain.run import PendingOccurrence
 from handlers.api import ApiServices, build_services, handler
 from handlers.settings import Settings
 from service.runs import hash_run_token
@@ -59,7 +60,7 @@ def running_run(services: ApiServices, clock: FakeClock) -> str:
     assert isinstance(store, DynamoStore)
     pending = store.get_run(occurrence_id)
     assert pending is not None
-    assert [r.occurrence_id for r in store.admit([pending], clock.now())] == [occurrence_id]
+    assert store.admit([PendingOccurrence.of(pending)], clock.now()) == [occurrence_id]
     started = DynamoRunStore(store).start_attempt(
         occurrence_id,
         now=clock.now(),

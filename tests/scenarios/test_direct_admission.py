@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from adapters.sqlite.store import SqliteStore
-from domain.run import Run, RunStatus
+from domain.run import PendingOccurrence, RunStatus
 from service.ports import Materialization, MaterializeOutcome
 from tests.conftest import FakeClock, World, make_world, utc
 
@@ -28,9 +28,9 @@ class CountingStore(SqliteStore):
         self.admit_calls: list[list[str]] = []
         self.before_materialize: Callable[[], None] | None = None
 
-    def admit(self, runs: Sequence[Run], now: datetime) -> list[Run]:
-        self.admit_calls.append([r.occurrence_id for r in runs])
-        return super().admit(runs, now)
+    def admit(self, occurrences: Sequence[PendingOccurrence], now: datetime) -> list[str]:
+        self.admit_calls.append([o.occurrence_id for o in occurrences])
+        return super().admit(occurrences, now)
 
     def materialize(
         self, batch: Sequence[Materialization], now: datetime

@@ -30,7 +30,7 @@ from adapters.dynamodb.local import create_store_tables
 from adapters.dynamodb.store import DynamoStore, TableNames
 from adapters.sqs import SqsDeliveryQueue
 from domain.partition import Partitioning
-from domain.run import DeliveryIntent, Run, RunStatus
+from domain.run import DeliveryIntent, PendingOccurrence, RunStatus
 from domain.spec import slots_after
 from service.ports import Lease, Materialization, MaterializeOutcome
 from service.schedules import ScheduleService
@@ -132,9 +132,9 @@ class RecordingStore(DynamoStore):
         super().__init__(*args, **kwargs)
         self.admitted: list[str] = []
 
-    def admit(self, runs: Sequence[Run], now: datetime) -> list[Run]:
-        won = super().admit(runs, now)
-        self.admitted += [r.occurrence_id for r in won]
+    def admit(self, occurrences: Sequence[PendingOccurrence], now: datetime) -> list[str]:
+        won = super().admit(occurrences, now)
+        self.admitted += won
         return won
 
     def materialize(
