@@ -23,6 +23,9 @@ class Settings(BaseModel):
     shards: int = Field(default=16, ge=1, le=1024)
     bucket_s: int = Field(default=60, ge=1, le=3600)
     lookahead_s: int = Field(default=90, ge=0, le=7 * 86400)
+    # Slots due less than this long ago when planned are admitted by the write
+    # that stores them (docs/decisions.md); 0 sends every slot through dispatch.
+    direct_window_s: int = Field(default=60, ge=0, le=3600)
     tick_budget_s: float = Field(default=50.0, ge=0)
     lease_ttl_s: float = Field(default=30.0, gt=0, le=3600)
     allow_private_targets: bool = False
@@ -40,6 +43,7 @@ class Settings(BaseModel):
             "shards": d.ENV_SHARDS,
             "bucket_s": d.ENV_BUCKET_S,
             "lookahead_s": d.ENV_LOOKAHEAD_S,
+            "direct_window_s": d.ENV_DIRECT_WINDOW_S,
             "tick_budget_s": d.ENV_TICK_BUDGET_S,
             "lease_ttl_s": "DUETIME_LEASE_TTL_S",
             "allow_private_targets": d.ENV_ALLOW_PRIVATE_TARGETS,

@@ -43,6 +43,7 @@ def tick_config(settings: Settings) -> TickConfig:
     return TickConfig(
         partitioning=Partitioning(shards=settings.shards, bucket_s=settings.bucket_s),
         lookahead=timedelta(seconds=settings.lookahead_s),
+        direct_window=timedelta(seconds=settings.direct_window_s),
         lease_ttl=timedelta(seconds=settings.lease_ttl_s),
     )
 

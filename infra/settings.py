@@ -46,6 +46,7 @@ class Settings:
     shards: int = 16
     bucket_s: int = 60
     lookahead_s: int = 90
+    direct_window_s: int = 60
     tick_budget_s: int = 50
     # Reserved concurrency of the tick. 0 leaves it unreserved, for accounts
     # whose concurrency quota is still the new-account default of 10.
@@ -67,6 +68,8 @@ class Settings:
         if not 1 <= self.tick_budget_s <= 55:
             # The tick fires every minute; one pass must end before the next.
             raise SettingError(f"{PREFIX}tickBudgetS: must be between 1 and 55 seconds")
+        if not 0 <= self.direct_window_s <= 3600:
+            raise SettingError(f"{PREFIX}directWindowS: must be between 0 and 3600 seconds")
         if self.tick_reserved_concurrency < 0:
             raise SettingError(f"{PREFIX}tickReservedConcurrency: must be 0 or more")
         for name, value in (
@@ -125,6 +128,7 @@ class Settings:
             shards=read("shards", _int, d.shards),
             bucket_s=read("bucketS", _int, d.bucket_s),
             lookahead_s=read("lookaheadS", _int, d.lookahead_s),
+            direct_window_s=read("directWindowS", _int, d.direct_window_s),
             tick_budget_s=read("tickBudgetS", _int, d.tick_budget_s),
             tick_reserved_concurrency=read(
                 "tickReservedConcurrency", _int, d.tick_reserved_concurrency

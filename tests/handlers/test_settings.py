@@ -1,0 +1,31 @@
+"""Deployment settings from the environment, as the handlers read them."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from pydantic import ValidationError
+
+from adapters import definitions as d
+from handlers.settings import Settings
+from handlers.tick import tick_config
+
+
+def test_the_tick_takes_its_windows_from_the_environment() -> None:
+    settings = Settings.from_env({d.ENV_LOOKAHEAD_S: "120", d.ENV_DIRECT_WINDOW_S: "15"})
+    config = tick_config(settings)
+    assert config.lookahead == timedelta(seconds=120)
+    assert config.direct_window == timedelta(seconds=15)
+
+
+def test_defaults_and_zero_direct_window() -> None:
+    assert tick_config(Settings.from_env({})).direct_window == timedelta(seconds=60)
+    off = Settings.from_env({d.ENV_DIRECT_WINDOW_S: "0"})
+    assert tick_config(off).direct_window == timedelta(0)  # every slot through dispatch
+
+
+@pytest.mark.parametrize("value", ["-1", "3601", "soon"])
+def test_a_bad_direct_window_is_refused_naming_the_setting(value: str) -> None:
+    with pytest.raises(ValidationError, match="direct_window_s"):
+        Settings.from_env({d.ENV_DIRECT_WINDOW_S: value})
