@@ -165,6 +165,29 @@ def run_tick(
     return elapsed, peak, planned
 
 
+def _enqueue_and_mark_sent(
+    db: sqlite3.Connection,
+    queue: OutboxQueue,
+    intents: list[tuple[str, str]],
+    sent: list[tuple[int, str]],
+) -> None:
+    """The end of every ceiling batch: the outbox insert of its intents, then the
+    pending-flag clear, each a transaction of its own (as the tick does)."""
+    queue.db.execute("BEGIN IMMEDIATE")
+    queue.db.executemany("INSERT INTO outbox VALUES (?, ?, 0)", intents)
+    queue.db.execute("COMMIT")
+    db.execute("BEGIN IMMEDIATE")
+    db.executemany(_MARK_SENT, sent)
+    db.execute("COMMIT")
+
+
+def _check_all_sent(db: sqlite3.Connection, n: int) -> None:
+    changed = db.execute(
+        "SELECT COUNT(*) FROM occurrences WHERE status = 'admitted' AND pending = 0"
+    ).fetchone()[0]
+    assert changed == n, changed
+
+
 def raw_ceiling(path: str, n: int, batch: int = 500) -> float:
     """The same conditional writes as the tick, batched as it batches them, with
     nothing else: no reads, no Python objects, every parameter built before the
@@ -208,17 +231,9 @@ def raw_ceiling(path: str, n: int, batch: int = 500) -> float:
         db.executemany(_MATERIALIZE, heads[start:end])
         db.executemany(_RUN_INSERT, rows[start:end])
         db.execute("COMMIT")
-        queue.db.execute("BEGIN IMMEDIATE")
-        queue.db.executemany("INSERT INTO outbox VALUES (?, ?, 0)", intents[start:end])
-        queue.db.execute("COMMIT")
-        db.execute("BEGIN IMMEDIATE")
-        db.executemany(_MARK_SENT, sent[start:end])
-        db.execute("COMMIT")
+        _enqueue_and_mark_sent(db, queue, intents[start:end], sent[start:end])
     elapsed = time.perf_counter() - started
-    changed = db.execute(
-        "SELECT COUNT(*) FROM occurrences WHERE status = 'admitted' AND pending = 0"
-    ).fetchone()[0]
-    assert changed == n, changed
+    _check_all_sent(db, n)
     store.close()
     return elapsed
 
@@ -267,18 +282,10 @@ def raw_ceiling_ahead(path: str, n: int, batch: int = 500) -> float:
         db.execute("BEGIN IMMEDIATE")
         db.executemany(_ADMIT, admits[at:end])
         db.execute("COMMIT")
-        queue.db.execute("BEGIN IMMEDIATE")
-        queue.db.executemany("INSERT INTO outbox VALUES (?, ?, 0)", intents[at:end])
-        queue.db.execute("COMMIT")
-        db.execute("BEGIN IMMEDIATE")
-        db.executemany(_MARK_SENT, sent[at:end])
-        db.execute("COMMIT")
+        _enqueue_and_mark_sent(db, queue, intents[at:end], sent[at:end])
         at = end
     elapsed = time.perf_counter() - started
-    changed = db.execute(
-        "SELECT COUNT(*) FROM occurrences WHERE status = 'admitted' AND pending = 0"
-    ).fetchone()[0]
-    assert changed == n, changed
+    _check_all_sent(db, n)
     store.close()
     return elapsed
 

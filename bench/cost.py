@@ -553,6 +553,13 @@ def model(m: dict[str, Any], infra: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _priced(items: dict[str, float], name_width: int, width: int) -> list[str]:
+    """One line per priced item, then their total."""
+    lines = [f"  {name:<{name_width}} {dollars:{width}.2f}" for name, dollars in items.items()]
+    total = sum(items.values())
+    return [*lines, f"  {'total':<{name_width}} {total:{width}.2f}"]
+
+
 def report(m: dict[str, Any], infra: dict[str, Any], r: dict[str, Any]) -> str:
     runs = m["runs"]
     out = [
@@ -594,23 +601,15 @@ def report(m: dict[str, Any], infra: dict[str, Any], r: dict[str, Any]) -> str:
         "",
         "$ per million runs",
     ]
-    total = 0.0
-    for name, dollars in r["dollars"].items():
-        total += dollars
-        out.append(f"  {name:<40} {dollars:8.2f}")
+    out += _priced(r["dollars"], 40, 8)
     out += [
-        f"  {'total':<40} {total:8.2f}",
         f"  {'+ webhook targets: GetSecretValue':<40} {r['webhook_secret']:8.2f}"
         "  (the webhook sender reads the signing secret on every attempt)",
         "",
         "Fixed $ per month (independent of runs)",
     ]
-    fixed_total = 0.0
-    for name, dollars in r["fixed"].items():
-        fixed_total += dollars
-        out.append(f"  {name:<74} {dollars:7.2f}")
+    out += _priced(r["fixed"], 74, 7)
     out += [
-        f"  {'total':<74} {fixed_total:7.2f}",
         "",
         f"idle tick pass: {r['per_pass']['wru']:.1f} WRU, {r['per_pass']['rru']:.1f} RRU; "
         f"{r['passes_per_month']:,.0f} passes a month ({m['idle_passes']} per invocation)",
