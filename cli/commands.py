@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -150,6 +151,25 @@ def _print(args: argparse.Namespace, data: Any, table: str) -> int:
     return 0
 
 
+# Characters a terminal would act on or hide (controls, format characters,
+# surrogates, line and paragraph separators) are shown as escapes.
+_UNPRINTABLE = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+
+
+def shown(value: object) -> str:
+    """``value`` as text safe to print: a NUL, ESC or newline in a name cannot
+    move the cursor, recolour the terminal or forge a table row."""
+    text = str(value)
+    if text.isprintable():
+        return text
+    return "".join(
+        (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
+        if unicodedata.category(c) in _UNPRINTABLE
+        else c
+        for c in text
+    )
+
+
 def _spec_text(spec: dict[str, Any]) -> str:
     for key in ("cron", "at", "every"):
         if spec.get(key) is not None:
@@ -162,11 +182,11 @@ def _schedule_table(s: dict[str, Any]) -> str:
     state = s.get("state") or {}
     lines = [
         f"id:       {s.get('id')}",
-        f"name:     {s.get('name')}",
+        f"name:     {shown(s.get('name'))}",
         f"version:  {s.get('version')}",
         f"spec:     {_spec_text(s.get('spec') or {})}",
         f"state:    {'paused' if state.get('paused') else 'active'}"
-        + (f" ({state.get('note')})" if state.get("note") else ""),
+        + (f" ({shown(state.get('note'))})" if state.get("note") else ""),
         f"target:   {(s.get('target') or {}).get('type')}",
     ]
     upcoming = s.get("next_occurrences") or []
@@ -179,10 +199,10 @@ def _schedule_table(s: dict[str, Any]) -> str:
 
 
 def _rows(headers: list[str], rows: list[list[str]]) -> str:
-    widths = [max(len(str(r[i])) for r in [headers, *rows]) for i in range(len(headers))]
+    cells = [[shown(cell) for cell in row] for row in [headers, *rows]]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
     return "\n".join(
-        "  ".join(str(cell).ljust(widths[i]) for i, cell in enumerate(row)).rstrip()
-        for row in [headers, *rows]
+        "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in cells
     )
 
 
@@ -243,7 +263,7 @@ def _simple_action(args: argparse.Namespace) -> int:
 def _run_table(r: dict[str, Any]) -> str:
     keys = ["occurrence_id", "schedule_id", "version", "status", "attempts", "scheduled_at",
             "local", "admitted_at", "started_at", "finished_at", "reason"]  # fmt: skip
-    lines = [f"{k + ':':<15}{r.get(k)}" for k in keys if r.get(k) is not None]
+    lines = [f"{k + ':':<15}{shown(r.get(k))}" for k in keys if r.get(k) is not None]
     if r.get("result") is not None:
         lines.append(f"{'result:':<15}{json.dumps(r['result'])}")
     return "\n".join(lines)
