@@ -384,7 +384,7 @@ class _LocalApp:
 
     async def _serve(self, scope: Scope, receive: Receive, send: Send) -> int | None:
         headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]]
-        json_type = [("content-type", _JSON)]
+        json_type = [("Content-Type", _JSON)]
         refused = refusal(headers, self.server.port)
         if refused is not None:
             status, code, message = refused
@@ -401,9 +401,7 @@ class _LocalApp:
                 return None
         if body is None:
             message = f"the body is larger than {READ_LIMIT} bytes"
-            await _respond(
-                send, 413, json_type, error_body("body_too_large", message), close=True
-            )
+            await _respond(send, 413, json_type, error_body("body_too_large", message), close=True)
             return 413
         target = scope["raw_path"].decode("latin-1")
         if scope["query_string"]:
