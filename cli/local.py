@@ -302,6 +302,8 @@ class LocalStack:
     def _check_data_dir(self) -> None:
         try:
             self.data_dir.mkdir(parents=True, exist_ok=True)
+        except FileExistsError as error:
+            raise CannotStart(f"the data directory {self.data_dir} is a file") from error
         except OSError as error:
             raise CannotStart(
                 f"the data directory {self.data_dir} cannot be created: {error.strerror or error}"

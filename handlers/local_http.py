@@ -170,7 +170,8 @@ def refusal(headers: list[tuple[str, str]], port: int) -> tuple[int, str, str] |
 
 def error_body(code: str, message: str) -> bytes:
     """The API's error shape, ``{"error": {"code", "message", "field"}}``."""
-    return json.dumps({"error": {"code": code, "message": message, "field": None}}).encode()
+    error = {"error": {"code": code, "message": message, "field": None}}
+    return json.dumps(error, separators=(",", ":")).encode()
 
 
 class _Disconnected(Exception):
