@@ -275,7 +275,10 @@ class ApiServer:
         _install_log_bridge(self._bridge)
 
     def _bind(self, host: str, port: int) -> socket.socket:
-        sock = socket.socket(self._family, socket.SOCK_STREAM)
+        # IPPROTO_TCP named, so that asyncio sets TCP_NODELAY on each accepted
+        # connection: without it a keep-alive response (headers, then body)
+        # waits for the client's delayed ACK, about 40 ms.
+        sock = socket.socket(self._family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         try:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             sock.bind((host, port))

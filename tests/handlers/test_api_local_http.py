@@ -515,3 +515,13 @@ def test_shutdown_with_an_idle_keep_alive_connection_releases_the_port() -> None
     again = ApiServer(RecordingApi(), "127.0.0.1", port)  # the port is free again
     again.server_close()
     idle.close()
+
+
+def test_the_listening_socket_is_tcp_so_asyncio_sets_nodelay_on_each_connection() -> None:
+    # asyncio sets TCP_NODELAY only on sockets whose proto is IPPROTO_TCP; without it a
+    # keep-alive response waits for the client's delayed ACK (bench/http_local.py).
+    server = ApiServer(RecordingApi())
+    try:
+        assert server._socket.proto == socket.IPPROTO_TCP
+    finally:
+        server.server_close()
