@@ -291,8 +291,11 @@ class LocalStack:
                 echo_port = self.args.port + 1 if self.args.port else 0
             if echo_port or self.args.echo_port is None:
                 self._start_echo(echo_port)
-        builders = {"tick": self._tick_loop, "worker": self._worker_loop}
-        builders["watchdog"] = self._watchdog_loop
+        builders = {
+            "tick": self._tick_loop,
+            "worker": self._worker_loop,
+            "watchdog": self._watchdog_loop,
+        }
         for part in ("tick", "worker", "watchdog"):
             if part in self.parts and part not in self.loops:
                 self._spawn(part, builders[part]())

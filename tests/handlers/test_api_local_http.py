@@ -9,7 +9,7 @@ import http.client
 import json
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -525,3 +525,50 @@ def test_the_listening_socket_is_tcp_so_asyncio_sets_nodelay_on_each_connection(
         assert server._socket.proto == socket.IPPROTO_TCP
     finally:
         server.server_close()
+
+
+def _collect(lines: list[tuple[str, dict[str, Any]]]) -> Callable[..., None]:
+    def log(event: str, **fields: Any) -> None:
+        lines.append((event, fields))
+
+    return log
+
+
+def test_the_access_log_is_off_unless_asked_and_then_one_line_per_request() -> None:
+    for access_log in (False, True):
+        lines: list[tuple[str, dict[str, Any]]] = []
+        server = ApiServer(RecordingApi(), access_log=access_log, log=_collect(lines))
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        try:
+            _request(server, "GET", "/schedules?limit=1")
+        finally:
+            server.shutdown()
+            server.server_close()
+            thread.join(timeout=10)
+        requests = [fields for event, fields in lines if event == "http request"]
+        if access_log:
+            [line] = requests
+            assert (line["method"], line["path"], line["status"]) == ("GET", "/schedules", 405)
+        else:
+            assert requests == []
+
+
+def test_a_malformed_request_is_logged_as_a_structured_line() -> None:
+    lines: list[tuple[str, dict[str, Any]]] = []
+    server = ApiServer(RecordingApi(), log=_collect(lines))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    client = RawClient(server)
+    try:
+        client.send(b"GET /health HTTP/1.1\r\nHost: {HOST}\r\nContent-Length: abc\r\n\r\n")
+        status, _, _ = client.response()
+    finally:
+        client.close()
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+    assert status == 400
+    assert ("http server", {"level": "warning", "message": "Invalid HTTP request received."}) in (
+        lines
+    )
