@@ -199,3 +199,29 @@ def test_sigterm_stops_the_stack_with_status_0(tmp_path: Path) -> None:
         if process.poll() is None:
             process.kill()
             process.wait(timeout=10)
+
+
+def test_a_schedule_at_the_end_of_time_does_not_stop_the_stack(
+    tmp_path: Path,
+    receiver: Receiver,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given a stack whose watchdog runs every 0.2 s, with the real watchdog,
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "true")
+    stack = LocalStack(_args(tmp_path, "--watchdog-interval", "0.2s"), restart=FAST)
+    try:
+        stack.start()
+        api = stack.api_url
+        # when a schedule is due at 9999-12-31T23:59:59Z (past which no date can be computed)
+        far = {"type": "webhook", "url": receiver.url}
+        for name, spec in (("far", {"at": "9999-12-31T23:59:59Z"}), ("near", {"every": "PT1S"})):
+            call("POST", f"{api}/schedules", {"name": name, "spec": spec, "target": far})
+        # then the API, the tick and the worker go on, whatever the watchdog makes of it.
+        wait_for(lambda: len(receiver.deliveries()) >= 3, 30, "three deliveries")
+        assert call("GET", f"{api}/health")["status"] == "ok"
+        assert not stack.stop.is_set() and stack.gave_up is None
+    finally:
+        stack.shutdown()
+    failed = _logged(capsys.readouterr().err, "part failed")
+    assert {line["part"] for line in failed} <= {"watchdog"}
