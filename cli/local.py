@@ -10,6 +10,12 @@ once), and nothing is duplicated or lost.
 ``--store emulator`` runs the API, tick, worker and watchdog over moto in
 server mode with the DynamoDB, SQS and Secrets Manager adapters, to try the
 AWS code paths locally.
+
+Each part runs under a supervisor: a part that fails is logged and restarted
+after 0.5 s, 1 s, 2 s ... up to 30 s (back to 0.5 s after a minute of good
+running). Exit status: 0 after Ctrl-C or SIGTERM; 1 when the stack cannot
+start (the API port is in use, the data directory is unusable); 2 for bad
+options; 3 when a part failed 10 times in a row at the 30 s cap.
 """
 
 from __future__ import annotations
@@ -22,15 +28,25 @@ import re
 import signal
 import sys
 import threading
-from collections.abc import Callable
+import time
+import traceback
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 PARTS = ("api", "tick", "worker", "watchdog")
 SQLITE_FILE = "duetime.db"
 HOST = "127.0.0.1"
+
+# Exit statuses (docs/runbook.md). 2 is argparse's, for bad options.
+EXIT_STOPPED = 0
+EXIT_CANNOT_START = 1
+EXIT_GAVE_UP = 3
+
+Loop = Callable[[], None]
 
 
 def parse_interval(text: str) -> float:
@@ -78,6 +94,9 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--metrics", action="store_true", help="also print the CloudWatch EMF metric lines"
     )
+    parser.add_argument(
+        "--access-log", action="store_true", help="log one JSON line per API request"
+    )
     parser.set_defaults(run=run)
 
 
@@ -87,6 +106,78 @@ def log(event: str, **fields: Any) -> None:
     print(json.dumps(line, default=str), file=sys.stderr, flush=True)
 
 
+@dataclass(frozen=True)
+class Restart:
+    """How a failed part is restarted.
+
+    The delay doubles from ``first_s`` up to ``cap_s`` and is back to
+    ``first_s`` once a run lasted ``healthy_after_s``. A part that fails
+    ``give_up_after`` times in a row with the delay at the cap stops the
+    stack (exit status 3): it is not coming back on its own.
+    """
+
+    first_s: float = 0.5
+    cap_s: float = 30.0
+    healthy_after_s: float = 60.0
+    give_up_after: int = 10
+
+    def __post_init__(self) -> None:
+        if not 0 < self.first_s <= self.cap_s or self.give_up_after < 1:
+            raise ValueError("Restart needs 0 < first_s <= cap_s and give_up_after >= 1")
+
+
+def _where(error: BaseException) -> list[str]:
+    """The last frames of a traceback, one short string each."""
+    frames = traceback.extract_tb(error.__traceback__)[-5:]
+    return [f"{Path(f.filename).name}:{f.lineno} in {f.name}" for f in frames]
+
+
+def supervise(
+    part: str,
+    loop: Loop,
+    stop: threading.Event,
+    restart: Restart,
+    give_up: Callable[[str], None],
+) -> None:
+    """Run ``loop`` until ``stop``; restart it with backoff when it fails or returns."""
+    delay = restart.first_s
+    at_cap = 0
+    while not stop.is_set():
+        started = time.monotonic()
+        fields: dict[str, Any]
+        try:
+            loop()
+        except BaseException as error:  # a thread has no one else to report to
+            fields = {"error": repr(error), "traceback": _where(error)}
+        else:
+            fields = {"error": "the loop returned while the stack was running"}
+        if stop.is_set():
+            return
+        if time.monotonic() - started >= restart.healthy_after_s:
+            delay, at_cap = restart.first_s, 0
+        if delay >= restart.cap_s:
+            at_cap += 1
+        if at_cap >= restart.give_up_after:
+            log("part failed", part=part, **fields, giving_up=True, failures_at_cap=at_cap)
+            give_up(part)
+            return
+        log("part failed", part=part, **fields, restart_in_s=delay)
+        if stop.wait(delay):
+            return
+        log("part restarted", part=part)
+        delay = min(restart.cap_s, delay * 2)
+
+
+class CannotStart(Exception):
+    """The stack cannot run here as asked; the message says what to change."""
+
+
+class _Server(Protocol):
+    def serve_forever(self) -> None: ...
+    def shutdown(self) -> None: ...
+    def server_close(self) -> None: ...
+
+
 class EchoReceiver(ThreadingHTTPServer):
     """A webhook receiver for trying duetime out: logs each delivery, answers 200."""
 
@@ -94,6 +185,29 @@ class EchoReceiver(ThreadingHTTPServer):
 
     def __init__(self, port: int) -> None:
         super().__init__((HOST, port), _EchoHandler)
+        self._guard = threading.Lock()
+        self._serving = False
+        self._closing = False
+
+    def serve_forever(self, poll_interval: float = 0.5) -> None:
+        with self._guard:
+            if self._closing:
+                return
+            self._serving = True
+        try:
+            super().serve_forever(poll_interval)
+        finally:
+            with self._guard:
+                self._serving = False
+
+    def shutdown(self) -> None:
+        # socketserver's shutdown waits for a serve_forever that may never run
+        # (the supervisor was between restarts): only stop one that is running.
+        with self._guard:
+            self._closing = True
+            serving = self._serving
+        if serving:
+            super().shutdown()
 
 
 class _EchoHandler(BaseHTTPRequestHandler):
@@ -122,14 +236,29 @@ class _EchoHandler(BaseHTTPRequestHandler):
 
 
 class LocalStack:
-    def __init__(self, args: argparse.Namespace) -> None:
+    """The parts of ``duetime local``, each in a supervised thread.
+
+    ``loops`` adds parts (or replaces a built one of the same name): a
+    name and the loop to run, which returns once ``stop`` is set.
+    """
+
+    def __init__(
+        self,
+        args: argparse.Namespace,
+        *,
+        restart: Restart | None = None,
+        loops: Mapping[str, Loop] | None = None,
+    ) -> None:
         self.args = args
         self.parts: tuple[str, ...] = args.only
         self.data_dir: Path = args.data_dir
         self.db_path = self.data_dir / SQLITE_FILE
         self.stop = threading.Event()
+        self.restart = restart or Restart()
+        self.loops = dict(loops or {})
+        self.gave_up: str | None = None
         self.threads: list[threading.Thread] = []
-        self.servers: list[ThreadingHTTPServer] = []
+        self.servers: list[_Server] = []
         self.closers: list[Callable[[], None]] = []
         self.api_url: str | None = None
         self.echo_url: str | None = None
@@ -151,7 +280,8 @@ class LocalStack:
         )
 
     def start(self) -> None:
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        """Start every part; ``CannotStart`` says why the stack cannot run here."""
+        self._check_data_dir()
         if self.args.store == "emulator":
             self._start_emulator()
         if "api" in self.parts:
@@ -161,25 +291,42 @@ class LocalStack:
                 echo_port = self.args.port + 1 if self.args.port else 0
             if echo_port or self.args.echo_port is None:
                 self._start_echo(echo_port)
-        if "tick" in self.parts:
-            self._spawn("tick", self._tick_loop())
-        if "worker" in self.parts:
-            self._spawn("worker", self._worker_loop())
-        if "watchdog" in self.parts:
-            self._spawn("watchdog", self._watchdog_loop())
+        builders = {
+            "tick": self._tick_loop,
+            "worker": self._worker_loop,
+            "watchdog": self._watchdog_loop,
+        }
+        for part in ("tick", "worker", "watchdog"):
+            if part in self.parts and part not in self.loops:
+                self._spawn(part, builders[part]())
+        for part, loop in self.loops.items():
+            self._spawn(part, loop)
 
-    def _spawn(self, name: str, target: Callable[[], None]) -> None:
-        def guarded() -> None:
-            try:
-                target()
-            except BaseException as error:  # a loop that dies stops the stack, loudly
-                log("loop failed", part=name, error=repr(error))
-                self.stop.set()
-                raise
+    def _check_data_dir(self) -> None:
+        try:
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+        except FileExistsError as error:
+            raise CannotStart(f"the data directory {self.data_dir} is a file") from error
+        except OSError as error:
+            raise CannotStart(
+                f"the data directory {self.data_dir} cannot be created: {error.strerror or error}"
+            ) from error
+        if not os.access(self.data_dir, os.W_OK | os.X_OK) or (
+            self.db_path.exists() and not os.access(self.db_path, os.R_OK | os.W_OK)
+        ):
+            raise CannotStart(f"the data directory {self.data_dir} is not writable")
 
-        thread = threading.Thread(target=guarded, name=f"duetime-{name}", daemon=True)
+    def _spawn(self, name: str, loop: Loop) -> None:
+        def run() -> None:
+            supervise(name, loop, self.stop, self.restart, self._give_up)
+
+        thread = threading.Thread(target=run, name=f"duetime-{name}", daemon=True)
         thread.start()
         self.threads.append(thread)
+
+    def _give_up(self, part: str) -> None:
+        self.gave_up = self.gave_up or part
+        self.stop.set()
 
     def _secrets(self) -> Any:
         from adapters.sqlite.secrets import SqliteSecretStore
@@ -192,6 +339,19 @@ class LocalStack:
         from handlers import api
         from handlers.local_http import ApiServer
 
+        def call(event: dict[str, Any], context: Any) -> dict[str, Any]:
+            return api.handler(event, context, service=services)
+
+        # The port first: a port in use stops the start before anything is opened.
+        try:
+            access_log = getattr(self.args, "access_log", False)
+            server = ApiServer(call, HOST, self.args.port, log=log, access_log=access_log)
+        except OSError as error:
+            raise CannotStart(
+                f"the API cannot listen on {HOST}:{self.args.port}: {error.strerror or error}"
+                " (is another duetime local running? choose another --port)"
+            ) from error
+        self.servers.append(server)
         if self.args.store == "emulator":
             # Webhook signing secrets in Secrets Manager on the emulator, where
             # the worker reads them, as on AWS.
@@ -200,12 +360,6 @@ class LocalStack:
             services = api.build_services(
                 self._settings(), data_dir=self.data_dir, secrets=self._secrets()
             )
-
-        def call(event: dict[str, Any], context: Any) -> dict[str, Any]:
-            return api.handler(event, context, service=services)
-
-        server = ApiServer(call, HOST, self.args.port)
-        self.servers.append(server)
         self.api_url = server.url
         self._spawn("api", server.serve_forever)
 
@@ -374,7 +528,7 @@ class LocalStack:
     def shutdown(self) -> None:
         self.stop.set()
         for server in self.servers:
-            server.shutdown()
+            server.shutdown()  # in-flight requests finish first
             server.server_close()
         for thread in self.threads:
             thread.join(timeout=10)
@@ -387,24 +541,41 @@ class LocalStack:
             self.emulator.stop()
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, stack: LocalStack | None = None) -> int:
+    """Run until Ctrl-C or SIGTERM (0), or until the stack cannot go on (1 or 3)."""
     if not args.metrics:
         os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
     os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "duetime")
-    stack = LocalStack(args)
+    stack = stack or LocalStack(args)
 
     def on_signal(signum: int, frame: Any) -> None:
         stack.stop.set()
 
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    code = EXIT_STOPPED
     try:
         stack.start()
         print(stack.banner(), flush=True)
         while not stack.stop.wait(0.5):
             pass
+        if stack.gave_up is not None:
+            print(
+                f"duetime local: the {stack.gave_up} part kept failing; stopping (see the log)",
+                file=sys.stderr,
+            )
+            code = EXIT_GAVE_UP
+    except CannotStart as error:
+        log("cannot start", error=str(error))
+        print(f"duetime local: {error}", file=sys.stderr)
+        code = EXIT_CANNOT_START
+    except Exception as error:  # anything else that stops the start is fatal too
+        log("cannot start", error=repr(error), traceback=_where(error))
+        print(f"duetime local: could not start: {error!r}", file=sys.stderr)
+        code = EXIT_CANNOT_START
     finally:
         log("stopping")
         stack.shutdown()
-        log("stopped")
-    return 0
+        log("stopped", exit_status=code)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return code

@@ -11,14 +11,19 @@ nothing is lost across the restarts.
 
 from __future__ import annotations
 
+import argparse
 import itertools
+import json
 import signal
 import time
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from cli.local import LocalStack, Restart, run
+from cli.main import build_parser
 from tests.scenarios.local_processes import (
     Receiver,
     all_runs,
@@ -105,3 +110,118 @@ def test_local_stack_survives_sigkill_and_restarts(tmp_path: Path, receiver: Rec
             if process.poll() is None:
                 process.kill()
                 process.wait(timeout=10)
+
+
+# --- supervision -----------------------------------------------------------------------------
+
+FAST = Restart(first_s=0.05, cap_s=0.2, healthy_after_s=30, give_up_after=1000)
+
+
+def _args(tmp_path: Path, *extra: str) -> argparse.Namespace:
+    return build_parser().parse_args(
+        ["local", "--data-dir", str(tmp_path / "data"), "--port", "0", "--echo-port", "0",
+         "--tick-interval", "0.2s", *extra]
+    )  # fmt: skip
+
+
+def _logged(err: str, event: str) -> list[dict[str, Any]]:
+    lines = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
+    return [line for line in lines if line["event"] == event]
+
+
+def test_a_failing_part_is_restarted_and_the_others_keep_delivering(
+    tmp_path: Path,
+    receiver: Receiver,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given a stack whose watchdog fails on every run (as an unreadable schedule made it do),
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "true")
+    runs = 0
+
+    def broken_watchdog() -> None:
+        nonlocal runs
+        runs += 1
+        raise OverflowError("date value out of range")
+
+    stack = LocalStack(_args(tmp_path), restart=FAST, loops={"watchdog": broken_watchdog})
+    try:
+        stack.start()
+        assert stack.api_url is not None
+        # when a schedule is created through the API,
+        schedule = call(
+            "POST",
+            f"{stack.api_url}/schedules",
+            {
+                "name": "every second",
+                "spec": {"every": "PT1S"},
+                "target": {"type": "webhook", "url": receiver.url},
+            },
+        )
+        # then the tick and the worker deliver it while the watchdog keeps being restarted,
+        wait_for(lambda: len(receiver.deliveries()) >= 2, 30, "two deliveries")
+        wait_for(lambda: runs >= 3, 10, "three watchdog runs")
+        assert call("GET", f"{stack.api_url}/schedules/{schedule['id']}")["id"] == schedule["id"]
+        assert not stack.stop.is_set() and stack.gave_up is None
+    finally:
+        stack.shutdown()
+    failed = _logged(capsys.readouterr().err, "part failed")
+    assert {line["part"] for line in failed} == {"watchdog"}
+    assert failed[0]["error"] == "OverflowError('date value out of range')"
+    assert failed[0]["traceback"] and failed[0]["restart_in_s"] == 0.05
+
+
+def test_a_part_that_keeps_failing_at_the_cap_stops_the_stack_with_status_3(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "true")
+
+    def broken() -> None:
+        raise RuntimeError("never works")
+
+    args = _args(tmp_path, "--only", "api")
+    restart = Restart(first_s=0.01, cap_s=0.02, give_up_after=2)
+    code = run(args, LocalStack(args, restart=restart, loops={"watchdog": broken}))
+    assert code == 3
+    err = capsys.readouterr().err
+    assert "duetime local: the watchdog part kept failing; stopping" in err
+    assert _logged(err, "stopped")[0]["exit_status"] == 3
+
+
+def test_sigterm_stops_the_stack_with_status_0(tmp_path: Path) -> None:
+    port = free_port()
+    process = start(tmp_path, "--port", str(port), "--echo-port", "0")
+    try:
+        wait_for(lambda: call("GET", f"http://127.0.0.1:{port}/health") is not None, 30, "the API")
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=20) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=10)
+
+
+def test_a_schedule_at_the_end_of_time_does_not_stop_the_stack(
+    tmp_path: Path,
+    receiver: Receiver,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given a stack whose watchdog runs every 0.2 s, with the real watchdog,
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "true")
+    stack = LocalStack(_args(tmp_path, "--watchdog-interval", "0.2s"), restart=FAST)
+    try:
+        stack.start()
+        api = stack.api_url
+        # when a schedule is due at 9999-12-31T23:59:59Z (past which no date can be computed)
+        far = {"type": "webhook", "url": receiver.url}
+        for name, spec in (("far", {"at": "9999-12-31T23:59:59Z"}), ("near", {"every": "PT1S"})):
+            call("POST", f"{api}/schedules", {"name": name, "spec": spec, "target": far})
+        # then the API, the tick and the worker go on, whatever the watchdog makes of it.
+        wait_for(lambda: len(receiver.deliveries()) >= 3, 30, "three deliveries")
+        assert call("GET", f"{api}/health")["status"] == "ok"
+        assert not stack.stop.is_set() and stack.gave_up is None
+    finally:
+        stack.shutdown()
+    failed = _logged(capsys.readouterr().err, "part failed")
+    assert {line["part"] for line in failed} <= {"watchdog"}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import socket
 from pathlib import Path
 
 import pytest
@@ -42,3 +43,30 @@ def test_the_command_line_refuses_them_before_starting_anything(
         assert caught.value.code == 2
         assert "duetime local: error:" in capsys.readouterr().err
         assert not data.exists()  # nothing was created
+
+
+def test_a_port_in_use_stops_the_start_with_status_1_and_a_clear_message(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code = main(["local", "--data-dir", str(data), "--port", str(port), "--echo-port", "0"])
+    assert code == 1
+    err = capsys.readouterr().err
+    assert f"duetime local: the API cannot listen on 127.0.0.1:{port}" in err
+    assert "choose another --port" in err
+    assert not (data / "duetime.db").exists()  # nothing was opened
+
+
+def test_a_data_directory_that_is_a_file_stops_the_start_with_status_1(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    data.write_text("not a directory")
+    code = main(["local", "--data-dir", str(data), "--port", "0", "--echo-port", "0"])
+    assert code == 1
+    assert f"duetime local: the data directory {data} is a file" in capsys.readouterr().err
+    assert data.read_text() == "not a directory"
