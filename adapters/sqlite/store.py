@@ -919,21 +919,18 @@ class SqliteStore(Database, Store):
                 (PURGED_BEFORE, cutoff),
             )
         removed = 0
-        after_id = ""
+        schedule_id = ""
         while True:
-            ids = [
-                r[0]
-                for r in self._read(
-                    "SELECT schedule_id FROM schedules WHERE schedule_id > ? "
-                    "ORDER BY schedule_id LIMIT 500",
-                    (after_id,),
-                )
-            ]
-            if not ids:
+            # The next schedule that has runs: one probe of the schedule index.
+            rows = self._read(
+                "SELECT schedule_id FROM occurrences INDEXED BY occurrences_by_schedule "
+                "WHERE schedule_id > ? ORDER BY schedule_id LIMIT 1",
+                (schedule_id,),
+            )
+            if not rows:
                 return removed
-            for schedule_id in ids:
-                removed += self._purge_schedule(schedule_id, cutoff, batch_size, between_batches)
-            after_id = ids[-1]
+            schedule_id = rows[0][0]
+            removed += self._purge_schedule(schedule_id, cutoff, batch_size, between_batches)
 
     def _purge_schedule(
         self,
