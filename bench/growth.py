@@ -28,6 +28,7 @@ import random
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -239,16 +240,74 @@ class Month:
         return out
 
 
+def admission_during_purge(
+    finished: Sequence[Any], n: int, backlog_hours: int, rounds: int
+) -> None:
+    """The tick admitting ``n`` due schedules (bench/admission.py's direct path),
+    alone and while the janitor purges a backlog of old finished runs in a
+    thread of the same process, as in the local stack."""
+    from adapters.sqlite.janitor import Janitor
+    from bench.admission import DUE, run_tick, seed
+
+    print(
+        f"\nadmission during a purge: {n:,} schedules due at once, tick alone and while the "
+        f"janitor purges {backlog_hours * 3600:,} old finished runs (thread, same process)"
+    )
+    rates: dict[bool, list[float]] = {False: [], True: []}
+    purged_during: list[int] = []
+    for i in range(rounds):
+        for with_purge in (i % 2 == 0, i % 2 != 0):
+            with tempfile.TemporaryDirectory() as tmp:
+                path = Path(tmp) / "duetime.db"
+                seed(str(path), n)
+                backlog = Month(path, finished, timedelta(hours=1))
+                for h in range(backlog_hours):
+                    _, done = backlog._rows(DUE - timedelta(days=30, hours=h))
+                    with backlog.store._write() as db:
+                        db.executemany(_RUN_INSERT, [row[:-1] for row in done])
+                thread = None
+                if with_purge:
+                    queue = SqliteQueue(path)
+                    janitor = Janitor(backlog.store, queue, FakeClock(DUE), timedelta(days=1))
+                    thread = threading.Thread(target=janitor.run_once)
+                    thread.start()
+                    time.sleep(0.2)  # the purge under way
+                elapsed = run_tick(str(path), n)[0]
+                rates[with_purge].append(n / elapsed)
+                if thread is not None:
+                    left = backlog.store._read("SELECT count(*) FROM occurrences")[0][0] - n
+                    purged_during.append(backlog_hours * 3600 - left)
+                    thread.join()
+                    queue.close()
+                backlog.store.close()
+    alone, during = statistics.median(rates[False]), statistics.median(rates[True])
+    print(
+        f"  tick alone {alone:,.0f}/s, during the purge {during:,.0f}/s "
+        f"(medians of {rounds}; {during / alone:.0%}); runs purged by the end of the tick: "
+        f"{', '.join(f'{p:,}' for p in purged_during)}"
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--real-runs", type=int, default=3000)
     parser.add_argument("--days", type=int, default=30)
     parser.add_argument("--retention-days", type=int, default=7)
     parser.add_argument("--bytes-only", action="store_true")
+    parser.add_argument(
+        "--admission",
+        action="store_true",
+        help="only the tick's admission rate alone and during a purge",
+    )
+    parser.add_argument("--admission-n", type=int, default=10_000)
+    parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args(argv)
     started = time.perf_counter()
     _, finished = bytes_per_run(args.real_runs)
     if args.bytes_only:
+        return
+    if args.admission:
+        admission_during_purge(finished, args.admission_n, 72, args.rounds)
         return
     retention = timedelta(days=args.retention_days)
     print(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sqlite3
+import time
 from collections import Counter
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from adapters.dynamodb.store import HISTORY_RETENTION
-from adapters.sqlite.janitor import DEFAULT_RETENTION, Janitor, parse_retention
+from adapters.sqlite.janitor import DEFAULT_RETENTION, Janitor, _Pacer, parse_retention
 from adapters.sqlite.queue import SqliteQueue
 from adapters.sqlite.runs import SqliteRunStore
 from adapters.sqlite.store import SqliteStore
@@ -357,3 +358,19 @@ def test_an_old_file_without_the_meta_table_opens_and_purges(tmp_path: Path) -> 
     store.insert([a_run(random_schedule_id(), T0, RunStatus.FAILED)])
     assert store.purge_history(T0 + timedelta(days=1)) == 1
     store.close()
+
+
+def test_a_long_purge_leaves_the_write_lock_free_four_fifths_of_the_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    now = [100.0]
+    monkeypatch.setattr(time, "perf_counter", lambda: now[0])
+    slept: list[float] = []
+    pacer = _Pacer(sleep=slept.append)
+    pacer.reset()
+    now[0] += 0.010  # a batch of 10 ms
+    pacer()
+    pacer()  # one that took no time still waits the minimum
+    now[0] += 5.0  # a batch stuck for seconds does not stall the pass for long
+    pacer()
+    assert slept == [pytest.approx(0.040), 0.005, pytest.approx(1.0)]
