@@ -326,7 +326,11 @@ class LocalStack:
         janitor = Janitor(store, queue, SystemClock(), retention)
 
         def loop() -> None:
-            log("janitor started", retention=str(retention), interval_s=JANITOR_INTERVAL_S)
+            log(
+                "janitor started",
+                retention_s=int(retention.total_seconds()),
+                interval_s=JANITOR_INTERVAL_S,
+            )
             wait_s = 10.0  # the first pass shortly after start
             while not self.stop.wait(wait_s):
                 report = janitor.run_once()
