@@ -70,6 +70,12 @@ def parse_parts(text: str) -> tuple[str, ...]:
     return parts
 
 
+def _parse_retention(text: str) -> Any:
+    from adapters.sqlite.janitor import parse_retention
+
+    return parse_retention(text)
+
+
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "local",
@@ -96,6 +102,13 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--access-log", action="store_true", help="log one JSON line per API request"
+    )
+    parser.add_argument(
+        "--retention",
+        type=_parse_retention,
+        default=None,
+        help="how long the SQLite store keeps finished runs and dead letters, such as 90d "
+        "(the default, as the AWS tables' TTL), 7d or 36h",
     )
     parser.set_defaults(run=run)
 
@@ -301,6 +314,8 @@ class LocalStack:
                 self._spawn(part, builders[part]())
         for part, loop in self.loops.items():
             self._spawn(part, loop)
+        if self.args.store == "sqlite" and {"tick", "watchdog"} & set(self.parts):
+            self._spawn("janitor", self._janitor_loop())
 
     def _check_data_dir(self) -> None:
         try:
@@ -446,6 +461,41 @@ class LocalStack:
             while not self.stop.wait(min(5.0, interval)):
                 run_watchdog(watchdog)
                 self.stop.wait(max(0.0, interval - 5.0))
+
+        return loop
+
+    def _janitor_loop(self) -> Callable[[], None]:
+        """Retention for the SQLite store: a janitor pass shortly after start,
+        then every few minutes (adapters/sqlite/janitor.py)."""
+        from datetime import timedelta
+
+        from adapters.sqlite.janitor import JANITOR_INTERVAL_S, Janitor
+        from adapters.sqlite.queue import SqliteQueue
+        from adapters.sqlite.store import SqliteStore
+        from service.clock import SystemClock
+
+        retention = self.args.retention or timedelta(seconds=self._settings().history_retention_s)
+        store, queue = SqliteStore(self.db_path), SqliteQueue(self.db_path)
+        self.closers += [store.close, queue.close]
+        janitor = Janitor(store, queue, SystemClock(), retention)
+
+        def loop() -> None:
+            log(
+                "janitor started",
+                retention_s=int(retention.total_seconds()),
+                interval_s=JANITOR_INTERVAL_S,
+            )
+            wait_s = 10.0  # the first pass shortly after start
+            while not self.stop.wait(wait_s):
+                report = janitor.run_once()
+                if report.runs or report.dead_letters or report.heartbeats:
+                    log(
+                        "janitor",
+                        runs=report.runs,
+                        dead_letters=report.dead_letters,
+                        heartbeats=report.heartbeats,
+                    )
+                wait_s = JANITOR_INTERVAL_S
 
         return loop
 

@@ -30,6 +30,10 @@ class Settings(BaseModel):
     lease_ttl_s: float = Field(default=30.0, gt=0, le=3600)
     allow_private_targets: bool = False
     secrets_prefix: str = "duetime/webhooks/"  # Secrets Manager names: <prefix><schedule_id>
+    # How long the local (SQLite) store keeps finished runs and dead letters
+    # (`duetime local --retention`); the AWS tables expire theirs by TTL after
+    # the same 90 days.
+    history_retention_s: int = Field(default=90 * 86400, ge=3600, le=3650 * 86400)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:

@@ -166,6 +166,28 @@ class SqliteQueue(Database, DeliveryQueue, WorkQueue):
                 (reason, us(self.clock.now()), message.receipt),
             )
 
+    # --- retention ------------------------------------------------------------------------
+
+    def purge_dead(self, before: datetime, *, batch_size: int = 500) -> int:
+        """Remove dead letters that died before ``before``, ``batch_size`` per write
+        transaction; how many went. (Delivered messages are deleted when handled;
+        dead ones are the only rows nothing else removes.)"""
+        if batch_size < 1:
+            raise ValueError("batch_size must be at least 1")
+        removed = 0
+        while True:
+            with self._write() as db:
+                gone = int(
+                    db.execute(
+                        "DELETE FROM delivery_queue WHERE seq IN (SELECT seq FROM delivery_queue "
+                        "WHERE state = 'dead' AND dead_at < ? ORDER BY seq LIMIT ?)",
+                        (us(before), batch_size),
+                    ).rowcount
+                )
+            removed += gone
+            if gone < batch_size:
+                return removed
+
     # --- for operators and tests ------------------------------------------------------------
 
     def dead_letters(self) -> list[tuple[str, str, str | None]]:

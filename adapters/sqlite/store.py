@@ -25,15 +25,16 @@ from __future__ import annotations
 import base64
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from adapters.sqlite.database import Database
+from domain.errors import InvalidSchedule
 from domain.identity import wall_text
-from domain.run import AttemptRecord, PendingOccurrence, Run, RunKind, RunStatus
+from domain.run import TERMINAL, AttemptRecord, PendingOccurrence, Run, RunKind, RunStatus
 from domain.schedule import (
     Schedule,
     SchedulePolicy,
@@ -57,6 +58,18 @@ from service.ports import (
 )
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+# Rows a purge removes per write transaction: a few milliseconds of the write
+# lock (bench/growth.py).
+PURGE_BATCH = 500
+# store_meta's name for the latest purge cutoff (microseconds).
+PURGED_BEFORE = "purged_before"
+_FINISHED_TEXT = frozenset(status.value for status in TERMINAL)
+# A purge's condition, re-checked by the statement that deletes: finished, no
+# longer pending, and scheduled before the cutoff.
+_PURGE = (
+    "DELETE FROM occurrences WHERE rowid = ? AND pending = 0 AND scheduled_at < ? "
+    f"AND status IN ({', '.join(repr(s) for s in sorted(_FINISHED_TEXT))})"
+)
 # Versions kept decoded in memory (bounded, so a tick's memory does not grow
 # with the number of schedules).
 VERSION_CACHE_SIZE = 2048
@@ -142,6 +155,10 @@ CREATE TABLE IF NOT EXISTS heartbeats (
 CREATE TABLE IF NOT EXISTS webhook_secrets (
     schedule_id TEXT PRIMARY KEY,
     secret TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS store_meta (
+    name TEXT PRIMARY KEY,
+    value INTEGER NOT NULL
 );
 """
 
@@ -240,6 +257,49 @@ _STATUS_TEXT = {status: status.value for status in RunStatus}
 _KIND_TEXT = {kind: kind.value for kind in RunKind}
 
 
+def _attempt_log_text(log: Sequence[AttemptRecord]) -> str:
+    """The attempt log as compact JSON: one ``[started, finished, outcome, error]``
+    array per attempt (instants in microseconds), its number being its position
+    from 1; a fifth element only when an attempt's number is not its position.
+
+    Half the bytes of the keyed objects the store wrote before (about 55 of the
+    110 bytes of a one-attempt run), which ``_attempt_log`` still reads.
+    """
+    entries: list[list[Any]] = []
+    for position, a in enumerate(log, 1):
+        entry: list[Any] = [us(a.started_at), _opt_us(a.finished_at), a.outcome, a.error]
+        if a.number != position:
+            entry.append(a.number)
+        entries.append(entry)
+    return json.dumps(entries, separators=(",", ":"))
+
+
+def _attempt_log(text: str) -> tuple[AttemptRecord, ...]:
+    records: list[AttemptRecord] = []
+    for position, a in enumerate(json.loads(text), 1):
+        if isinstance(a, dict):  # the keyed form of files written before
+            records.append(
+                AttemptRecord(
+                    number=a["number"],
+                    started_at=from_us(a["started_at"]),
+                    finished_at=_opt_dt(a["finished_at"]),
+                    outcome=a["outcome"],
+                    error=a["error"],
+                )
+            )
+        else:
+            records.append(
+                AttemptRecord(
+                    number=a[4] if len(a) > 4 else position,
+                    started_at=from_us(a[0]),
+                    finished_at=_opt_dt(a[1]),
+                    outcome=a[2],
+                    error=a[3],
+                )
+            )
+    return tuple(records)
+
+
 def run_row(run: Run) -> tuple[Any, ...]:
     # Once per occurrence materialized: the NULL columns of a fresh record cost
     # a test each, not a call.
@@ -270,20 +330,7 @@ def run_row(run: Run) -> tuple[Any, ...]:
         run.reason,
         None if run.result is None else _json(dict(run.result)),
         None if (at := run.run_lease_expires_at) is None else us(at),
-        None
-        if not attempt_log
-        else _json(
-            [
-                {
-                    "number": a.number,
-                    "started_at": us(a.started_at),
-                    "finished_at": _opt_us(a.finished_at),
-                    "outcome": a.outcome,
-                    "error": a.error,
-                }
-                for a in attempt_log
-            ]
-        ),
+        None if not attempt_log else _attempt_log_text(attempt_log),
         run.run_token_hash,
         None if run.progress is None else _json(dict(run.progress)),
     )
@@ -294,18 +341,7 @@ _KIND = {kind.value: kind for kind in RunKind}
 
 
 def run_from_row(row: Sequence[Any]) -> Run:
-    attempt_log: tuple[AttemptRecord, ...] = ()
-    if row[21]:
-        attempt_log = tuple(
-            AttemptRecord(
-                number=a["number"],
-                started_at=from_us(a["started_at"]),
-                finished_at=_opt_dt(a["finished_at"]),
-                outcome=a["outcome"],
-                error=a["error"],
-            )
-            for a in json.loads(row[21])
-        )
+    attempt_log: tuple[AttemptRecord, ...] = _attempt_log(row[21]) if row[21] else ()
     # Once per occurrence on the dispatch path: dict lookups, not Enum calls; no
     # work for the NULL columns a pending record has; and every field set in one
     # dict, without Run's checks, which hold by construction (scheduled_at is
@@ -730,6 +766,7 @@ class SqliteStore(Database, Store):
 
     def insert(self, runs: Sequence[Run]) -> list[str]:
         with self._write() as db:
+            _refuse_purged_backfill(db, runs)
             return [
                 run.occurrence_id
                 for run in runs
@@ -839,6 +876,112 @@ class SqliteStore(Database, Store):
             cursor = db.executemany(_MARK_SENT, [(now_us, oid) for oid in occurrence_ids])
             return int(cursor.rowcount)
 
+    # --- retention ------------------------------------------------------------------------
+
+    def purged_before(self) -> datetime | None:
+        """The latest cutoff a purge used: finished history before it may be gone."""
+        rows = self._read("SELECT value FROM store_meta WHERE name = ?", (PURGED_BEFORE,))
+        return from_us(rows[0][0]) if rows else None
+
+    def purge_history(
+        self,
+        before: datetime,
+        *,
+        batch_size: int = PURGE_BATCH,
+        between_batches: Callable[[], None] | None = None,
+    ) -> int:
+        """Remove finished runs scheduled before ``before``; how many went.
+
+        A run goes only when it is finished (succeeded, failed, expired,
+        skipped, cancelled) and no longer pending, re-checked by the DELETE
+        itself; each schedule keeps its newest succeeded run whatever its age,
+        so the watchdog still knows its last success. The occurrence row is
+        also the claim of its business key and holds its attempt log, so one
+        row per run is all there is to remove.
+
+        Work goes in batches of at most ``batch_size`` rows, each its own short
+        write transaction (``between_batches`` runs between them), so the tick
+        waits for at most one batch. Candidates are found by reading each
+        schedule's runs in ``scheduled_at`` order from the schedule index,
+        outside the write lock.
+
+        The cutoff is recorded first (``purged_before``): from then on a
+        backfill that reaches before it is refused (``insert``), because the
+        slots it would fill may have had a run that is now gone.
+        """
+        if batch_size < 1:
+            raise ValueError("batch_size must be at least 1")
+        cutoff = us(before)
+        with self._write() as db:
+            db.execute(
+                "INSERT INTO store_meta (name, value) VALUES (?, ?) ON CONFLICT (name) "
+                "DO UPDATE SET value = max(value, excluded.value)",
+                (PURGED_BEFORE, cutoff),
+            )
+        removed = 0
+        schedule_id = ""
+        while True:
+            # The next schedule that has runs: one probe of the schedule index.
+            rows = self._read(
+                "SELECT schedule_id FROM occurrences INDEXED BY occurrences_by_schedule "
+                "WHERE schedule_id > ? ORDER BY schedule_id LIMIT 1",
+                (schedule_id,),
+            )
+            if not rows:
+                return removed
+            schedule_id = rows[0][0]
+            removed += self._purge_schedule(schedule_id, cutoff, batch_size, between_batches)
+
+    def _purge_schedule(
+        self,
+        schedule_id: str,
+        cutoff: int,
+        batch_size: int,
+        between_batches: Callable[[], None] | None,
+    ) -> int:
+        keep: str | None = None
+        looked = False
+        removed = 0
+        cursor: tuple[int, str] = (-(2**62), "")
+        while True:
+            rows = self._read(
+                "SELECT rowid, scheduled_at, occurrence_id, status, pending FROM occurrences "
+                "INDEXED BY occurrences_by_schedule WHERE schedule_id = ? "
+                "AND (scheduled_at, occurrence_id) > (?, ?) AND scheduled_at < ? "
+                "ORDER BY scheduled_at, occurrence_id LIMIT ?",
+                (schedule_id, cursor[0], cursor[1], cutoff, batch_size),
+            )
+            if not rows:
+                return removed
+            cursor = (rows[-1][1], rows[-1][2])
+            if not looked:
+                newest_success = self._read(
+                    "SELECT occurrence_id FROM occurrences WHERE schedule_id = ? AND status = ? "
+                    "ORDER BY scheduled_at DESC, occurrence_id DESC LIMIT 1",
+                    (schedule_id, RunStatus.SUCCEEDED.value),
+                )
+                keep = newest_success[0][0] if newest_success else None
+                looked = True
+            doomed = [
+                (r[0], cutoff) for r in rows if r[3] in _FINISHED_TEXT and not r[4] and r[2] != keep
+            ]
+            if doomed:
+                with self._write() as db:
+                    removed += int(db.executemany(_PURGE, doomed).rowcount)
+                if between_batches is not None:
+                    between_batches()
+            if len(rows) < batch_size:
+                return removed
+
+    def storage(self) -> dict[str, int]:
+        """The file's pages: ``page_size``, ``pages`` and ``free_pages`` (reusable)."""
+        with self._lock:
+            return {
+                "page_size": int(self._db.execute("PRAGMA page_size").fetchone()[0]),
+                "pages": int(self._db.execute("PRAGMA page_count").fetchone()[0]),
+                "free_pages": int(self._db.execute("PRAGMA freelist_count").fetchone()[0]),
+            }
+
     # --- leases and heartbeats -----------------------------------------------------------
 
     def acquire(self, shard: int, owner: str, now: datetime, ttl: timedelta) -> Lease | None:
@@ -891,6 +1034,29 @@ class SqliteStore(Database, Store):
                 (heartbeat.component, us(heartbeat.at), json.dumps(dict(heartbeat.detail))),
             )
 
+    def purge_heartbeats(self, prefix: str, stale_before: datetime) -> int:
+        """Remove the heartbeats under ``prefix`` last written before ``stale_before``
+        (a tick process that stopped leaves its membership row behind)."""
+        with self._write() as db:
+            return int(
+                db.execute(
+                    "DELETE FROM heartbeats WHERE substr(component, 1, ?) = ? AND at < ?",
+                    (len(prefix), prefix, us(stale_before)),
+                ).rowcount
+            )
+
+    def purge_orphan_heartbeats(self, prefix: str) -> int:
+        """Remove the ``<prefix><schedule_id>`` heartbeats of deleted schedules."""
+        with self._write() as db:
+            return int(
+                db.execute(
+                    "DELETE FROM heartbeats WHERE substr(component, 1, ?) = ? AND NOT EXISTS ("
+                    "SELECT 1 FROM schedules s WHERE s.schedule_id = substr(component, ?) "
+                    "AND s.deleted_at IS NULL)",
+                    (len(prefix), prefix, len(prefix) + 1),
+                ).rowcount
+            )
+
     def heartbeat(self, component: str) -> Heartbeat | None:
         rows = self._read("SELECT at, detail FROM heartbeats WHERE component = ?", (component,))
         if not rows:
@@ -922,6 +1088,25 @@ def _each_or_all(
     db.execute(f"ROLLBACK TO {name}")
     db.execute(f"RELEASE {name}")
     return [db.execute(sql, p).rowcount == 1 for p in params]
+
+
+def _refuse_purged_backfill(db: sqlite3.Connection, runs: Sequence[Run]) -> None:
+    """A backfill may not reach before the latest purge's cutoff: a slot there
+    may have had a run that the purge removed, and filling it again would run
+    that slot twice. Checked inside the insert's write transaction."""
+    backfills = [run for run in runs if run.kind is RunKind.BACKFILL]
+    if not backfills:
+        return
+    row = db.execute("SELECT value FROM store_meta WHERE name = ?", (PURGED_BEFORE,)).fetchone()
+    if row is None:
+        return
+    floor = from_us(row[0])
+    if min(run.scheduled_at for run in backfills) < floor:
+        raise InvalidSchedule(
+            "start_at",
+            f"must not be before {floor.isoformat()}: history older than the store's "
+            "retention has been removed, so a backfill there could run a slot twice",
+        )
 
 
 def _lease(row: Sequence[Any]) -> Lease:
