@@ -48,7 +48,7 @@ from botocore.exceptions import ClientError
 
 from adapters.dynamodb import items as it
 from domain.run import PendingOccurrence, Run, RunStatus
-from domain.schedule import Schedule, ScheduleVersion
+from domain.schedule import Quarantine, Schedule, ScheduleVersion, quarantine_to_text
 from service.ports import (
     Closure,
     DueSchedule,
@@ -543,6 +543,7 @@ class DynamoStore(Store):
                         "updated_at": it.iso(now),
                         **self._next_due_fields(new.schedule_id, next_due),
                     },
+                    remove=("quarantine",),
                     condition=(
                         "attribute_exists(pk) AND #version = :expected_version AND "
                         f"{due_condition} AND attribute_not_exists(#deleted_at)"
@@ -591,12 +592,32 @@ class DynamoStore(Store):
                     "due_shard": it.due_shard(schedule_id, self.due_shards),
                     **self._next_due_fields(schedule_id, next_due),
                 },
+                remove=("quarantine",),
                 condition=(
                     "attribute_exists(pk) AND #paused = :true AND "
                     f"attribute_not_exists(#deleted_at) AND {due_condition}"
                 ),
                 names={"#deleted_at": "deleted_at"},
                 values={":true": {"BOOL": True}, **due_values},
+            )
+            is not None
+        )
+
+    def quarantine(self, schedule_id: str, version: int, quarantine: Quarantine) -> bool:
+        # Out of the due index by removing due_key (due_shard says paused or
+        # not, and stays); save_version and resume set due_key again.
+        return (
+            self._update(
+                self.tables.schedules,
+                it.head_key(schedule_id),
+                set_={"quarantine": quarantine_to_text(quarantine)},
+                remove=("due_key",),
+                condition=(
+                    "attribute_exists(pk) AND #version = :version "
+                    "AND attribute_not_exists(#deleted_at)"
+                ),
+                names={"#version": "version", "#deleted_at": "deleted_at"},
+                values={":version": {"N": str(version)}},
             )
             is not None
         )
@@ -660,9 +681,15 @@ class DynamoStore(Store):
             },
             condition=(
                 "#version = :expected_version AND #next_due = :expected_due AND "
-                "#paused = :false AND attribute_not_exists(#deleted_at)"
+                "#paused = :false AND attribute_not_exists(#deleted_at) AND "
+                "attribute_not_exists(#quarantine)"
             ),
-            names={"#version": "version", "#paused": "paused", "#deleted_at": "deleted_at"},
+            names={
+                "#version": "version",
+                "#paused": "paused",
+                "#deleted_at": "deleted_at",
+                "#quarantine": "quarantine",
+            },
             values={
                 ":expected_version": {"N": str(item.expected_version)},
                 ":expected_due": {"S": it.iso(expected_due)},

@@ -35,11 +35,14 @@ from adapters.sqlite.database import Database
 from domain.identity import wall_text
 from domain.run import AttemptRecord, PendingOccurrence, Run, RunKind, RunStatus
 from domain.schedule import (
+    Quarantine,
     Schedule,
     SchedulePolicy,
     ScheduleState,
     ScheduleVersion,
     dumps,
+    quarantine_from_text,
+    quarantine_to_text,
     stored_policy,
     stored_spec,
     stored_target,
@@ -145,6 +148,12 @@ CREATE TABLE IF NOT EXISTS webhook_secrets (
 );
 """
 
+# Columns added after the first release, each with the statement that adds it
+# to a database made before it (checked when the store is opened).
+_ADDED_COLUMNS = (
+    ("schedules", "quarantine", "ALTER TABLE schedules ADD COLUMN quarantine TEXT"),
+)
+
 _RUN_COLUMNS = (
     "occurrence_id, business_key, schedule_id, version, kind, scheduled_at, wall, fold, "
     "bucket, shard, status, pending, materialized_at, attempts, admitted_at, sent_at, "
@@ -160,15 +169,15 @@ _RUN_INSERT = (
 _MATERIALIZE = (
     "UPDATE schedules SET next_due = ?, last_materialized_at = ?, updated_at = ? "
     "WHERE schedule_id = ? AND version = ? AND next_due = ? "
-    "AND paused = 0 AND deleted_at IS NULL"
+    "AND paused = 0 AND deleted_at IS NULL AND quarantine IS NULL"
 )
 # Admission's condition: still scheduled, and its schedule active (not paused,
-# not deleted), checked in the statement that writes.
+# not deleted, not quarantined), checked in the statement that writes.
 _ADMIT = (
     "UPDATE occurrences SET status = 'admitted', admitted_at = ? "
     "WHERE occurrence_id = ? AND status = 'scheduled' AND EXISTS ("
     "SELECT 1 FROM schedules s WHERE s.schedule_id = occurrences.schedule_id "
-    "AND s.paused = 0 AND s.deleted_at IS NULL)"
+    "AND s.paused = 0 AND s.deleted_at IS NULL AND s.quarantine IS NULL)"
 )
 _CLOSE = (
     "UPDATE occurrences SET status = ?, reason = ?, finished_at = ?, pending = 0 "
@@ -182,13 +191,13 @@ _MARK_SENT = (
 _HEAD_SELECT = (
     "SELECT s.schedule_id, s.version, s.paused, s.note, s.next_due, s.last_materialized_at, "
     "s.created_at, s.updated_at, s.deleted_at, "
-    "v.created_at, v.name, v.spec, v.policy, v.target, v.payload "
+    "v.created_at, v.name, v.spec, v.policy, v.target, v.payload, s.quarantine "
     "FROM schedules s JOIN schedule_versions v "
     "ON v.schedule_id = s.schedule_id AND v.version = s.version "
 )
 _SCHEDULE_COLUMNS = (
     "schedule_id, version, paused, note, next_due, last_materialized_at, "
-    "created_at, updated_at, deleted_at"
+    "created_at, updated_at, deleted_at, quarantine"
 )
 
 
@@ -389,6 +398,16 @@ class SqliteStore(Database, Store):
     def __init__(self, path: str | Path, *, busy_timeout_s: float = 30.0) -> None:
         super().__init__(path, SCHEMA, busy_timeout_s=busy_timeout_s, cache_kib=65536)
         self._versions: dict[tuple[str, int], ScheduleVersion] = {}
+        self._add_columns()
+
+    def _add_columns(self) -> None:
+        """Bring a database made by an earlier release up to this schema: one
+        write transaction, so two processes opening it at once add each column once."""
+        with self._write() as db:
+            for table, column, statement in _ADDED_COLUMNS:
+                present = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+                if column not in present:
+                    db.execute(statement)
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         with self._lock:
@@ -418,7 +437,7 @@ class SqliteStore(Database, Store):
             if existing_id is None:
                 try:
                     db.execute(
-                        f"INSERT INTO schedules ({_SCHEDULE_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?)",
+                        f"INSERT INTO schedules ({_SCHEDULE_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)",
                         self._schedule_row(schedule),
                     )
                 except sqlite3.IntegrityError:
@@ -442,6 +461,7 @@ class SqliteStore(Database, Store):
             us(schedule.created_at),
             us(schedule.updated_at),
             _opt_us(schedule.deleted_at),
+            quarantine_to_text(schedule.quarantine),
         )
 
     @staticmethod
@@ -479,6 +499,7 @@ class SqliteStore(Database, Store):
             created_at=epoch + row[6] * micro,
             updated_at=epoch + row[7] * micro,
             deleted_at=None if row[8] is None else epoch + row[8] * micro,
+            quarantine=None if row[15] is None else quarantine_from_text(row[15]),
         )
         return schedule
 
@@ -581,7 +602,7 @@ class SqliteStore(Database, Store):
             "FROM schedules s JOIN schedule_versions v "
             "ON v.schedule_id = s.schedule_id AND v.version = s.version "
             "WHERE s.paused = 0 AND s.deleted_at IS NULL "
-            "AND s.next_due IS NOT NULL AND s.next_due <= ? "
+            "AND s.next_due IS NOT NULL AND s.next_due <= ? AND s.quarantine IS NULL "
             "AND (s.next_due, s.schedule_id) > (?, ?) "
             "ORDER BY s.next_due, s.schedule_id LIMIT ?",
             (us(until), after[0], after[1], limit + 1),
@@ -609,7 +630,7 @@ class SqliteStore(Database, Store):
     ) -> bool:
         with self._write() as db:
             changed = db.execute(
-                "UPDATE schedules SET version = ?, next_due = ?, updated_at = ? "
+                "UPDATE schedules SET version = ?, next_due = ?, updated_at = ?, quarantine = NULL "
                 "WHERE schedule_id = ? AND version = ? AND next_due IS ? AND deleted_at IS NULL",
                 (
                     new.version,
@@ -647,10 +668,22 @@ class SqliteStore(Database, Store):
         with self._write() as db:
             return (
                 db.execute(
-                    "UPDATE schedules SET paused = 0, note = NULL, next_due = ?, updated_at = ? "
+                    "UPDATE schedules SET paused = 0, note = NULL, next_due = ?, updated_at = ?, "
+                    "quarantine = NULL "
                     "WHERE schedule_id = ? AND paused = 1 AND deleted_at IS NULL "
                     "AND next_due IS ?",
                     (_opt_us(next_due), us(now), schedule_id, _opt_us(expected_next_due)),
+                ).rowcount
+                == 1
+            )
+
+    def quarantine(self, schedule_id: str, version: int, quarantine: Quarantine) -> bool:
+        with self._write() as db:
+            return (
+                db.execute(
+                    "UPDATE schedules SET quarantine = ? "
+                    "WHERE schedule_id = ? AND version = ? AND deleted_at IS NULL",
+                    (quarantine_to_text(quarantine), schedule_id, version),
                 ).rowcount
                 == 1
             )
