@@ -150,9 +150,7 @@ CREATE TABLE IF NOT EXISTS webhook_secrets (
 
 # Columns added after the first release, each with the statement that adds it
 # to a database made before it (checked when the store is opened).
-_ADDED_COLUMNS = (
-    ("schedules", "quarantine", "ALTER TABLE schedules ADD COLUMN quarantine TEXT"),
-)
+_ADDED_COLUMNS = (("schedules", "quarantine", "ALTER TABLE schedules ADD COLUMN quarantine TEXT"),)
 
 _RUN_COLUMNS = (
     "occurrence_id, business_key, schedule_id, version, kind, scheduled_at, wall, fold, "
