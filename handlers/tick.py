@@ -99,6 +99,8 @@ def emit(report: TickReport) -> None:
     expired = report.plan.expired + report.dispatch.expired
     m.add_metric(name=Metric.OCCURRENCES_SKIPPED, unit=MetricUnit.Count, value=skipped)
     m.add_metric(name=Metric.OCCURRENCES_EXPIRED, unit=MetricUnit.Count, value=expired)
+    quarantined = len(report.plan.quarantined) + len(report.dispatch.quarantined)
+    m.add_metric(name=Metric.SCHEDULES_QUARANTINED, unit=MetricUnit.Count, value=quarantined)
     if report.dispatch.max_lag_s is not None:
         m.add_metric(
             name=Metric.DISPATCH_LAG, unit=MetricUnit.Seconds, value=report.dispatch.max_lag_s
