@@ -34,9 +34,10 @@ from domain.timezones import DstFold, DstGap, Note, load_zone, resolve
 
 ONE_DAY = timedelta(days=1)
 _EPSILON = timedelta(microseconds=1)
-# A day from these, an instant would overflow; a zone is probed within them.
-_FIRST = datetime.min.replace(tzinfo=UTC) + ONE_DAY
-_LAST = datetime.max.replace(tzinfo=UTC) - ONE_DAY
+# A zone's offsets are probed a day either side of an instant, read in the zone
+# (up to a day away again): within these bounds, that never leaves the calendar.
+_FIRST = datetime.min.replace(tzinfo=UTC) + 2 * ONE_DAY
+_LAST = datetime.max.replace(tzinfo=UTC) - 2 * ONE_DAY
 
 
 @dataclass(frozen=True)
