@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
@@ -36,6 +37,7 @@ from domain.identity import wall_text
 from domain.run import AttemptRecord, PendingOccurrence, Run, RunKind, RunStatus
 from domain.schedule import (
     Quarantine,
+    QuarantineComponent,
     Schedule,
     SchedulePolicy,
     ScheduleState,
@@ -65,6 +67,7 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 VERSION_CACHE_SIZE = 2048
 _US = timedelta(microseconds=1)
 _ACTIVE = ScheduleState()
+_log = logging.getLogger("duetime")
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS schedules (
@@ -530,6 +533,25 @@ class SqliteStore(Database, Store):
         versions[key] = value
         return value
 
+    def _readable(
+        self, decode: Any, rows: Sequence[Sequence[Any]], *, quarantine: bool = False
+    ) -> Iterator[Any]:
+        """``decode(row)`` for each row that decodes; a row whose stored spec,
+        policy or target can no longer be read (a rule tightened since it was
+        saved) is left out and logged, and with ``quarantine``, quarantined
+        (rows start with schedule_id, version)."""
+        for row in rows:
+            try:
+                yield decode(row)
+            except Exception as error:
+                _log.error(
+                    "stored schedule cannot be read",
+                    extra={"schedule_id": row[0], "version": row[1], "error": repr(error)[:500]},
+                )
+                if quarantine:
+                    found = Quarantine.of(error, QuarantineComponent.PLAN, datetime.now(UTC))
+                    self.quarantine(row[0], row[1], found)
+
     def get(self, schedule_id: str) -> Schedule | None:
         rows = self._read(_HEAD_SELECT + "WHERE s.schedule_id = ?", (schedule_id,))
         return self._schedule_from_row(rows[0]) if rows else None
@@ -578,7 +600,10 @@ class SqliteStore(Database, Store):
                 "ON v.schedule_id = k.sid AND v.version = k.ver",
                 [part for key in chunk for part in key],
             )
-            found.update(((r[0], r[1]), stored_policy(r[2])) for r in rows)
+            try:
+                found.update(((r[0], r[1]), stored_policy(r[2])) for r in rows)
+            except Exception:  # one no rule reads any more: left out, as a missing version
+                found.update(self._readable(lambda r: ((r[0], r[1]), stored_policy(r[2])), rows))
         return found
 
     def list_schedules(self, limit: int, token: str | None = None) -> Page[Schedule]:
@@ -589,7 +614,10 @@ class SqliteStore(Database, Store):
             "ORDER BY s.created_at, s.schedule_id LIMIT ?",
             (after[0], after[1], limit + 1),
         )
-        items = tuple(self._schedule_from_row(r) for r in rows[:limit])
+        try:
+            items = tuple(self._schedule_from_row(r) for r in rows[:limit])
+        except Exception:  # a stored definition no rule reads any more: leave that one out
+            items = tuple(self._readable(self._schedule_from_row, rows[:limit]))
         next_token = _token([rows[limit - 1][6], rows[limit - 1][0]]) if len(rows) > limit else None
         return Page(items, next_token)
 
@@ -609,12 +637,19 @@ class SqliteStore(Database, Store):
         # (cached by text, so everyone with the same spec shares one value).
         # DueSchedule(...) made without its generated __new__, in field order.
         epoch, micro, spec, policy, new = _EPOCH, _US, stored_spec, stored_policy, tuple.__new__
-        items: tuple[DueSchedule, ...] = tuple(
-            [
-                new(DueSchedule, (r[0], r[1], epoch + r[2] * micro, spec(r[3]), policy(r[4])))
-                for r in rows[:limit]
-            ]
-        )
+
+        def decode(r: Sequence[Any]) -> DueSchedule:
+            return new(DueSchedule, (r[0], r[1], epoch + r[2] * micro, spec(r[3]), policy(r[4])))
+
+        try:
+            items: tuple[DueSchedule, ...] = tuple(
+                [
+                    new(DueSchedule, (r[0], r[1], epoch + r[2] * micro, spec(r[3]), policy(r[4])))
+                    for r in rows[:limit]
+                ]
+            )
+        except Exception:  # a stored definition no rule reads any more: quarantined
+            items = tuple(self._readable(decode, rows[:limit], quarantine=True))
         next_token = _token([rows[limit - 1][2], rows[limit - 1][0]]) if len(rows) > limit else None
         return Page(items, next_token)
 

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
+import domain.schedule as schedule_module
+from domain.errors import InvalidSchedule
 from domain.partition import Partitioning
 from domain.run import PendingOccurrence, Reason, Run, RunKind, RunStatus, new_occurrence
 from domain.schedule import Quarantine, QuarantineComponent, ScheduleVersion, parse_policy
@@ -614,3 +617,37 @@ def test_occurrences_at_the_end_of_time_are_stored_and_read_back(store: Store) -
     assert outcome.applied and outcome.inserted == (run.occurrence_id,)
     found = store.get_run(run.occurrence_id)
     assert found is not None and found.scheduled_at == utc("9999-12-31T23:59:59Z")
+
+
+def test_a_schedule_whose_stored_spec_no_longer_reads_is_quarantined_and_left_out(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rule tightened after a schedule was saved (a time zone gone from the
+    database, a bound added): planning and listing carry on without it."""
+    healthy = build_schedule(NOW)
+    poisoned = build_schedule(NOW, spec={"cron": "13 13 13 * *", "time_zone": "UTC"})
+    store.create(healthy)
+    store.create(poisoned)
+    real = schedule_module.parse_spec
+
+    def parse_spec(data: Any, *, created_at: Any) -> Any:
+        if data.get("cron") == "13 13 13 * *":
+            raise InvalidSchedule("spec.time_zone", "'UTC' is not a time zone any more")
+        return real(data, created_at=created_at)
+
+    monkeypatch.setattr(schedule_module, "parse_spec", parse_spec)
+    # As after a restart: nothing decoded is kept in memory.
+    schedule_module.stored_spec.cache_clear()
+    store._versions.clear()  # type: ignore[attr-defined]
+
+    due = store.due(utc("2026-12-31T00:00:00Z"), 10)
+    listed = store.list_schedules(10)
+
+    assert [d.schedule_id for d in due.items] == [healthy.schedule_id]
+    assert [s.schedule_id for s in listed.items] == [healthy.schedule_id]
+    monkeypatch.undo()
+    schedule_module.stored_spec.cache_clear()
+    found = store.get(poisoned.schedule_id)
+    assert found is not None and found.quarantine is not None
+    assert found.quarantine.component is QuarantineComponent.PLAN
+    assert "is not a time zone any more" in found.quarantine.reason
