@@ -116,6 +116,7 @@ def run_tick(
     monotonic: Callable[[], float] = time.monotonic,
 ) -> dict[str, Any]:
     """Plan + dispatch passes until ``budget_s`` is used up (at least one pass)."""
+    logger()  # built first: a pass's own log lines (a quarantine) go through it
     deadline = monotonic() + budget_s
     totals: dict[str, Any] = {
         "passes": 0,

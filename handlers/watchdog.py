@@ -56,10 +56,10 @@ def summary(report: WatchReport) -> dict[str, Any]:
 
 def run_watchdog(watchdog: Watchdog) -> dict[str, Any]:
     """One watchdog pass: verdicts, metrics, one log line. Shared with the local stack."""
+    log = logger()  # built first: the pass's own log lines (a quarantine) go through it
     report = watchdog.run()
     emit(report)
     result = summary(report)
-    log = logger()
     if report.overdue or report.quarantined or report.tick_heartbeat_age_s is None:
         log.warning("watchdog pass", extra=result)
     else:
