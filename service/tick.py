@@ -154,6 +154,14 @@ class _PlannedSlots:
     waiting: int  # neither skipped nor expired: admitted, or waiting for admission
 
 
+class _Unplannable(Exception):
+    """The slots of one schedule could not be computed (``error`` says why)."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
 class DirectAdmission:
     """The shards a pass may admit into as it materializes, and where the
     admitted go: built by the dispatcher for one pass (see the module's
@@ -215,12 +223,12 @@ class Planner:
                 # the page, and the pass, carry on with the others.
                 try:
                     made = self._materialization(schedule, now, horizon, direct)
-                except Exception as error:  # any error sets that one aside
+                except _Unplannable as unplannable:
                     if quarantine_schedule(
                         self.store,
                         schedule.schedule_id,
                         schedule.version,
-                        error,
+                        unplannable.error,
                         QuarantineComponent.PLAN,
                         now,
                     ):
@@ -272,7 +280,12 @@ class Planner:
             by_value = (spec, policy, next_due)
             found = self._by_value.get(by_value)
             if found is None:
-                found = self._plan_slots(schedule, now, horizon)
+                # Only the computation is guarded: a store that fails (direct
+                # admission reads leases) fails the pass, as before.
+                try:
+                    found = self._plan_slots(schedule, now, horizon)
+                except Exception as error:  # any error sets that schedule aside
+                    raise _Unplannable(error) from error
                 if len(self._by_value) < 1024:
                     self._by_value[by_value] = found
             held = (spec, policy, found)

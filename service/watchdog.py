@@ -48,6 +48,11 @@ class Watchdog:
         self.clock = clock
 
     def check(self, schedule: Schedule, now: datetime) -> Watch:
+        last_success, accounted = self._evidence(schedule)
+        return watch(schedule, last_success, now, accounted)
+
+    def _evidence(self, schedule: Schedule) -> tuple[datetime | None, datetime | None]:
+        """The schedule's last success, and the newest slot skipped while paused."""
         last_success: datetime | None = None
         accounted: datetime | None = None
         page = self.store.runs(schedule.schedule_id, RUNS_SEARCHED)
@@ -61,7 +66,7 @@ class Watchdog:
                 and run.reason == Reason.PAUSED
             ):
                 accounted = run.scheduled_at
-        return watch(schedule, last_success, now, accounted)
+        return last_success, accounted
 
     def run(self) -> WatchReport:
         now = self.clock.now()
@@ -74,9 +79,12 @@ class Watchdog:
                     report.set_aside += 1
                     continue
                 # One schedule that cannot be judged is quarantined; the pass
-                # carries on with the others.
+                # carries on with the others. Only the judgement is guarded: a
+                # store that fails fails the pass, as before (it is not this
+                # schedule's fault).
+                last_success, accounted = self._evidence(schedule)
                 try:
-                    verdict = self.check(schedule, now)
+                    verdict = watch(schedule, last_success, now, accounted)
                     detail = _detail(verdict)
                 except Exception as error:  # any error sets that one aside
                     if quarantine_schedule(

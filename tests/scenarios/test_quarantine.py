@@ -271,3 +271,24 @@ def test_a_database_from_before_quarantine_gets_its_column_when_opened(tmp_path:
     assert found is not None and found.quarantine is not None
     first.close()
     second.close()
+
+
+def test_a_failing_store_quarantines_no_one(setup: Setup, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A store error is no schedule's fault: the pass fails, as it did before,
+    and every schedule stays as it was (the next pass retries)."""
+    schedule = setup.create("1 8 * * *")
+    setup.clock.set(utc("2026-12-01T08:01:00Z"))  # due: direct admission reads the store
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise sqlite3.OperationalError("database is locked")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(setup.store, "pending_due", broken)
+        with pytest.raises(sqlite3.OperationalError):
+            setup.ticker.tick_once()
+    with monkeypatch.context() as patch:
+        patch.setattr(setup.store, "runs", broken)
+        with pytest.raises(sqlite3.OperationalError):
+            Watchdog(setup.store, setup.clock).run()
+    assert setup.head(schedule.schedule_id).quarantine is None
+    assert setup.ticker.tick_once().dispatch.admitted == 1
