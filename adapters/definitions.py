@@ -214,6 +214,7 @@ class Metric:
     OVERDUE_SCHEDULES = "OverdueSchedules"  # Count, from the watchdog
     LATE_SCHEDULES = "LateSchedules"  # Count, from the watchdog
     TICK_HEARTBEAT_AGE = "TickHeartbeatAge"  # Seconds, from the watchdog
+    SCHEDULES_QUARANTINED = "SchedulesQuarantined"  # Count, set aside by a tick or watchdog pass
 
 
 # Environment each Lambda function receives (besides POWERTOOLS_* and LOG_LEVEL).

@@ -49,6 +49,7 @@ from adapters.sqlite.store import (
     _MARK_SENT,
     _MATERIALIZE,
     _RUN_INSERT,
+    _SCHEDULE_COLUMNS,
     SqliteStore,
     run_row,
     us,
@@ -113,7 +114,8 @@ def seed(path: str, n: int) -> None:
         rows.append(SqliteStore._schedule_row(schedule))
         versions.append(version)
     with store._write() as db:
-        db.executemany("INSERT INTO schedules VALUES (?,?,?,?,?,?,?,?,?)", rows)
+        marks = ",".join("?" * len(rows[0]))
+        db.executemany(f"INSERT INTO schedules ({_SCHEDULE_COLUMNS}) VALUES ({marks})", rows)
         for version in versions:
             SqliteStore._insert_version(db, version)
     store.close()

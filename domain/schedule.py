@@ -100,6 +100,83 @@ class ScheduleState:
     note: str | None = None
 
 
+class QuarantineComponent(enum.StrEnum):
+    """The part of duetime that could not handle a schedule."""
+
+    PLAN = "plan"
+    DISPATCH = "dispatch"
+    WATCH = "watch"
+
+
+# The reason of the records a quarantine closes (as a pause closes them as "paused").
+QUARANTINED: Final = "quarantined"
+MAX_QUARANTINE_REASON_CHARS: Final = 500
+
+
+@dataclass(frozen=True)
+class Quarantine:
+    """Why duetime stopped planning, dispatching and watching one schedule.
+
+    Set when computing a schedule's slots, judging its occurrences or watching
+    it raised: that schedule is set aside so that every other one carries on.
+    A new version (an edit) clears it, and so does a resume after a pause.
+    """
+
+    reason: str  # the error, as text
+    component: QuarantineComponent
+    at: datetime
+
+    def __post_init__(self) -> None:
+        if self.at.tzinfo is None:
+            raise ValueError("at must be aware")
+
+    @classmethod
+    def of(cls, error: BaseException, component: QuarantineComponent, at: datetime) -> Quarantine:
+        """The quarantine an error causes, its message bounded in length."""
+        text = f"{type(error).__name__}: {error}"
+        if len(text) > MAX_QUARANTINE_REASON_CHARS:
+            text = text[: MAX_QUARANTINE_REASON_CHARS - 3] + "..."
+        return cls(text, component, at.astimezone(UTC))
+
+
+def quarantine_to_text(quarantine: Quarantine | None) -> str | None:
+    """The stored form of a quarantine: JSON text, None when healthy."""
+    if quarantine is None:
+        return None
+    return dumps(
+        {
+            "reason": quarantine.reason,
+            "component": quarantine.component.value,
+            "at": quarantine.at.astimezone(UTC).isoformat(),
+        }
+    )
+
+
+def quarantine_from_text(text: str | None) -> Quarantine | None:
+    if text is None:
+        return None
+    data = json.loads(text)
+    return Quarantine(
+        str(data["reason"]),
+        QuarantineComponent(data["component"]),
+        datetime.fromisoformat(data["at"]).astimezone(UTC),
+    )
+
+
+_LATEST: Final = datetime.max.replace(tzinfo=UTC)
+_EARLIEST: Final = datetime.min.replace(tzinfo=UTC)
+
+
+def add_clamped(instant: datetime, delta: timedelta) -> datetime:
+    """``instant + delta``, held at the first or last representable instant
+    (year 1, year 9999) instead of raising ``OverflowError``: an instant that
+    close to the end of time only ever meets comparisons."""
+    try:
+        return instant + delta
+    except OverflowError:
+        return _LATEST if delta > timedelta(0) else _EARLIEST
+
+
 @dataclass(frozen=True)
 class ScheduleVersion:
     """The parameters of one version of a schedule. Immutable, kept forever."""
@@ -133,6 +210,8 @@ class Schedule:
     ``next_due`` is the instant of the first slot not materialized yet (None
     when the spec has no more slots, or the schedule is deleted);
     ``last_materialized_at`` the instant of the latest materialized one.
+    A quarantined schedule keeps its ``next_due`` but is not planned, dispatched
+    or watched until an edit or a resume clears the quarantine.
     """
 
     schedule_id: str
@@ -144,6 +223,7 @@ class Schedule:
     created_at: datetime
     updated_at: datetime
     deleted_at: datetime | None = None
+    quarantine: Quarantine | None = None  # set aside after an error (see Quarantine)
 
     def __post_init__(self) -> None:
         if self.current.version != self.version or self.current.schedule_id != self.schedule_id:

@@ -34,6 +34,10 @@ from domain.timezones import DstFold, DstGap, Note, load_zone, resolve
 
 ONE_DAY = timedelta(days=1)
 _EPSILON = timedelta(microseconds=1)
+# A zone's offsets are probed a day either side of an instant, read in the zone
+# (up to a day away again): within these bounds, that never leaves the calendar.
+_FIRST = datetime.min.replace(tzinfo=UTC) + 2 * ONE_DAY
+_LAST = datetime.max.replace(tzinfo=UTC) - 2 * ONE_DAY
 
 
 @dataclass(frozen=True)
@@ -156,10 +160,18 @@ def _every_slots(spec: EverySpec, after: datetime) -> Iterator[Slot]:
     step = spec.every
     anchor = spec.anchor_at.astimezone(UTC)
     k = 0 if after < anchor else (after - anchor) // step + 1
-    at = anchor + step * k
+    # A slot beyond the last representable instant (year 9999) does not exist:
+    # the iteration ends there instead of raising.
+    try:
+        at = anchor + step * k
+    except OverflowError:
+        return
     while True:
         yield Slot(at, at.replace(tzinfo=None))
-        at += step
+        try:
+            at += step
+        except OverflowError:
+            return
 
 
 def _at_slots(spec: AtSpec, dst: DstPolicy, after: datetime) -> Iterator[Slot]:
@@ -187,10 +199,13 @@ def _cron_slots(spec: CronSpec, dst: DstPolicy, after: datetime) -> Iterator[Slo
     # A wall time earlier than after's own wall time can still fire after it,
     # by as much as the offsets around it differ (a fold's second copy, a
     # shifted gap time): start that much earlier.
-    offset = after.astimezone(zone).utcoffset()
+    try:
+        offset = after.astimezone(zone).utcoffset()
+    except OverflowError:
+        return  # its local time is past year 9999: no wall time is left
     assert offset is not None
     lookback = timedelta(0)
-    for probe in (after - ONE_DAY, after + ONE_DAY):
+    for probe in (max(after, _FIRST) - ONE_DAY, min(after, _LAST) + ONE_DAY):
         other = probe.astimezone(zone).utcoffset()
         assert other is not None
         lookback = max(lookback, offset - other)

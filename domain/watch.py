@@ -81,9 +81,12 @@ def watch(
         return Watch(schedule.schedule_id, WatchStatus.ENDED, now, None, last_success_at, None)
     expected_at = expected.scheduled_at
     grace = default_grace(schedule, expected_at)
-    if now <= expected_at + grace / 2:
+    # Compared as lateness (a difference of two instants, which cannot
+    # overflow), not as ``expected_at + grace``, which can near year 9999.
+    late_by = now - expected_at
+    if late_by <= grace / 2:
         status = WatchStatus.OK
-    elif now <= expected_at + grace:
+    elif late_by <= grace:
         status = WatchStatus.LATE
     else:
         status = WatchStatus.OVERDUE

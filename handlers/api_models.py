@@ -276,6 +276,16 @@ class ScheduleOut(_Out):
         default=None,
         description="the watchdog's last verdict on this schedule (none before its first pass)",
     )
+    quarantine: QuarantineOut | None = Field(
+        default=None,
+        description="why duetime set this schedule aside (null when healthy); an edit clears it",
+    )
+
+
+class QuarantineOut(_Out):
+    reason: str = Field(description="the error that set the schedule aside")
+    component: Literal["plan", "dispatch", "watch"]
+    at: Instant
 
 
 class WatchOut(_Out):
@@ -379,6 +389,9 @@ def schedule_out(
         updated_at=format_instant(schedule.updated_at),
         deleted_at=_instant(schedule.deleted_at),
         webhook_secret=webhook_secret,
+        quarantine=None
+        if (q := schedule.quarantine) is None
+        else QuarantineOut(reason=q.reason, component=q.component.value, at=format_instant(q.at)),
     )
 
 

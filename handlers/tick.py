@@ -99,6 +99,8 @@ def emit(report: TickReport) -> None:
     expired = report.plan.expired + report.dispatch.expired
     m.add_metric(name=Metric.OCCURRENCES_SKIPPED, unit=MetricUnit.Count, value=skipped)
     m.add_metric(name=Metric.OCCURRENCES_EXPIRED, unit=MetricUnit.Count, value=expired)
+    quarantined = len(report.plan.quarantined) + len(report.dispatch.quarantined)
+    m.add_metric(name=Metric.SCHEDULES_QUARANTINED, unit=MetricUnit.Count, value=quarantined)
     if report.dispatch.max_lag_s is not None:
         m.add_metric(
             name=Metric.DISPATCH_LAG, unit=MetricUnit.Seconds, value=report.dispatch.max_lag_s
@@ -114,6 +116,7 @@ def run_tick(
     monotonic: Callable[[], float] = time.monotonic,
 ) -> dict[str, Any]:
     """Plan + dispatch passes until ``budget_s`` is used up (at least one pass)."""
+    logger()  # built first: a pass's own log lines (a quarantine) go through it
     deadline = monotonic() + budget_s
     totals: dict[str, Any] = {
         "passes": 0,

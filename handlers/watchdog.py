@@ -34,6 +34,7 @@ def emit(report: WatchReport) -> None:
     m = metrics()
     m.add_metric(Metric.OVERDUE_SCHEDULES, MetricUnit.Count, report.count(WatchStatus.OVERDUE))
     m.add_metric(Metric.LATE_SCHEDULES, MetricUnit.Count, report.count(WatchStatus.LATE))
+    m.add_metric(Metric.SCHEDULES_QUARANTINED, MetricUnit.Count, len(report.quarantined))
     age = report.tick_heartbeat_age_s
     m.add_metric(
         Metric.TICK_HEARTBEAT_AGE,
@@ -48,16 +49,18 @@ def summary(report: WatchReport) -> dict[str, Any]:
         "counts": {status.value: n for status, n in sorted(report.counts.items())},
         "overdue": report.overdue[:100],
         "tick_heartbeat_age_s": report.tick_heartbeat_age_s,
+        "quarantined": report.quarantined[:100],
+        "set_aside": report.set_aside,
     }
 
 
 def run_watchdog(watchdog: Watchdog) -> dict[str, Any]:
     """One watchdog pass: verdicts, metrics, one log line. Shared with the local stack."""
+    log = logger()  # built first: the pass's own log lines (a quarantine) go through it
     report = watchdog.run()
     emit(report)
     result = summary(report)
-    log = logger()
-    if report.overdue or report.tick_heartbeat_age_s is None:
+    if report.overdue or report.quarantined or report.tick_heartbeat_age_s is None:
         log.warning("watchdog pass", extra=result)
     else:
         log.info("watchdog pass", extra=result)

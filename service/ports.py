@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 from domain.run import DeliveryIntent, PendingOccurrence, Run, RunStatus
-from domain.schedule import Schedule, SchedulePolicy, ScheduleVersion
+from domain.schedule import Quarantine, Schedule, SchedulePolicy, ScheduleVersion
 from domain.spec import ScheduleSpec
 
 T = TypeVar("T")
@@ -67,7 +67,8 @@ class Materialization(NamedTuple):
     """Occurrences of one schedule to write, with the advance of its ``next_due``.
 
     Applied only if the schedule still has ``expected_version`` and
-    ``expected_next_due`` and is active (not paused, not deleted). Then
+    ``expected_next_due`` and is active (not paused, not deleted, not
+    quarantined). Then
     ``next_due`` and ``last_materialized_at`` are set and each occurrence is
     inserted unless its business key (or occurrence id) is already taken: a
     duplicate slot is skipped, not an error. ``occurrences`` are in order of
@@ -137,7 +138,7 @@ class ScheduleStore(ABC):
     @abstractmethod
     def due(self, until: datetime, limit: int, token: str | None = None) -> Page[DueSchedule]:
         """Active schedules with ``next_due <= until``, by (next_due, schedule_id),
-        as planning reads them."""
+        as planning reads them. A quarantined schedule is not returned."""
 
     @abstractmethod
     def save_version(
@@ -152,7 +153,8 @@ class ScheduleStore(ABC):
 
         Condition: the schedule is at version N (``new.version - 1``), its
         ``next_due`` is ``expected_next_due`` and it is not deleted. The
-        earlier versions stay readable. False when the condition failed.
+        earlier versions stay readable. A quarantine is cleared. False when
+        the condition failed.
         """
 
     @abstractmethod
@@ -168,9 +170,22 @@ class ScheduleStore(ABC):
         next_due: datetime | None,
         now: datetime,
     ) -> bool:
-        """Clear paused and the note, set ``next_due``.
+        """Clear paused, the note and any quarantine, set ``next_due``.
 
         Condition: paused, not deleted, ``next_due`` is ``expected_next_due``.
+        """
+
+    @abstractmethod
+    def quarantine(self, schedule_id: str, version: int, quarantine: Quarantine) -> bool:
+        """Set a schedule aside after an error: record ``quarantine`` on it.
+
+        From then on ``due`` leaves it out (its ``next_due`` is kept, for the
+        user to see), a materialization of it is refused, and an adapter that
+        checks the schedule when admitting (SQLite) refuses its records; the
+        caller closes what is waiting, as a pause does. ``save_version`` and
+        ``resume`` clear it. Condition: the schedule is at ``version`` and not
+        deleted (a quarantine judged on an older version does not land on a
+        newer one). A second quarantine replaces the first.
         """
 
     @abstractmethod

@@ -12,15 +12,23 @@ Rules they keep:
   started are not touched;
 - resume plans from now; the slots missed while paused are recorded as
   skipped (paused): one record each up to a bound, then one counted summary;
-- delete stops everything and keeps the history readable.
+- delete stops everything and keeps the history readable;
+- a 500 never leaves anything stored: create, edit and resume compute all
+  that can fail (the first ``next_due``, the occurrences the answer shows,
+  the stored form) before their first write, and a spec whose occurrences
+  cannot be computed is refused as bad input naming ``spec``;
+- reading never fails on one schedule: a schedule whose next occurrences
+  cannot be computed is shown with none (the tick and the watchdog
+  quarantine it, and the quarantine is shown).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from domain.errors import InvalidSchedule
 from domain.identity import new_schedule_id, occurrence_id
@@ -40,7 +48,9 @@ from domain.schedule import (
     ScheduleVersion,
     check_name,
     check_payload,
+    dumps,
     parse_policy,
+    version_to_dict,
 )
 from domain.spec import AtSpec, ScheduleSpec, Slot, parse_spec, slots_after, spec_zone_name
 from domain.targets import parse_target
@@ -60,8 +70,12 @@ MAX_PAGE: Final = 100
 RESUME_RECORD_LIMIT: Final = 100
 # How far a summary counts before it says "at least".
 RESUME_COUNT_LIMIT: Final = 100_000
+_T = TypeVar("_T")
 _RETRIES: Final = 5
 _EPSILON: Final = timedelta(microseconds=1)
+# How many next occurrences a schedule's answer shows (and create/edit check).
+NEXT_SHOWN: Final = 5
+_log: Final = logging.getLogger("duetime")
 
 
 @dataclass(frozen=True)
@@ -117,6 +131,15 @@ def local_time(spec: ScheduleSpec, instant: datetime) -> datetime:
     return instant.astimezone(load_zone(spec_zone_name(spec)))
 
 
+def shown_slots(schedule: Schedule, count: int, after: datetime) -> list[Slot]:
+    """``upcoming``, each with its local time computed once as the answer
+    shows it: whatever raises here, raises before anything is stored."""
+    slots = upcoming(schedule, count, after)
+    for slot in slots:
+        local_time(schedule.current.spec, slot.scheduled_at)
+    return slots
+
+
 class ScheduleService:
     def __init__(
         self,
@@ -168,10 +191,20 @@ class ScheduleService:
             raise RunNotFound(occurrence_id)
         return found
 
-    def next_occurrences(self, schedule: Schedule, count: int = 5) -> list[Slot]:
-        if not schedule.active:
+    def next_occurrences(self, schedule: Schedule, count: int = NEXT_SHOWN) -> list[Slot]:
+        """The next ``count`` occurrences to show; none when paused, deleted or
+        quarantined, or when they cannot be computed (reading one schedule
+        never fails a listing of every schedule)."""
+        if not schedule.active or schedule.quarantine is not None:
             return []
-        return upcoming(schedule, count, self.clock.now())
+        try:
+            return shown_slots(schedule, count, self.clock.now())
+        except Exception as error:  # any error: shown without them
+            _log.error(
+                "next occurrences cannot be computed",
+                extra={"schedule_id": schedule.schedule_id, "error": f"{error!r}"[:500]},
+            )
+            return []
 
     # --- writing ---------------------------------------------------------------------------
 
@@ -181,7 +214,7 @@ class ScheduleService:
         definition = parse_definition(body, now=now)
         schedule_id = self._new_id()
         version = self._version(schedule_id, 1, definition, now)
-        first = _first_slot(version, now)
+        first = _computed(lambda: _first_slot(version, now))
         schedule = Schedule(
             schedule_id=schedule_id,
             version=1,
@@ -192,6 +225,7 @@ class ScheduleService:
             created_at=now,
             updated_at=now,
         )
+        _check_shown(schedule, now)
         return self.store.create(schedule, idempotency_key)
 
     def edit(self, schedule_id: str, expected_version: int, body: object) -> Schedule:
@@ -206,7 +240,10 @@ class ScheduleService:
             after = now
             if schedule.last_materialized_at is not None:
                 after = max(after, schedule.last_materialized_at)
-            next_due = _first_slot(new, after, check=False)
+            next_due = _computed(lambda: _first_slot(new, after, check=False))  # noqa: B023
+            _check_shown(
+                replace(schedule, version=new.version, current=new, next_due=next_due), now
+            )
             if self.store.save_version(
                 new, expected_next_due=schedule.next_due, next_due=next_due, now=now
             ):
@@ -236,8 +273,9 @@ class ScheduleService:
             after = now
             if schedule.last_materialized_at is not None:
                 after = max(after, schedule.last_materialized_at)
-            self.store.insert(self._missed_while_paused(schedule, now))
-            next_due = _first_slot(version, after, check=False)
+            missed = _computed(lambda: self._missed_while_paused(schedule, now))  # noqa: B023
+            next_due = _computed(lambda: _first_slot(version, after, check=False))  # noqa: B023
+            self.store.insert(missed)
             if self.store.resume(
                 schedule_id, expected_next_due=schedule.next_due, next_due=next_due, now=now
             ):
@@ -319,6 +357,10 @@ class ScheduleService:
         schedule = self.get(schedule_id)
         if schedule.state.paused:
             raise ScheduleNotActive(schedule_id, "paused")
+        if schedule.quarantine is not None:
+            raise ScheduleNotActive(
+                schedule_id, "quarantined: edit it, or pause and resume it, to clear that"
+            )
         return schedule
 
     def _version(
@@ -392,6 +434,26 @@ class ScheduleService:
 
 def _iso(at: datetime) -> str:
     return at.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def _computed(compute: Callable[[], _T]) -> _T:
+    """``compute()``; an unexpected error (an overflow, a zone rule that cannot
+    be read) is a spec that cannot be computed: refused, naming ``spec``."""
+    try:
+        return compute()
+    except InvalidSchedule:
+        raise
+    except Exception as error:
+        raise InvalidSchedule(
+            "spec", f"its occurrences cannot be computed ({type(error).__name__}: {error})"
+        ) from error
+
+
+def _check_shown(schedule: Schedule, now: datetime) -> None:
+    """Everything the answer and the store will compute from ``schedule``,
+    computed now, before anything is written."""
+    _computed(lambda: shown_slots(schedule, NEXT_SHOWN, now))
+    _computed(lambda: dumps(version_to_dict(schedule.current)))
 
 
 def _first_slot(

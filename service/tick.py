@@ -61,7 +61,13 @@ from domain.run import (
     RunKind,
     RunStatus,
 )
-from domain.schedule import Overdue, SchedulePolicy, overdue_verdict
+from domain.schedule import (
+    QUARANTINED,
+    Overdue,
+    QuarantineComponent,
+    SchedulePolicy,
+    overdue_verdict,
+)
 from domain.spec import Slot, slots_after
 from service.ports import (
     Clock,
@@ -73,6 +79,7 @@ from service.ports import (
     Materialization,
     Store,
 )
+from service.quarantine import quarantine_schedule
 
 _EPSILON: Final = timedelta(microseconds=1)
 # Builds a named tuple from its fields in order, at less than half the cost of
@@ -105,6 +112,7 @@ class PlanReport:
     skipped: int = 0
     expired: int = 0
     conflicts: int = 0
+    quarantined: list[str] = field(default_factory=list)  # schedule ids set aside
 
 
 @dataclass
@@ -118,6 +126,7 @@ class DispatchReport:
     expired: int = 0
     max_lag_s: float | None = None  # the largest admitted_at - scheduled_at this pass
     checkpoint_refused: list[int] = field(default_factory=list)
+    quarantined: list[str] = field(default_factory=list)  # schedule ids set aside
 
 
 @dataclass
@@ -143,6 +152,14 @@ class _PlannedSlots:
     skipped: int
     expired: int
     waiting: int  # neither skipped nor expired: admitted, or waiting for admission
+
+
+class _Unplannable(Exception):
+    """The slots of one schedule could not be computed (``error`` says why)."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 class DirectAdmission:
@@ -200,9 +217,25 @@ class Planner:
         ):
             page = self.store.due(horizon, self.config.page_size, token)
             report.schedules += len(page.items)
-            planned = [
-                p for s in page.items if (p := self._materialization(s, now, horizon, direct))
-            ]
+            planned: list[tuple[Materialization, _PlannedSlots, int]] = []
+            for schedule in page.items:
+                # One schedule whose slots cannot be computed is quarantined;
+                # the page, and the pass, carry on with the others.
+                try:
+                    made = self._materialization(schedule, now, horizon, direct)
+                except _Unplannable as unplannable:
+                    if quarantine_schedule(
+                        self.store,
+                        schedule.schedule_id,
+                        schedule.version,
+                        unplannable.error,
+                        QuarantineComponent.PLAN,
+                        now,
+                    ):
+                        report.quarantined.append(schedule.schedule_id)
+                    continue
+                if made is not None:
+                    planned.append(made)
             outcomes = self.store.materialize([p[0] for p in planned], now)
             admitted: list[Run] = []
             skipped = expired = waiting = 0
@@ -247,7 +280,12 @@ class Planner:
             by_value = (spec, policy, next_due)
             found = self._by_value.get(by_value)
             if found is None:
-                found = self._plan_slots(schedule, now, horizon)
+                # Only the computation is guarded: a store that fails (direct
+                # admission reads leases) fails the pass, as before.
+                try:
+                    found = self._plan_slots(schedule, now, horizon)
+                except Exception as error:  # any error sets that schedule aside
+                    raise _Unplannable(error) from error
                 if len(self._by_value) < 1024:
                     self._by_value[by_value] = found
             held = (spec, policy, found)
@@ -505,6 +543,7 @@ class Dispatcher:
         latest = self.store.latest_scheduled_at(latest_only, now) if latest_only else {}
         to_admit: list[PendingOccurrence] = []
         closures: list[Closure] = []
+        failed: dict[str, tuple[int, Exception]] = {}
         for run in waiting:
             policy = policies.get((run.schedule_id, run.version))
             if policy is None or run.kind is not RunKind.SCHEDULED:
@@ -512,12 +551,23 @@ class Dispatcher:
                 continue
             newest = latest.get(run.schedule_id)
             superseded = newest is not None and newest > run.scheduled_at
-            verdict = overdue_verdict(policy, run.scheduled_at, now, superseded=superseded)
+            try:
+                verdict = overdue_verdict(policy, run.scheduled_at, now, superseded=superseded)
+            except Exception as error:  # any error sets that schedule aside
+                # Not admitted; closed as quarantined, and its schedule set aside.
+                failed.setdefault(run.schedule_id, (run.version, error))
+                closures.append(Closure(run.occurrence_id, RunStatus.SKIPPED, QUARANTINED))
+                continue
             if verdict.status is RunStatus.ADMITTED:
                 to_admit.append(run)
             else:
                 assert verdict.reason is not None
                 closures.append(Closure(run.occurrence_id, verdict.status, verdict.reason))
+        for schedule_id, (version, cause) in failed.items():
+            if quarantine_schedule(
+                self.store, schedule_id, version, cause, QuarantineComponent.DISPATCH, now
+            ):
+                report.quarantined.append(schedule_id)
         admitted = to_admit
         if to_admit:
             won = self.store.admit(to_admit, now)
@@ -555,6 +605,8 @@ class Dispatcher:
                 closures.append(Closure(occurrence_id, RunStatus.CANCELLED, Reason.DELETED))
             elif schedule.state.paused:
                 closures.append(Closure(occurrence_id, RunStatus.SKIPPED, Reason.PAUSED))
+            elif schedule.quarantine is not None:
+                closures.append(Closure(occurrence_id, RunStatus.SKIPPED, QUARANTINED))
         closed = self.store.close_runs(closures, now) if closures else []
         report.skipped += len(closed)
         return bool(closed)

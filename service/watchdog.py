@@ -12,10 +12,11 @@ from datetime import datetime
 from typing import Final
 
 from domain.run import Reason, RunStatus
-from domain.schedule import Schedule
+from domain.schedule import QuarantineComponent, Schedule
 from domain.timeparse import format_instant
 from domain.watch import Watch, WatchStatus, watch
 from service.ports import Clock, Heartbeat, Store
+from service.quarantine import quarantine_schedule
 
 WATCH_PREFIX: Final = "watch:"
 TICK_COMPONENT: Final = "tick"
@@ -30,6 +31,8 @@ class WatchReport:
     counts: dict[WatchStatus, int] = field(default_factory=dict)
     overdue: list[str] = field(default_factory=list)
     tick_heartbeat_age_s: float | None = None  # None: the tick has never beaten
+    quarantined: list[str] = field(default_factory=list)  # set aside by this pass
+    set_aside: int = 0  # quarantined schedules not judged (this pass's included)
 
     def count(self, status: WatchStatus) -> int:
         return self.counts.get(status, 0)
@@ -45,6 +48,11 @@ class Watchdog:
         self.clock = clock
 
     def check(self, schedule: Schedule, now: datetime) -> Watch:
+        last_success, accounted = self._evidence(schedule)
+        return watch(schedule, last_success, now, accounted)
+
+    def _evidence(self, schedule: Schedule) -> tuple[datetime | None, datetime | None]:
+        """The schedule's last success, and the newest slot skipped while paused."""
         last_success: datetime | None = None
         accounted: datetime | None = None
         page = self.store.runs(schedule.schedule_id, RUNS_SEARCHED)
@@ -58,7 +66,7 @@ class Watchdog:
                 and run.reason == Reason.PAUSED
             ):
                 accounted = run.scheduled_at
-        return watch(schedule, last_success, now, accounted)
+        return last_success, accounted
 
     def run(self) -> WatchReport:
         now = self.clock.now()
@@ -67,13 +75,33 @@ class Watchdog:
         while True:
             page = self.store.list_schedules(PAGE, token)
             for schedule in page.items:
-                verdict = self.check(schedule, now)
+                if schedule.quarantine is not None:
+                    report.set_aside += 1
+                    continue
+                # One schedule that cannot be judged is quarantined; the pass
+                # carries on with the others. Only the judgement is guarded: a
+                # store that fails fails the pass, as before (it is not this
+                # schedule's fault).
+                last_success, accounted = self._evidence(schedule)
+                try:
+                    verdict = watch(schedule, last_success, now, accounted)
+                    detail = _detail(verdict)
+                except Exception as error:  # any error sets that one aside
+                    if quarantine_schedule(
+                        self.store,
+                        schedule.schedule_id,
+                        schedule.version,
+                        error,
+                        QuarantineComponent.WATCH,
+                        now,
+                    ):
+                        report.quarantined.append(schedule.schedule_id)
+                        report.set_aside += 1
+                    continue
                 report.counts[verdict.status] = report.counts.get(verdict.status, 0) + 1
                 if verdict.status is WatchStatus.OVERDUE:
                     report.overdue.append(schedule.schedule_id)
-                self.store.beat(
-                    Heartbeat(watch_component(schedule.schedule_id), now, _detail(verdict))
-                )
+                self.store.beat(Heartbeat(watch_component(schedule.schedule_id), now, detail))
             token = page.next_token
             if token is None:
                 break

@@ -42,6 +42,9 @@ from domain.schedule import (
     Schedule,
     ScheduleState,
     ScheduleVersion,
+    add_clamped,
+    quarantine_from_text,
+    quarantine_to_text,
     version_from_dict,
     version_to_dict,
 )
@@ -184,7 +187,13 @@ def head_item(schedule: Schedule, due_shards: int) -> Item:
             "paused": schedule.state.paused,
             "note": schedule.state.note,
             "next_due": opt_iso(schedule.next_due),
-            "due_key": None if schedule.next_due is None else due_key(schedule.next_due, sid),
+            # Out of the due index while quarantined (the store's quarantine
+            # removes due_key, an edit or a resume sets it again).
+            "due_key": (
+                None
+                if schedule.next_due is None or schedule.quarantine is not None
+                else due_key(schedule.next_due, sid)
+            ),
             "due_shard": due_shard(sid, due_shards) if schedule.active else None,
             "last_materialized_at": opt_iso(schedule.last_materialized_at),
             "created_at": iso(schedule.created_at),
@@ -192,6 +201,7 @@ def head_item(schedule: Schedule, due_shards: int) -> Item:
             "deleted_at": opt_iso(schedule.deleted_at),
             "entity": ENTITY_SCHEDULE if live else None,
             "created_key": f"{iso(schedule.created_at)}#{sid}",
+            "quarantine": quarantine_to_text(schedule.quarantine),
         }
     )
 
@@ -208,6 +218,7 @@ def schedule_from_head(item: Mapping[str, Any], current: ScheduleVersion) -> Sch
         created_at=from_iso(v["created_at"]),
         updated_at=from_iso(v["updated_at"]),
         deleted_at=_opt_from_iso(v.get("deleted_at")),
+        quarantine=quarantine_from_text(v.get("quarantine")),
     )
 
 
@@ -251,7 +262,7 @@ def attempt_entry(attempt: AttemptRecord, *, numbered: bool = True) -> dict[str,
 
 def record_item(run: Run, retention: timedelta) -> Item:
     """A run's record. ``partition`` and ``pending_shard`` exist only while it is pending."""
-    expires = run.scheduled_at + retention
+    expires = add_clamped(run.scheduled_at, retention)  # year 9999 does not overflow
     return {
         **record_key(run.occurrence_id),
         **attrs(
@@ -290,7 +301,7 @@ def record_item(run: Run, retention: timedelta) -> Item:
 
 def claim_item(run: Run, retention: timedelta) -> Item:
     """The claim of a business key: names the one occurrence that fills the slot."""
-    expires = run.scheduled_at + retention
+    expires = add_clamped(run.scheduled_at, retention)  # year 9999 does not overflow
     return {
         **claim_key(run.schedule_id, run.business_key),
         **attrs(

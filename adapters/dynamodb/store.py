@@ -34,13 +34,14 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, Final, Protocol, TypeVar
 
 from botocore.config import Config
@@ -48,7 +49,13 @@ from botocore.exceptions import ClientError
 
 from adapters.dynamodb import items as it
 from domain.run import PendingOccurrence, Run, RunStatus
-from domain.schedule import Schedule, ScheduleVersion
+from domain.schedule import (
+    Quarantine,
+    QuarantineComponent,
+    Schedule,
+    ScheduleVersion,
+    quarantine_to_text,
+)
 from service.ports import (
     Closure,
     DueSchedule,
@@ -77,6 +84,7 @@ _SCHEDULED: Final = RunStatus.SCHEDULED.value
 CONCURRENCY: Final = 8
 
 _T = TypeVar("_T")
+_log = logging.getLogger("duetime")
 _R = TypeVar("_R")
 
 
@@ -221,6 +229,8 @@ class DynamoStore(Store):
         self.history_retention = history_retention
         self._versions: OrderedDict[tuple[str, int], ScheduleVersion] = OrderedDict()
         self._versions_lock = threading.Lock()
+        # Versions whose stored form no rule reads any more, with the error (bounded).
+        self._unreadable: dict[tuple[str, int], Exception] = {}
 
     @classmethod
     def from_settings(cls, settings: TableSettings, session: Any = None) -> DynamoStore:
@@ -405,13 +415,24 @@ class DynamoStore(Store):
             return first, False
         raise ValueError(f"schedule {schedule.schedule_id} exists")
 
-    def _schedules(self, heads: Sequence[Mapping[str, Any]]) -> list[Schedule]:
+    def _schedules(
+        self, heads: Sequence[Mapping[str, Any]], *, quarantine: bool = False
+    ) -> list[Schedule]:
+        """The schedules of ``heads``, leaving out one whose stored version can no
+        longer be read (logged by ``get_versions``); with ``quarantine``, that
+        one is quarantined."""
         pairs = [(str(it.value(h["schedule_id"])), int(it.value(h["version"]))) for h in heads]
         versions = self.get_versions(pairs)
-        return [
-            it.schedule_from_head(head, versions[pair])
-            for head, pair in zip(heads, pairs, strict=True)
-        ]
+        found: list[Schedule] = []
+        for head, pair in zip(heads, pairs, strict=True):
+            version = versions.get(pair)
+            if version is not None:
+                found.append(it.schedule_from_head(head, version))
+            elif quarantine and pair in self._unreadable:
+                error = self._unreadable[pair]
+                now = datetime.now(UTC)
+                self.quarantine(*pair, Quarantine.of(error, QuarantineComponent.PLAN, now))
+        return found
 
     def get(self, schedule_id: str) -> Schedule | None:
         answer = self.client.get_item(
@@ -433,7 +454,19 @@ class DynamoStore(Store):
             for item in self._batch_get(
                 self.tables.schedules, [it.version_key(sid, v) for sid, v in missing]
             ):
-                value = it.version_from_item(item)
+                try:
+                    value = it.version_from_item(item)
+                except Exception as error:  # a rule tightened since it was saved
+                    key = (str(it.value(item["schedule_id"])), int(it.value(item["version"])))
+                    _log.error(
+                        "stored schedule cannot be read",
+                        extra={"schedule_id": key[0], "version": key[1], "error": repr(error)},
+                    )
+                    with self._versions_lock:
+                        self._unreadable[key] = error
+                        while len(self._unreadable) > VERSION_CACHE_SIZE:
+                            self._unreadable.pop(next(iter(self._unreadable)))
+                    continue
                 self._remember(value)
                 found[(value.schedule_id, value.version)] = value
         return found
@@ -508,7 +541,8 @@ class DynamoStore(Store):
         next_token = (
             _token({"due_key": str(it.value(page[-1]["due_key"]))}) if len(merged) > limit else None
         )
-        return Page(tuple(DueSchedule.of(s) for s in self._schedules(page)), next_token)
+        due = self._schedules(page, quarantine=True)
+        return Page(tuple(DueSchedule.of(s) for s in due), next_token)
 
     @staticmethod
     def _next_due_condition(expected: datetime | None) -> tuple[str, dict[str, Any]]:
@@ -543,6 +577,7 @@ class DynamoStore(Store):
                         "updated_at": it.iso(now),
                         **self._next_due_fields(new.schedule_id, next_due),
                     },
+                    remove=("quarantine",),
                     condition=(
                         "attribute_exists(pk) AND #version = :expected_version AND "
                         f"{due_condition} AND attribute_not_exists(#deleted_at)"
@@ -591,12 +626,32 @@ class DynamoStore(Store):
                     "due_shard": it.due_shard(schedule_id, self.due_shards),
                     **self._next_due_fields(schedule_id, next_due),
                 },
+                remove=("quarantine",),
                 condition=(
                     "attribute_exists(pk) AND #paused = :true AND "
                     f"attribute_not_exists(#deleted_at) AND {due_condition}"
                 ),
                 names={"#deleted_at": "deleted_at"},
                 values={":true": {"BOOL": True}, **due_values},
+            )
+            is not None
+        )
+
+    def quarantine(self, schedule_id: str, version: int, quarantine: Quarantine) -> bool:
+        # Out of the due index by removing due_key (due_shard says paused or
+        # not, and stays); save_version and resume set due_key again.
+        return (
+            self._update(
+                self.tables.schedules,
+                it.head_key(schedule_id),
+                set_={"quarantine": quarantine_to_text(quarantine)},
+                remove=("due_key",),
+                condition=(
+                    "attribute_exists(pk) AND #version = :version "
+                    "AND attribute_not_exists(#deleted_at)"
+                ),
+                names={"#version": "version", "#deleted_at": "deleted_at"},
+                values={":version": {"N": str(version)}},
             )
             is not None
         )
@@ -660,9 +715,15 @@ class DynamoStore(Store):
             },
             condition=(
                 "#version = :expected_version AND #next_due = :expected_due AND "
-                "#paused = :false AND attribute_not_exists(#deleted_at)"
+                "#paused = :false AND attribute_not_exists(#deleted_at) AND "
+                "attribute_not_exists(#quarantine)"
             ),
-            names={"#version": "version", "#paused": "paused", "#deleted_at": "deleted_at"},
+            names={
+                "#version": "version",
+                "#paused": "paused",
+                "#deleted_at": "deleted_at",
+                "#quarantine": "quarantine",
+            },
             values={
                 ":expected_version": {"N": str(item.expected_version)},
                 ":expected_due": {"S": it.iso(expected_due)},

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
@@ -36,11 +37,15 @@ from domain.errors import InvalidSchedule
 from domain.identity import wall_text
 from domain.run import TERMINAL, AttemptRecord, PendingOccurrence, Run, RunKind, RunStatus
 from domain.schedule import (
+    Quarantine,
+    QuarantineComponent,
     Schedule,
     SchedulePolicy,
     ScheduleState,
     ScheduleVersion,
     dumps,
+    quarantine_from_text,
+    quarantine_to_text,
     stored_policy,
     stored_spec,
     stored_target,
@@ -75,6 +80,7 @@ _PURGE = (
 VERSION_CACHE_SIZE = 2048
 _US = timedelta(microseconds=1)
 _ACTIVE = ScheduleState()
+_log = logging.getLogger("duetime")
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS schedules (
@@ -162,6 +168,10 @@ CREATE TABLE IF NOT EXISTS store_meta (
 );
 """
 
+# Columns added after the first release, each with the statement that adds it
+# to a database made before it (checked when the store is opened).
+_ADDED_COLUMNS = (("schedules", "quarantine", "ALTER TABLE schedules ADD COLUMN quarantine TEXT"),)
+
 _RUN_COLUMNS = (
     "occurrence_id, business_key, schedule_id, version, kind, scheduled_at, wall, fold, "
     "bucket, shard, status, pending, materialized_at, attempts, admitted_at, sent_at, "
@@ -177,15 +187,15 @@ _RUN_INSERT = (
 _MATERIALIZE = (
     "UPDATE schedules SET next_due = ?, last_materialized_at = ?, updated_at = ? "
     "WHERE schedule_id = ? AND version = ? AND next_due = ? "
-    "AND paused = 0 AND deleted_at IS NULL"
+    "AND paused = 0 AND deleted_at IS NULL AND quarantine IS NULL"
 )
 # Admission's condition: still scheduled, and its schedule active (not paused,
-# not deleted), checked in the statement that writes.
+# not deleted, not quarantined), checked in the statement that writes.
 _ADMIT = (
     "UPDATE occurrences SET status = 'admitted', admitted_at = ? "
     "WHERE occurrence_id = ? AND status = 'scheduled' AND EXISTS ("
     "SELECT 1 FROM schedules s WHERE s.schedule_id = occurrences.schedule_id "
-    "AND s.paused = 0 AND s.deleted_at IS NULL)"
+    "AND s.paused = 0 AND s.deleted_at IS NULL AND s.quarantine IS NULL)"
 )
 _CLOSE = (
     "UPDATE occurrences SET status = ?, reason = ?, finished_at = ?, pending = 0 "
@@ -199,13 +209,13 @@ _MARK_SENT = (
 _HEAD_SELECT = (
     "SELECT s.schedule_id, s.version, s.paused, s.note, s.next_due, s.last_materialized_at, "
     "s.created_at, s.updated_at, s.deleted_at, "
-    "v.created_at, v.name, v.spec, v.policy, v.target, v.payload "
+    "v.created_at, v.name, v.spec, v.policy, v.target, v.payload, s.quarantine "
     "FROM schedules s JOIN schedule_versions v "
     "ON v.schedule_id = s.schedule_id AND v.version = s.version "
 )
 _SCHEDULE_COLUMNS = (
     "schedule_id, version, paused, note, next_due, last_materialized_at, "
-    "created_at, updated_at, deleted_at"
+    "created_at, updated_at, deleted_at, quarantine"
 )
 
 
@@ -425,6 +435,16 @@ class SqliteStore(Database, Store):
     def __init__(self, path: str | Path, *, busy_timeout_s: float = 30.0) -> None:
         super().__init__(path, SCHEMA, busy_timeout_s=busy_timeout_s, cache_kib=65536)
         self._versions: dict[tuple[str, int], ScheduleVersion] = {}
+        self._add_columns()
+
+    def _add_columns(self) -> None:
+        """Bring a database made by an earlier release up to this schema: one
+        write transaction, so two processes opening it at once add each column once."""
+        with self._write() as db:
+            for table, column, statement in _ADDED_COLUMNS:
+                present = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+                if column not in present:
+                    db.execute(statement)
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         with self._lock:
@@ -454,7 +474,7 @@ class SqliteStore(Database, Store):
             if existing_id is None:
                 try:
                     db.execute(
-                        f"INSERT INTO schedules ({_SCHEDULE_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?)",
+                        f"INSERT INTO schedules ({_SCHEDULE_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)",
                         self._schedule_row(schedule),
                     )
                 except sqlite3.IntegrityError:
@@ -478,6 +498,7 @@ class SqliteStore(Database, Store):
             us(schedule.created_at),
             us(schedule.updated_at),
             _opt_us(schedule.deleted_at),
+            quarantine_to_text(schedule.quarantine),
         )
 
     @staticmethod
@@ -515,6 +536,7 @@ class SqliteStore(Database, Store):
             created_at=epoch + row[6] * micro,
             updated_at=epoch + row[7] * micro,
             deleted_at=None if row[8] is None else epoch + row[8] * micro,
+            quarantine=None if row[15] is None else quarantine_from_text(row[15]),
         )
         return schedule
 
@@ -546,6 +568,25 @@ class SqliteStore(Database, Store):
             versions.clear()
         versions[key] = value
         return value
+
+    def _readable(
+        self, decode: Any, rows: Sequence[Sequence[Any]], *, quarantine: bool = False
+    ) -> Iterator[Any]:
+        """``decode(row)`` for each row that decodes; a row whose stored spec,
+        policy or target can no longer be read (a rule tightened since it was
+        saved) is left out and logged, and with ``quarantine``, quarantined
+        (rows start with schedule_id, version)."""
+        for row in rows:
+            try:
+                yield decode(row)
+            except Exception as error:
+                _log.error(
+                    "stored schedule cannot be read",
+                    extra={"schedule_id": row[0], "version": row[1], "error": repr(error)[:500]},
+                )
+                if quarantine:
+                    found = Quarantine.of(error, QuarantineComponent.PLAN, datetime.now(UTC))
+                    self.quarantine(row[0], row[1], found)
 
     def get(self, schedule_id: str) -> Schedule | None:
         rows = self._read(_HEAD_SELECT + "WHERE s.schedule_id = ?", (schedule_id,))
@@ -595,7 +636,10 @@ class SqliteStore(Database, Store):
                 "ON v.schedule_id = k.sid AND v.version = k.ver",
                 [part for key in chunk for part in key],
             )
-            found.update(((r[0], r[1]), stored_policy(r[2])) for r in rows)
+            try:
+                found.update(((r[0], r[1]), stored_policy(r[2])) for r in rows)
+            except Exception:  # one no rule reads any more: left out, as a missing version
+                found.update(self._readable(lambda r: ((r[0], r[1]), stored_policy(r[2])), rows))
         return found
 
     def list_schedules(self, limit: int, token: str | None = None) -> Page[Schedule]:
@@ -606,7 +650,10 @@ class SqliteStore(Database, Store):
             "ORDER BY s.created_at, s.schedule_id LIMIT ?",
             (after[0], after[1], limit + 1),
         )
-        items = tuple(self._schedule_from_row(r) for r in rows[:limit])
+        try:
+            items = tuple(self._schedule_from_row(r) for r in rows[:limit])
+        except Exception:  # a stored definition no rule reads any more: leave that one out
+            items = tuple(self._readable(self._schedule_from_row, rows[:limit]))
         next_token = _token([rows[limit - 1][6], rows[limit - 1][0]]) if len(rows) > limit else None
         return Page(items, next_token)
 
@@ -617,7 +664,7 @@ class SqliteStore(Database, Store):
             "FROM schedules s JOIN schedule_versions v "
             "ON v.schedule_id = s.schedule_id AND v.version = s.version "
             "WHERE s.paused = 0 AND s.deleted_at IS NULL "
-            "AND s.next_due IS NOT NULL AND s.next_due <= ? "
+            "AND s.next_due IS NOT NULL AND s.next_due <= ? AND s.quarantine IS NULL "
             "AND (s.next_due, s.schedule_id) > (?, ?) "
             "ORDER BY s.next_due, s.schedule_id LIMIT ?",
             (us(until), after[0], after[1], limit + 1),
@@ -626,12 +673,19 @@ class SqliteStore(Database, Store):
         # (cached by text, so everyone with the same spec shares one value).
         # DueSchedule(...) made without its generated __new__, in field order.
         epoch, micro, spec, policy, new = _EPOCH, _US, stored_spec, stored_policy, tuple.__new__
-        items: tuple[DueSchedule, ...] = tuple(
-            [
-                new(DueSchedule, (r[0], r[1], epoch + r[2] * micro, spec(r[3]), policy(r[4])))
-                for r in rows[:limit]
-            ]
-        )
+
+        def decode(r: Sequence[Any]) -> DueSchedule:
+            return new(DueSchedule, (r[0], r[1], epoch + r[2] * micro, spec(r[3]), policy(r[4])))
+
+        try:
+            items: tuple[DueSchedule, ...] = tuple(
+                [
+                    new(DueSchedule, (r[0], r[1], epoch + r[2] * micro, spec(r[3]), policy(r[4])))
+                    for r in rows[:limit]
+                ]
+            )
+        except Exception:  # a stored definition no rule reads any more: quarantined
+            items = tuple(self._readable(decode, rows[:limit], quarantine=True))
         next_token = _token([rows[limit - 1][2], rows[limit - 1][0]]) if len(rows) > limit else None
         return Page(items, next_token)
 
@@ -645,7 +699,7 @@ class SqliteStore(Database, Store):
     ) -> bool:
         with self._write() as db:
             changed = db.execute(
-                "UPDATE schedules SET version = ?, next_due = ?, updated_at = ? "
+                "UPDATE schedules SET version = ?, next_due = ?, updated_at = ?, quarantine = NULL "
                 "WHERE schedule_id = ? AND version = ? AND next_due IS ? AND deleted_at IS NULL",
                 (
                     new.version,
@@ -683,10 +737,22 @@ class SqliteStore(Database, Store):
         with self._write() as db:
             return (
                 db.execute(
-                    "UPDATE schedules SET paused = 0, note = NULL, next_due = ?, updated_at = ? "
+                    "UPDATE schedules SET paused = 0, note = NULL, next_due = ?, updated_at = ?, "
+                    "quarantine = NULL "
                     "WHERE schedule_id = ? AND paused = 1 AND deleted_at IS NULL "
                     "AND next_due IS ?",
                     (_opt_us(next_due), us(now), schedule_id, _opt_us(expected_next_due)),
+                ).rowcount
+                == 1
+            )
+
+    def quarantine(self, schedule_id: str, version: int, quarantine: Quarantine) -> bool:
+        with self._write() as db:
+            return (
+                db.execute(
+                    "UPDATE schedules SET quarantine = ? "
+                    "WHERE schedule_id = ? AND version = ? AND deleted_at IS NULL",
+                    (quarantine_to_text(quarantine), schedule_id, version),
                 ).rowcount
                 == 1
             )

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
+import domain.schedule as schedule_module
+from domain.errors import InvalidSchedule
 from domain.partition import Partitioning
 from domain.run import PendingOccurrence, Reason, Run, RunKind, RunStatus, new_occurrence
-from domain.schedule import ScheduleVersion, parse_policy
+from domain.schedule import Quarantine, QuarantineComponent, ScheduleVersion, parse_policy
 from domain.spec import Slot, parse_spec
 from service.ports import Closure, DueSchedule, Heartbeat, Materialization, Store
 from tests.conftest import build_occurrence, build_schedule, random_schedule_id, utc
@@ -486,3 +489,165 @@ def test_heartbeats_keep_the_latest_beat(store: Store) -> None:
     store.beat(Heartbeat("tick/a", NOW, {}))
     store.beat(Heartbeat("watchdog", NOW, {}))
     assert [h.component for h in store.heartbeats("tick/")] == ["tick/a", "tick/b"]
+
+
+# --- quarantine ------------------------------------------------------------------------------
+
+
+def _quarantine(at: str = "2026-12-01T08:00:30Z") -> Quarantine:
+    return Quarantine.of(
+        OverflowError("date value out of range"), QuarantineComponent.PLAN, utc(at)
+    )
+
+
+def test_a_quarantine_is_recorded_on_the_schedule_and_read_back(store: Store) -> None:
+    healthy, poisoned = build_schedule(NOW), build_schedule(NOW)
+    store.create(healthy)
+    store.create(poisoned)
+    assert store.quarantine(poisoned.schedule_id, 1, _quarantine())
+    found = store.get(poisoned.schedule_id)
+    assert found is not None and found.quarantine == _quarantine()
+    assert found.quarantine.reason == "OverflowError: date value out of range"
+    assert found.next_due == poisoned.next_due  # kept, for the user to see
+    listed = {s.schedule_id: s.quarantine for s in store.list_schedules(10).items}
+    assert listed == {healthy.schedule_id: None, poisoned.schedule_id: _quarantine()}
+
+
+def test_a_quarantined_schedule_is_not_due(store: Store) -> None:
+    healthy, poisoned = build_schedule(NOW), build_schedule(NOW)
+    store.create(healthy)
+    store.create(poisoned)
+    store.quarantine(poisoned.schedule_id, 1, _quarantine())
+    due = store.due(utc("2026-12-02T00:00:00Z"), 10)
+    assert [d.schedule_id for d in due.items] == [healthy.schedule_id]
+
+
+def test_a_quarantine_needs_the_version_it_judged_and_a_live_schedule(store: Store) -> None:
+    schedule = build_schedule(NOW)
+    store.create(schedule)
+    sid = schedule.schedule_id
+    assert not store.quarantine(sid, 2, _quarantine())
+    assert not store.quarantine("sch_missing", 1, _quarantine())
+    assert store.get(sid) == schedule
+    store.delete(sid, NOW)
+    assert not store.quarantine(sid, 1, _quarantine())
+    gone = store.get(sid)
+    assert gone is not None and gone.quarantine is None
+
+
+def test_a_materialization_of_a_quarantined_schedule_is_refused(store: Store) -> None:
+    schedule = build_schedule(NOW)
+    store.create(schedule)
+    run = build_occurrence(schedule, NOW, PARTS)
+    store.quarantine(schedule.schedule_id, 1, _quarantine())
+    assert schedule.next_due is not None
+    [outcome] = store.materialize(
+        [
+            Materialization(
+                schedule.schedule_id,
+                1,
+                schedule.next_due,
+                schedule.next_due + timedelta(days=1),
+                run.scheduled_at,
+                (run,),
+            )
+        ],
+        NOW,
+    )
+    assert not outcome.applied and outcome.inserted == ()
+    assert store.get_run(run.occurrence_id) is None
+
+
+def test_an_edit_clears_the_quarantine_and_makes_the_schedule_due_again(store: Store) -> None:
+    schedule = build_schedule(NOW)
+    store.create(schedule)
+    sid = schedule.schedule_id
+    store.quarantine(sid, 1, _quarantine())
+    v2 = _next_version(schedule, {"cron": "0 10 * * *", "time_zone": "UTC"})
+    new_due = utc("2026-12-01T10:00:00Z")
+    assert store.save_version(v2, expected_next_due=schedule.next_due, next_due=new_due, now=NOW)
+    head = store.get(sid)
+    assert head is not None and head.quarantine is None and head.version == 2
+    assert [d.schedule_id for d in store.due(new_due, 10).items] == [sid]
+
+
+def test_resume_clears_the_quarantine(store: Store) -> None:
+    schedule = build_schedule(NOW)
+    store.create(schedule)
+    sid = schedule.schedule_id
+    store.quarantine(sid, 1, _quarantine())
+    store.pause(sid, None, NOW)
+    assert store.resume(
+        sid, expected_next_due=schedule.next_due, next_due=schedule.next_due, now=NOW
+    )
+    head = store.get(sid)
+    assert head is not None and head.quarantine is None and not head.state.paused
+    assert schedule.next_due is not None
+    assert [d.schedule_id for d in store.due(schedule.next_due, 10).items] == [sid]
+
+
+def test_a_paused_schedule_edited_out_of_quarantine_stays_out_of_planning(store: Store) -> None:
+    schedule = build_schedule(NOW)
+    store.create(schedule)
+    sid = schedule.schedule_id
+    store.pause(sid, None, NOW)
+    store.quarantine(sid, 1, _quarantine())
+    v2 = _next_version(schedule, {"cron": "0 10 * * *", "time_zone": "UTC"})
+    new_due = utc("2026-12-01T10:00:00Z")
+    assert store.save_version(v2, expected_next_due=schedule.next_due, next_due=new_due, now=NOW)
+    head = store.get(sid)
+    assert head is not None and head.quarantine is None and head.state.paused
+    assert store.due(new_due, 10).items == ()
+
+
+def test_occurrences_at_the_end_of_time_are_stored_and_read_back(store: Store) -> None:
+    # A retention added to 9999-12-31 must not overflow (DynamoDB's TTL).
+    schedule = build_schedule(NOW, spec={"at": "9999-12-31T23:59:59Z"})
+    store.create(schedule)
+    run = build_occurrence(schedule, NOW, PARTS)
+    assert schedule.next_due is not None
+    [outcome] = store.materialize(
+        [
+            Materialization(
+                schedule.schedule_id, 1, schedule.next_due, None, run.scheduled_at, (run,)
+            )
+        ],
+        NOW,
+    )
+    assert outcome.applied and outcome.inserted == (run.occurrence_id,)
+    found = store.get_run(run.occurrence_id)
+    assert found is not None and found.scheduled_at == utc("9999-12-31T23:59:59Z")
+
+
+def test_a_schedule_whose_stored_spec_no_longer_reads_is_quarantined_and_left_out(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rule tightened after a schedule was saved (a time zone gone from the
+    database, a bound added): planning and listing carry on without it."""
+    healthy = build_schedule(NOW)
+    poisoned = build_schedule(NOW, spec={"cron": "13 13 13 * *", "time_zone": "UTC"})
+    store.create(healthy)
+    store.create(poisoned)
+    real = schedule_module.parse_spec
+
+    def parse_spec(data: Any, *, created_at: Any) -> Any:
+        if data.get("cron") == "13 13 13 * *":
+            raise InvalidSchedule("spec.time_zone", "'UTC' is not a time zone any more")
+        return real(data, created_at=created_at)
+
+    monkeypatch.setattr(schedule_module, "parse_spec", parse_spec)
+    # As after a restart: nothing decoded is kept in memory.
+    schedule_module.stored_spec.cache_clear()
+    store._versions.clear()  # type: ignore[attr-defined]
+
+    due = store.due(utc("2026-12-31T00:00:00Z"), 10)
+    listed = store.list_schedules(10)
+
+    assert [d.schedule_id for d in due.items] == [healthy.schedule_id]
+    assert [s.schedule_id for s in listed.items] == [healthy.schedule_id]
+    monkeypatch.undo()
+    schedule_module.stored_spec.cache_clear()
+    found = store.get(poisoned.schedule_id)
+    assert found is not None and found.quarantine is not None
+    assert found.quarantine.component is QuarantineComponent.PLAN
+    assert "is not a time zone any more" in found.quarantine.reason

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
+import service.tick as tick_module
 from adapters.definitions import Metric
 from handlers.tick import handler, run_tick
 from tests.conftest import FakeClock, World, utc
@@ -77,3 +79,32 @@ def test_the_tick_loops_within_its_budget_with_one_heartbeat_per_pass(
     assert result["admitted"] == 9  # one each second after the first
     assert len(set(world.queue.ids())) == len(world.queue.ids()) == 9
     assert _metrics(capsys.readouterr().out)[Metric.TICK_HEARTBEAT] == [1.0] * 10
+
+
+def test_a_schedule_the_tick_cannot_plan_is_counted_as_quarantined(
+    world: World,
+    clock: FakeClock,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    hook = {"type": "webhook", "url": "https://example.com/hook"}
+    world.schedules.create({"name": "ok", "spec": {"cron": "1 8 * * *"}, "target": hook})
+    poisoned, _ = world.schedules.create(
+        {"name": "poisoned", "spec": {"cron": "2 8 * * *"}, "target": hook}
+    )
+    real = tick_module.slots_after
+
+    def slots_after(spec: Any, dst: Any, after: Any) -> Any:
+        if spec == poisoned.current.spec:
+            raise OverflowError("date value out of range")
+        return real(spec, dst, after)
+
+    monkeypatch.setattr(tick_module, "slots_after", slots_after)
+    clock.set(utc("2026-12-01T08:01:00Z"))
+
+    result = handler({}, Context(remaining_ms=4000), service=world.ticker())
+
+    assert result["passes"] == 1
+    emitted = _metrics(capsys.readouterr().out)
+    assert emitted[Metric.SCHEDULES_QUARANTINED] == [1.0]
+    assert world.store.get(poisoned.schedule_id).quarantine is not None

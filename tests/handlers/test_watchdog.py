@@ -14,6 +14,7 @@ from adapters.sqlite.store import SqliteStore
 from domain.run import Run, RunStatus
 from domain.schedule import Schedule
 from handlers import watchdog as watchdog_handler
+from service import watchdog as service_watchdog
 from service.ports import Heartbeat
 from service.watchdog import Watchdog
 from tests.conftest import FakeClock, utc
@@ -84,3 +85,39 @@ def test_pages_through_many_schedules(
         store.create(make_schedule(created, spec={"cron": "0 9 * * *"}))
     report = Watchdog(store, FakeClock(utc("2026-12-01T08:30:00Z"))).run()
     assert sum(report.counts.values()) == 230
+
+
+def test_a_schedule_the_watchdog_cannot_judge_is_quarantined_counted_and_logged(
+    store: SqliteStore,
+    make_schedule: Callable[..., Schedule],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    created = utc("2026-12-01T08:00:00Z")
+    healthy = make_schedule(created, spec={"cron": "0 9 * * *"})
+    poisoned = make_schedule(created, spec={"cron": "0 9 * * *"})
+    store.create(healthy)
+    store.create(poisoned)
+    real = service_watchdog.watch
+
+    def watch(schedule: Schedule, *args: Any) -> Any:
+        if schedule.schedule_id == poisoned.schedule_id:
+            raise OverflowError("date value out of range")
+        return real(schedule, *args)
+
+    monkeypatch.setattr(service_watchdog, "watch", watch)
+    clock = FakeClock(utc("2026-12-01T08:30:00Z"))
+
+    result = watchdog_handler.handler({}, None, watchdog=Watchdog(store, clock))
+
+    assert result["counts"] == {"ok": 1}
+    assert result["quarantined"] == [poisoned.schedule_id] and result["set_aside"] == 1
+    output = capsys.readouterr().out
+    lines = [json.loads(line) for line in output.splitlines() if line.startswith("{")]
+    metrics = next(line for line in lines if "_aws" in line)
+    assert metrics["SchedulesQuarantined"] == [1.0]
+    passes = [line for line in lines if line.get("message") == "watchdog pass"]
+    assert passes and passes[0]["level"] == "WARNING"
+    [logged] = [line for line in lines if line.get("message") == "schedule quarantined"]
+    assert logged["schedule_id"] == poisoned.schedule_id and logged["component"] == "watch"
+    assert logged["error"] == "OverflowError: date value out of range"
