@@ -181,6 +181,18 @@ class SqliteRunStore(RunStore):
             )
             return after if self._rewrite(db, run, after) else None
 
+    def extend_lease(self, occurrence_id: str, *, attempt: int, until: datetime) -> bool:
+        # One statement, no read: the heartbeat runs every few seconds for
+        # every attempt in flight.
+        with self.store._write() as db:
+            changed = db.execute(
+                "UPDATE occurrences SET run_lease_expires_at = ? WHERE occurrence_id = ? "
+                "AND status = ? AND attempts = ? "
+                "AND (run_lease_expires_at IS NULL OR run_lease_expires_at < ?)",
+                (us(until), occurrence_id, RunStatus.RUNNING.value, attempt, us(until)),
+            ).rowcount
+        return bool(changed == 1)
+
     def mark_accepted(
         self,
         occurrence_id: str,
