@@ -118,6 +118,38 @@ def start_receiver(workdir: Path) -> tuple[subprocess.Popen[bytes], int, Path]:
     return process, int(port_file.read_text()), out_file
 
 
+# --- more worker processes (as ``duetime local --only worker`` beside the first) -----------
+
+
+def worker_process_main(db: str, offset_s: float, workers: int, cpu_file: str) -> None:
+    from adapters.sqlite.secrets import SqliteSecretStore
+    from handlers.worker import build_sqlite_worker, run_worker_loop
+
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
+    sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - the attempt lines, as redirected
+    clock = ShiftedClock(timedelta(seconds=offset_s))
+    worker, queue = build_sqlite_worker(db, SqliteSecretStore(db), clock=clock)
+    run_worker_loop(worker, queue, stop=stop, workers=workers, wait_s=0.5)
+    Path(cpu_file).write_text(str(time.process_time()))
+
+
+def start_worker_process(
+    db: Path, offset: timedelta, workers: int, cpu_file: Path
+) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [
+            sys.executable,
+            __file__,
+            "--worker-process",
+            str(db),
+            str(offset.total_seconds()),
+            str(workers),
+            str(cpu_file),
+        ]
+    )
+
+
 # --- seeding -------------------------------------------------------------------------------
 
 
@@ -220,7 +252,9 @@ def percentile(values: Sequence[float], p: float) -> float:
     return ordered[index]
 
 
-def one_round(n: int, workers: int, *, profile: bool = False) -> dict[str, float]:
+def one_round(
+    n: int, workers: int, *, processes: int = 1, profile: bool = False
+) -> dict[str, float]:
     from adapters.sqlite.queue import SqliteQueue
     from adapters.sqlite.secrets import SqliteSecretStore
     from adapters.sqlite.store import from_us
@@ -263,6 +297,10 @@ def one_round(n: int, workers: int, *, profile: bool = False) -> dict[str, float
             # would from a local stack whose output is redirected.
             log_file = (workdir / "worker.log").open("w")
             real_stdout, sys.stdout = sys.stdout, log_file
+            extra = [
+                start_worker_process(db, clock.offset, workers, workdir / f"cpu-{k}")
+                for k in range(processes - 1)
+            ]
             profiles = ThreadProfiles() if profile else None
             if profiles is not None:
                 profiles.__enter__()
@@ -284,6 +322,10 @@ def one_round(n: int, workers: int, *, profile: bool = False) -> dict[str, float
             stop.set()
             for thread in threads:
                 thread.join(30)
+            for k, process in enumerate(extra):
+                process.send_signal(signal.SIGTERM)
+                process.wait(60)
+                cpu_s += float((workdir / f"cpu-{k}").read_text())
             sys.stdout = real_stdout
             log_file.close()
             if profiles is not None:
@@ -330,6 +372,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 4, 8, 16])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument(
+        "--processes",
+        type=int,
+        nargs="+",
+        default=[1],
+        help="worker processes on the one file (the first also ticks)",
+    )
+    parser.add_argument(
         "--profile", action="store_true", help="profile every thread, print the hottest functions"
     )
     args = parser.parse_args(argv)
@@ -345,22 +394,34 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for n in args.sizes:
-        for workers in args.workers:
-            results = [one_round(n, workers, profile=args.profile) for _ in range(args.rounds)]
+        for processes in args.processes:
+            for workers in args.workers:
+                row(n, workers, processes, args.rounds, args.profile)
 
-            def med(name: str, results: list[dict[str, float]] = results) -> float:
-                return statistics.median(r[name] for r in results)
 
-            print(
-                f"| {n:,} | {workers} | {med('start_p50'):.2f} | {med('start_p99'):.2f} "
-                f"| {med('start_max'):.2f} | {med('arrive_p50'):.2f} | {med('arrive_p99'):.2f} "
-                f"| {med('arrive_max'):.2f} | {med('per_s'):,.0f} | {med('cpu_ms'):.2f} |",
-                flush=True,
-            )
+def row(n: int, workers: int, processes: int, rounds: int, profile: bool) -> None:
+    results = [one_round(n, workers, processes=processes, profile=profile) for _ in range(rounds)]
+
+    def med(name: str) -> float:
+        return statistics.median(r[name] for r in results)
+
+    print(
+        f"| {n:,} | {workers_text(workers, processes)} | {med('start_p50'):.2f} "
+        f"| {med('start_p99'):.2f} | {med('start_max'):.2f} | {med('arrive_p50'):.2f} "
+        f"| {med('arrive_p99'):.2f} | {med('arrive_max'):.2f} | {med('per_s'):,.0f} "
+        f"| {med('cpu_ms'):.2f} |",
+        flush=True,
+    )
+
+
+def workers_text(workers: int, processes: int) -> str:
+    return str(workers) if processes == 1 else f"{processes} x {workers}"
 
 
 if __name__ == "__main__":
     if len(sys.argv) == 4 and sys.argv[1] == "--receiver":
         receiver_main(sys.argv[2], sys.argv[3])
+    elif len(sys.argv) == 6 and sys.argv[1] == "--worker-process":
+        worker_process_main(sys.argv[2], float(sys.argv[3]), int(sys.argv[4]), sys.argv[5])
     else:
         main()
