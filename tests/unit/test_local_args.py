@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cli.local import parse_interval, parse_parts
+from cli.local import parse_interval, parse_parts, parse_workers
 from cli.main import main
 
 
@@ -42,3 +42,25 @@ def test_the_command_line_refuses_them_before_starting_anything(
         assert caught.value.code == 2
         assert "duetime local: error:" in capsys.readouterr().err
         assert not data.exists()  # nothing was created
+
+
+@pytest.mark.parametrize(("text", "count"), [("1", 1), ("8", 8), ("256", 256)])
+def test_worker_counts(text: str, count: int) -> None:
+    assert parse_workers(text) == count
+
+
+@pytest.mark.parametrize("text", ["0", "-1", "257", "eight", "2.5", ""])
+def test_bad_worker_counts_are_refused(text: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError, match="--workers takes a whole number"):
+        parse_workers(text)
+
+
+def test_a_bad_worker_count_stops_the_command_before_starting_anything(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    with pytest.raises(SystemExit) as caught:
+        main(["local", "--data-dir", str(data), "--workers", "0"])
+    assert caught.value.code == 2
+    assert "--workers takes a whole number from 1 to 256 (got '0')" in capsys.readouterr().err
+    assert not data.exists()
