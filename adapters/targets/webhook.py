@@ -42,6 +42,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import http.client
+import ipaddress
 import math
 import select
 import socket
@@ -73,7 +74,12 @@ Clock = Callable[[], datetime]
 
 
 def system_resolver(host: str, port: int) -> list[str]:
-    """Every address the system resolver gives for ``host``, in its order."""
+    """Every address the system resolver gives for ``host``, in its order
+    (an address literal is its own answer: no lookup)."""
+    try:
+        return [str(ipaddress.ip_address(host))]
+    except ValueError:
+        pass
     infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP)
     addresses: list[str] = []
     for info in infos:
