@@ -298,9 +298,10 @@ class WorkerPool:
     """Delivery workers in one process: a receiver, ``workers`` threads that
     run messages, and a keeper that deletes in batches and beats the heartbeat.
 
-    - The receiver keeps at most ``2 * workers`` messages held (received, not
-      yet handled), receiving up to ``max_messages`` at a time, so a worker
-      that frees up finds the next message waiting.
+    - The receiver keeps at most ``max(2 * workers, max_messages)`` messages
+      held (received, not yet handled), receiving up to ``max_messages`` at a
+      time once no more than ``workers // 2`` are waiting, so a worker that
+      frees up finds the next message waiting and receives come in batches.
     - Each worker thread runs one message at a time; a target that hangs
       until its timeout holds one thread, not the others.
     - The keeper deletes finished messages in one statement or request per
@@ -346,6 +347,11 @@ class WorkerPool:
         self._ready: queue_module.SimpleQueue[QueueMessage | None] = queue_module.SimpleQueue()
         self._to_delete: list[str] = []
         self._deletes = threading.Event()  # the keeper waits here for finished messages
+        # A retry's visibility change and the heartbeat's never interleave, so
+        # the heartbeat cannot overwrite a backoff delay with its shorter hold.
+        self._beat_lock = threading.Lock()
+        self._handling_queue = _HeldQueue(queue, self)
+        self.beats = 0  # heartbeats so far
 
     def run(
         self, stop: threading.Event | None = None, max_polls: int | None = None
@@ -428,7 +434,7 @@ class WorkerPool:
             if message is None:
                 return
             try:
-                handled: Handled | None = handle_message(self.worker, self.queue, message)
+                handled: Handled | None = handle_message(self.worker, self._handling_queue, message)
             except Exception:
                 handled = None
                 logger().exception("message not handled", extra={"id": message.message_id})
@@ -463,10 +469,17 @@ class WorkerPool:
                 _flush_metrics()
 
     def _beat(self) -> None:
-        with self._lock:
-            receipts = list(self._held)
-        self._safely(self.queue.change_visibility_batch, receipts, self.visibility_s)
+        self.beats += 1
+        with self._beat_lock:
+            with self._lock:
+                receipts = list(self._held)
+            self._safely(self.queue.change_visibility_batch, receipts, self.visibility_s)
         self._safely(self.worker.extend_leases)
+
+    def _release(self, receipt: str) -> None:
+        """The message's visibility is the decision's now: the heartbeat lets go."""
+        with self._lock:
+            self._held.pop(receipt, None)
 
     def _flush_deletes(self) -> None:
         with self._lock:
@@ -484,6 +497,29 @@ class WorkerPool:
             logger().exception("queue housekeeping failed", extra={"call": call.__name__})
             return False
         return True
+
+
+class _HeldQueue(WorkQueue):
+    """The queue as a pool's worker threads use it: a visibility change (a
+    retry's delay) first takes the message out of the heartbeat's hands."""
+
+    def __init__(self, queue: WorkQueue, pool: WorkerPool) -> None:
+        self._queue = queue
+        self._pool = pool
+
+    def receive(self, max_messages: int, wait_s: float) -> list[QueueMessage]:
+        return self._queue.receive(max_messages, wait_s)
+
+    def change_visibility(self, receipt: str, delay_s: float) -> None:
+        with self._pool._beat_lock:
+            self._pool._release(receipt)
+            self._queue.change_visibility(receipt, delay_s)
+
+    def delete(self, receipt: str) -> None:
+        self._queue.delete(receipt)
+
+    def dead_letter(self, message: QueueMessage, reason: str) -> None:
+        self._queue.dead_letter(message, reason)
 
 
 def run_worker_loop(

@@ -263,3 +263,30 @@ def _intent(message: object) -> DeliveryIntent:
 def test_a_pool_without_workers_is_refused() -> None:
     with pytest.raises(ValueError, match="at least one worker"):
         WorkerPool(None, None, workers=0)  # type: ignore[arg-type]
+
+
+class RetryLaterTarget:
+    """Always a 503 that asks for two minutes."""
+
+    def deliver(self, target: Target, delivery: Delivery, *, timeout_s: float) -> Outcome:
+        return Outcome.transient("HTTP 503", 503, b"", 120.0)
+
+
+def test_the_heartbeat_never_overwrites_a_retry_delay(pool: Pool, clock: FakeClock) -> None:
+    create(pool.world, "flaky", {"cron": "1 8 * * *"}, OK_URL)
+    clock.set(utc("2026-12-01T08:01:00Z"))
+    (intent,) = tick(pool.world, pool.queue)
+    worker = RunWorker(
+        SqliteRunStore(pool.world.store),
+        RetryLaterTarget(),
+        clock,
+        random.Random(5),
+        config=WorkerConfig(held_lease_s=15.0),
+    )
+    workers = WorkerPool(worker, pool.queue, workers=2, wait_s=0.05, heartbeat_s=0.005)
+    pool.start(workers)
+    wait_for(lambda: pool.status(intent.occurrence_id) is RunStatus.RETRYING, "the retry")
+    beats = workers.beats
+    wait_for(lambda: workers.beats >= beats + 5, "more heartbeats")
+    visible_at = pool.queue.next_visible_at()
+    assert visible_at is not None and visible_at >= clock.now() + timedelta(seconds=120)
