@@ -26,6 +26,7 @@ max, and deliveries a second (N over the time from 09:00 to the last arrival).
     .venv/bin/python bench/burst.py      # 1,000 and 10,000; 1, 4, 8, 16 workers; 3 rounds
     .venv/bin/python bench/burst.py --sizes 2000 --workers 8 --rounds 1
     .venv/bin/python bench/burst.py --sizes 2000 --workers 8 --profile   # where the time goes
+    .venv/bin/python bench/burst.py --parts 2000   # CPU per call of each part of a run
 """
 
 from __future__ import annotations
@@ -366,6 +367,110 @@ def one_round(
     }
 
 
+def parts(n: int) -> None:
+    """CPU time per call of each part of a run, one thread, ``n`` runs each:
+    the run store's reads and transitions, a whole message handled with a
+    target that answers at once, and a webhook delivered to the receiver."""
+    from adapters.sqlite.queue import SqliteQueue
+    from adapters.sqlite.runs import SqliteRunStore
+    from adapters.sqlite.secrets import SqliteSecretStore
+    from adapters.targets import AddressPolicy, WebhookSender
+    from domain.delivery import Delivery, Outcome
+    from domain.run import RunStatus
+    from domain.targets import WebhookTarget
+    from handlers.settings import Settings
+    from handlers.tick import build_sqlite_ticker
+    from handlers.worker import build_sqlite_worker, handle_message
+
+    class AtOnce:
+        def deliver(self, target: Any, delivery: Any, *, timeout_s: float) -> Outcome:
+            return Outcome.succeeded(200, b"{}")
+
+    def cpu_us(call: Any, count: int = n) -> float:
+        before = time.process_time()
+        call()
+        return 1e6 * (time.process_time() - before) / count
+
+    due = datetime(2026, 12, 1, 9, tzinfo=UTC)
+    clock = ShiftedClock(due + timedelta(seconds=1) - datetime.now(UTC))
+    settings = Settings().model_copy(
+        update={"allow_private_targets": True, "tick_budget_s": 0, "lease_ttl_s": 5.0}
+    )
+    ids = [f"sch_burst{i:08d}" for i in range(n)]
+    occurrences = [f"{sid}.v1.20261201T090000Z" for sid in ids]
+    results: dict[str, float] = {}
+    with tempfile.TemporaryDirectory(prefix="duetime-parts-") as tmp:
+        workdir = Path(tmp)
+        receiver, port, _ = start_receiver(workdir)
+        real_stdout, sys.stdout = sys.stdout, (workdir / "worker.log").open("w")
+        try:
+            url = f"http://127.0.0.1:{port}/hook"
+            for name in ("a", "b"):
+                db = workdir / f"{name}.db"
+                seed(db, n, url, due)
+                queue = SqliteQueue(db, clock=clock)
+                ticker = build_sqlite_ticker(db, queue, settings, clock=clock)
+                results["tick: admit and enqueue"] = cpu_us(
+                    lambda t=ticker, q=queue: [t.tick_once() for _ in range(100) if q.depth() < n]
+                )
+            runs = SqliteRunStore.open(str(workdir / "a.db"))
+            now = clock.now()
+            results["run store: get_run"] = cpu_us(lambda: [runs.get_run(o) for o in occurrences])
+            results["run store: get_version"] = cpu_us(
+                lambda: [runs.get_version(sid, 1) for sid in ids]
+            )
+            results["run store: start_attempt"] = cpu_us(
+                lambda: [
+                    runs.start_attempt(
+                        o, now=now, lease_until=now + timedelta(seconds=15), run_token_hash="h"
+                    )
+                    for o in occurrences
+                ]
+            )
+            results["run store: finish"] = cpu_us(
+                lambda: [
+                    runs.finish(o, attempt=1, status=RunStatus.SUCCEEDED, now=now)
+                    for o in occurrences
+                ]
+            )
+            db = workdir / "b.db"
+            secrets = SqliteSecretStore(db)
+            worker, work_queue = build_sqlite_worker(db, secrets, clock=clock, targets=AtOnce())
+            messages: list[Any] = []
+            results["queue: receive (10 at a time)"] = cpu_us(
+                lambda: [messages.extend(work_queue.receive(10, 0)) for _ in range(n // 10)]
+            )
+            results["a message handled, target answering at once"] = cpu_us(
+                lambda: [handle_message(worker, work_queue, m) for m in messages]
+            )
+            results["queue: delete (50 at a time)"] = cpu_us(
+                lambda: [
+                    work_queue.delete_batch([m.receipt for m in messages[i : i + 50]])
+                    for i in range(0, n, 50)
+                ]
+            )
+            sender = WebhookSender(secrets, AddressPolicy.local())
+            target = WebhookTarget(url)
+            deliveries = [
+                Delivery(o, sid, 1, due, 1, 0.0, {"i": i})
+                for i, (o, sid) in enumerate(zip(occurrences, ids, strict=True))
+            ]
+            results["webhook: one delivery (kept-alive connection)"] = cpu_us(
+                lambda: [sender.deliver(target, d, timeout_s=10) for d in deliveries]
+            )
+        finally:
+            sys.stdout.close()
+            sys.stdout = real_stdout
+            receiver.send_signal(signal.SIGTERM)
+            receiver.wait(30)
+    print(f"CPU microseconds per call, one thread, {n:,} calls each")
+    print()
+    print("| part | CPU us |")
+    print("| --- | ---: |")
+    for name, value in results.items():
+        print(f"| {name} | {value:.0f} |")
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
@@ -381,7 +486,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--profile", action="store_true", help="profile every thread, print the hottest functions"
     )
+    parser.add_argument(
+        "--parts", type=int, metavar="N", help="only time each part of a run, N calls each"
+    )
     args = parser.parse_args(argv)
+    if args.parts:
+        parts(args.parts)
+        return
 
     print(
         f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs; medians of {args.rounds} "
