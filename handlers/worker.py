@@ -13,8 +13,11 @@ on its own, so one bad message never fails or delays the rest:
 - anything unexpected (the store is down): the record is reported failed and
   comes back after the queue's visibility timeout.
 
-For the local stack, ``run_worker_loop`` polls the SQLite queue and applies
-the same decisions.
+For the local stack, ``run_worker_loop`` runs a ``WorkerPool``: threads
+that apply the same decisions to messages from the SQLite queue (or SQS over
+the emulator), with a heartbeat that keeps each held message hidden and each
+run in flight leased for seconds at a time, so the work of a killed process
+is taken over within seconds.
 
 Every attempt is one JSON log line (occurrence_id, schedule_id, version,
 attempt, status, duration, error) and the metrics RunAttempts, StartLateness,
