@@ -277,14 +277,8 @@ class LocalStack:
         return loop
 
     def _worker_loop(self) -> Callable[[], None]:
-        from handlers.worker import build_aws_worker, build_sqlite_worker, run_worker_loop
-
-        if self.args.store == "emulator":
-            from adapters.targets import AddressPolicy
-
-            # The DynamoDB run store and the SQS queue, as on Lambda; webhooks
-            # may call 127.0.0.1 here, as in the SQLite local stack.
         from adapters.sqlite.queue import HELD_VISIBILITY_S
+        from handlers.worker import build_aws_worker, build_sqlite_worker, run_worker_loop
 
         if self.args.store == "emulator":
             from adapters.targets import AddressPolicy
