@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Final
 
 from botocore.exceptions import ClientError
@@ -43,25 +44,45 @@ _STALE_RECEIPT: Final = frozenset(
 class SqsWorkQueue(SqsDeliveryQueue, WorkQueue):
     """The delivery queue as a worker uses it; sending is the dispatcher's send."""
 
-    def __init__(self, client: Any, queue_url: str, dlq_url: str) -> None:
+    def __init__(
+        self,
+        client: Any,
+        queue_url: str,
+        dlq_url: str,
+        *,
+        visibility_timeout_s: float | None = None,
+    ) -> None:
         super().__init__(client, queue_url)
         self.dlq_url = dlq_url
+        # None: the queue's own visibility timeout. A worker with a heartbeat
+        # (the local stack over the emulator) asks for a short one per receive.
+        self.visibility_timeout_s = visibility_timeout_s
 
     @classmethod
-    def from_urls(cls, queue_url: str, dlq_url: str, client: Any = None) -> SqsWorkQueue:
+    def from_urls(
+        cls,
+        queue_url: str,
+        dlq_url: str,
+        client: Any = None,
+        *,
+        visibility_timeout_s: float | None = None,
+    ) -> SqsWorkQueue:
         if client is None:
             import boto3
 
             client = boto3.client("sqs")
-        return cls(client, queue_url, dlq_url)
+        return cls(client, queue_url, dlq_url, visibility_timeout_s=visibility_timeout_s)
 
     def receive(self, max_messages: int, wait_s: float) -> list[QueueMessage]:
-        answer = self.client.receive_message(
-            QueueUrl=self.queue_url,
-            MaxNumberOfMessages=max(1, min(MAX_BATCH, max_messages)),
-            WaitTimeSeconds=max(0, min(MAX_WAIT_S, int(wait_s))),
-            MessageSystemAttributeNames=["ApproximateReceiveCount"],
-        )
+        params: dict[str, Any] = {
+            "QueueUrl": self.queue_url,
+            "MaxNumberOfMessages": max(1, min(MAX_BATCH, max_messages)),
+            "WaitTimeSeconds": max(0, min(MAX_WAIT_S, int(wait_s))),
+            "MessageSystemAttributeNames": ["ApproximateReceiveCount"],
+        }
+        if self.visibility_timeout_s is not None:
+            params["VisibilityTimeout"] = visibility_timeout_s(self.visibility_timeout_s)
+        answer = self.client.receive_message(**params)
         return [
             QueueMessage(
                 message_id=m["MessageId"],
@@ -83,6 +104,27 @@ class SqsWorkQueue(SqsDeliveryQueue, WorkQueue):
             if _code(error) not in _STALE_RECEIPT:
                 raise
 
+    def change_visibility_batch(self, receipts: Sequence[str], delay_s: float) -> None:
+        timeout = min(visibility_timeout_s(delay_s), MAX_VISIBILITY_S)
+        for start in range(0, len(receipts), MAX_BATCH):
+            entries = [
+                {"Id": str(n), "ReceiptHandle": r, "VisibilityTimeout": timeout}
+                for n, r in enumerate(receipts[start : start + MAX_BATCH])
+            ]
+            answer = self.client.change_message_visibility_batch(
+                QueueUrl=self.queue_url, Entries=entries
+            )
+            _raise_unless_stale(answer)
+
+    def delete_batch(self, receipts: Sequence[str]) -> None:
+        for start in range(0, len(receipts), MAX_BATCH):
+            entries = [
+                {"Id": str(n), "ReceiptHandle": r}
+                for n, r in enumerate(receipts[start : start + MAX_BATCH])
+            ]
+            answer = self.client.delete_message_batch(QueueUrl=self.queue_url, Entries=entries)
+            _raise_unless_stale(answer)
+
     def delete(self, receipt: str) -> None:
         try:
             self.client.delete_message(QueueUrl=self.queue_url, ReceiptHandle=receipt)
@@ -99,6 +141,17 @@ class SqsWorkQueue(SqsDeliveryQueue, WorkQueue):
             },
         )
         self.delete(message.receipt)
+
+
+def _raise_unless_stale(answer: dict[str, Any]) -> None:
+    """A batch answer's failures: a stale receipt is not one (the newer holder decides)."""
+    failed = [f for f in answer.get("Failed", []) if f.get("Code") not in _STALE_RECEIPT]
+    if failed:
+        first = failed[0]
+        raise RuntimeError(
+            f"{len(failed)} of a batch failed on SQS, first: {first.get('Code')}: "
+            f"{first.get('Message', '')}"
+        )
 
 
 def _code(error: ClientError) -> str:

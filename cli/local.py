@@ -76,6 +76,22 @@ def _parse_retention(text: str) -> Any:
     return parse_retention(text)
 
 
+MAX_WORKERS = 256
+
+
+def parse_workers(text: str) -> int:
+    """``--workers``: a whole number of delivery worker threads, 1 to 256."""
+    try:
+        count = int(text)
+    except ValueError:
+        count = 0
+    if not 1 <= count <= MAX_WORKERS:
+        raise argparse.ArgumentTypeError(
+            f"--workers takes a whole number from 1 to {MAX_WORKERS} (got {text!r})"
+        )
+    return count
+
+
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "local",
@@ -97,6 +113,13 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument("--store", choices=("sqlite", "emulator"), default="sqlite")
     parser.add_argument("--emulator-port", type=int, default=4566)
+    parser.add_argument(
+        "--workers",
+        type=parse_workers,
+        default=8,
+        metavar="N",
+        help="delivery worker threads (1-256, default 8): a slow target holds one of them",
+    )
     parser.add_argument(
         "--metrics", action="store_true", help="also print the CloudWatch EMF metric lines"
     )
@@ -423,22 +446,30 @@ class LocalStack:
         return loop
 
     def _worker_loop(self) -> Callable[[], None]:
+        from adapters.sqlite.queue import HELD_VISIBILITY_S
         from handlers.worker import build_aws_worker, build_sqlite_worker, run_worker_loop
 
         if self.args.store == "emulator":
             from adapters.targets import AddressPolicy
 
             # The DynamoDB run store and the SQS queue, as on Lambda; webhooks
-            # may call 127.0.0.1 here, as in the SQLite local stack.
-            worker, queue = build_aws_worker(self._settings(), address_policy=AddressPolicy.local())
+            # may call 127.0.0.1 here, as in the SQLite local stack. Messages
+            # and run leases are held briefly and extended by the pool's
+            # heartbeat, as over SQLite.
+            worker, queue = build_aws_worker(
+                self._settings(),
+                address_policy=AddressPolicy.local(),
+                held_visibility_s=HELD_VISIBILITY_S,
+            )
             wait_s = 1.0  # an SQS long poll of a second between empty receives
         else:
             worker, queue = build_sqlite_worker(self.db_path, self._secrets())
             wait_s = 0.5
+        workers = self.args.workers
 
         def loop() -> None:
-            log("worker started")
-            run_worker_loop(worker, queue, stop=self.stop, wait_s=wait_s)
+            log("worker started", workers=workers)
+            run_worker_loop(worker, queue, stop=self.stop, wait_s=wait_s, workers=workers)
 
         return loop
 

@@ -15,7 +15,7 @@ worker that lost its run lease cannot overwrite the attempt that replaced it.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -121,6 +121,16 @@ class RunStore(ABC):
         """
 
     @abstractmethod
+    def extend_lease(self, occurrence_id: str, *, attempt: int, until: datetime) -> bool:
+        """Attempt ``attempt`` is still in flight: hold the run lease until at
+        least ``until`` (the heartbeat of a worker process).
+
+        Condition: status ``running``, ``attempts == attempt`` and a lease that
+        ends before ``until``; a lease is never shortened (an accepted attempt
+        keeps its deadline). False when the condition failed: the attempt ended
+        or was taken over."""
+
+    @abstractmethod
     def report_progress(
         self, occurrence_id: str, *, run_token_hash: str, progress: Mapping[str, Any]
     ) -> Run | None:
@@ -184,6 +194,17 @@ class WorkQueue(ABC):
     @abstractmethod
     def dead_letter(self, message: QueueMessage, reason: str) -> None:
         """Move the message to the dead-letter queue, with ``reason``."""
+
+    def change_visibility_batch(self, receipts: Sequence[str], delay_s: float) -> None:
+        """``change_visibility`` for several receipts (a heartbeat over every
+        message a worker holds). Adapters do it in one request or statement."""
+        for receipt in receipts:
+            self.change_visibility(receipt, delay_s)
+
+    def delete_batch(self, receipts: Sequence[str]) -> None:
+        """``delete`` for several receipts. Adapters do it in one request or statement."""
+        for receipt in receipts:
+            self.delete(receipt)
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ from __future__ import annotations
 import hashlib
 import random
 import secrets
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -98,6 +99,11 @@ class WorkerConfig:
     lease_grace_s: float = 30.0
     max_call_s: float | None = None
     recheck_s: float = 5.0
+    # Set where a heartbeat runs (``RunWorker.extend_leases``, the local worker
+    # pool): an attempt's run lease is then this short and kept alive while the
+    # call is in flight, so a killed worker's run is taken over within seconds.
+    # None (Lambda): the lease covers the whole call plus ``lease_grace_s``.
+    held_lease_s: float | None = None
 
 
 class RunTokenRefused(DuetimeError):
@@ -146,6 +152,27 @@ class RunWorker:
         self.telemetry = telemetry or NoTelemetry()
         self.config = config or WorkerConfig()
         self.new_token = new_token
+        # occurrence id -> the attempt this process is running now
+        self._in_flight: dict[str, int] = {}
+        self._in_flight_lock = threading.Lock()
+
+    def in_flight(self) -> dict[str, int]:
+        """The attempts this worker is running now: occurrence id -> attempt."""
+        with self._in_flight_lock:
+            return dict(self._in_flight)
+
+    def extend_leases(self) -> int:
+        """The heartbeat: hold the run lease of every attempt in flight for
+        another ``held_lease_s``. Returns how many leases were extended."""
+        held_s = self.config.held_lease_s
+        if held_s is None:
+            return 0
+        until = self.clock.now() + timedelta(seconds=held_s)
+        extended = 0
+        for occurrence_id, attempt in self.in_flight().items():
+            if self.runs.extend_lease(occurrence_id, attempt=attempt, until=until):
+                extended += 1
+        return extended
 
     def handle(self, intent: DeliveryIntent, receive_count: int = 1) -> Decision:
         """Run ``intent``'s occurrence (or not) and decide about its message.
@@ -249,14 +276,36 @@ class RunWorker:
         if self.config.max_call_s is not None:
             call_s = min(call_s, self.config.max_call_s)
         token = self.new_token() if version.target.type == "webhook" else None
+        lease_s = call_s + self.config.lease_grace_s
+        if self.config.held_lease_s is not None:
+            lease_s = min(lease_s, self.config.held_lease_s)
         started = self.runs.start_attempt(
             run.occurrence_id,
             now=now,
-            lease_until=now + timedelta(seconds=call_s + self.config.lease_grace_s),
+            lease_until=now + timedelta(seconds=lease_s),
             run_token_hash=None if token is None else hash_run_token(token),
         )
         if started is None:
             return self._after_conflict(run.occurrence_id)
+        with self._in_flight_lock:
+            self._in_flight[run.occurrence_id] = started.attempts
+        try:
+            return self._deliver(run, started, version, now, call_s, token)
+        finally:
+            with self._in_flight_lock:
+                if self._in_flight.get(run.occurrence_id) == started.attempts:
+                    del self._in_flight[run.occurrence_id]
+
+    def _deliver(
+        self,
+        run: Run,
+        started: Run,
+        version: ScheduleVersion,
+        now: datetime,
+        call_s: float,
+        token: str | None,
+    ) -> Decision:
+        policy = version.policy
         attempt = started.attempts
         late_by_s = max(0.0, (now - run.scheduled_at).total_seconds())
         self.telemetry.attempt_started(started, late_by_s)

@@ -282,6 +282,16 @@ class DynamoRunStore(RunStore):
         u.entry(attempt, "outcome", ATTEMPT_ACCEPTED)
         return self._write(occurrence_id, u, self._held_by(u, attempt))[0]
 
+    def extend_lease(self, occurrence_id: str, *, attempt: int, until: datetime) -> bool:
+        u = _Update()
+        u.field("run_lease_expires_at", it.iso(until))
+        lease = u.n("run_lease_expires_at")
+        condition = (
+            f"{self._held_by(u, attempt)} AND "
+            f"(attribute_not_exists({lease}) OR {lease} < {u.v(it.iso(until))})"
+        )
+        return self._write(occurrence_id, u, condition)[0] is not None
+
     def report_progress(
         self, occurrence_id: str, *, run_token_hash: str, progress: Mapping[str, Any]
     ) -> Run | None:

@@ -14,6 +14,12 @@ As on SQS:
   dead state instead of being delivered (the redrive policy);
 - delivery is at-least-once and unordered across visibility changes.
 
+Unlike the AWS queue (whose 15-minute visibility covers a whole Lambda
+invocation), a receive here hides a message for ``HELD_VISIBILITY_S`` only:
+the worker pool extends the visibility of every message it holds every few
+seconds (``change_visibility_batch``), so the messages of a worker that was
+killed come back within seconds, not minutes.
+
 Several processes can share the file: a receive claims rows with a
 conditional ``UPDATE ... WHERE visible_at <= now`` inside ``BEGIN IMMEDIATE``,
 so two workers never receive one message at the same time. Instants come
@@ -54,7 +60,19 @@ CREATE TABLE IF NOT EXISTS delivery_queue (
 );
 CREATE INDEX IF NOT EXISTS delivery_queue_visible ON delivery_queue (visible_at, seq)
     WHERE state = 'ready';
+CREATE INDEX IF NOT EXISTS delivery_queue_receipt ON delivery_queue (receipt)
+    WHERE receipt IS NOT NULL;
 """
+
+# How long a received message stays invisible in the local stack: short, so a
+# killed worker's messages come back within seconds; a worker extends it for
+# every message it holds (its heartbeat) while the run is in flight.
+HELD_VISIBILITY_S: Final = 15.0
+
+_CANDIDATES: Final = (
+    "SELECT seq FROM delivery_queue WHERE state = 'ready' AND visible_at <= ? "
+    "ORDER BY visible_at, seq LIMIT ?"
+)
 
 
 class SqliteQueue(Database, DeliveryQueue, WorkQueue):
@@ -63,7 +81,7 @@ class SqliteQueue(Database, DeliveryQueue, WorkQueue):
         path: str | Path,
         *,
         clock: Clock | None = None,
-        visibility_timeout_s: float = DELIVERY_QUEUE.visibility_timeout_s,
+        visibility_timeout_s: float = HELD_VISIBILITY_S,
         max_receive_count: int = DELIVERY_QUEUE.max_receive_count,
         busy_timeout_s: float = 30.0,
         poll_interval_s: float = 0.2,
@@ -114,34 +132,31 @@ class SqliteQueue(Database, DeliveryQueue, WorkQueue):
             self._sleep(min(self.poll_interval_s, max(0.0, deadline - time.monotonic())))
 
     def _claim(self, max_messages: int) -> list[QueueMessage]:
+        """One transaction, two statements, whatever ``max_messages`` is: the
+        redrive of the first visible messages, then the claim of the first
+        visible ones left. Each receipt is this receive's random prefix and the
+        row's sequence number, so it is new on every receive."""
         now = self.clock.now()
         now_us = us(now)
         invisible_until = us(now + timedelta(seconds=self.visibility_timeout_s))
-        claimed: list[QueueMessage] = []
+        limit = max(1, max_messages)
+        prefix = uuid.uuid4().hex + "."
         with self._write() as db:
             # Redrive: a visible message already received max_receive_count times.
             db.execute(
                 "UPDATE delivery_queue SET state = 'dead', dead_at = ?, receipt = NULL, "
                 "dead_reason = 'received more than the redrive limit' "
-                "WHERE state = 'ready' AND visible_at <= ? AND receive_count >= ?",
-                (now_us, now_us, self.max_receive_count),
+                f"WHERE seq IN ({_CANDIDATES}) AND receive_count >= ?",
+                (now_us, now_us, limit, self.max_receive_count),
             )
-            candidates = db.execute(
-                "SELECT seq FROM delivery_queue WHERE state = 'ready' AND visible_at <= ? "
-                "ORDER BY visible_at, seq LIMIT ?",
-                (now_us, max(1, max_messages)),
+            rows = db.execute(
+                "UPDATE delivery_queue SET visible_at = ?, receive_count = receive_count + 1, "
+                f"receipt = ? || seq WHERE seq IN ({_CANDIDATES}) "
+                "RETURNING seq, message_id, body, receive_count, receipt",
+                (invisible_until, prefix, now_us, limit),
             ).fetchall()
-            for (seq,) in candidates:
-                receipt = uuid.uuid4().hex
-                row = db.execute(
-                    "UPDATE delivery_queue SET visible_at = ?, receive_count = receive_count + 1, "
-                    "receipt = ? WHERE seq = ? AND state = 'ready' AND visible_at <= ? "
-                    "RETURNING message_id, body, receive_count",
-                    (invisible_until, receipt, seq, now_us),
-                ).fetchone()
-                if row is not None:
-                    claimed.append(QueueMessage(row[0], receipt, row[1], row[2]))
-        return claimed
+        rows.sort()  # RETURNING gives no order; hand them out in queue order
+        return [QueueMessage(r[1], r[4], r[2], r[3]) for r in rows]
 
     def change_visibility(self, receipt: str, delay_s: float) -> None:
         delay_s = min(max(0.0, delay_s), MAX_DELAY_S)
@@ -150,6 +165,26 @@ class SqliteQueue(Database, DeliveryQueue, WorkQueue):
             db.execute(
                 "UPDATE delivery_queue SET visible_at = ? WHERE receipt = ? AND state = 'ready'",
                 (visible_at, receipt),
+            )
+
+    def change_visibility_batch(self, receipts: Sequence[str], delay_s: float) -> None:
+        if not receipts:
+            return
+        delay_s = min(max(0.0, delay_s), MAX_DELAY_S)
+        visible_at = us(self.clock.now() + timedelta(seconds=delay_s))
+        with self._write() as db:
+            db.executemany(
+                "UPDATE delivery_queue SET visible_at = ? WHERE receipt = ? AND state = 'ready'",
+                [(visible_at, receipt) for receipt in receipts],
+            )
+
+    def delete_batch(self, receipts: Sequence[str]) -> None:
+        if not receipts:
+            return
+        with self._write() as db:
+            db.executemany(
+                "DELETE FROM delivery_queue WHERE receipt = ? AND state = 'ready'",
+                [(receipt,) for receipt in receipts],
             )
 
     def delete(self, receipt: str) -> None:

@@ -26,6 +26,15 @@ against the ``AddressPolicy``, and the TCP connection is made to a checked
 address, while the request still says ``Host: <name>`` and TLS still sends and
 verifies the name (SNI and certificate), so a second DNS answer cannot swap
 the address between the check and the call. No proxy is used.
+
+Connections are kept alive and reused (``ConnectionPool``), keyed by scheme,
+host name, port *and the checked address*: every delivery resolves and checks
+the name again, and only takes an idle connection to an address that passed
+this check, so a name that now resolves elsewhere (rebinding) never reuses a
+connection to its old address, and a connection to a refused address never
+exists. A connection is put back only when the answer was read to its end and
+the server did not ask to close. A reused connection the server had already
+closed (the request failed before any answer) is retried once on a new one.
 """
 
 from __future__ import annotations
@@ -33,9 +42,12 @@ from __future__ import annotations
 import hashlib
 import hmac
 import http.client
+import ipaddress
 import math
+import select
 import socket
 import ssl
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -62,7 +74,12 @@ Clock = Callable[[], datetime]
 
 
 def system_resolver(host: str, port: int) -> list[str]:
-    """Every address the system resolver gives for ``host``, in its order."""
+    """Every address the system resolver gives for ``host``, in its order
+    (an address literal is its own answer: no lookup)."""
+    try:
+        return [str(ipaddress.ip_address(host))]
+    except ValueError:
+        pass
     infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP)
     addresses: list[str] = []
     for info in infos:
@@ -116,12 +133,12 @@ class _PinnedConnection(http.client.HTTPConnection):
 
     def __init__(self, host: str, port: int, address: str, connect_timeout_s: float) -> None:
         super().__init__(host, port, timeout=connect_timeout_s)
-        self._address = address
+        self.address = address
         self._connect_timeout_s = connect_timeout_s
 
     def connect(self) -> None:
         self.sock = socket.create_connection(
-            (self._address, self.port), timeout=self._connect_timeout_s
+            (self.address, self.port), timeout=self._connect_timeout_s
         )
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
@@ -145,12 +162,119 @@ class _PinnedTLSConnection(_PinnedConnection):
         self.sock = self._context.wrap_socket(self.sock, server_hostname=self.host)
 
 
+# scheme, host name (lower case), port, the checked address connected to
+PoolKey = tuple[str, str, int, str]
+DEFAULT_MAX_IDLE_PER_KEY = 16
+DEFAULT_IDLE_TIMEOUT_S = 30.0
+# Failures of a reused connection that mean the server had closed it while idle:
+# nothing was answered, so the request goes once more on a new connection.
+_STALE = (
+    http.client.RemoteDisconnected,
+    ConnectionResetError,
+    ConnectionAbortedError,
+    BrokenPipeError,
+)
+
+
+class ConnectionPool:
+    """Idle keep-alive connections, per ``PoolKey``; thread-safe.
+
+    ``take`` hands out the most recently used idle connection of a key (never
+    one idle longer than ``idle_timeout_s``, nor one the server has closed:
+    its socket reads as ready), or None. ``give`` keeps a connection for
+    reuse, up to ``max_idle_per_key`` per key; beyond that it is closed.
+    """
+
+    def __init__(
+        self,
+        *,
+        max_idle_per_key: int = DEFAULT_MAX_IDLE_PER_KEY,
+        idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S,
+    ) -> None:
+        self.max_idle_per_key = max_idle_per_key
+        self.idle_timeout_s = idle_timeout_s
+        self._idle: dict[PoolKey, list[tuple[float, _PinnedConnection]]] = {}
+        self._lock = threading.Lock()
+        self._last_prune = time.monotonic()
+
+    def take(self, key: PoolKey) -> _PinnedConnection | None:
+        now = time.monotonic()
+        while True:
+            with self._lock:
+                idle = self._idle.get(key)
+                if not idle:
+                    return None
+                since, connection = idle.pop()
+            if now - since <= self.idle_timeout_s and _still_open(connection):
+                return connection
+            connection.close()
+
+    def give(self, key: PoolKey, connection: _PinnedConnection) -> None:
+        now = time.monotonic()
+        expired: list[_PinnedConnection] = []
+        with self._lock:
+            idle = self._idle.setdefault(key, [])
+            if len(idle) < self.max_idle_per_key:
+                idle.append((now, connection))
+            else:
+                expired.append(connection)
+            if now - self._last_prune > self.idle_timeout_s:
+                self._last_prune = now
+                expired += self._prune(now)
+        for old in expired:
+            old.close()
+
+    def idle_count(self, key: PoolKey | None = None) -> int:
+        with self._lock:
+            if key is not None:
+                return len(self._idle.get(key, ()))
+            return sum(len(idle) for idle in self._idle.values())
+
+    def close(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, {}
+        for connections in idle.values():
+            for _, connection in connections:
+                connection.close()
+
+    def _prune(self, now: float) -> list[_PinnedConnection]:
+        """Remove every connection idle too long (the lock is held)."""
+        expired: list[_PinnedConnection] = []
+        for key in list(self._idle):
+            keep = []
+            for since, connection in self._idle[key]:
+                if now - since <= self.idle_timeout_s:
+                    keep.append((since, connection))
+                else:
+                    expired.append(connection)
+            if keep:
+                self._idle[key] = keep
+            else:
+                del self._idle[key]
+        return expired
+
+
+def _still_open(connection: _PinnedConnection) -> bool:
+    """An idle connection is usable while the server has sent nothing: a
+    readable socket means it closed the connection (or sent garbage)."""
+    sock = connection.sock
+    if sock is None:
+        return False
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+    except (OSError, ValueError):
+        return False
+    return not readable
+
+
 class WebhookSender:
     """The ``webhook`` target adapter.
 
     ``address_policy`` decides which resolved addresses may be called;
     ``resolver``, ``clock`` and ``ssl_context`` are there for tests and for
-    deployments with their own CA bundle.
+    deployments with their own CA bundle. ``pool`` keeps connections alive
+    between deliveries (one per sender by default; it is thread-safe, so the
+    worker threads of a process share it).
     """
 
     def __init__(
@@ -163,7 +287,9 @@ class WebhookSender:
         ssl_context: ssl.SSLContext | None = None,
         connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S,
         max_redirects: int = DEFAULT_MAX_REDIRECTS,
+        pool: ConnectionPool | None = None,
     ) -> None:
+        self.pool = pool or ConnectionPool()
         self._secrets = secrets
         self._policy = address_policy or AddressPolicy()
         self._resolve = resolver
@@ -255,15 +381,42 @@ class WebhookSender:
             if reason is not None:
                 raise _Refused(f"refused to call {host}: {address} {reason}")
 
+        path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        scheme = "https" if https else "http"
+        for address in addresses:
+            key: PoolKey = (scheme, host.lower(), port, address)
+            reused = self.pool.take(key)
+            if reused is None:
+                continue
+            try:
+                return self._exchange(reused, key, path, headers, body, deadline)
+            except _STALE:
+                break  # closed by the server while idle: once more, on a new connection
         connection = self._connect(host, port, https, addresses, deadline)
+        key = (scheme, host.lower(), port, connection.address)
+        return self._exchange(connection, key, path, headers, body, deadline)
+
+    def _exchange(
+        self,
+        connection: _PinnedConnection,
+        key: PoolKey,
+        path: str,
+        headers: dict[str, str],
+        body: bytes,
+        deadline: float,
+    ) -> _Answer:
+        """One request and its answer; the connection goes back to the pool if
+        the answer was read to its end and the server keeps it open."""
+        keep = False
         try:
-            path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
             _set_timeout(connection, deadline)
             connection.request("POST", path, body=body, headers=headers)
             _set_timeout(connection, deadline)
             response = connection.getresponse()
             _set_timeout(connection, deadline)
             content = response.read(EXCERPT_LIMIT_BYTES)
+            # Read to its end (a longer body is not drained: the connection is closed).
+            keep = not response.will_close and (response.isclosed() or not response.read(1))
             return _Answer(
                 status=response.status,
                 location=response.getheader("Location"),
@@ -271,7 +424,14 @@ class WebhookSender:
                 body=content,
             )
         finally:
-            connection.close()
+            if keep and response.isclosed():
+                self.pool.give(key, connection)
+            else:
+                connection.close()
+
+    def close(self) -> None:
+        """Close every idle connection."""
+        self.pool.close()
 
     def _connect(
         self, host: str, port: int, https: bool, addresses: list[str], deadline: float

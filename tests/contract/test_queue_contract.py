@@ -183,3 +183,47 @@ def test_one_message_is_never_held_by_two_receivers_at_once(h: Harness) -> None:
     second = receive_all(h, 5 - len(first))
     ids = [m.message_id for m in first + second]
     assert len(ids) == len(set(ids)) == 5
+
+
+def test_a_batch_delete_removes_every_message_and_skips_a_stale_receipt(h: Harness) -> None:
+    h.queue.send_batch([intent(n) for n in range(1, 4)])
+    held = receive_all(h, 3)
+    stale = held[0]
+    h.queue.change_visibility(stale.receipt, 0)
+    (again,) = receive_all(h)  # received again: the first receipt is stale now
+    h.queue.delete_batch([m.receipt for m in held])
+    h.queue.dead_letter(again, "survived the batch")  # its newer receipt still holds it
+    h.wait(VISIBILITY_S + 0.2)
+    assert h.queue.receive(10, 0) == []  # the other two are gone
+    assert h.dead() == [(stale.body, "survived the batch")]
+
+
+def test_a_heartbeat_keeps_every_held_message_hidden(h: Harness) -> None:
+    h.queue.send_batch([intent(n) for n in range(1, 4)])
+    held = receive_all(h, 3)
+    h.queue.change_visibility_batch([m.receipt for m in held], 30)
+    h.wait(VISIBILITY_S + 0.2)
+    assert h.queue.receive(10, 0) == []
+    h.queue.change_visibility_batch([m.receipt for m in held], 0)
+    assert len(receive_all(h, 3)) == 3
+
+
+def test_an_empty_batch_changes_nothing(h: Harness) -> None:
+    h.queue.send_batch([intent()])
+    h.queue.delete_batch([])
+    h.queue.change_visibility_batch([], 0)
+    assert len(receive_all(h)) == 1
+
+
+def test_sqs_receive_asks_for_the_workers_visibility_timeout() -> None:
+    with mock_aws():
+        client = boto3.client("sqs", region_name="eu-west-1")
+        url = client.create_queue(QueueName="held", Attributes={"VisibilityTimeout": "900"})[
+            "QueueUrl"
+        ]
+        queue = SqsWorkQueue(client, url, url, visibility_timeout_s=1)
+        queue.send_batch([intent()])
+        (first,) = queue.receive(10, 0)
+        time.sleep(1.2)  # the queue's own 900 s would hide it for 15 minutes
+        (again,) = queue.receive(10, 0)
+        assert again.message_id == first.message_id

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cli.local import parse_interval, parse_parts
+from cli.local import parse_interval, parse_parts, parse_workers
 from cli.main import main
 
 
@@ -70,3 +70,25 @@ def test_a_data_directory_that_is_a_file_stops_the_start_with_status_1(
     assert code == 1
     assert f"duetime local: the data directory {data} is a file" in capsys.readouterr().err
     assert data.read_text() == "not a directory"
+
+
+@pytest.mark.parametrize(("text", "count"), [("1", 1), ("8", 8), ("256", 256)])
+def test_worker_counts(text: str, count: int) -> None:
+    assert parse_workers(text) == count
+
+
+@pytest.mark.parametrize("text", ["0", "-1", "257", "eight", "2.5", ""])
+def test_bad_worker_counts_are_refused(text: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError, match="--workers takes a whole number"):
+        parse_workers(text)
+
+
+def test_a_bad_worker_count_stops_the_command_before_starting_anything(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    with pytest.raises(SystemExit) as caught:
+        main(["local", "--data-dir", str(data), "--workers", "0"])
+    assert caught.value.code == 2
+    assert "--workers takes a whole number from 1 to 256 (got '0')" in capsys.readouterr().err
+    assert not data.exists()

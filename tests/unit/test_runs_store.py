@@ -212,3 +212,40 @@ def test_running_before_finds_an_earlier_occurrence_still_in_progress(
     assert runs.running_before(first, clock.now()) is None  # only earlier ones count
     clock.advance(61)
     assert runs.running_before(second, clock.now()) is None  # its worker is gone
+
+
+def test_the_heartbeat_extends_the_lease_of_the_attempt_that_holds_the_run(
+    runs: RunStore, put: Callable[[Run], None], clock: FakeClock
+) -> None:
+    run = admitted_run(put, clock)
+    start(runs, run, clock, lease_s=15)
+    clock.advance(10)
+    until = clock.now() + timedelta(seconds=15)
+    assert runs.extend_lease(run.occurrence_id, attempt=1, until=until) is True
+    held = runs.get_run(run.occurrence_id)
+    assert held is not None and held.run_lease_expires_at == until
+    clock.advance(14)  # past the first lease, inside the extended one
+    assert start(runs, run, clock) is None
+
+
+def test_the_heartbeat_never_shortens_a_lease_nor_revives_a_lost_or_ended_attempt(
+    runs: RunStore, put: Callable[[Run], None], clock: FakeClock
+) -> None:
+    run = admitted_run(put, clock)
+    start(runs, run, clock, lease_s=60)
+    soon = clock.now() + timedelta(seconds=15)
+    assert runs.extend_lease(run.occurrence_id, attempt=1, until=soon) is False
+    stored = runs.get_run(run.occurrence_id)
+    assert stored is not None
+    assert stored.run_lease_expires_at == clock.now() + timedelta(seconds=60)
+
+    clock.advance(60)
+    taken = start(runs, run, clock)  # attempt 1 lost its lease: attempt 2 holds the run
+    assert taken is not None and taken.attempts == 2
+    late = clock.now() + timedelta(seconds=600)
+    assert runs.extend_lease(run.occurrence_id, attempt=1, until=late) is False
+
+    runs.finish(run.occurrence_id, attempt=2, status=RunStatus.SUCCEEDED, now=clock.now())
+    assert runs.extend_lease(run.occurrence_id, attempt=2, until=late) is False
+    ended = runs.get_run(run.occurrence_id)
+    assert ended is not None and ended.run_lease_expires_at is None
