@@ -37,3 +37,11 @@ def check_text(text: str, field: str) -> str:
             field, f"must not contain control characters or lone surrogates (found {found})"
         )
     return text
+
+
+_SURROGATE: Final = re.compile(r"[\ud800-\udfff]")
+
+
+def forbidden_surrogate(text: str) -> bool:
+    """Whether ``text`` holds a lone surrogate (never text, in any field)."""
+    return _SURROGATE.search(text) is not None
