@@ -18,8 +18,15 @@ from domain.errors import InvalidSchedule
 # class written with escapes (Python's and ECMA-262's read them alike).
 FORBIDDEN_CLASS: Final = r"\u0000-\u001f\u007f-\u009f\ud800-\udfff"
 _FORBIDDEN: Final = re.compile(f"[{FORBIDDEN_CLASS}]")
-# A JSON Schema pattern for text without them.
-TEXT_PATTERN: Final = f"^[^{FORBIDDEN_CLASS}]*$"
+# A JSON Schema pattern for a part of the text accepted: characters of the
+# Basic Multilingual Plane without controls and surrogates. (Characters beyond
+# U+FFFF are accepted too, but an ECMA-262 pattern sees them as surrogate
+# pairs, and Python's ``re`` as one character: no pattern reads the same in both.)
+_TEXT_CHARS: Final = r"\u0020-\u007e\u00a0-\ud7ff\ue000-\uffff"
+TEXT_PATTERN: Final = f"^[{_TEXT_CHARS}]*$"
+# ... with at least one character that is not a space.
+_VISIBLE_CHARS: Final = r"!-~\u00a1-\u167f\u1681-\u1fff\u3001-\ud7ff\ue000-\uffef"
+NAME_PATTERN: Final = f"^[{_TEXT_CHARS}]*[{_VISIBLE_CHARS}][{_TEXT_CHARS}]*$"
 
 
 def forbidden_character(text: str) -> str | None:

@@ -87,6 +87,9 @@ MAX_BODY_BYTES: Final = 64 * 1024
 # How many upcoming occurrences a schedule shows.
 NEXT_OCCURRENCES: Final = 5
 MAX_IDEMPOTENCY_KEY_CHARS: Final = 255
+# Printable ASCII without spaces: what a header value can carry unchanged.
+IDEMPOTENCY_KEY_PATTERN: Final = "^[!-~]+$"
+IF_MATCH_PATTERN: Final = '^(W/)?"?[0-9]{1,12}"?$'
 ENV_DATA_DIR: Final = "DUETIME_DATA_DIR"
 SQLITE_FILE: Final = "duetime.db"
 
@@ -243,7 +246,7 @@ def _expected_version(if_match: str | None) -> int:
             "an edit needs If-Match: <version>, the version you read (GET the schedule first)"
         )
     text = if_match.strip().removeprefix("W/").strip('"')
-    if not text.isdigit() or not 1 <= len(text) <= 12:
+    if not (text.isascii() and text.isdigit()) or not 1 <= len(text) <= 12:
         raise BadHeader("If-Match", f'{if_match!r} is not a schedule version such as "3"')
     return int(text)
 
@@ -264,6 +267,7 @@ def create_schedule(
             alias="Idempotency-Key",
             min_length=1,
             max_length=MAX_IDEMPOTENCY_KEY_CHARS,
+            pattern=IDEMPOTENCY_KEY_PATTERN,
             description="a retried create with the same key returns the first schedule",
         ),
     ] = None,
@@ -324,7 +328,11 @@ def edit_schedule(
     body: Annotated[ScheduleIn, Body()],
     if_match: Annotated[
         str | None,
-        Header(alias="If-Match", description="the version you read: required"),
+        Header(
+            alias="If-Match",
+            description="the version you read (required: 428 without it)",
+            json_schema_extra={"pattern": IF_MATCH_PATTERN},
+        ),
     ] = None,
 ) -> Response[ScheduleOut]:
     services = _services()
@@ -602,7 +610,27 @@ def openapi_json() -> str:
             ),
         )
     )
+    for operations in schema["paths"].values():
+        for operation in operations.values():
+            for parameter in operation.get("parameters", ()):
+                if parameter["in"] == "header":
+                    _header_schema(parameter)
     return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
+
+
+def _header_schema(parameter: dict[str, Any]) -> None:
+    """A header is a string when sent: its schema says so, without ``null``.
+
+    If-Match is required on an edit; the route reads it itself so that its
+    absence is 428 Precondition Required rather than a validation error.
+    """
+    schema = parameter["schema"]
+    options = [option for option in schema.pop("anyOf", ()) if option.get("type") != "null"]
+    for option in options:
+        schema.update(option)
+    if parameter["name"].lower() == "if-match":
+        parameter["required"] = True
+        schema["maxLength"] = 20
 
 
 def _body_bytes(event: Mapping[str, Any]) -> bytes:
@@ -760,7 +788,8 @@ def _early_refusal(event: Mapping[str, Any]) -> Response[str] | None:
         return error_response(
             400, "invalid_json", f"the body is not valid JSON: {error.reason}", error.field
         )
-    if not isinstance(data, dict):
+    if data is not None and not isinstance(data, dict):
+        # (null is no body: the route's own validation decides whether it needs one)
         return error_response(422, "validation_error", "body: must be a JSON object", "body")
     return None
 
