@@ -23,8 +23,8 @@ from typing import Any
 from urllib.parse import parse_qs
 
 import pytest
-from hypothesis import HealthCheck, settings
 import schemathesis
+from hypothesis import HealthCheck, settings
 
 from handlers.api import ApiServices, build_services, handler
 from handlers.settings import Settings
@@ -168,7 +168,9 @@ class _LazyApi:
         if self._directory is not None:
             self._directory.cleanup()
         self._directory = tempfile.TemporaryDirectory(prefix="duetime-fuzz-")
-        services = build_services(Settings(allow_private_targets=True), data_dir=self._directory.name)
+        services = build_services(
+            Settings(allow_private_targets=True), data_dir=self._directory.name
+        )
         self._app = serve_api(services)
 
 
