@@ -253,3 +253,68 @@ def test_the_handler_answers_405_to_a_lambda_event_without_touching_the_store(
     answer: Answer = api.call("PATCH", "/schedules", REPORT)
     assert answer.status == 405
     assert answer.headers["Allow"] == "GET, HEAD, POST, OPTIONS"
+
+
+# --- other free text and headers ----------------------------------------------------------
+
+
+def test_a_pause_note_with_control_characters_is_refused_and_changes_nothing(api: Api) -> None:
+    created = api.create().body
+    before = api.snapshot()
+    answer = api.call("POST", f"/schedules/{created['id']}/pause", {"note": "ok\x1b[2J"})
+    assert answer.status == 422, answer.body
+    assert answer.error["field"] == "note"
+    assert api.snapshot() == before
+
+
+def test_an_eventbridge_source_with_control_characters_is_refused_and_changes_nothing(
+    api: Api, unchanged: None
+) -> None:
+    target = {"type": "eventbridge", "event_bus_name": "default", "source": "app\r\nx"}
+    answer = api.call("POST", "/schedules", {**REPORT, "target": target})
+    assert answer.status == 422, answer.body
+    assert answer.error["field"] == "target.source"
+
+
+def test_a_completion_error_with_control_characters_is_refused(api: Api, unchanged: None) -> None:
+    body = {"run_token": "t", "succeeded": False, "error": "bad\x00"}
+    answer = api.call("POST", "/runs/occ_x/complete", body)
+    assert answer.status == 422, answer.body
+    assert answer.error["field"] == "error"
+
+
+def test_an_end_before_the_start_is_refused_and_changes_nothing(api: Api, unchanged: None) -> None:
+    spec = {
+        "cron": "0 9 * * *",
+        "start_at": "2030-01-02T00:00:00Z",
+        "end_at": "2030-01-01T00:00:00Z",
+    }
+    answer = api.call("POST", "/schedules", with_spec(spec))
+    assert answer.status == 422, answer.body
+    assert answer.error["field"] == "spec.end_at"
+
+
+@pytest.mark.parametrize("key", ["has space", "tab\tkey", "caf\u00e9"])
+def test_an_idempotency_key_that_is_not_printable_ascii_is_refused(
+    api: Api, unchanged: None, key: str
+) -> None:
+    answer = api.call("POST", "/schedules", REPORT, headers={"Idempotency-Key": key})
+    assert answer.status == 422, answer.body
+    assert answer.error["field"] == "idempotency-key"
+
+
+def test_an_if_match_with_a_non_ascii_digit_is_400_and_changes_nothing(api: Api) -> None:
+    created = api.create().body
+    before = api.snapshot()
+    answer = api.call(
+        "PUT", f"/schedules/{created['id']}", REPORT, headers={"If-Match": '"\u0661"'}
+    )
+    assert answer.status == 400, answer.body
+    assert answer.error["code"] == "invalid_header"
+    assert api.snapshot() == before
+
+
+def test_a_null_body_where_a_schedule_is_needed_is_422(api: Api, unchanged: None) -> None:
+    answer = api.call("POST", "/schedules", raw="null")
+    assert answer.status == 422, answer.body
+    assert answer.error["code"] == "validation_error"
