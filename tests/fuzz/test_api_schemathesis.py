@@ -35,7 +35,7 @@ WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 # Examples per operation and phase: enough to reach every refusal path, small
 # enough that the whole run stays well under a minute on two cores.
-MAX_EXAMPLES = 25
+MAX_EXAMPLES = 15
 
 CONFIG = {
     "generation": {"max-examples": MAX_EXAMPLES, "database": "none"},
@@ -52,6 +52,19 @@ CONFIG = {
         "missing_required_header": {"expected-statuses": [400, 401, 403, 406, 415, 422, 428]},
     },
     "operations": [
+        {
+            # An edit is conditional: a well-formed If-Match naming a version
+            # that is no longer current is 412 Precondition Failed (RFC 9110),
+            # an answer about the schedule's state, like the 409 the check
+            # already expects, not about the request's shape.
+            "include-path": "/schedules/{schedule_id}",
+            "include-method": "PUT",
+            "checks": {
+                "positive_data_acceptance": {
+                    "expected-statuses": ["2xx", "401", "403", "404", "409", "412", "429", "5xx"]
+                }
+            },
+        },
         {
             # Whether a well-formed range can be backfilled depends on the
             # schedule (at most 1,000 occurrences in it) and the clock (not in
