@@ -520,7 +520,7 @@ def _request_invalid(error: RequestValidationError) -> Response[str]:
         return error_response(400, "invalid_json", f"the body is not valid JSON: {reason}")
     first = errors[0] if errors else {}
     field = _field_of(tuple(first.get("loc", ())))
-    message = str(first.get("msg", "invalid request"))
+    message = str(first.get("msg", "invalid request")).removeprefix("Value error, ")
     if first.get("type") == "extra_forbidden":
         message = "is not a known field"
     elif first.get("type") == "missing":

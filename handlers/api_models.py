@@ -32,10 +32,45 @@ from domain.cron import MAX_CRON_CHARS
 from domain.errors import InvalidSchedule
 from domain.run import Run
 from domain.schedule import MAX_NAME_CHARS, Schedule, policy_to_dict
-from domain.spec import ScheduleSpec, Slot, spec_to_dict
+from domain.spec import MAX_EVERY, MIN_EVERY, ScheduleSpec, Slot, spec_to_dict
 from domain.targets import MAX_TARGET_TIMEOUT_S, MAX_URL_CHARS, MAX_WEBHOOK_HEADERS, target_to_dict
 from domain.text import NAME_PATTERN, TEXT_PATTERN, check_text
-from domain.timeparse import MAX_TEXT_CHARS, format_instant
+from domain.timeparse import (
+    MAX_TEXT_CHARS,
+    format_instant,
+    parse_duration,
+    parse_instant,
+    parse_instant_or_wall,
+)
+
+
+def _domain_check(check: Callable[[str, str], object]) -> AfterValidator:
+    """An edge check that asks the domain, which refuses with the same reason
+    whichever entry point calls it. (The domain checks again when it parses.)"""
+
+    def validate(value: str | None, info: ValidationInfo) -> str | None:
+        if value is None:
+            return value
+        try:
+            check(value, str(info.field_name))
+        except InvalidSchedule as error:
+            raise ValueError(error.reason) from None
+        return value
+
+    return AfterValidator(validate)
+
+
+def _every(text: str, field: str) -> None:
+    every = parse_duration(text, field)
+    if not MIN_EVERY <= every <= MAX_EVERY or every % MIN_EVERY:
+        raise InvalidSchedule(field, "must be whole seconds from PT1S to P366D")
+
+
+InstantIn = Annotated[str | None, _domain_check(parse_instant)]
+RequiredInstantIn = Annotated[str, _domain_check(parse_instant)]
+InstantOrWall = Annotated[str | None, _domain_check(parse_instant_or_wall)]
+DurationIn = Annotated[str | None, _domain_check(parse_duration)]
+EveryIn = Annotated[str | None, _domain_check(_every)]
 
 
 def _text(value: str, info: ValidationInfo) -> str:
@@ -222,13 +257,13 @@ class SpecIn(_In):
         description=CRON_DESCRIPTION,
         examples=["0 9 * * MON-FRI"],
     )
-    at: str | None = Field(
+    at: InstantOrWall = Field(
         default=None,
         max_length=MAX_TEXT_CHARS,
         description="one instant with an offset, or a wall time read in time_zone",
         examples=["2026-12-01T09:00:00Z", "2026-12-01T09:00:00"],
     )
-    every: str | None = Field(
+    every: EveryIn = Field(
         default=None,
         max_length=MAX_TEXT_CHARS,
         description=EVERY_DESCRIPTION,
@@ -240,10 +275,10 @@ class SpecIn(_In):
         description="IANA zone (default UTC)",
         examples=["Europe/London"],
     )
-    start_at: str | None = Field(
+    start_at: InstantIn = Field(
         default=None, max_length=MAX_TEXT_CHARS, description=INSTANT_DESCRIPTION
     )
-    end_at: str | None = Field(
+    end_at: InstantIn = Field(
         default=None, max_length=MAX_TEXT_CHARS, description=INSTANT_DESCRIPTION
     )
 
@@ -260,12 +295,12 @@ class RetryIn(_In):
     max_attempts: int | None = Field(
         default=None, ge=1, le=MAX_ATTEMPTS_LIMIT, description="default 5"
     )
-    base: str | None = Field(
+    base: DurationIn = Field(
         default=None,
         max_length=MAX_TEXT_CHARS,
         description="ISO 8601 duration, default PT1S, at most PT12H and not above cap",
     )
-    cap: str | None = Field(
+    cap: DurationIn = Field(
         default=None,
         max_length=MAX_TEXT_CHARS,
         description="ISO 8601 duration, default PT30S, at most PT12H",
@@ -304,7 +339,7 @@ class PolicyIn(_In):
     overdue: Literal["catch_up_all", "latest_only", "expire"] | None = Field(
         default=None, description="default latest_only"
     )
-    catchup_window: str | None = Field(
+    catchup_window: DurationIn = Field(
         default=None,
         max_length=MAX_TEXT_CHARS,
         description="ISO 8601 duration up to P366D; required with overdue=expire, only then",
@@ -319,12 +354,12 @@ class PolicyIn(_In):
         default=None, description="default allow_all"
     )
     retry: RetryIn | None = None
-    run_timeout: str | None = Field(
+    run_timeout: DurationIn = Field(
         default=None,
         max_length=MAX_TEXT_CHARS,
         description="ISO 8601 duration from PT1S to P1D, default PT15M",
     )
-    grace: str | None = Field(
+    grace: DurationIn = Field(
         default=None,
         max_length=MAX_TEXT_CHARS,
         description="up to P366D: how late a success may be before the watchdog says overdue",
@@ -485,13 +520,13 @@ class PauseIn(_In):
 
 
 class BackfillIn(_In):
-    start_at: str = Field(
+    start_at: RequiredInstantIn = Field(
         max_length=MAX_TEXT_CHARS,
         description=INSTANT_DESCRIPTION + "; inclusive",
         examples=["2026-11-30T00:00:00Z"],
         json_schema_extra={"pattern": _instant_pattern(_PAST_YEAR)},
     )
-    end_at: str = Field(
+    end_at: RequiredInstantIn = Field(
         max_length=MAX_TEXT_CHARS,
         description=INSTANT_DESCRIPTION + "; inclusive, not before start_at, not in the future",
         examples=["2026-12-01T00:00:00Z"],
