@@ -10,7 +10,8 @@ refused, a deleted schedule stays gone, a created one can be read.
 
 The handler is called in-process, through a small WSGI adapter (``serve_api``
 is the one place that decides how requests reach it). Each session gets its
-own SQLite directory; nothing here delivers, so no target is ever called.
+own SQLite directory (each stateful sequence a fresh one); nothing here
+delivers, so no target is ever called and no network is used.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ pytestmark = pytest.mark.fuzz
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 # Examples per operation and phase: enough to reach every refusal path, small
-# enough that the whole run stays well under a minute on two cores.
+# enough that the whole file runs in about a minute on two busy cores.
 MAX_EXAMPLES = 15
 
 CONFIG = {
@@ -251,5 +252,6 @@ TestApiWorkflow.settings = settings(
     max_examples=MAX_EXAMPLES,
     stateful_step_count=6,
     deadline=None,
+    database=None,
     suppress_health_check=list(HealthCheck),
 )
