@@ -34,6 +34,8 @@ from domain.errors import InvalidSchedule
 
 # Stop searching after this many years without a match.
 HORIZON_YEARS = 50
+# Longer than any expression a user writes (every minute listed is 170 characters).
+MAX_CRON_CHARS = 255
 _DAY_CACHE_LIMIT = 600
 
 NICKNAMES = {
@@ -75,7 +77,7 @@ def _value(field: _Field, text: str) -> int:
     upper = text.upper()
     if upper in field.names:
         return field.names.index(upper) + field.names_start
-    if not text.isdigit():
+    if not _is_number(text):
         if field.names:
             raise InvalidSchedule(
                 field.name,
@@ -88,6 +90,11 @@ def _value(field: _Field, text: str) -> int:
     return value
 
 
+def _is_number(text: str) -> bool:
+    """ASCII digits only: ``str.isdigit`` and ``int`` also accept other scripts' digits."""
+    return 0 < len(text) <= 3 and text.isascii() and text.isdigit()
+
+
 def _term_values(field: _Field, term: str) -> set[int]:
     """The values one comma-separated term stands for (markers L and # excluded)."""
     if term == "":
@@ -95,7 +102,7 @@ def _term_values(field: _Field, term: str) -> set[int]:
     base, slash, step_text = term.partition("/")
     step = 1
     if slash:
-        if not step_text.isdigit():
+        if not _is_number(step_text):
             raise InvalidSchedule(field.name, f"step {step_text!r} is not a number")
         step = int(step_text)
         if step == 0:
@@ -124,7 +131,7 @@ def _parse_field(field: _Field, text: str) -> frozenset[int | str]:
         if field is DAY_OF_WEEK and "#" in term:
             day_text, _, nth_text = term.partition("#")
             day = _value(field, day_text) % 7
-            if not nth_text.isdigit() or not 1 <= int(nth_text) <= 5:
+            if not _is_number(nth_text) or not 1 <= int(nth_text) <= 5:
                 raise InvalidSchedule(field.name, f"{term!r}: the n in DOW#n must be 1-5")
             items.add(f"{day}#{int(nth_text)}")
             continue
@@ -182,6 +189,15 @@ class CronExpression:
     def parse(cls, source: str) -> CronExpression:
         if not isinstance(source, str) or not source.strip():
             raise InvalidSchedule("cron", "must be a five-field cron expression")
+        if len(source) > MAX_CRON_CHARS:
+            raise InvalidSchedule("cron", f"must be at most {MAX_CRON_CHARS} characters")
+        # Fields are ASCII: digits of other scripts, and separators other than
+        # spaces and tabs, are refused rather than read as something else.
+        bad = next((c for c in source if not (" " <= c <= "~" or c == "\t")), None)
+        if bad is not None:
+            raise InvalidSchedule(
+                "cron", f"{bad!r} is not allowed: write fields in ASCII, separated by spaces"
+            )
         text = " ".join(source.split())
         if text.startswith("@"):
             if text.lower() not in NICKNAMES:

@@ -41,6 +41,7 @@ from domain.errors import InvalidSchedule, parse_choice
 from domain.run import Reason, RunStatus, Verdict, build
 from domain.spec import DstPolicy, ScheduleSpec, parse_dst_policy, parse_spec, spec_to_dict
 from domain.targets import Target, parse_target, target_to_dict
+from domain.text import check_text
 from domain.timeparse import format_duration, parse_duration, parse_instant
 
 MAX_NAME_CHARS: Final = 200
@@ -346,7 +347,7 @@ def check_name(name: object) -> str:
         raise InvalidSchedule("name", "is required: a short text such as 'sales report'")
     if len(name) > MAX_NAME_CHARS:
         raise InvalidSchedule("name", f"must be at most {MAX_NAME_CHARS} characters")
-    return name
+    return check_text(name, "name")
 
 
 def check_payload(payload: object) -> dict[str, Any]:

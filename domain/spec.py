@@ -24,6 +24,9 @@ from typing import Any
 from domain.cron import CronExpression
 from domain.errors import InvalidSchedule, parse_choice
 from domain.timeparse import (
+    MAX_DURATION,
+    check_instant,
+    check_wall,
     format_duration,
     format_instant,
     parse_duration,
@@ -38,6 +41,12 @@ _EPSILON = timedelta(microseconds=1)
 # (up to a day away again): within these bounds, that never leaves the calendar.
 _FIRST = datetime.min.replace(tzinfo=UTC) + 2 * ONE_DAY
 _LAST = datetime.max.replace(tzinfo=UTC) - 2 * ONE_DAY
+
+# ``every`` runs from one second to 366 days: a longer rhythm is a cron or an
+# ``at``, and the bound keeps the anchor plus a few intervals (the watchdog's
+# grace, the planner's lookahead) far inside what a datetime can hold.
+MIN_EVERY = timedelta(seconds=1)
+MAX_EVERY = MAX_DURATION
 
 
 @dataclass(frozen=True)
@@ -72,6 +81,10 @@ class AtSpec:
             load_zone(self.time_zone, "spec.time_zone")
         if self.at.tzinfo is None and self.time_zone is None:
             raise InvalidSchedule("spec.at", "a wall time without an offset needs spec.time_zone")
+        if self.at.tzinfo is None:
+            check_wall(self.at, "spec.at")
+        else:
+            check_instant(self.at, "spec.at")
         _check_bounds(self.start_at, self.end_at)
 
 
@@ -86,10 +99,15 @@ class EverySpec:
     def __post_init__(self) -> None:
         if self.every <= timedelta(0):
             raise InvalidSchedule("spec.every", "must be positive")
-        if self.every < timedelta(seconds=1) or self.every % timedelta(seconds=1):
+        if self.every < MIN_EVERY or self.every % timedelta(seconds=1):
             raise InvalidSchedule("spec.every", "must be a whole number of seconds, at least PT1S")
+        if self.every > MAX_EVERY:
+            raise InvalidSchedule(
+                "spec.every", f"must be at most {format_duration(MAX_EVERY)} (use cron or at)"
+            )
         if self.anchor_at.tzinfo is None:
             raise ValueError("anchor_at must be aware")
+        check_instant(self.anchor_at, "spec.start_at")
         if self.time_zone is not None:
             load_zone(self.time_zone, "spec.time_zone")
         _check_bounds(self.start_at, self.end_at)
@@ -100,8 +118,8 @@ ScheduleSpec = CronSpec | AtSpec | EverySpec
 
 def _check_bounds(start_at: datetime | None, end_at: datetime | None) -> None:
     for name, value in (("spec.start_at", start_at), ("spec.end_at", end_at)):
-        if value is not None and value.tzinfo is None:
-            raise InvalidSchedule(name, "must have an offset")
+        if value is not None:
+            check_instant(value, name)
     if start_at is not None and end_at is not None and end_at < start_at:
         raise InvalidSchedule("spec.end_at", "must not be before spec.start_at")
 

@@ -45,6 +45,7 @@ from domain.partition import Partitioning
 from domain.schedule import Schedule
 from domain.spec import ScheduleSpec
 from domain.targets import WebhookTarget
+from domain.text import forbidden_surrogate
 from domain.timeparse import format_instant, parse_instant
 from handlers.api_models import (
     BackfillIn,
@@ -86,6 +87,9 @@ MAX_BODY_BYTES: Final = 64 * 1024
 # How many upcoming occurrences a schedule shows.
 NEXT_OCCURRENCES: Final = 5
 MAX_IDEMPOTENCY_KEY_CHARS: Final = 255
+# Printable ASCII without spaces: what a header value can carry unchanged.
+IDEMPOTENCY_KEY_PATTERN: Final = "^[!-~]+$"
+IF_MATCH_PATTERN: Final = '^(W/)?"?[0-9]{1,12}"?$'
 ENV_DATA_DIR: Final = "DUETIME_DATA_DIR"
 SQLITE_FILE: Final = "duetime.db"
 
@@ -242,7 +246,7 @@ def _expected_version(if_match: str | None) -> int:
             "an edit needs If-Match: <version>, the version you read (GET the schedule first)"
         )
     text = if_match.strip().removeprefix("W/").strip('"')
-    if not text.isdigit() or not 1 <= len(text) <= 12:
+    if not (text.isascii() and text.isdigit()) or not 1 <= len(text) <= 12:
         raise BadHeader("If-Match", f'{if_match!r} is not a schedule version such as "3"')
     return int(text)
 
@@ -263,6 +267,7 @@ def create_schedule(
             alias="Idempotency-Key",
             min_length=1,
             max_length=MAX_IDEMPOTENCY_KEY_CHARS,
+            pattern=IDEMPOTENCY_KEY_PATTERN,
             description="a retried create with the same key returns the first schedule",
         ),
     ] = None,
@@ -323,7 +328,11 @@ def edit_schedule(
     body: Annotated[ScheduleIn, Body()],
     if_match: Annotated[
         str | None,
-        Header(alias="If-Match", description="the version you read: required"),
+        Header(
+            alias="If-Match",
+            description="the version you read (required: 428 without it)",
+            json_schema_extra={"pattern": IF_MATCH_PATTERN},
+        ),
     ] = None,
 ) -> Response[ScheduleOut]:
     services = _services()
@@ -511,7 +520,7 @@ def _request_invalid(error: RequestValidationError) -> Response[str]:
         return error_response(400, "invalid_json", f"the body is not valid JSON: {reason}")
     first = errors[0] if errors else {}
     field = _field_of(tuple(first.get("loc", ())))
-    message = str(first.get("msg", "invalid request"))
+    message = str(first.get("msg", "invalid request")).removeprefix("Value error, ")
     if first.get("type") == "extra_forbidden":
         message = "is not a known field"
     elif first.get("type") == "missing":
@@ -601,7 +610,27 @@ def openapi_json() -> str:
             ),
         )
     )
+    for operations in schema["paths"].values():
+        for operation in operations.values():
+            for parameter in operation.get("parameters", ()):
+                if parameter["in"] == "header":
+                    _header_schema(parameter)
     return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
+
+
+def _header_schema(parameter: dict[str, Any]) -> None:
+    """A header is a string when sent: its schema says so, without ``null``.
+
+    If-Match is required on an edit; the route reads it itself so that its
+    absence is 428 Precondition Required rather than a validation error.
+    """
+    schema = parameter["schema"]
+    options = [option for option in schema.pop("anyOf", ()) if option.get("type") != "null"]
+    for option in options:
+        schema.update(option)
+    if parameter["name"].lower() == "if-match":
+        parameter["required"] = True
+        schema["maxLength"] = 20
 
 
 def _body_bytes(event: Mapping[str, Any]) -> bytes:
@@ -612,43 +641,183 @@ def _body_bytes(event: Mapping[str, Any]) -> bytes:
         try:
             return base64.b64decode(body, validate=False)
         except ValueError:
-            return body.encode("utf-8")
-    return str(body).encode("utf-8")
+            return body.encode("utf-8", "surrogatepass")
+    return str(body).encode("utf-8", "surrogatepass")
+
+
+# Methods some route serves; any other (TRACE, CONNECT, PATCH, FOO) is answered
+# 405 on a path the API has, and 501 on one it has not.
+_SERVED_METHODS: Final = frozenset({"GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS"})
+# JSON bodies nest at most this deep (a schedule needs 4 levels; payloads get the rest).
+MAX_JSON_DEPTH: Final = 32
+
+
+class _BodyRefused(Exception):
+    def __init__(self, reason: str, field: str | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.field = field
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in obj:
+            raise _BodyRefused(f"the key {key!r} appears twice in one object", key)
+        obj[key] = value
+    return obj
+
+
+def _no_constant(name: str) -> Any:
+    raise _BodyRefused(f"{name} is not a JSON number")
+
+
+def _check_json_tree(data: Any) -> None:
+    """Refuses nesting deeper than MAX_JSON_DEPTH and strings that are not text."""
+    stack: list[tuple[Any, int, str]] = [(data, 1, "")]
+    while stack:
+        value, depth, where = stack.pop()
+        if isinstance(value, str):
+            if forbidden_surrogate(value):
+                raise _BodyRefused(
+                    "a string holds a lone surrogate, which is not text", where or None
+                )
+            continue
+        if not isinstance(value, dict | list):
+            continue
+        if depth > MAX_JSON_DEPTH:
+            raise _BodyRefused(f"the body nests deeper than {MAX_JSON_DEPTH} levels", where or None)
+        if isinstance(value, dict):
+            for key, item in value.items():
+                path = f"{where}.{key}" if where else str(key)
+                if forbidden_surrogate(key):
+                    raise _BodyRefused(
+                        "a key holds a lone surrogate, which is not text", where or None
+                    )
+                stack.append((item, depth + 1, path))
+        else:
+            stack.extend((item, depth + 1, f"{where}[{i}]") for i, item in enumerate(value))
+
+
+def parse_json_body(body: bytes) -> Any:
+    """A request body read strictly: UTF-8 JSON (RFC 8259) without NaN or
+    Infinity, without a key twice in one object, nested at most
+    MAX_JSON_DEPTH deep, with no lone surrogate in any string.
+
+    Raises ``_BodyRefused`` with the reason.
+    """
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise _BodyRefused(f"the body is not UTF-8 ({error.reason})") from None
+    try:
+        data = json.loads(text, object_pairs_hook=_no_duplicate_keys, parse_constant=_no_constant)
+    except RecursionError:
+        raise _BodyRefused(f"the body nests deeper than {MAX_JSON_DEPTH} levels") from None
+    except ValueError as error:  # _BodyRefused from the hooks passes through
+        raise _BodyRefused(str(error)) from None
+    _check_json_tree(data)
+    return data
+
+
+def allowed_methods(path: str) -> list[str]:
+    """The methods served at ``path``, HEAD and OPTIONS included (none: no route has it)."""
+    methods = {
+        route.method
+        for route in (*app._static_routes, *app._dynamic_routes)
+        if route.rule.match(path)
+    }
+    if not methods:
+        return []
+    if "GET" in methods:
+        methods.add("HEAD")
+    methods.add("OPTIONS")
+    order = ("GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS")
+    return [method for method in order if method in methods]
+
+
+def _method_refusal(method: str, path: str) -> Response[str] | None:
+    """A method the path does not serve: 405 with Allow (501 for one no path serves)."""
+    allowed = allowed_methods(path)
+    if not allowed:
+        if method in _SERVED_METHODS:
+            return None  # the resolver answers 404 no_route
+        return error_response(
+            501, "method_not_implemented", f"{method} is not a method this API serves"
+        )
+    allow = {"Allow": ", ".join(allowed)}
+    if method == "OPTIONS":
+        return Response(HTTPStatus.NO_CONTENT, None, "", headers=allow)
+    if method not in allowed:
+        return error_response(
+            405,
+            "method_not_allowed",
+            f"{method} is not allowed on {path}; allowed: {allow['Allow']}",
+            headers=allow,
+        )
+    return None
 
 
 def _early_refusal(event: Mapping[str, Any]) -> Response[str] | None:
-    """What is refused before routing: a body too large, not JSON, or not an object.
+    """What is refused before routing: a method the path does not serve, or a
+    body too large, not sent as JSON, not strict JSON, or not an object.
 
-    (The resolver would read a form-encoded body as fields, and a one-element
-    JSON array as its element.)
+    (The resolver would read a form-encoded body as fields, a one-element JSON
+    array as its element, and NaN or a repeated key without a word.)
     """
+    method = str(event.get("httpMethod") or "").upper()
+    refused = _method_refusal(method, app._remove_prefix(str(event.get("path") or "/")))
+    if refused is not None:
+        return refused
     body = _body_bytes(event)
     if len(body) > MAX_BODY_BYTES:
         return error_response(
             413, "body_too_large", f"the body is larger than {MAX_BODY_BYTES} bytes"
         )
-    if not body.strip():
+    if not body:
         return None
     headers = {str(k).lower(): v for k, v in (event.get("headers") or {}).items()}
-    content_type = str(headers.get("content-type") or _JSON).split(";")[0].strip().lower()
+    content_type = str(headers.get("content-type") or "").split(";")[0].strip().lower()
     if content_type != _JSON:
         return error_response(
             415, "unsupported_media_type", "send the body as JSON (Content-Type: application/json)"
         )
     try:
-        data = json.loads(body)
-    except ValueError as error:
-        return error_response(400, "invalid_json", f"the body is not valid JSON: {error}")
-    if not isinstance(data, dict):
+        data = parse_json_body(body)
+    except _BodyRefused as error:
+        return error_response(
+            400, "invalid_json", f"the body is not valid JSON: {error.reason}", error.field
+        )
+    if data is not None and not isinstance(data, dict):
+        # (null is no body: the route's own validation decides whether it needs one)
         return error_response(422, "validation_error", "body: must be a JSON object", "body")
     return None
 
 
+def _plain_json_content_type(event: dict[str, Any]) -> dict[str, Any]:
+    """The event with its (accepted) Content-Type written as the resolver reads it.
+
+    Media types are case-insensitive (``Application/JSON`` is JSON); the
+    resolver only knows the lower-case form.
+    """
+    out = dict(event)
+    for key in ("headers", "multiValueHeaders"):
+        headers = {k: v for k, v in (event.get(key) or {}).items() if k.lower() != "content-type"}
+        headers["Content-Type"] = [_JSON] if key == "multiValueHeaders" else _JSON
+        out[key] = headers
+    return out
+
+
 def _proxy_response(response: Response[str]) -> dict[str, Any]:
+    headers = {"Content-Type": _JSON}
+    for name, value in response.headers.items():
+        headers[name] = value if isinstance(value, str) else ", ".join(value)
+    if response.status_code == HTTPStatus.NO_CONTENT:
+        del headers["Content-Type"]
     return {
         "statusCode": int(response.status_code),
-        "headers": {"Content-Type": _JSON},
-        "body": response.body,
+        "headers": headers,
+        "body": response.body or "",
         "isBase64Encoded": False,
     }
 
@@ -709,11 +878,19 @@ def handler(
     refused = _early_refusal(event)
     if refused is not None:
         return _proxy_response(refused)
+    if event.get("body"):
+        event = _plain_json_content_type(event)
+    head = str(event.get("httpMethod") or "").upper() == "HEAD"
+    if head:  # answered as GET, without the body
+        event = {**event, "httpMethod": "GET"}
     app.context["services"] = service or _default_services()
     try:
-        return app.resolve(event, context)
+        answer = app.resolve(event, context)
     finally:
         app.context.pop("services", None)
+    if head:
+        answer = {**answer, "body": "", "isBase64Encoded": False}
+    return answer
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,21 +8,142 @@ schedule use cases as the plain JSON object a user wrote.
 Response models are built explicitly from domain values by the ``*_out``
 functions at the bottom. Instants are UTC ISO 8601 strings ending in ``Z``;
 ``local`` times carry their offset.
+
+The OpenAPI document says exactly what each field may hold where JSON Schema
+can say it (lengths, ranges, enums, characters refused, unknown fields
+refused), and validation here enforces the same. Where the domain's rule is
+more than a schema can state (a cron expression that never fires, a date that
+does not exist), the document describes a part of what is accepted: every
+request it describes is accepted, and the text says what else is. The one
+rule it cannot state at all is ``end_at`` not before ``start_at``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
+from importlib import resources
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo
 
+from domain.backoff import MAX_ATTEMPTS_LIMIT
+from domain.cron import MAX_CRON_CHARS
+from domain.errors import InvalidSchedule
 from domain.run import Run
-from domain.schedule import Schedule, policy_to_dict
-from domain.spec import ScheduleSpec, Slot, spec_to_dict
-from domain.targets import target_to_dict
-from domain.timeparse import format_instant
+from domain.schedule import MAX_NAME_CHARS, Schedule, policy_to_dict
+from domain.spec import MAX_EVERY, MIN_EVERY, ScheduleSpec, Slot, spec_to_dict
+from domain.targets import MAX_TARGET_TIMEOUT_S, MAX_URL_CHARS, MAX_WEBHOOK_HEADERS, target_to_dict
+from domain.text import NAME_PATTERN, TEXT_PATTERN, check_text
+from domain.timeparse import (
+    MAX_TEXT_CHARS,
+    format_instant,
+    parse_duration,
+    parse_instant,
+    parse_instant_or_wall,
+)
+
+
+def _domain_check(check: Callable[[str, str], object]) -> AfterValidator:
+    """An edge check that asks the domain, which refuses with the same reason
+    whichever entry point calls it. (The domain checks again when it parses.)"""
+
+    def validate(value: str | None, info: ValidationInfo) -> str | None:
+        if value is None:
+            return value
+        try:
+            check(value, str(info.field_name))
+        except InvalidSchedule as error:
+            raise ValueError(error.reason) from None
+        return value
+
+    return AfterValidator(validate)
+
+
+def _every(text: str, field: str) -> None:
+    every = parse_duration(text, field)
+    if not MIN_EVERY <= every <= MAX_EVERY or every % MIN_EVERY:
+        raise InvalidSchedule(field, "must be whole seconds from PT1S to P366D")
+
+
+InstantIn = Annotated[str | None, _domain_check(parse_instant)]
+RequiredInstantIn = Annotated[str, _domain_check(parse_instant)]
+InstantOrWall = Annotated[str | None, _domain_check(parse_instant_or_wall)]
+DurationIn = Annotated[str | None, _domain_check(parse_duration)]
+EveryIn = Annotated[str | None, _domain_check(_every)]
+
+
+def _text(value: str, info: ValidationInfo) -> str:
+    try:
+        return check_text(value, str(info.field_name))
+    except InvalidSchedule as error:
+        raise ValueError(error.reason) from None
+
+
+# Free text: no control characters, no lone surrogates (domain.text).
+Text = Annotated[str, AfterValidator(_text), Field(json_schema_extra={"pattern": TEXT_PATTERN})]
+
+# --- what the document describes (a part of what the domain accepts) ----------------
+
+_ANY_YEAR = r"(197[1-9]|19[89][0-9]|20[0-9]{2}|21[0-8][0-9]|219[0-8])"
+_PAST_YEAR = r"(197[1-9]|19[89][0-9]|200[0-9]|201[0-9])"  # for a backfill's start
+_RECENT_YEAR = r"(202[0-5])"  # for a backfill's end: the past, and after its start
+_START_YEAR = r"(197[1-9]|19[89][0-9]|20[0-8][0-9])"  # a spec's start_at: before 2090
+_END_YEAR = r"(21[0-8][0-9]|219[0-8])"  # a spec's end_at: from 2100
+_FUTURE_YEAR = r"(20[3-9][0-9]|21[0-8][0-9]|219[0-8])"  # an at: from 2030
+
+
+def _instant_pattern(year: str, *, offset: bool = True) -> str:
+    date = year + r"-(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])"
+    time = r"T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,6})?"
+    zone = r"(Z|[+-](0[0-9]|1[0-3]):[0-5][0-9])" if offset else ""
+    return f"^{date}{time}{zone}$"
+
+
+INSTANT_PATTERN = _instant_pattern(_ANY_YEAR)
+_DAYS_366 = r"(36[0-6]|3[0-5][0-9]|[12][0-9]{2}|[1-9]?[0-9])"
+EVERY_PATTERN = r"^(P(36[0-6]|3[0-5][0-9]|[12][0-9]{2}|[1-9][0-9]?)D|PT[1-9][0-9]{0,2}[HMS])$"
+WINDOW_PATTERN = f"^(P{_DAYS_366}D|PT[0-9]{{1,3}}[HMS])$"
+RUN_TIMEOUT_PATTERN = r"^(P1D|PT([1-9]|1[0-9]|2[0-4])H|PT[1-9][0-9]{0,2}[MS])$"
+RETRY_BASE_PATTERN = r"^PT[1-9]S$"
+RETRY_CAP_PATTERN = r"^PT([1-9][0-9]S|[1-9][0-9]{0,2}M|([1-9]|1[0-2])H)$"
+
+
+def _list(item: str) -> str:
+    return f"{item}(,{item}){{0,3}}"
+
+
+_MINUTE = r"[0-5]?[0-9]"
+_HOUR = r"(1?[0-9]|2[0-3])"
+CRON_PATTERN = (
+    "^"
+    + rf"(\*|\*/([1-9]|[1-5][0-9])|{_list(_MINUTE)}) "
+    + rf"(\*|\*/([1-9]|1[0-9]|2[0-3])|{_list(_HOUR)}) "
+    + rf"(\*|{_list('([1-9]|1[0-9]|2[0-8])')}) "
+    + r"(\*|([1-9]|1[0-2])|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC) "
+    + r"(\*|[0-7]|MON-FRI|SAT,SUN|SUN|MON|TUE|WED|THU|FRI|SAT)"
+    + "$"
+)
+
+
+def zone_names() -> list[str]:
+    """The IANA zones of the tzdata package, which every deployment carries."""
+    return sorted(resources.files("tzdata").joinpath("zones").read_text().split())
+
+
+_NULL: dict[str, Any] = {"type": "null"}
+
+
+def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"anyOf": [schema, _NULL]}
+
+
+def _string(pattern: str, description: str | None = None) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "string", "pattern": pattern}
+    if description:
+        schema["description"] = description
+    return schema
+
 
 Instant = Annotated[
     str,
@@ -53,43 +174,175 @@ class _Out(BaseModel):
 # --- requests ---------------------------------------------------------------------
 
 
+def _spec_schema(schema: dict[str, Any]) -> None:
+    """The spec as the document describes it: one of four shapes."""
+    zone = {"type": "string", "enum": zone_names()}
+    bounds = {
+        "start_at": _string(
+            _instant_pattern(_START_YEAR), "inclusive; shown here before 2090 (see end_at)"
+        ),
+        "end_at": _string(
+            _instant_pattern(_END_YEAR),
+            "inclusive; not before start_at, and leaving an occurrence after now: "
+            "shown here from 2100, any instant that does so is accepted",
+        ),
+    }
+
+    def shape(
+        kind: str, value: dict[str, Any], *, zone_required: bool = False, ranged: bool = True
+    ) -> dict[str, Any]:
+        # A field written as null is a field left out.
+        others = {other: _NULL for other in ("cron", "at", "every") if other != kind}
+        optional = {"time_zone": zone, **(bounds if ranged else {})}
+        if zone_required:
+            optional = {
+                key: _nullable(value) for key, value in optional.items() if key != "time_zone"
+            }
+            optional["time_zone"] = zone
+        else:
+            optional = {key: _nullable(value) for key, value in optional.items()}
+        return {
+            "type": "object",
+            "properties": {kind: value, **optional, **others},
+            "required": [kind, "time_zone"] if zone_required else [kind],
+            "additionalProperties": False,
+        }
+
+    at = "one instant, with an offset; shown here from 2030, any instant still to come is accepted"
+    wall = "a wall time read in time_zone; shown here from 2030, any still to come is accepted"
+
+    description = schema.get("description", "")
+    schema.clear()
+    schema["description"] = description
+    schema["oneOf"] = [
+        shape("cron", _string(CRON_PATTERN, CRON_DESCRIPTION)),
+        shape("at", _string(_instant_pattern(_FUTURE_YEAR), at), ranged=False),
+        shape(
+            "at",
+            _string(_instant_pattern(_FUTURE_YEAR, offset=False), wall),
+            zone_required=True,
+            ranged=False,
+        ),
+        shape("every", _string(EVERY_PATTERN, EVERY_DESCRIPTION)),
+    ]
+
+
+CRON_DESCRIPTION = (
+    "five fields (minute hour day_of_month month day_of_week), matched in time_zone. "
+    "Also accepted: ranges a-b, steps a-b/n and a/n, lists, names in any case, L "
+    "(last day of the month), DOW#n and @hourly..@yearly, as docs/api.md explains; "
+    "an expression that can never fire is refused"
+)
+EVERY_DESCRIPTION = (
+    "an ISO 8601 duration from PT1S to P366D, whole seconds "
+    "(combined forms such as P1DT2H and weeks are accepted too)"
+)
+INSTANT_DESCRIPTION = (
+    "ISO 8601 with an offset, from 1970-01-01T00:00:00Z up to (not including) 2200-01-01T00:00:00Z"
+)
+
+
 class SpecIn(_In):
-    """When a schedule fires: exactly one of ``cron``, ``at`` or ``every``."""
+    """When a schedule fires: exactly one of ``cron``, ``at`` or ``every``.
+
+    Instants are bounded (1970 to 2200), so that every computation with them
+    stays within what the scheduler can represent; see docs/api.md.
+    """
+
+    model_config = ConfigDict(json_schema_extra=_spec_schema)
 
     cron: str | None = Field(
-        default=None, description="five fields, matched in time_zone", examples=["0 9 * * MON-FRI"]
-    )
-    at: str | None = Field(
         default=None,
+        max_length=MAX_CRON_CHARS,
+        description=CRON_DESCRIPTION,
+        examples=["0 9 * * MON-FRI"],
+    )
+    at: InstantOrWall = Field(
+        default=None,
+        max_length=MAX_TEXT_CHARS,
         description="one instant with an offset, or a wall time read in time_zone",
-        examples=["2026-12-01T09:00:00Z", "2026-12-01T09:00"],
+        examples=["2026-12-01T09:00:00Z", "2026-12-01T09:00:00"],
     )
-    every: str | None = Field(
+    every: EveryIn = Field(
         default=None,
-        description="a fixed interval (ISO 8601 duration), from start_at or the creation instant",
+        max_length=MAX_TEXT_CHARS,
+        description=EVERY_DESCRIPTION,
         examples=["PT15M"],
     )
     time_zone: str | None = Field(
-        default=None, description="IANA zone (default UTC)", examples=["Europe/London"]
+        default=None,
+        max_length=64,
+        description="IANA zone (default UTC)",
+        examples=["Europe/London"],
     )
-    start_at: str | None = Field(default=None, description="inclusive, with an offset")
-    end_at: str | None = Field(default=None, description="inclusive, with an offset")
+    start_at: InstantIn = Field(
+        default=None, max_length=MAX_TEXT_CHARS, description=INSTANT_DESCRIPTION
+    )
+    end_at: InstantIn = Field(
+        default=None, max_length=MAX_TEXT_CHARS, description=INSTANT_DESCRIPTION
+    )
 
 
 class RetryIn(_In):
-    max_attempts: int | None = Field(default=None, description="default 5")
-    base: str | None = Field(default=None, description="ISO 8601 duration, default PT1S")
-    cap: str | None = Field(default=None, description="ISO 8601 duration, default PT30S")
+    model_config = ConfigDict(
+        json_schema_extra=lambda schema: _narrow(
+            schema,
+            base=_string(RETRY_BASE_PATTERN),
+            cap=_string(RETRY_CAP_PATTERN),
+        )
+    )
+
+    max_attempts: int | None = Field(
+        default=None, ge=1, le=MAX_ATTEMPTS_LIMIT, description="default 5"
+    )
+    base: DurationIn = Field(
+        default=None,
+        max_length=MAX_TEXT_CHARS,
+        description="ISO 8601 duration, default PT1S, at most PT12H and not above cap",
+    )
+    cap: DurationIn = Field(
+        default=None,
+        max_length=MAX_TEXT_CHARS,
+        description="ISO 8601 duration, default PT30S, at most PT12H",
+    )
+
+
+def _narrow(schema: dict[str, Any], **fields: dict[str, Any]) -> None:
+    """Describe ``fields`` by the narrower schemas given (absent or null still allowed)."""
+    properties = schema["properties"]
+    for name, narrow in fields.items():
+        described = {k: v for k, v in properties[name].items() if k in ("description", "default")}
+        properties[name] = {"anyOf": [narrow, {"type": "null"}], **described}
+
+
+def _policy_schema(schema: dict[str, Any]) -> None:
+    _narrow(
+        schema,
+        catchup_window=_string(WINDOW_PATTERN),
+        grace=_string(WINDOW_PATTERN),
+        run_timeout=_string(RUN_TIMEOUT_PATTERN),
+    )
+    # catchup_window goes with overdue=expire, and only with it.
+    schema["if"] = {"properties": {"overdue": {"const": "expire"}}, "required": ["overdue"]}
+    schema["then"] = {
+        "required": ["catchup_window"],
+        "properties": {"catchup_window": _string(WINDOW_PATTERN)},
+    }
+    schema["else"] = {"properties": {"catchup_window": {"type": "null"}}}
 
 
 class PolicyIn(_In):
     """How occurrences behave when things are not on time. Every field is optional."""
 
+    model_config = ConfigDict(json_schema_extra=_policy_schema)
+
     overdue: Literal["catch_up_all", "latest_only", "expire"] | None = Field(
         default=None, description="default latest_only"
     )
-    catchup_window: str | None = Field(
-        default=None, description="ISO 8601 duration; required with overdue=expire"
+    catchup_window: DurationIn = Field(
+        default=None,
+        max_length=MAX_TEXT_CHARS,
+        description="ISO 8601 duration up to P366D; required with overdue=expire, only then",
     )
     dst_gap: Literal["cron", "shift", "next_valid", "skip"] | None = Field(
         default=None, description="default cron"
@@ -101,41 +354,149 @@ class PolicyIn(_In):
         default=None, description="default allow_all"
     )
     retry: RetryIn | None = None
-    run_timeout: str | None = Field(default=None, description="ISO 8601 duration, default PT15M")
-    grace: str | None = Field(
-        default=None, description="how late a success may be before the watchdog says overdue"
+    run_timeout: DurationIn = Field(
+        default=None,
+        max_length=MAX_TEXT_CHARS,
+        description="ISO 8601 duration from PT1S to P1D, default PT15M",
     )
+    grace: DurationIn = Field(
+        default=None,
+        max_length=MAX_TEXT_CHARS,
+        description="up to P366D: how late a success may be before the watchdog says overdue",
+    )
+
+
+_HEADER_NAME_PATTERN = "^[!#$%&'*+\\-.^_`|~0-9A-Za-z]{1,128}$"
+_PRINTABLE = "^[ -~]{1,128}$"
+_BUS_NAME_PATTERN = "^[A-Za-z0-9._/-]{1,256}$"
+_FUNCTION_ARN_PATTERN = (
+    "^arn:aws:lambda:[a-z]{2}-[a-z]+-[1-9]:[0-9]{12}:function:[A-Za-z0-9_-]{1,64}"
+    "(:(\\$LATEST|[A-Za-z0-9_-]{1,128}))?$"
+)
+_QUEUE_URL_PATTERN = (
+    "^https://sqs\\.[a-z]{2}-[a-z]+-[1-9]\\.amazonaws\\.com/[0-9]{12}/"
+    "[A-Za-z0-9_-]{1,75}(\\.fifo)?$"
+)
+_URL_PATTERN = (
+    "^https?://[a-z0-9]([a-z0-9-]{0,20}[a-z0-9])?(\\.[a-z0-9]([a-z0-9-]{0,20}[a-z0-9])?){0,3}"
+    "(:[1-9][0-9]{0,3})?(/[A-Za-z0-9._~-]{0,20}){0,4}$"
+)
+
+
+def _target_schema(schema: dict[str, Any]) -> None:
+    """The target as the document describes it: one shape per type."""
+
+    fields = [name for name in TargetIn.model_fields if name != "type"]
+
+    def shape(kind: str, required: list[str], **properties: dict[str, Any]) -> dict[str, Any]:
+        # A field written as null is a field left out, also another type's field.
+        described = {
+            name: value if name in required else _nullable(value)
+            for name, value in properties.items()
+        }
+        others = {name: _NULL for name in fields if name not in properties}
+        return {
+            "type": "object",
+            "properties": {"type": {"type": "string", "const": kind}, **described, **others},
+            "required": ["type", *required],
+            "additionalProperties": False,
+        }
+
+    description = schema.get("description", "")
+    schema.clear()
+    schema["description"] = description
+    schema["oneOf"] = [
+        shape(
+            "webhook",
+            ["url"],
+            url=_string(_URL_PATTERN, "http(s), no user info, no #fragment"),
+            headers={
+                "type": "object",
+                "description": (
+                    "extra request headers, at most 20; names are HTTP tokens, each once in any "
+                    "case, not Content-Type, Idempotency-Key, Host and the like nor Duetime-*; "
+                    "values printable ASCII"
+                ),
+                "maxProperties": MAX_WEBHOOK_HEADERS,
+                "propertyNames": {"pattern": "^X-[A-Z][a-z0-9]{0,30}$"},
+                "additionalProperties": {"type": "string", "pattern": "^[ -~]{0,256}$"},
+            },
+            timeout_s={
+                "type": "number",
+                "exclusiveMinimum": 0,
+                "maximum": MAX_TARGET_TIMEOUT_S,
+                "description": "default 10",
+            },
+        ),
+        shape(
+            "sqs",
+            ["queue_url"],
+            queue_url=_string(_QUEUE_URL_PATTERN),
+            message_group_id=_string("^[!-~]{1,128}$", "FIFO queues"),
+        ),
+        shape(
+            "lambda",
+            ["function_arn"],
+            function_arn=_string(_FUNCTION_ARN_PATTERN),
+            invocation_type={"type": "string", "enum": ["Event", "RequestResponse"]},
+        ),
+        shape(
+            "eventbridge",
+            ["event_bus_name"],
+            event_bus_name=_string(_BUS_NAME_PATTERN, "a bus name or ARN"),
+            source=_string("^(?![aA][wW][sS]\\.)[ -~]{1,256}$", "not aws.*; default duetime"),
+            detail_type=_string(_PRINTABLE, "default duetime.occurrence"),
+        ),
+    ]
 
 
 class TargetIn(_In):
     """Where occurrences are delivered. Which fields apply depends on ``type``."""
 
+    model_config = ConfigDict(json_schema_extra=_target_schema)
+
     type: Literal["webhook", "sqs", "lambda", "eventbridge"]
-    url: str | None = Field(default=None, description="webhook")
+    url: str | None = Field(default=None, max_length=MAX_URL_CHARS, description="webhook")
     headers: dict[str, str] | list[tuple[str, str]] | None = Field(
         default=None, description="webhook: extra request headers"
     )
-    timeout_s: float | None = Field(default=None, description="webhook: default 10, at most 900")
-    queue_url: str | None = Field(default=None, description="sqs")
-    message_group_id: str | None = Field(default=None, description="sqs (FIFO queues)")
-    function_arn: str | None = Field(default=None, description="lambda")
+    timeout_s: float | None = Field(
+        default=None, gt=0, le=MAX_TARGET_TIMEOUT_S, description="webhook: default 10"
+    )
+    queue_url: str | None = Field(default=None, max_length=MAX_URL_CHARS, description="sqs")
+    message_group_id: str | None = Field(
+        default=None, max_length=128, description="sqs (FIFO queues)"
+    )
+    function_arn: str | None = Field(default=None, max_length=512, description="lambda")
     invocation_type: Literal["Event", "RequestResponse"] | None = Field(
         default=None, description="lambda: default Event"
     )
-    event_bus_name: str | None = Field(default=None, description="eventbridge: name or ARN")
-    source: str | None = Field(default=None, description="eventbridge: default duetime")
-    detail_type: str | None = Field(
-        default=None, description="eventbridge: default duetime.occurrence"
+    event_bus_name: str | None = Field(
+        default=None, max_length=1600, description="eventbridge: name or ARN"
+    )
+    source: Text | None = Field(
+        default=None, max_length=256, description="eventbridge: default duetime"
+    )
+    detail_type: Text | None = Field(
+        default=None, max_length=128, description="eventbridge: default duetime.occurrence"
     )
 
 
 class ScheduleIn(_In):
     """A schedule as a user writes it (POST creates it; PUT replaces it)."""
 
-    name: str
+    name: Text = Field(
+        min_length=1,
+        max_length=MAX_NAME_CHARS,
+        json_schema_extra={"pattern": NAME_PATTERN},
+        description="a short text; no control characters",
+        examples=["sales report"],
+    )
     spec: SpecIn
     target: TargetIn
-    payload: dict[str, Any] | None = None
+    payload: dict[str, Any] | None = Field(
+        default=None, description="any JSON object, sent with every occurrence"
+    )
     policy: PolicyIn | None = None
 
     def definition(self) -> dict[str, Any]:
@@ -153,16 +514,23 @@ class ScheduleIn(_In):
 
 
 class PauseIn(_In):
-    note: str | None = Field(default=None, max_length=1000, description="why it is paused")
+    note: Text | None = Field(
+        default=None, max_length=1000, description="why it is paused; no control characters"
+    )
 
 
 class BackfillIn(_In):
-    start_at: str = Field(
-        description="inclusive, with an offset", examples=["2026-11-30T00:00:00Z"]
+    start_at: RequiredInstantIn = Field(
+        max_length=MAX_TEXT_CHARS,
+        description=INSTANT_DESCRIPTION + "; inclusive",
+        examples=["2026-11-30T00:00:00Z"],
+        json_schema_extra={"pattern": _instant_pattern(_PAST_YEAR)},
     )
-    end_at: str = Field(
-        description="inclusive, with an offset, not in the future",
+    end_at: RequiredInstantIn = Field(
+        max_length=MAX_TEXT_CHARS,
+        description=INSTANT_DESCRIPTION + "; inclusive, not before start_at, not in the future",
         examples=["2026-12-01T00:00:00Z"],
+        json_schema_extra={"pattern": _instant_pattern(_RECENT_YEAR)},
     )
 
 
@@ -179,7 +547,9 @@ class CompleteIn(_In):
     run_token: str = Field(min_length=1, max_length=512, description="from the delivery body")
     succeeded: bool = True
     result: dict[str, Any] | None = Field(default=None, description="kept on the run's result")
-    error: str | None = Field(default=None, max_length=2000, description="why it failed")
+    error: Text | None = Field(
+        default=None, max_length=2000, description="why it failed; no control characters"
+    )
 
 
 # --- responses --------------------------------------------------------------------
