@@ -38,6 +38,20 @@ def _close_last(
     return (*log[:-1], replace(log[-1], finished_at=now, outcome=outcome, error=error))
 
 
+# The attempt log in SQL, in the store's compact form (adapters/sqlite/store.py
+# ``_attempt_log_text``): one ``[started, finished, outcome, error]`` array per
+# attempt, a fifth element only when its number is not its position. Files
+# written before hold keyed objects; the last entry is read in either form.
+_NEW_ATTEMPT = (
+    "CASE WHEN attempts = json_array_length(COALESCE(attempt_log, '[]')) "
+    "THEN json_array(?, NULL, NULL, NULL) ELSE json_array(?, NULL, NULL, NULL, attempts + 1) END"
+)
+_LAST_FINISHED = (
+    "COALESCE(json_extract(attempt_log, '$[#-1][1]'), "
+    "json_extract(attempt_log, '$[#-1].finished_at'))"
+)
+
+
 class SqliteRunStore(RunStore):
     def __init__(self, store: SqliteStore) -> None:
         self.store = store
@@ -102,17 +116,17 @@ class SqliteRunStore(RunStore):
                 f"UPDATE occurrences SET status = ?, attempts = attempts + 1, "
                 "started_at = COALESCE(started_at, ?), run_lease_expires_at = ?, "
                 "run_token_hash = ?, attempt_log = json_insert(COALESCE(attempt_log, '[]'), "
-                "'$[#]', json_object('number', attempts + 1, 'started_at', ?, "
-                "'finished_at', NULL, 'outcome', NULL, 'error', NULL)) "
+                f"'$[#]', {_NEW_ATTEMPT}) "
                 "WHERE occurrence_id = ? AND status IN (?, ?) AND (attempt_log IS NULL "
                 "OR json_array_length(attempt_log) = 0 "
-                "OR json_extract(attempt_log, '$[#-1].finished_at') IS NOT NULL) "
+                f"OR {_LAST_FINISHED} IS NOT NULL) "
                 f"RETURNING {_RUN_COLUMNS}",
                 (
                     RunStatus.RUNNING.value,
                     now_us,
                     us(lease_until),
                     run_token_hash,
+                    now_us,
                     now_us,
                     occurrence_id,
                     RunStatus.ADMITTED.value,
@@ -197,7 +211,11 @@ class SqliteRunStore(RunStore):
         row = db.execute(
             "UPDATE occurrences SET status = ?, finished_at = ?, reason = ?, result = ?, "
             "run_lease_expires_at = NULL, run_token_hash = NULL, pending = 0, "
-            "attempt_log = CASE WHEN json_array_length(attempt_log) > 0 "
+            "attempt_log = CASE "
+            "WHEN json_type(attempt_log, '$[#-1]') = 'array' "
+            "AND json_extract(attempt_log, '$[#-1][1]') IS NULL "
+            "THEN json_set(attempt_log, '$[#-1][1]', ?, '$[#-1][2]', ?, '$[#-1][3]', ?) "
+            "WHEN json_type(attempt_log, '$[#-1]') = 'object' "
             "AND json_extract(attempt_log, '$[#-1].finished_at') IS NULL "
             "THEN json_set(attempt_log, '$[#-1].finished_at', ?, '$[#-1].outcome', ?, "
             "'$[#-1].error', ?) ELSE attempt_log END "
@@ -208,9 +226,7 @@ class SqliteRunStore(RunStore):
                 now_us,
                 reason,
                 None if result is None else _json(dict(result)),
-                now_us,
-                outcome or status.value,
-                error,
+                *(now_us, outcome or status.value, error) * 2,
                 occurrence_id,
                 RunStatus.RUNNING.value,
                 attempt,

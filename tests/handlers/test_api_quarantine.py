@@ -107,6 +107,7 @@ def test_one_poisoned_schedule_does_not_fail_the_listing(
     assert shown.status == 200 and shown.body["next_occurrences"] == []
 
 
+@pytest.mark.usefixtures("without_range_rules")  # stored before the range rule
 @pytest.mark.parametrize(
     "spec",
     [

@@ -218,6 +218,7 @@ def test_a_quarantined_schedule_is_not_triggered_nor_shown_with_next_occurrences
     assert setup.schedules.next_occurrences(setup.head(poisoned.schedule_id)) == []
 
 
+@pytest.mark.usefixtures("without_range_rules")  # stored before the range rule
 @pytest.mark.parametrize(
     "spec",
     [
