@@ -233,11 +233,13 @@ class Functions(Construct):
             )
         )
 
-        # watchdog: reads everything it judges, writes each schedule's verdict.
+        # watchdog: reads the schedules and their runs it judges; writes each
+        # verdict and its own heartbeat to the leases table, and reads the
+        # tick's heartbeat there.
         self.watchdog = make("Watchdog", WATCHDOG)
-        tables.grant_read_write(self.watchdog.role, SCHEDULES)
+        tables.grant_read(self.watchdog.role, SCHEDULES)
         tables.grant_read(self.watchdog.role, OCCURRENCES)
-        tables.grant_read(self.watchdog.role, LEASES)
+        tables.grant_read_write(self.watchdog.role, LEASES)
 
     @property
     def all(self) -> tuple[DuetimeFunction, ...]:

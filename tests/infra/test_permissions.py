@@ -112,16 +112,36 @@ def test_by_default_the_worker_may_call_no_aws_target(template: dict[str, Any], 
     assert [s["Resource"] for s in senders] == [{"Fn::GetAtt": [ids.dlq, "Arn"]}]
 
 
-def test_watchdog_reads_everything_and_records_verdicts_on_schedules_only(
+def test_watchdog_reads_what_it_judges_and_writes_verdicts_and_heartbeats_to_leases_only(
     template: dict[str, Any], ids: Ids
 ) -> None:
+    # A watchdog pass records each verdict and reads the tick's heartbeat in
+    # the leases table (store.beat is a PutItem there); schedules and runs it
+    # only reads.
     t = template
     for table in (ids.schedules, ids.occurrences, ids.leases):
         assert reads(t, ids.watchdog, table)
-    assert writes(t, ids.watchdog, ids.schedules)
+    assert can(t, ids.watchdog, "dynamodb:PutItem", ids.leases)
+    assert writes(t, ids.watchdog, ids.leases)
+    assert not writes_any(t, ids.watchdog, ids.schedules)
     assert not writes_any(t, ids.watchdog, ids.occurrences)
-    assert not writes_any(t, ids.watchdog, ids.leases)
     assert not any(a.startswith(("sqs:", "secretsmanager:")) for a in actions(t, ids.watchdog))
+
+
+@pytest.mark.parametrize("role", ["api", "tick", "worker", "watchdog"])
+def test_no_function_may_scan_delete_or_describe_a_table(
+    template: dict[str, Any], ids: Ids, role: str
+) -> None:
+    # The stores read by key and query, and old records leave by TTL: a grant
+    # of these would be unused.
+    unused = {
+        "dynamodb:Scan",
+        "dynamodb:DeleteItem",
+        "dynamodb:BatchWriteItem",
+        "dynamodb:ConditionCheckItem",
+        "dynamodb:DescribeTable",
+    }
+    assert not actions(template, getattr(ids, role)) & unused
 
 
 @pytest.mark.parametrize("role", ["api", "tick", "worker", "watchdog"])
