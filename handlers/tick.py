@@ -39,6 +39,19 @@ def new_owner() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
+# The ticker of this Lambda container, built by the first invocation and kept
+# for the next ones: one lease owner per container (a warm container renews
+# its own leases) and one set of clients.
+_container_ticker: Ticker | None = None
+
+
+def container_ticker(settings: Settings) -> Ticker:
+    global _container_ticker
+    if _container_ticker is None:
+        _container_ticker = build_aws_ticker(settings)
+    return _container_ticker
+
+
 def tick_config(settings: Settings) -> TickConfig:
     return TickConfig(
         partitioning=Partitioning(shards=settings.shards, bucket_s=settings.bucket_s),
@@ -113,7 +126,10 @@ def run_tick(
     sleep: Callable[[float], None] = time.sleep,
     monotonic: Callable[[], float] = time.monotonic,
 ) -> dict[str, Any]:
-    """Plan + dispatch passes until ``budget_s`` is used up (at least one pass)."""
+    """Plan + dispatch passes until ``budget_s`` is used up (at least one pass),
+    then release the shards and the membership, also when a pass fails: the
+    next invocation (here or in another container) takes every shard at once
+    rather than waiting for these leases to expire."""
     deadline = monotonic() + budget_s
     totals: dict[str, Any] = {
         "passes": 0,
@@ -147,6 +163,10 @@ def run_tick(
                 break
             sleep(interval_s)
     finally:
+        try:
+            ticker.release()
+        except Exception:  # the leases then expire by their TTL
+            logger().exception("tick leases not released")
         metrics().flush_metrics()
     logger().info("tick", extra=totals)
     return totals
@@ -154,7 +174,7 @@ def run_tick(
 
 def handler(event: dict[str, Any], context: Any, service: Ticker | None = None) -> dict[str, Any]:
     settings = Settings.from_env()
-    ticker = service or build_aws_ticker(settings)
+    ticker = service or container_ticker(settings)
     budget_s = settings.tick_budget_s
     remaining_ms = getattr(context, "get_remaining_time_in_millis", None)
     if callable(remaining_ms):
