@@ -197,8 +197,11 @@ def create_queues(client: object, prefix: str) -> dict[str, str]:
 
 
 # Metrics: one namespace, emitted through Powertools Metrics with the single
-# default dimension service=SERVICE_NAME. The alarms and the dashboard in the
-# CDK stack refer to these names, so they live here, next to the tables.
+# default dimension ``service``: the stack's name on AWS (the functions'
+# POWERTOOLS_SERVICE_NAME, which the alarms and dashboard also use), so side
+# by side stacks keep apart; SERVICE_NAME on the local stack. The alarms and
+# the dashboard in the CDK stack refer to these names, so they live here,
+# next to the tables.
 METRICS_NAMESPACE = "duetime"
 SERVICE_NAME = "duetime"
 

@@ -18,7 +18,7 @@ from constructs import Construct
 
 from adapters.definitions import Metric
 from infra.functions import Functions
-from infra.metrics import metric
+from infra.metrics import metric, metrics_service
 from infra.nag import acknowledge
 from infra.settings import Settings
 
@@ -62,13 +62,14 @@ class Alarms(Construct):
             "customer managed key would be the stack's only KMS cost.",
         )
         self._subscribe_email(settings.alarm_email)
+        service = metrics_service(self)
 
         self.specs = (
             AlarmSpec(
                 "TickHeartbeatMissing",
                 "The tick has not reported a heartbeat for 3 minutes: nothing is being "
                 "dispatched. Missing data counts as breaching.",
-                metric(Metric.TICK_HEARTBEAT, period=ONE_MINUTE),
+                metric(Metric.TICK_HEARTBEAT, service=service, period=ONE_MINUTE),
                 threshold=1,
                 comparison=Cmp.LESS_THAN_THRESHOLD,
                 missing=Missing.BREACHING,
@@ -139,7 +140,7 @@ class Alarms(Construct):
                 "DispatchLagHigh",
                 f"p99 of admitted_at - scheduled_at is above "
                 f"{settings.dispatch_lag_p99_threshold_s}s for 10 minutes.",
-                metric(Metric.DISPATCH_LAG, statistic="p99", period=FIVE_MINUTES),
+                metric(Metric.DISPATCH_LAG, service=service, statistic="p99", period=FIVE_MINUTES),
                 threshold=settings.dispatch_lag_p99_threshold_s,
                 comparison=Cmp.GREATER_THAN_THRESHOLD,
                 missing=Missing.NOT_BREACHING,
@@ -150,7 +151,12 @@ class Alarms(Construct):
                 "SchedulesOverdue",
                 "The watchdog found schedules whose last success is older than their "
                 "interval plus grace.",
-                metric(Metric.OVERDUE_SCHEDULES, statistic="Maximum", period=FIVE_MINUTES),
+                metric(
+                    Metric.OVERDUE_SCHEDULES,
+                    service=service,
+                    statistic="Maximum",
+                    period=FIVE_MINUTES,
+                ),
                 threshold=0,
                 comparison=Cmp.GREATER_THAN_THRESHOLD,
                 missing=Missing.NOT_BREACHING,

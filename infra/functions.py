@@ -27,10 +27,10 @@ from adapters.definitions import (
     METRICS_NAMESPACE,
     OCCURRENCES,
     SCHEDULES,
-    SERVICE_NAME,
 )
 from infra import build_asset
 from infra.log_groups import log_group
+from infra.metrics import metrics_service
 from infra.queues import DeliveryQueues
 from infra.secrets import WebhookSecrets
 from infra.settings import Settings
@@ -137,22 +137,25 @@ class DuetimeFunction(Construct):
             memory_size=spec.memory_mb,
             role=self.role,
             log_group=self.log_group,
-            environment=function_environment(spec.name, environment, settings),
+            environment=function_environment(
+                spec.name, environment, settings, service=metrics_service(self)
+            ),
             reserved_concurrent_executions=reserved_concurrency,
             retry_attempts=spec.async_retries,
         )
 
 
 def function_environment(
-    name: str, available: Mapping[str, str], settings: Settings
+    name: str, available: Mapping[str, str], settings: Settings, *, service: str
 ) -> dict[str, str]:
-    """The function's FUNCTION_ENV keys with their values, plus Powertools' own."""
+    """The function's FUNCTION_ENV keys with their values, plus Powertools' own:
+    ``service`` is the ``service`` dimension of every metric (the stack's name)."""
     missing = [key for key in FUNCTION_ENV[name] if key not in available]
     if missing:
         raise KeyError(f"no value for {', '.join(missing)} (function {name})")
     return {
         **{key: available[key] for key in FUNCTION_ENV[name]},
-        "POWERTOOLS_SERVICE_NAME": SERVICE_NAME,
+        "POWERTOOLS_SERVICE_NAME": service,
         "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
         "LOG_LEVEL": settings.log_level,
     }

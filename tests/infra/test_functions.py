@@ -13,7 +13,6 @@ from adapters.definitions import (
     METRICS_NAMESPACE,
     OCCURRENCES,
     SCHEDULES,
-    SERVICE_NAME,
 )
 from tests.infra.conftest import Synthesized
 from tests.infra.helpers import function, logical_id, resources
@@ -59,7 +58,7 @@ def test_each_function_gets_exactly_its_env_keys(template: dict[str, Any], name:
     _, fn = function(template, HANDLERS[name])
     env = fn["Properties"]["Environment"]["Variables"]
     assert set(env) == set(FUNCTION_ENV[name]) | POWERTOOLS_ENV
-    assert env["POWERTOOLS_SERVICE_NAME"] == SERVICE_NAME
+    assert env["POWERTOOLS_SERVICE_NAME"] == "Duetime"  # the stack's name
     assert env["POWERTOOLS_METRICS_NAMESPACE"] == METRICS_NAMESPACE
     assert env["LOG_LEVEL"] == "INFO"
 
