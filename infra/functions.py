@@ -52,7 +52,10 @@ class FunctionSpec:
 
 
 # The worker receives a batch of up to WORKER_BATCH_SIZE delivery intents,
-# waiting at most WORKER_BATCH_WINDOW to fill it. AWS advises a queue
+# waiting at most WORKER_BATCH_WINDOW to fill it, and runs them at once; its
+# timeout covers the slowest target call it allows (a Lambda RequestResponse
+# target, adapters.targets.aws.LAMBDA_TARGET_READ_TIMEOUT_S) plus the margin
+# the handler keeps to record outcomes and answer. AWS advises a queue
 # visibility timeout of at least six times the function timeout plus the
 # batching window, so a message is not redelivered while a throttled or
 # retried invocation still holds it.

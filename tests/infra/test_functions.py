@@ -134,3 +134,19 @@ def test_each_function_logs_to_its_own_log_group_with_retention(
     group = template["Resources"][group_id]
     assert group["Type"] == "AWS::Logs::LogGroup"
     assert group["Properties"]["RetentionInDays"] == 30
+
+
+def test_the_worker_outlives_its_longest_target_call_and_the_time_to_record_it(
+    template: dict[str, Any],
+) -> None:
+    # A batch's records run at once; the slowest allowed call (a Lambda
+    # RequestResponse target) plus the margin the handler keeps for
+    # recording outcomes and answering the partial batch response must fit
+    # in the function's timeout, so a batch never times out as a whole.
+    from adapters.targets.aws import LAMBDA_TARGET_READ_TIMEOUT_S
+    from handlers.worker import INVOCATION_MARGIN_S
+
+    _, worker = function(template, HANDLERS["worker"])
+    timeout = worker["Properties"]["Timeout"]
+    assert timeout >= LAMBDA_TARGET_READ_TIMEOUT_S + INVOCATION_MARGIN_S
+    assert timeout <= 180  # a stuck batch holds its messages for 6x this (visibility)
