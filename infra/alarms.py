@@ -9,9 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from aws_cdk import CfnCondition, CfnParameter, Duration, Fn, Stack
+from aws_cdk import ArnFormat, CfnCondition, CfnParameter, Duration, Fn, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
@@ -62,6 +63,7 @@ class Alarms(Construct):
             "customer managed key would be the stack's only KMS cost.",
         )
         self._subscribe_email(settings.alarm_email)
+        self._allow_cloudwatch_to_publish()
         service = metrics_service(self)
 
         self.specs = (
@@ -181,6 +183,31 @@ class Alarms(Construct):
             alarm.add_alarm_action(action)
             alarm.add_ok_action(action)
             self.alarms[spec.id] = alarm
+
+    def _allow_cloudwatch_to_publish(self) -> None:
+        """The topic's policy names CloudWatch as the one publisher, for this
+        stack's alarms only (``enforce_ssl`` adds only a Deny for plain HTTP)."""
+        stack = Stack.of(self)
+        self.topic.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="CloudWatchAlarmsPublish",
+                effect=iam.Effect.ALLOW,
+                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+                actions=["sns:Publish"],
+                resources=[self.topic.topic_arn],
+                conditions={
+                    "StringEquals": {"aws:SourceAccount": stack.account},
+                    "ArnLike": {
+                        "aws:SourceArn": stack.format_arn(
+                            service="cloudwatch",
+                            resource="alarm",
+                            resource_name=f"{stack.stack_name}-*",
+                            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+                        )
+                    },
+                },
+            )
+        )
 
     def _subscribe_email(self, default: str) -> None:
         email = CfnParameter(

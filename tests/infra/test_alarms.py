@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -185,3 +186,16 @@ def test_own_metric_alarms_watch_the_service_their_own_functions_emit(
     assert len(own) == 3
     for props in own:
         assert props["Dimensions"] == [{"Name": "service", "Value": stack}]
+
+
+def test_only_this_stacks_alarms_may_publish_to_the_alarm_topic(template: dict[str, Any]) -> None:
+    [policy] = resources(template, "AWS::SNS::TopicPolicy").values()
+    statements = policy["Properties"]["PolicyDocument"]["Statement"]
+    [allow] = [s for s in statements if s["Effect"] == "Allow"]
+    assert allow["Principal"] == {"Service": "cloudwatch.amazonaws.com"}
+    assert allow["Action"] == "sns:Publish"
+    assert allow["Condition"]["StringEquals"] == {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}
+    source = json.dumps(allow["Condition"]["ArnLike"]["aws:SourceArn"])
+    assert ":cloudwatch:" in source and ":alarm:Duetime-*" in source
+    # the Deny of plain HTTP stays
+    assert any(s["Effect"] == "Deny" for s in statements)
