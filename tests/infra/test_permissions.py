@@ -24,6 +24,7 @@ class Ids:
         queues = resources(template, "AWS::SQS::Queue")
         self.delivery = next(k for k, q in queues.items() if "RedrivePolicy" in q["Properties"])
         self.dlq = logical_id(template, "AWS::SQS::Queue", "DeliveryDeliveryDlq")
+        self.smoke = logical_id(template, "AWS::SQS::Queue", "SmokeQueue")
         self.api = function_role(template, "handlers.api.handler")
         self.tick = function_role(template, "handlers.tick.handler")
         self.worker = function_role(template, "handlers.worker.handler")
@@ -106,10 +107,22 @@ def test_worker_reads_signing_secrets_and_cannot_change_them(
     assert not can(t, ids.worker, "secretsmanager:PutSecretValue", SECRETS)
 
 
-def test_by_default_the_worker_may_call_no_aws_target(template: dict[str, Any], ids: Ids) -> None:
+def test_by_default_the_worker_may_call_no_aws_target_but_the_smoke_queue(
+    template: dict[str, Any], ids: Ids
+) -> None:
     assert not {"lambda:InvokeFunction", "events:PutEvents"} & actions(template, ids.worker)
     senders = [s for s in statements(template, ids.worker) if "sqs:SendMessage" in s["Action"]]
-    assert [s["Resource"] for s in senders] == [{"Fn::GetAtt": [ids.dlq, "Arn"]}]
+    assert sorted((s["Resource"] for s in senders), key=str) == sorted(
+        [{"Fn::GetAtt": [ids.dlq, "Arn"]}, {"Fn::GetAtt": [ids.smoke, "Arn"]}], key=str
+    )
+
+
+@pytest.mark.parametrize("role", ["api", "tick", "watchdog"])
+def test_only_the_worker_may_send_to_the_smoke_queue(
+    template: dict[str, Any], ids: Ids, role: str
+) -> None:
+    assert can(template, ids.worker, "sqs:SendMessage", ids.smoke)
+    assert not touches(template, getattr(ids, role), ids.smoke)
 
 
 def test_watchdog_reads_what_it_judges_and_writes_verdicts_and_heartbeats_to_leases_only(
