@@ -275,14 +275,21 @@ def test_on_sqs_a_retry_hides_the_message_and_a_failure_lands_in_the_dlq(
     client, queue = sqs
     flaky, refused = admitted(world, clock, 2)
     queue.send_batch([flaky, refused])
-    target = FakeTarget(
-        Outcome.transient("HTTP 503", retry_after_s=600.0), Outcome.permanent("HTTP 404")
+    target = ByScheduleTarget(
+        {
+            flaky.schedule_id: Outcome.transient("HTTP 503", retry_after_s=600.0),
+            refused.schedule_id: Outcome.permanent("HTTP 404"),
+        }
     )
     incoming = sqs_event(client, queue)
-    # The flaky one first, so the script's answers go to the right runs.
     incoming["Records"].sort(key=lambda r: flaky.occurrence_id not in r["body"])
 
-    response = handler(incoming, None, worker=worker_for(world, clock, target), queue=queue)
+    response = handler(
+        incoming,
+        None,
+        worker=worker_for(world, clock, target),  # type: ignore[arg-type]
+        queue=queue,
+    )
 
     [failure] = response["batchItemFailures"]
     assert failure["itemIdentifier"] == incoming["Records"][0]["messageId"]
