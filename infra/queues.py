@@ -85,7 +85,11 @@ class SmokeQueue(Construct):
     def __init__(self, scope: Construct, id: str, *, sender: iam.IGrantable) -> None:
         super().__init__(scope, id)
         self.queue = secure_queue(self, "Queue", retention_period=self.RETENTION)
-        self.queue.grant_send_messages(sender)
+        # SendMessage only (grant_send_messages would add GetQueueAttributes
+        # and GetQueueUrl, which the worker never calls).
+        sender.grant_principal.add_to_principal_policy(
+            iam.PolicyStatement(actions=["sqs:SendMessage"], resources=[self.queue.queue_arn])
+        )
         acknowledge(
             self.queue,
             "AwsSolutions-SQS3",

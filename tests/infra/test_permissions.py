@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -191,3 +192,15 @@ def test_the_target_wildcard_grants_the_three_target_actions_on_everything(
     worker = function_role(t, "handlers.worker.handler")
     for action in TARGET_ACTIONS:
         assert can(t, worker, action, "*")
+
+
+def test_secrets_grants_are_the_calls_the_secret_store_makes(
+    template: dict[str, Any], ids: Ids
+) -> None:
+    # SecretsManagerSecretStore never describes a secret.
+    for role in (ids.api, ids.worker):
+        assert not can(template, role, "secretsmanager:DescribeSecret", SECRETS)
+    smoke_statements = [
+        s for s in statements(template, ids.worker) if ids.smoke in json.dumps(s["Resource"])
+    ]
+    assert [s["Action"] for s in smoke_statements] == ["sqs:SendMessage"]
