@@ -100,6 +100,11 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Recorder, dict[str, s
         }
         for key, value in env.items():
             monkeypatch.setenv(key, value)
+        # A new container: the handlers build their clients (and owners) anew.
+        from handlers import tick, worker
+
+        monkeypatch.setattr(tick, "_container_ticker", None)
+        monkeypatch.setattr(worker, "_container_worker", None)
         recorder = Recorder()
         # Every client made from now on (the handlers build their own) reports here.
         original = boto3.session.Session.client
