@@ -90,11 +90,15 @@ OCCURRENCES = TableDefinition(
 )
 
 # Leases (one item per shard: owner, epoch, expires_at, checkpoint) and
-# heartbeats (one item per component).
+# heartbeats (one item per component, overwritten; the tick processes are
+# members of one "tick/" item). Heartbeat items carry a TTL, so the verdicts
+# of deleted schedules and departed processes do not stay; lease items have
+# none.
 LEASES = TableDefinition(
     logical_id="Leases",
     env_var="DUETIME_LEASES_TABLE",
     partition_key=Key("pk"),
+    ttl_attribute="expires_at_epoch",
 )
 
 TABLES: tuple[TableDefinition, ...] = (SCHEDULES, OCCURRENCES, LEASES)
@@ -193,8 +197,11 @@ def create_queues(client: object, prefix: str) -> dict[str, str]:
 
 
 # Metrics: one namespace, emitted through Powertools Metrics with the single
-# default dimension service=SERVICE_NAME. The alarms and the dashboard in the
-# CDK stack refer to these names, so they live here, next to the tables.
+# default dimension ``service``: the stack's name on AWS (the functions'
+# POWERTOOLS_SERVICE_NAME, which the alarms and dashboard also use), so side
+# by side stacks keep apart; SERVICE_NAME on the local stack. The alarms and
+# the dashboard in the CDK stack refer to these names, so they live here,
+# next to the tables.
 METRICS_NAMESPACE = "duetime"
 SERVICE_NAME = "duetime"
 

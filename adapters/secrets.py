@@ -13,7 +13,9 @@ Two stores for AWS, the same contract:
   ``<prefix>/<schedule_id>``: no per-secret monthly cost, for deployments that
   prefer Parameter Store.
 Both encrypt with the account's service key, or the KMS key given.
-``InMemorySecretStore`` is for tests.
+``InMemorySecretStore`` is for tests. ``CachedSecretStore`` keeps what
+another store read for a while, so a warm worker does not call Secrets
+Manager for every delivery.
 """
 
 from __future__ import annotations
@@ -21,7 +23,10 @@ from __future__ import annotations
 import re
 import secrets
 import threading
-from typing import Any, Protocol
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any, Final, Protocol
 
 from domain.errors import DuetimeError
 
@@ -197,3 +202,69 @@ class SecretsManagerSecretStore:
             )
         except self._client.exceptions.ResourceNotFoundException:
             return
+
+
+# How long a worker signs with a secret it read before reading it again: a
+# rotation (a new ``put``) reaches every worker within this time.
+SECRET_CACHE_TTL_S: Final = 300.0
+SECRET_CACHE_ENTRIES: Final = 4096
+
+
+class CachedSecretStore:
+    """A ``SecretStore`` that remembers the secrets another one read, each for
+    ``ttl_s`` (a monotonic clock), at most ``max_entries`` of them.
+
+    Rotation is honoured: a ``put`` or ``delete`` through this store takes
+    effect at once, and one made elsewhere (the API rotating a schedule's
+    secret) once the cached value is ``ttl_s`` old. A receiver should accept
+    the old and the new secret for that long after a rotation. A missing
+    secret is not remembered.
+    """
+
+    def __init__(
+        self,
+        inner: SecretStore,
+        *,
+        ttl_s: float = SECRET_CACHE_TTL_S,
+        max_entries: int = SECRET_CACHE_ENTRIES,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if ttl_s < 0 or max_entries < 1:
+            raise ValueError("ttl_s must be >= 0 and max_entries >= 1")
+        self._inner = inner
+        self._ttl_s = ttl_s
+        self._max_entries = max_entries
+        self._monotonic = monotonic
+        self._entries: OrderedDict[str, tuple[float, str]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, schedule_id: str) -> str:
+        now = self._monotonic()
+        with self._lock:
+            entry = self._entries.get(schedule_id)
+            if entry is not None and now - entry[0] < self._ttl_s:
+                return entry[1]
+        value = self._inner.get(schedule_id)
+        self._remember(schedule_id, value, now)
+        return value
+
+    def put(self, schedule_id: str) -> str:
+        value = self._inner.put(schedule_id)
+        self._remember(schedule_id, value, self._monotonic())
+        return value
+
+    def delete(self, schedule_id: str) -> None:
+        self._inner.delete(schedule_id)
+        self.invalidate(schedule_id)
+
+    def invalidate(self, schedule_id: str) -> None:
+        """Read the schedule's secret again at its next use."""
+        with self._lock:
+            self._entries.pop(schedule_id, None)
+
+    def _remember(self, schedule_id: str, value: str, at: float) -> None:
+        with self._lock:
+            self._entries[schedule_id] = (at, value)
+            self._entries.move_to_end(schedule_id)
+            while len(self._entries) > self._max_entries:
+                self._entries.popitem(last=False)

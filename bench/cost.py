@@ -185,6 +185,7 @@ class Meter:
         self.phase = "setup"
         self.requests: Counter[tuple[str, str, str]] = Counter()
         self.units: defaultdict[tuple[str, str], float] = defaultdict(float)
+        self._batch_consistent: dict[str, bool] = {}
         self._consistent = False  # (phase, "wru" | "rru" | "sqs")
         self.largest_item = 0
         # The items the DynamoDB write in flight touches, as they were before it.
@@ -232,6 +233,12 @@ class Meter:
         if model.service_model.service_name != "dynamodb":
             return
         self._consistent = bool(params.get("ConsistentRead", False))
+        # BatchGetItem asks for consistency per table.
+        self._batch_consistent = {
+            table: bool(spec.get("ConsistentRead", False))
+            for table, spec in params.get("RequestItems", {}).items()
+            if isinstance(spec, Mapping)
+        }
         self._pending = [
             (table, key, mult, self._get(table, key))
             for table, key, mult in self._targets(model.name, params)
@@ -289,15 +296,16 @@ class Meter:
 
     def _count_read(self, operation: str, parsed: Mapping[str, Any]) -> None:
         # A strongly consistent read costs a unit per 4 KB, an eventually
-        # consistent one half that (BatchGetItem here always asks for consistency).
+        # consistent one half that.
         factor = 1.0 if self._consistent else 0.5
         if operation == "GetItem":
             size = item_size(parsed.get("Item"))
             self.units[(self.phase, "rru")] += factor * max(1, math.ceil(size / READ_UNIT_BYTES))
         elif operation == "BatchGetItem":
-            for items in parsed.get("Responses", {}).values():
+            for table, items in parsed.get("Responses", {}).items():
+                per_table = 1.0 if self._batch_consistent.get(table, True) else 0.5
                 for item in items:
-                    self.units[(self.phase, "rru")] += max(
+                    self.units[(self.phase, "rru")] += per_table * max(
                         1, math.ceil(item_size(item) / READ_UNIT_BYTES)
                     )
         elif operation in ("Query", "Scan"):
@@ -347,7 +355,8 @@ def measure(schedules: int, slots: int) -> dict[str, Any]:
             delivery_dlq_url=urls["DUETIME_DELIVERY_DLQ_URL"],
         )
         clock = BenchClock(T0)
-        store = DynamoStore(dynamodb, tables)
+        # lease_shards as deployed (from_settings): leases are read by key.
+        store = DynamoStore(dynamodb, tables, lease_shards=settings.shards)
         service = ScheduleService(
             store, clock, Partitioning(shards=settings.shards, bucket_s=settings.bucket_s)
         )

@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from cli import commands, demo, explain, local
+from cli import commands, demo, explain, local, smoke
 from domain.errors import DuetimeError
 
 
@@ -19,6 +19,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parsers(subparsers)
     local.add_parser(subparsers)
     demo.add_parser(subparsers)
+    smoke.add_parser(subparsers)
     return parser
 
 

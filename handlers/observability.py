@@ -10,6 +10,7 @@ Powertools itself reads when an object is first created.
 from __future__ import annotations
 
 import io
+import os
 import sys
 from functools import lru_cache
 from typing import IO, cast
@@ -30,11 +31,19 @@ class _Stdout(io.TextIOBase):
         sys.stdout.flush()
 
 
+def service_name() -> str:
+    """The ``service`` dimension of every metric and the service of every log
+    line: the deployment's stack name, which the stack passes as
+    POWERTOOLS_SERVICE_NAME, so two stacks in one account keep their metrics
+    apart; SERVICE_NAME when unset (the local stack)."""
+    return os.environ.get("POWERTOOLS_SERVICE_NAME") or SERVICE_NAME
+
+
 @lru_cache(maxsize=1)
 def logger() -> Logger:
-    return Logger(service=SERVICE_NAME, stream=cast(IO[str], _Stdout()))
+    return Logger(service=service_name(), stream=cast(IO[str], _Stdout()))
 
 
 @lru_cache(maxsize=1)
 def metrics() -> Metrics:
-    return Metrics(namespace=METRICS_NAMESPACE, service=SERVICE_NAME)
+    return Metrics(namespace=METRICS_NAMESPACE, service=service_name())

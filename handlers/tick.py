@@ -15,8 +15,8 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Callable
-from datetime import timedelta
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,19 @@ SAFETY_MARGIN_S = 5.0
 def new_owner() -> str:
     """A name for this tick process, unique among processes sharing a store."""
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+# The ticker of this Lambda container, built by the first invocation and kept
+# for the next ones: one lease owner per container (a warm container renews
+# its own leases) and one set of clients.
+_container_ticker: Ticker | None = None
+
+
+def container_ticker(settings: Settings) -> Ticker:
+    global _container_ticker
+    if _container_ticker is None:
+        _container_ticker = build_aws_ticker(settings)
+    return _container_ticker
 
 
 def tick_config(settings: Settings) -> TickConfig:
@@ -114,8 +127,12 @@ def run_tick(
     interval_s: float = 1.0,
     sleep: Callable[[float], None] = time.sleep,
     monotonic: Callable[[], float] = time.monotonic,
+    fields: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Plan + dispatch passes until ``budget_s`` is used up (at least one pass)."""
+    """Plan + dispatch passes until ``budget_s`` is used up (at least one pass),
+    then release the shards and the membership, also when a pass fails: the
+    next invocation (here or in another container) takes every shard at once
+    rather than waiting for these leases to expire."""
     logger()  # built first: a pass's own log lines (a quarantine) go through it
     deadline = monotonic() + budget_s
     totals: dict[str, Any] = {
@@ -127,6 +144,7 @@ def run_tick(
         "sent": 0,
         "max_lag_s": None,
         "owner": ticker.owner,
+        **(fields or {}),
     }
     try:
         while True:
@@ -150,16 +168,49 @@ def run_tick(
                 break
             sleep(interval_s)
     finally:
+        try:
+            ticker.release()
+        except Exception:  # the leases then expire by their TTL
+            logger().exception("tick leases not released")
         metrics().flush_metrics()
     logger().info("tick", extra=totals)
     return totals
 
 
+def stands_for(event: Any) -> datetime | None:
+    """The minute an EventBridge Scheduler invocation stands for: the
+    ``scheduled_at`` its target input carries (infra/schedules.py), or None
+    (another caller, or a value that is not an aware ISO 8601 instant)."""
+    text = event.get("scheduled_at") if isinstance(event, dict) else None
+    if not isinstance(text, str):
+        return None
+    try:
+        at = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        logger().warning("tick event: scheduled_at is not an instant", extra={"value": text})
+        return None
+    return at.astimezone(UTC) if at.tzinfo is not None else None
+
+
 def handler(event: dict[str, Any], context: Any, service: Ticker | None = None) -> dict[str, Any]:
+    """One invocation. What it plans and admits comes from durable state
+    (each schedule's ``next_due``, each shard's checkpoint), not from the
+    minute the invocation stands for, so a late or retried invocation still
+    covers everything that fell due; how late it started is logged
+    (``invocation_late_s``) from the event's ``scheduled_at``."""
     settings = Settings.from_env()
-    ticker = service or build_aws_ticker(settings)
+    ticker = service or container_ticker(settings)
     budget_s = settings.tick_budget_s
     remaining_ms = getattr(context, "get_remaining_time_in_millis", None)
     if callable(remaining_ms):
         budget_s = min(budget_s, max(0.0, remaining_ms() / 1000 - SAFETY_MARGIN_S))
-    return run_tick(ticker, budget_s)
+    nominal = stands_for(event)
+    late_s = None if nominal is None else (ticker.clock.now() - nominal).total_seconds()
+    return run_tick(
+        ticker,
+        budget_s,
+        fields={
+            "stands_for": None if nominal is None else nominal.isoformat(),
+            "invocation_late_s": late_s,
+        },
+    )

@@ -7,6 +7,7 @@ alarms on those metrics are what make silence loud.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
@@ -21,6 +22,9 @@ from service.watchdog import Watchdog, WatchReport
 
 # When the tick has never beaten, report the age as this (a day): the alarm fires.
 NEVER_BEATEN_AGE_S = 86400.0
+# Kept back from the function's remaining time for the last page, the metrics
+# and the cursor: a pass stops judging once less than this is left.
+SAFETY_MARGIN_S = 15.0
 
 
 def build_aws_store(settings: Settings) -> Store:
@@ -51,13 +55,19 @@ def summary(report: WatchReport) -> dict[str, Any]:
         "tick_heartbeat_age_s": report.tick_heartbeat_age_s,
         "quarantined": report.quarantined[:100],
         "set_aside": report.set_aside,
+        "judged": report.judged,
+        "complete": report.complete,
     }
 
 
-def run_watchdog(watchdog: Watchdog) -> dict[str, Any]:
-    """One watchdog pass: verdicts, metrics, one log line. Shared with the local stack."""
+def run_watchdog(
+    watchdog: Watchdog, time_left: Callable[[], float] | None = None
+) -> dict[str, Any]:
+    """One watchdog pass: verdicts, metrics, one log line. Shared with the local
+    stack. With ``time_left``, the pass resumes where the last one stopped and
+    stops when it runs out (``service.watchdog``)."""
     log = logger()  # built first: the pass's own log lines (a quarantine) go through it
-    report = watchdog.run()
+    report = watchdog.run(time_left)
     emit(report)
     result = summary(report)
     if report.overdue or report.quarantined or report.tick_heartbeat_age_s is None:
@@ -72,7 +82,14 @@ def handler(
 ) -> dict[str, Any]:
     if watchdog is None:
         watchdog = Watchdog(build_aws_store(Settings.from_env()), SystemClock())
+    remaining_ms = getattr(context, "get_remaining_time_in_millis", None)
+    time_left = None
+    if callable(remaining_ms):
+
+        def time_left() -> float:
+            return float(remaining_ms()) / 1000 - SAFETY_MARGIN_S
+
     try:
-        return run_watchdog(watchdog)
+        return run_watchdog(watchdog, time_left)
     finally:
         metrics().flush_metrics()

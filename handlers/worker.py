@@ -1,8 +1,11 @@
 """The worker: SQS delivers delivery intents, each one runs (or not) and gets a decision.
 
 On AWS, ``handler`` consumes the delivery queue with Powertools'
-``BatchProcessor`` and reports partial batch failures; each record is handled
-on its own, so one bad message never fails or delays the rest:
+``BatchProcessor`` and reports partial batch failures; the records of a batch
+run at once, one thread each, every target call bounded by the time the
+invocation has left, so one bad or slow message never fails or delays the
+rest (a record still running when the invocation must answer is reported
+failed and comes back). The clients are built once per container.
 
 - a finished run (or a duplicate of one): success, SQS deletes the message;
 - a retry: ``ChangeMessageVisibility`` to the backoff delay, then the record
@@ -26,12 +29,16 @@ RunsRetried, RunsSucceeded and RunsFailed.
 
 from __future__ import annotations
 
+import copy
 import queue as queue_module
 import random
 import threading
 import time
 import warnings
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -54,7 +61,7 @@ from handlers.observability import logger, metrics
 from handlers.settings import Settings
 from service.clock import SystemClock
 from service.ports import Clock
-from service.run_ports import AttemptReport, QueueMessage, RunTelemetry, WorkQueue
+from service.run_ports import AttemptReport, QueueMessage, RunStore, RunTelemetry, WorkQueue
 from service.runs import Decision, RunWorker, WorkerConfig
 
 # A Lambda function runs at most 15 minutes; keep one synchronous call well inside.
@@ -181,6 +188,56 @@ def apply(
 
 # --- AWS -----------------------------------------------------------------------------------
 
+# Kept back from the function's remaining time: recording the last outcome,
+# the partial batch response and the metric flush happen in it.
+INVOCATION_MARGIN_S = 10.0
+# The least time a record's target call is given, however late in the invocation.
+MIN_CALL_S = 1.0
+
+
+@dataclass(frozen=True)
+class AwsWorkerParts:
+    """What a Lambda container builds once and keeps for its invocations:
+    the run store, the targets (with their clients) and the queue."""
+
+    runs: RunStore
+    targets: TargetPort
+    queue: WorkQueue
+
+
+def build_aws_parts(
+    settings: Settings, *, address_policy: AddressPolicy | None = None
+) -> AwsWorkerParts:
+    """The clients and adapters of the worker on AWS, from the deployment's settings."""
+    import boto3
+
+    from adapters.dynamodb.runs import DynamoRunStore
+    from adapters.secrets import CachedSecretStore, SecretsManagerSecretStore
+    from adapters.sqs_worker import SqsWorkQueue
+    from adapters.targets.aws import control_client_config, lambda_client_config
+
+    session = boto3.session.Session()
+    policy = address_policy or AddressPolicy.from_settings(settings.allow_private_targets)
+    secrets = CachedSecretStore(
+        SecretsManagerSecretStore(
+            session.client("secretsmanager", config=control_client_config()),
+            settings.secrets_prefix.rstrip("/") + "/",
+        )
+    )
+    targets = Targets.for_deployment(
+        secrets,
+        policy,
+        sqs_client=session.client("sqs", config=control_client_config()),
+        lambda_client=session.client("lambda", config=lambda_client_config()),
+        events_client=session.client("events", config=control_client_config()),
+    )
+    queue = SqsWorkQueue.from_urls(
+        settings.delivery_queue_url,
+        settings.delivery_dlq_url,
+        client=session.client("sqs", config=control_client_config()),
+    )
+    return AwsWorkerParts(DynamoRunStore.from_settings(settings, session), targets, queue)
+
 
 def build_aws_worker(
     settings: Settings,
@@ -198,26 +255,14 @@ def build_aws_worker(
     flight. Lambda leaves it unset: the queue's visibility and a lease that
     covers the whole call.
     """
-    import boto3
+    parts = build_aws_parts(settings, address_policy=address_policy)
+    return _run_worker(parts), parts.queue
 
-    from adapters.dynamodb.runs import DynamoRunStore
-    from adapters.secrets import SecretsManagerSecretStore
-    from adapters.sqs_worker import SqsWorkQueue
 
-    policy = address_policy or AddressPolicy.from_settings(settings.allow_private_targets)
-    secrets = SecretsManagerSecretStore(
-        boto3.client("secretsmanager"), settings.secrets_prefix.rstrip("/") + "/"
-    )
-    targets = Targets.for_deployment(
-        secrets,
-        policy,
-        sqs_client=boto3.client("sqs"),
-        lambda_client=boto3.client("lambda"),
-        events_client=boto3.client("events"),
-    )
-    worker = RunWorker(
-        DynamoRunStore.from_settings(settings),
-        targets,
+def _run_worker(parts: AwsWorkerParts) -> RunWorker:
+    return RunWorker(
+        parts.runs,
+        parts.targets,
         SystemClock(),
         random.Random(),
         telemetry=PowertoolsTelemetry(),
@@ -231,26 +276,109 @@ def build_aws_worker(
     return worker, queue
 
 
+# The worker of this Lambda container: its clients are built by the first
+# invocation and kept (not at import time: nothing reads the environment then).
+_container_worker: tuple[RunWorker, WorkQueue] | None = None
+
+
+def container_worker() -> tuple[RunWorker, WorkQueue]:
+    global _container_worker
+    if _container_worker is None:
+        _container_worker = build_aws_worker(Settings.from_env())
+    return _container_worker
+
+
+class _LockedTelemetry(RunTelemetry):
+    """Telemetry shared by the records of one batch, one report at a time."""
+
+    def __init__(self, inner: RunTelemetry) -> None:
+        self._inner = inner
+        self._lock = threading.Lock()
+
+    def attempt_started(self, run: Run, late_by_s: float) -> None:
+        with self._lock:
+            self._inner.attempt_started(run, late_by_s)
+
+    def attempt_ended(self, report: AttemptReport) -> None:
+        with self._lock:
+            self._inner.attempt_ended(report)
+
+    def run_retried(self, run: Run, delay_s: float) -> None:
+        with self._lock:
+            self._inner.run_retried(run, delay_s)
+
+    def run_ended(self, run: Run) -> None:
+        with self._lock:
+            self._inner.run_ended(run)
+
+
+def invocation_budget_s(context: Any) -> float | None:
+    """The time this invocation may spend on its records (None: no deadline known)."""
+    remaining = getattr(context, "get_remaining_time_in_millis", None)
+    if not callable(remaining):
+        return None
+    return max(MIN_CALL_S, float(remaining()) / 1000 - INVOCATION_MARGIN_S)
+
+
+def bounded(worker: RunWorker, budget_s: float | None) -> RunWorker:
+    """The worker for one invocation: each target call bounded by the budget,
+    telemetry safe to share between the batch's threads."""
+    config = worker.config
+    if budget_s is not None:
+        cap = budget_s if config.max_call_s is None else min(config.max_call_s, budget_s)
+        config = replace(config, max_call_s=cap)
+    per_invocation = copy.copy(worker)
+    per_invocation.config = config
+    per_invocation.telemetry = _LockedTelemetry(worker.telemetry)
+    return per_invocation
+
+
+class NotFinishedInTime(Exception):
+    """A record still running when the invocation had to answer: it comes back."""
+
+
 def handler(
     event: dict[str, Any],
     context: Any,
     worker: RunWorker | None = None,
     queue: WorkQueue | None = None,
 ) -> dict[str, Any]:
+    """Run the batch's records at once, one thread each, within the function's
+    time: each target call is bounded by the remaining time less a margin, and
+    a record still running at that deadline is reported failed (SQS brings it
+    back), so the partial batch response is always sent before the function
+    times out."""
     if worker is None or queue is None:
-        worker, queue = build_aws_worker(Settings.from_env())
+        worker, queue = container_worker()
+    budget_s = invocation_budget_s(context)
+    deadline = None if budget_s is None else time.monotonic() + budget_s
+    run = bounded(worker, budget_s)
+    records = event.get("Records") or []
+
+    def handle(record: dict[str, Any]) -> Handled:
+        sqs_record = SQSRecord(record)
+        message = QueueMessage(
+            message_id=sqs_record.message_id,
+            receipt=sqs_record.receipt_handle,
+            body=sqs_record.body,
+            receive_count=int(sqs_record.attributes.approximate_receive_count or 1),
+        )
+        return handle_message(run, queue, message)
+
+    pool = ThreadPoolExecutor(max_workers=max(1, len(records)), thread_name_prefix="record")
+    futures = {record.get("messageId"): pool.submit(handle, record) for record in records}
     processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 
     def record_handler(record: SQSRecord) -> str:
-        message = QueueMessage(
-            message_id=record.message_id,
-            receipt=record.receipt_handle,
-            body=record.body,
-            receive_count=int(record.attributes.approximate_receive_count or 1),
-        )
-        handled = handle_message(worker, queue, message)
+        future = futures[record.message_id]
+        timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+        try:
+            handled = future.result(timeout=timeout)
+        except FutureTimeout:
+            logger().warning("record not finished in time", extra={"id": record.message_id})
+            raise NotFinishedInTime(record.message_id) from None
         if handled == "retry":
-            raise RetryLater(message.message_id)
+            raise RetryLater(record.message_id)
         return handled
 
     try:
@@ -259,6 +387,7 @@ def handler(
         )
         return dict(response)
     finally:
+        pool.shutdown(wait=False, cancel_futures=True)
         _flush_metrics()
 
 

@@ -9,16 +9,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from aws_cdk import CfnCondition, CfnParameter, Duration, Fn, Stack
+from aws_cdk import ArnFormat, CfnCondition, CfnParameter, Duration, Fn, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from adapters.definitions import Metric
 from infra.functions import Functions
-from infra.metrics import metric
+from infra.metrics import metric, metrics_service
 from infra.nag import acknowledge
 from infra.settings import Settings
 
@@ -62,13 +63,15 @@ class Alarms(Construct):
             "customer managed key would be the stack's only KMS cost.",
         )
         self._subscribe_email(settings.alarm_email)
+        self._allow_cloudwatch_to_publish()
+        service = metrics_service(self)
 
         self.specs = (
             AlarmSpec(
                 "TickHeartbeatMissing",
                 "The tick has not reported a heartbeat for 3 minutes: nothing is being "
                 "dispatched. Missing data counts as breaching.",
-                metric(Metric.TICK_HEARTBEAT, period=ONE_MINUTE),
+                metric(Metric.TICK_HEARTBEAT, service=service, period=ONE_MINUTE),
                 threshold=1,
                 comparison=Cmp.LESS_THAN_THRESHOLD,
                 missing=Missing.BREACHING,
@@ -139,7 +142,7 @@ class Alarms(Construct):
                 "DispatchLagHigh",
                 f"p99 of admitted_at - scheduled_at is above "
                 f"{settings.dispatch_lag_p99_threshold_s}s for 10 minutes.",
-                metric(Metric.DISPATCH_LAG, statistic="p99", period=FIVE_MINUTES),
+                metric(Metric.DISPATCH_LAG, service=service, statistic="p99", period=FIVE_MINUTES),
                 threshold=settings.dispatch_lag_p99_threshold_s,
                 comparison=Cmp.GREATER_THAN_THRESHOLD,
                 missing=Missing.NOT_BREACHING,
@@ -150,7 +153,12 @@ class Alarms(Construct):
                 "SchedulesOverdue",
                 "The watchdog found schedules whose last success is older than their "
                 "interval plus grace.",
-                metric(Metric.OVERDUE_SCHEDULES, statistic="Maximum", period=FIVE_MINUTES),
+                metric(
+                    Metric.OVERDUE_SCHEDULES,
+                    service=service,
+                    statistic="Maximum",
+                    period=FIVE_MINUTES,
+                ),
                 threshold=0,
                 comparison=Cmp.GREATER_THAN_THRESHOLD,
                 missing=Missing.NOT_BREACHING,
@@ -175,6 +183,31 @@ class Alarms(Construct):
             alarm.add_alarm_action(action)
             alarm.add_ok_action(action)
             self.alarms[spec.id] = alarm
+
+    def _allow_cloudwatch_to_publish(self) -> None:
+        """The topic's policy names CloudWatch as the one publisher, for this
+        stack's alarms only (``enforce_ssl`` adds only a Deny for plain HTTP)."""
+        stack = Stack.of(self)
+        self.topic.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="CloudWatchAlarmsPublish",
+                effect=iam.Effect.ALLOW,
+                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+                actions=["sns:Publish"],
+                resources=[self.topic.topic_arn],
+                conditions={
+                    "StringEquals": {"aws:SourceAccount": stack.account},
+                    "ArnLike": {
+                        "aws:SourceArn": stack.format_arn(
+                            service="cloudwatch",
+                            resource="alarm",
+                            resource_name=f"{stack.stack_name}-*",
+                            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+                        )
+                    },
+                },
+            )
+        )
 
     def _subscribe_email(self, default: str) -> None:
         email = CfnParameter(

@@ -9,18 +9,21 @@ from constructs import Construct
 
 from adapters.definitions import Metric
 from infra.alarms import Alarms
-from infra.metrics import metric
+from infra.metrics import metric, metrics_service
 
 PERIOD = Duration.minutes(1)
 WIDTH = 12
 
 
-def _sums(*names: str) -> list[cloudwatch.IMetric]:
-    return [metric(name, period=PERIOD, label=name) for name in names]
+def _sums(service: str, *names: str) -> list[cloudwatch.IMetric]:
+    return [metric(name, service=service, period=PERIOD, label=name) for name in names]
 
 
-def _percentiles(name: str, *stats: str) -> list[cloudwatch.IMetric]:
-    return [metric(name, statistic=stat, period=PERIOD, label=f"{name} {stat}") for stat in stats]
+def _percentiles(service: str, name: str, *stats: str) -> list[cloudwatch.IMetric]:
+    return [
+        metric(name, service=service, statistic=stat, period=PERIOD, label=f"{name} {stat}")
+        for stat in stats
+    ]
 
 
 class Dashboard(Construct):
@@ -35,6 +38,7 @@ class Dashboard(Construct):
         schedule_dlq: sqs.IQueue,
     ) -> None:
         super().__init__(scope, id)
+        service = metrics_service(self)
         self.dashboard = cloudwatch.Dashboard(
             self,
             "Dashboard",
@@ -51,6 +55,7 @@ class Dashboard(Construct):
             graph(
                 "Admissions",
                 _sums(
+                    service,
                     Metric.OCCURRENCES_MATERIALIZED,
                     Metric.OCCURRENCES_ADMITTED,
                     Metric.OCCURRENCES_SKIPPED,
@@ -60,21 +65,21 @@ class Dashboard(Construct):
             ),
             graph(
                 "Runs by status",
-                _sums(Metric.RUNS_SUCCEEDED, Metric.RUNS_FAILED, Metric.RUNS_RETRIED),
+                _sums(service, Metric.RUNS_SUCCEEDED, Metric.RUNS_FAILED, Metric.RUNS_RETRIED),
             ),
         )
         self.dashboard.add_widgets(
             graph(
                 "Dispatch lag (s): admitted_at - scheduled_at",
-                _percentiles(Metric.DISPATCH_LAG, "p50", "p90", "p99", "Maximum"),
+                _percentiles(service, Metric.DISPATCH_LAG, "p50", "p90", "p99", "Maximum"),
             ),
             graph(
                 "Start lateness (s): started_at - scheduled_at",
-                _percentiles(Metric.START_LATENESS, "p50", "p90", "p99", "Maximum"),
+                _percentiles(service, Metric.START_LATENESS, "p50", "p90", "p99", "Maximum"),
             ),
         )
         self.dashboard.add_widgets(
-            graph("Attempts started", _sums(Metric.RUN_ATTEMPTS)),
+            graph("Attempts started", _sums(service, Metric.RUN_ATTEMPTS)),
             graph(
                 "Queues",
                 [
@@ -94,16 +99,24 @@ class Dashboard(Construct):
             graph(
                 "Schedules late and overdue (watchdog)",
                 [
-                    metric(Metric.OVERDUE_SCHEDULES, statistic="Maximum", label="overdue"),
-                    metric(Metric.LATE_SCHEDULES, statistic="Maximum", label="late"),
+                    metric(
+                        Metric.OVERDUE_SCHEDULES,
+                        service=service,
+                        statistic="Maximum",
+                        label="overdue",
+                    ),
+                    metric(
+                        Metric.LATE_SCHEDULES, service=service, statistic="Maximum", label="late"
+                    ),
                 ],
             ),
             graph(
                 "Tick heartbeat",
-                _sums(Metric.TICK_HEARTBEAT),
+                _sums(service, Metric.TICK_HEARTBEAT),
                 right=[
                     metric(
                         Metric.TICK_HEARTBEAT_AGE,
+                        service=service,
                         statistic="Maximum",
                         label="heartbeat age (s, watchdog)",
                     )

@@ -27,10 +27,10 @@ from adapters.definitions import (
     METRICS_NAMESPACE,
     OCCURRENCES,
     SCHEDULES,
-    SERVICE_NAME,
 )
 from infra import build_asset
 from infra.log_groups import log_group
+from infra.metrics import metrics_service
 from infra.queues import DeliveryQueues
 from infra.secrets import WebhookSecrets
 from infra.settings import Settings
@@ -52,7 +52,10 @@ class FunctionSpec:
 
 
 # The worker receives a batch of up to WORKER_BATCH_SIZE delivery intents,
-# waiting at most WORKER_BATCH_WINDOW to fill it. AWS advises a queue
+# waiting at most WORKER_BATCH_WINDOW to fill it, and runs them at once; its
+# timeout covers the slowest target call it allows (a Lambda RequestResponse
+# target, adapters.targets.aws.LAMBDA_TARGET_READ_TIMEOUT_S) plus the margin
+# the handler keeps to record outcomes and answer. AWS advises a queue
 # visibility timeout of at least six times the function timeout plus the
 # batching window, so a message is not redelivered while a throttled or
 # retried invocation still holds it.
@@ -137,22 +140,25 @@ class DuetimeFunction(Construct):
             memory_size=spec.memory_mb,
             role=self.role,
             log_group=self.log_group,
-            environment=function_environment(spec.name, environment, settings),
+            environment=function_environment(
+                spec.name, environment, settings, service=metrics_service(self)
+            ),
             reserved_concurrent_executions=reserved_concurrency,
             retry_attempts=spec.async_retries,
         )
 
 
 def function_environment(
-    name: str, available: Mapping[str, str], settings: Settings
+    name: str, available: Mapping[str, str], settings: Settings, *, service: str
 ) -> dict[str, str]:
-    """The function's FUNCTION_ENV keys with their values, plus Powertools' own."""
+    """The function's FUNCTION_ENV keys with their values, plus Powertools' own:
+    ``service`` is the ``service`` dimension of every metric (the stack's name)."""
     missing = [key for key in FUNCTION_ENV[name] if key not in available]
     if missing:
         raise KeyError(f"no value for {', '.join(missing)} (function {name})")
     return {
         **{key: available[key] for key in FUNCTION_ENV[name]},
-        "POWERTOOLS_SERVICE_NAME": SERVICE_NAME,
+        "POWERTOOLS_SERVICE_NAME": service,
         "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
         "LOG_LEVEL": settings.log_level,
     }
@@ -233,11 +239,13 @@ class Functions(Construct):
             )
         )
 
-        # watchdog: reads everything it judges, writes each schedule's verdict.
+        # watchdog: reads the schedules and their runs it judges; writes each
+        # verdict and its own heartbeat to the leases table, and reads the
+        # tick's heartbeat there.
         self.watchdog = make("Watchdog", WATCHDOG)
-        tables.grant_read_write(self.watchdog.role, SCHEDULES)
+        tables.grant_read(self.watchdog.role, SCHEDULES)
         tables.grant_read(self.watchdog.role, OCCURRENCES)
-        tables.grant_read(self.watchdog.role, LEASES)
+        tables.grant_read_write(self.watchdog.role, LEASES)
 
     @property
     def all(self) -> tuple[DuetimeFunction, ...]:

@@ -1,8 +1,10 @@
-"""The delivery-intent queue and its dead-letter queue, from adapters.definitions."""
+"""The delivery-intent queue and its dead-letter queue (from adapters.definitions),
+the Scheduler's dead-letter queue and the smoke-test queue."""
 
 from __future__ import annotations
 
 from aws_cdk import Duration, RemovalPolicy, Tags
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
@@ -66,5 +68,34 @@ class ScheduleDeadLetterQueue(Construct):
                 "This queue is itself a dead-letter queue: EventBridge Scheduler's target "
                 "DLQ for the tick and watchdog schedules, which cdk-nag cannot see from "
                 "an SQS redrive policy. An alarm fires as soon as it holds a message."
+            ),
+        )
+
+
+class SmokeQueue(Construct):
+    """The target of ``duetime smoke``: one schedule delivers to it, and the
+    person running the smoke test receives from it with their own credentials.
+
+    Only the worker may send to it. Messages live ten minutes, so a smoke run
+    that stopped half-way leaves nothing behind for long.
+    """
+
+    RETENTION = Duration.minutes(10)
+
+    def __init__(self, scope: Construct, id: str, *, sender: iam.IGrantable) -> None:
+        super().__init__(scope, id)
+        self.queue = secure_queue(self, "Queue", retention_period=self.RETENTION)
+        # SendMessage only (grant_send_messages would add GetQueueAttributes
+        # and GetQueueUrl, which the worker never calls).
+        sender.grant_principal.add_to_principal_policy(
+            iam.PolicyStatement(actions=["sqs:SendMessage"], resources=[self.queue.queue_arn])
+        )
+        acknowledge(
+            self.queue,
+            "AwsSolutions-SQS3",
+            (
+                "The smoke queue receives one test message per `duetime smoke` run, which "
+                "the command reads and deletes; a message it misses expires in ten "
+                "minutes. A dead-letter queue would hold nothing worth keeping."
             ),
         )

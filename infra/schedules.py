@@ -72,8 +72,9 @@ def _every(
     retries: int,
     max_event_age: Duration,
 ) -> scheduler.Schedule:
-    # The payload carries the nominal fire time, so a late or retried
-    # invocation knows which minute it stands for.
+    # The payload carries the nominal fire time: the tick logs how late an
+    # invocation started (invocation_late_s). What it plans and admits comes
+    # from durable state, so a late or retried invocation covers its minute.
     payload = scheduler.ScheduleTargetInput.from_object(
         {"source": "duetime.scheduler", "scheduled_at": scheduler.ContextAttribute.scheduled_time}
     )

@@ -20,14 +20,14 @@ from constructs import Construct
 from infra.nag import acknowledge
 
 # What adapters.secrets.SecretsManagerSecretStore calls: create (or put a new
-# value when the secret exists), and delete without a recovery window.
+# value when the secret exists), delete without a recovery window, and read
+# the value. It never describes a secret.
 WRITE_ACTIONS: Final = (
     "secretsmanager:CreateSecret",
     "secretsmanager:PutSecretValue",
     "secretsmanager:DeleteSecret",
-    "secretsmanager:DescribeSecret",
 )
-READ_ACTIONS: Final = ("secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret")
+READ_ACTIONS: Final = ("secretsmanager:GetSecretValue",)
 
 
 class WebhookSecrets(Construct):

@@ -11,7 +11,7 @@ from infra.alarms import Alarms
 from infra.api import Api
 from infra.dashboard import Dashboard
 from infra.functions import Functions
-from infra.queues import DeliveryQueues, ScheduleDeadLetterQueue
+from infra.queues import DeliveryQueues, ScheduleDeadLetterQueue, SmokeQueue
 from infra.schedules import Schedules
 from infra.secrets import WebhookSecrets
 from infra.settings import Settings
@@ -39,6 +39,7 @@ class DuetimeStack(Stack):
             secrets=self.secrets,
         )
         self.schedule_dlq = ScheduleDeadLetterQueue(self, "ScheduleDlq")
+        self.smoke = SmokeQueue(self, "Smoke", sender=self.functions.worker.role)
         self.schedules = Schedules(
             self,
             "Schedules",
@@ -66,3 +67,10 @@ class DuetimeStack(Stack):
         CfnOutput(self, "AlarmTopicArn", value=self.alarms.topic.topic_arn)
         CfnOutput(self, "DeliveryDlqUrl", value=self.delivery.dead_letter_queue.queue_url)
         CfnOutput(self, "WebhookSecretsPrefix", value=self.secrets.prefix)
+        CfnOutput(
+            self,
+            "SmokeQueueUrl",
+            value=self.smoke.queue.queue_url,
+            description="target of `duetime smoke --queue-url`",
+        )
+        CfnOutput(self, "SmokeQueueArn", value=self.smoke.queue.queue_arn)

@@ -11,22 +11,20 @@ from constructs import Construct
 
 from adapters.definitions import TABLES, Index, Key, TableDefinition
 
-# Reads a handler may make, on the table and on each of its indexes.
+# Reads the stores make (adapters/dynamodb), on the table and on each of its
+# indexes: key reads and queries. Nothing scans a table, checks a condition
+# without writing, or describes a table at run time.
 READ_ACTIONS: Final = (
     "dynamodb:GetItem",
     "dynamodb:BatchGetItem",
     "dynamodb:Query",
-    "dynamodb:Scan",
-    "dynamodb:ConditionCheckItem",
-    "dynamodb:DescribeTable",
 )
 # Writes, on the table only (indexes are never written directly). A
 # TransactWriteItems call is authorized item by item with these actions.
+# Nothing deletes an item: old records leave by TTL.
 WRITE_ACTIONS: Final = (
     "dynamodb:PutItem",
     "dynamodb:UpdateItem",
-    "dynamodb:DeleteItem",
-    "dynamodb:BatchWriteItem",
 )
 
 _ATTRIBUTE_TYPES: Final = {

@@ -438,10 +438,17 @@ class Dispatcher:
         return [held[s] for s in sorted(held)]
 
     def release_all(self) -> None:
+        """Release every lease held and leave the membership (a beat that is
+        already a lease TTL old), so the next process takes every shard at
+        once instead of waiting for the leases to expire or counting this one
+        in its fair share."""
         now = self.clock.now()
         for lease in self._held.values():
             self.store.release(lease.shard, lease.owner, lease.epoch, now)
         self._held = {}
+        if self._beaten_at is not None:
+            self.store.beat(Heartbeat(MEMBER_PREFIX + self.owner, now - self.config.lease_ttl, {}))
+            self._beaten_at = None
 
     # --- dispatch -----------------------------------------------------------------------
 
@@ -673,6 +680,10 @@ class Ticker:
             )
         )
         return TickReport(at, plan, dispatch)
+
+    def release(self) -> None:
+        """Give up the shards and the membership: the process stops ticking."""
+        self.dispatcher.release_all()
 
     def ticks(self) -> Iterator[TickReport]:
         while True:

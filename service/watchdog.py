@@ -3,10 +3,19 @@
 It reads through the same store ports as everything else, pages through the
 schedules (memory does not grow with their number), and records each verdict
 as a heartbeat item ``watch:<schedule_id>`` so the API can show it.
+
+Given a time budget (``time_left``), a pass stops after the page during which
+the budget ran out and records where it stopped (the heartbeat
+``watchdog:cursor``); the next pass resumes there, and the one after the end
+starts again from the beginning, so tens of thousands of schedules are all
+judged over a few passes, each of which ends before its function times out.
+Counts then cover the schedules judged in that pass (``WatchReport.complete``
+says whether that was all of them).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Final
@@ -19,6 +28,7 @@ from service.ports import Clock, Heartbeat, Store
 from service.quarantine import quarantine_schedule
 
 WATCH_PREFIX: Final = "watch:"
+CURSOR_COMPONENT: Final = "watchdog:cursor"
 TICK_COMPONENT: Final = "tick"
 PAGE: Final = 100
 # How many of a schedule's newest runs are searched for its last success.
@@ -33,6 +43,8 @@ class WatchReport:
     tick_heartbeat_age_s: float | None = None  # None: the tick has never beaten
     quarantined: list[str] = field(default_factory=list)  # set aside by this pass
     set_aside: int = 0  # quarantined schedules not judged (this pass's included)
+    judged: int = 0
+    complete: bool = True  # False: the budget ran out; the next pass resumes
 
     def count(self, status: WatchStatus) -> int:
         return self.counts.get(status, 0)
@@ -68,10 +80,13 @@ class Watchdog:
                 accounted = run.scheduled_at
         return last_success, accounted
 
-    def run(self) -> WatchReport:
+    def run(self, time_left: Callable[[], float] | None = None) -> WatchReport:
+        """Judge the schedules; with ``time_left`` (seconds), resume from the
+        last pass's cursor and stop once it reaches zero (see the module doc)."""
         now = self.clock.now()
         report = WatchReport(checked_at=now)
-        token: str | None = None
+        token = self._cursor() if time_left is not None else None
+        from_start = token is None
         while True:
             page = self.store.list_schedules(PAGE, token)
             for schedule in page.items:
@@ -98,17 +113,26 @@ class Watchdog:
                         report.quarantined.append(schedule.schedule_id)
                         report.set_aside += 1
                     continue
+                report.judged += 1
                 report.counts[verdict.status] = report.counts.get(verdict.status, 0) + 1
                 if verdict.status is WatchStatus.OVERDUE:
                     report.overdue.append(schedule.schedule_id)
                 self.store.beat(Heartbeat(watch_component(schedule.schedule_id), now, detail))
             token = page.next_token
-            if token is None:
+            if token is None or (time_left is not None and time_left() <= 0):
                 break
+        report.complete = from_start and token is None
+        if time_left is not None:  # where the next pass starts (None: the beginning)
+            self.store.beat(Heartbeat(CURSOR_COMPONENT, now, {"token": token}))
         tick = self.store.heartbeat(TICK_COMPONENT)
         if tick is not None:
             report.tick_heartbeat_age_s = max(0.0, (now - tick.at).total_seconds())
         return report
+
+    def _cursor(self) -> str | None:
+        beat = self.store.heartbeat(CURSOR_COMPONENT)
+        token = None if beat is None else beat.detail.get("token")
+        return token if isinstance(token, str) else None
 
     def verdict(self, schedule_id: str) -> dict[str, object] | None:
         """The last recorded verdict of a schedule (for the API), or None."""

@@ -73,6 +73,13 @@ OCCURRENCES_PER_TRANSACTION: Final = 49
 # constant: every writer and reader of one table must use the same value.
 DUE_SHARDS: Final = 16
 HISTORY_RETENTION: Final = timedelta(days=90)
+# A heartbeat item not beaten for this long leaves the leases table by TTL
+# (the verdict of a deleted schedule, a group nobody beats any more).
+HEARTBEAT_RETENTION: Final = timedelta(days=7)
+# A member of a heartbeat group this much older than the group's newest beat
+# has gone away (a Lambda container that was recycled): its attribute is dropped.
+MEMBER_RETENTION: Final = timedelta(hours=1)
+LEASES_TTL_ATTRIBUTE: Final = "expires_at_epoch"
 # Versions kept decoded in memory (immutable once written; bounded, so a
 # tick's memory does not grow with the number of schedules).
 VERSION_CACHE_SIZE: Final = 4096
@@ -211,11 +218,13 @@ class DynamoStore(Store):
         due_shards: int = DUE_SHARDS,
         history_retention: timedelta = HISTORY_RETENTION,
         concurrency: int = 1,
+        lease_shards: int | None = None,
     ) -> None:
         """``concurrency``: independent conditional writes (admissions,
         closures, materializations of different schedules) and index queries
         in flight at once. Keep 1 on in-process moto, whose backends are not
-        safe under concurrent requests."""
+        safe under concurrent requests. ``lease_shards``: the deployment's
+        shard count, so the leases are read by key rather than by a scan."""
         if due_shards < 1:
             raise ValueError("due_shards must be at least 1")
         if concurrency < 1:
@@ -226,6 +235,7 @@ class DynamoStore(Store):
         self.client = client
         self.tables = tables
         self.due_shards = due_shards
+        self.lease_shards = lease_shards
         self.history_retention = history_retention
         self._versions: OrderedDict[tuple[str, int], ScheduleVersion] = OrderedDict()
         self._versions_lock = threading.Lock()
@@ -244,6 +254,7 @@ class DynamoStore(Store):
             client,
             TableNames(settings.schedules_table, settings.occurrences_table, settings.leases_table),
             concurrency=CONCURRENCY,
+            lease_shards=getattr(settings, "shards", None),
         )
 
     # --- small helpers ----------------------------------------------------------------
@@ -367,11 +378,13 @@ class DynamoStore(Store):
         last = found[limit - 1]
         return found[:limit], _token({name: last[name] for name in key_names})
 
-    def _batch_get(self, table: str, keys: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _batch_get(
+        self, table: str, keys: list[dict[str, Any]], *, consistent: bool = True
+    ) -> list[dict[str, Any]]:
         found: list[dict[str, Any]] = []
         for start in range(0, len(keys), 100):
             request: dict[str, Any] = {
-                table: {"Keys": keys[start : start + 100], "ConsistentRead": True}
+                table: {"Keys": keys[start : start + 100], "ConsistentRead": consistent}
             }
             delay = 0.01
             while request:
@@ -1018,6 +1031,21 @@ class DynamoStore(Store):
             is not None
         )
 
+    def leases(self) -> list[Lease]:
+        """Every lease record, by shard: one key read per shard when the store
+        knows the deployment's shard count (``lease_shards``), else a scan (a
+        store built by hand in a test or a tool).
+
+        Eventually consistent: every decision taken on a lease read is a
+        conditional write (take, renew, checkpoint), so a stale read costs at
+        most a refused write, at half the read units of a strong one."""
+        if self.lease_shards is None:
+            found: Iterable[dict[str, Any]] = self._scan_prefix("L#")
+        else:
+            keys = [it.lease_key(shard) for shard in range(self.lease_shards)]
+            found = self._batch_get(self.tables.leases, keys, consistent=False)
+        return sorted((it.lease_from_item(item) for item in found), key=lambda x: x.shard)
+
     def _scan_prefix(self, prefix: str) -> Iterator[dict[str, Any]]:
         request: dict[str, Any] = {
             "TableName": self.tables.leases,
@@ -1033,16 +1061,39 @@ class DynamoStore(Store):
                 return
             request["ExclusiveStartKey"] = last
 
-    def leases(self) -> list[Lease]:
-        return sorted(
-            (it.lease_from_item(item) for item in self._scan_prefix("L#")),
-            key=lambda lease: lease.shard,
-        )
+    # Heartbeats. A component without "/" ("tick", "watch:<schedule_id>") is one
+    # item, overwritten by each beat. A component "<group>/<member>" (the tick
+    # processes: "tick/<owner>") is one attribute of its group's item
+    # ("H#tick/"), so members are counted with one key read, and a process
+    # that goes away leaves no item behind: its attribute is dropped once it
+    # is MEMBER_RETENTION older than the group's newest beat. Every heartbeat
+    # item carries a TTL (HEARTBEAT_RETENTION after its last beat), so the
+    # verdicts of deleted schedules and a group nobody beats any more leave
+    # the table.
 
     def beat(self, heartbeat: Heartbeat) -> None:
-        self.client.put_item(TableName=self.tables.leases, Item=it.heartbeat_item(heartbeat))
+        expires = {"N": str(int((heartbeat.at + HEARTBEAT_RETENTION).timestamp()))}
+        group, member = _member(heartbeat.component)
+        if member is None:
+            item = {**it.heartbeat_item(heartbeat), LEASES_TTL_ATTRIBUTE: expires}
+            self.client.put_item(TableName=self.tables.leases, Item=item)
+            return
+        self.client.update_item(
+            TableName=self.tables.leases,
+            Key=it.heartbeat_key(group),
+            UpdateExpression="SET #member = :beat, #ttl = :expires",
+            ExpressionAttributeNames={"#member": _MEMBER + member, "#ttl": LEASES_TTL_ATTRIBUTE},
+            ExpressionAttributeValues={
+                ":beat": {"M": _member_value(heartbeat)},
+                ":expires": expires,
+            },
+        )
 
     def heartbeat(self, component: str) -> Heartbeat | None:
+        group, member = _member(component)
+        if member is not None:
+            found = [h for h in self.heartbeats(group) if h.component == component]
+            return found[0] if found else None
         answer = self.client.get_item(
             TableName=self.tables.leases, Key=it.heartbeat_key(component), ConsistentRead=True
         )
@@ -1050,7 +1101,76 @@ class DynamoStore(Store):
         return None if item is None else it.heartbeat_from_item(item)
 
     def heartbeats(self, prefix: str) -> list[Heartbeat]:
-        return sorted(
-            (it.heartbeat_from_item(item) for item in self._scan_prefix(f"H#{prefix}")),
+        """The members of a group whose component starts with ``prefix``; the
+        prefix names the group ("tick/"): heartbeats are not listed across
+        groups (that would be a scan)."""
+        group, _ = _member(prefix)
+        if "/" not in prefix:
+            raise ValueError(f"heartbeats are listed within a group (e.g. 'tick/'), not {prefix!r}")
+        answer = self.client.get_item(TableName=self.tables.leases, Key=it.heartbeat_key(group))
+        item = answer.get("Item") or {}
+        beats = sorted(
+            (
+                _member_beat(group, name, value)
+                for name, value in item.items()
+                if name.startswith(_MEMBER)
+            ),
             key=lambda beat: beat.component,
         )
+        self._forget_departed(group, item, beats)
+        return [beat for beat in beats if beat.component.startswith(prefix)]
+
+    def _forget_departed(
+        self, group: str, item: Mapping[str, Any], beats: Sequence[Heartbeat]
+    ) -> None:
+        """Drop the members not seen for MEMBER_RETENTION before the newest beat,
+        unless one of them beat again meanwhile (a condition on each ``at``)."""
+        if not beats:
+            return
+        newest = max(beat.at for beat in beats)
+        gone = [
+            _MEMBER + beat.component[len(group) :]
+            for beat in beats
+            if beat.at < newest - MEMBER_RETENTION
+        ]
+        if not gone:
+            return
+        names = {f"#m{i}": name for i, name in enumerate(gone)}
+        values = {f":at{i}": item[name]["M"]["at"] for i, name in enumerate(gone)}
+        try:
+            self.client.update_item(
+                TableName=self.tables.leases,
+                Key=it.heartbeat_key(group),
+                UpdateExpression="REMOVE " + ", ".join(names),
+                ConditionExpression=" AND ".join(f"#m{i}.#at = :at{i}" for i in range(len(gone))),
+                ExpressionAttributeNames={**names, "#at": "at"},
+                ExpressionAttributeValues=values,
+            )
+        except ClientError as error:
+            if not _failed_condition(error):
+                raise
+
+
+_MEMBER: Final = "m#"
+
+
+def _member(component: str) -> tuple[str, str | None]:
+    """("tick/", "owner") for "tick/owner"; (component, None) without a "/"."""
+    group, slash, member = component.partition("/")
+    return (group + slash, member) if slash else (component, None)
+
+
+def _member_value(heartbeat: Heartbeat) -> dict[str, Any]:
+    return {
+        "at": {"S": it.iso(heartbeat.at)},
+        "detail": {"S": json.dumps(dict(heartbeat.detail), sort_keys=True)},
+    }
+
+
+def _member_beat(group: str, name: str, value: Mapping[str, Any]) -> Heartbeat:
+    fields = value["M"]
+    return Heartbeat(
+        group + name[len(_MEMBER) :],
+        it.from_iso(fields["at"]["S"]),
+        json.loads(fields["detail"]["S"]),
+    )

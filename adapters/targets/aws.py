@@ -7,7 +7,9 @@ An AWS error is transient when waiting may fix it (throttling, a service
 error, a timeout or a dropped connection, any HTTP 5xx or 429) and permanent
 otherwise (no such queue, function or bus; no permission; a request AWS
 refuses as invalid). The client's own retries (botocore's retry modes) run
-before that: build the clients with ``client_config`` so a call is bounded.
+before that: build the clients with ``control_client_config`` (SQS,
+EventBridge) and ``lambda_client_config`` (Lambda) so a call is bounded and
+a Lambda target is never invoked twice by botocore.
 
 Lambda: ``Event`` invocations succeed when Lambda queues the event (HTTP
 202); Lambda then retries a failing function itself (twice, by default).
@@ -56,6 +58,38 @@ TRANSIENT_ERROR_CODES: Final = frozenset(
         "AWS.SimpleQueueService.RequestThrottled",
     }
 )
+
+
+# A Lambda RequestResponse target may run this long before the worker stops
+# waiting for it (the worker function's timeout leaves room for it and the
+# recording of its outcome: infra.functions.WORKER_TIMEOUT).
+LAMBDA_TARGET_READ_TIMEOUT_S: Final = 120.0
+CONNECT_TIMEOUT_S: Final = 3.0
+# SendMessage, PutEvents and the worker's own SQS and Secrets Manager calls
+# answer in milliseconds; a read that takes longer is a failed attempt.
+CONTROL_READ_TIMEOUT_S: Final = 10.0
+
+
+def control_client_config() -> Config:
+    """Quick calls: bounded, one retry by botocore (standard mode) on a
+    throttle or a 5xx; the schedule's retry policy does the rest."""
+    return Config(
+        connect_timeout=CONNECT_TIMEOUT_S,
+        read_timeout=CONTROL_READ_TIMEOUT_S,
+        retries={"mode": "standard", "total_max_attempts": 2},
+    )
+
+
+def lambda_client_config() -> Config:
+    """Lambda ``Invoke``: exactly one attempt (a retried invoke runs the target
+    function again, outside the schedule's retry policy), and a read timeout
+    that covers a RequestResponse function's run."""
+    return Config(
+        connect_timeout=CONNECT_TIMEOUT_S,
+        read_timeout=LAMBDA_TARGET_READ_TIMEOUT_S,
+        retries={"mode": "standard", "total_max_attempts": 1},
+        tcp_keepalive=True,
+    )
 
 
 def client_config(timeout_s: float, max_attempts: int = 2) -> Config:

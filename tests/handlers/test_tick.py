@@ -108,3 +108,35 @@ def test_a_schedule_the_tick_cannot_plan_is_counted_as_quarantined(
     emitted = _metrics(capsys.readouterr().out)
     assert emitted[Metric.SCHEDULES_QUARANTINED] == [1.0]
     assert world.store.get(poisoned.schedule_id).quarantine is not None
+
+
+def test_a_late_invocation_covers_the_minute_it_stands_for_and_says_how_late_it_is(
+    world: World, clock: FakeClock
+) -> None:
+    # Given an occurrence due at 08:01 and no tick since 08:00:30
+    schedule, _ = world.schedules.create(
+        {
+            "name": "job",
+            "spec": {"cron": "1 8 * * *"},
+            "target": {"type": "webhook", "url": "https://example.com/hook"},
+        }
+    )
+    clock.set(utc("2026-12-01T08:00:30Z"))
+    world.ticker().tick_once()
+    # When the 08:01 invocation starts 90 s late
+    clock.set(utc("2026-12-01T08:02:30Z"))
+    event = {"source": "duetime.scheduler", "scheduled_at": "2026-12-01T08:01:00Z"}
+    result = handler(event, Context(remaining_ms=4000), service=world.ticker())
+    # Then it admits what fell due in its minute, and reports its lateness
+    assert result["invocation_late_s"] == 90.0
+    assert result["stands_for"] == "2026-12-01T08:01:00+00:00"
+    assert world.queue.ids() == [f"{schedule.schedule_id}.v1.20261201T080100Z"]
+
+
+@pytest.mark.parametrize("value", ["not a time", "2026-12-01T08:01:00", 5])
+def test_an_event_without_a_usable_scheduled_time_still_ticks(
+    world: World, clock: FakeClock, value: object
+) -> None:
+    result = handler({"scheduled_at": value}, Context(remaining_ms=4000), service=world.ticker())
+    assert result["passes"] == 1
+    assert result["invocation_late_s"] is None and result["stands_for"] is None

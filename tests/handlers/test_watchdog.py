@@ -121,3 +121,60 @@ def test_a_schedule_the_watchdog_cannot_judge_is_quarantined_counted_and_logged(
     [logged] = [line for line in lines if line.get("message") == "schedule quarantined"]
     assert logged["schedule_id"] == poisoned.schedule_id and logged["component"] == "watch"
     assert logged["error"] == "OverflowError: date value out of range"
+
+
+def test_a_pass_out_of_time_stops_after_its_page_and_the_next_resumes_there(
+    store: SqliteStore, make_schedule: Callable[..., Schedule]
+) -> None:
+    created = utc("2026-12-01T08:00:00Z")
+    ids = set()
+    for _ in range(230):
+        schedule = make_schedule(created, spec={"cron": "0 9 * * *"})
+        store.create(schedule)
+        ids.add(schedule.schedule_id)
+    watchdog = Watchdog(store, FakeClock(utc("2026-12-01T08:30:00Z")))
+    out_of_time = lambda: 0.0  # noqa: E731 - each pass judges one page
+
+    passes = [watchdog.run(out_of_time) for _ in range(3)]
+
+    assert [p.judged for p in passes] == [100, 100, 30]
+    assert [p.complete for p in passes] == [False, False, False]
+    # every schedule was judged once over the three passes
+    judged = {sid for sid in ids if watchdog.verdict(sid) is not None}
+    assert judged == ids
+    # and the fourth starts again from the beginning
+    assert watchdog.run(out_of_time).judged == 100
+    assert watchdog.run(lambda: 60.0).judged == 130
+
+
+def test_a_pass_with_time_enough_judges_everything_and_says_so(
+    store: SqliteStore, make_schedule: Callable[..., Schedule]
+) -> None:
+    created = utc("2026-12-01T08:00:00Z")
+    for _ in range(120):
+        store.create(make_schedule(created, spec={"cron": "0 9 * * *"}))
+    report = Watchdog(store, FakeClock(utc("2026-12-01T08:30:00Z"))).run(lambda: 60.0)
+    assert report.judged == 120 and report.complete
+
+
+class Context:
+    def __init__(self, remaining_ms: int) -> None:
+        self.remaining_ms = remaining_ms
+
+    def get_remaining_time_in_millis(self) -> int:
+        return self.remaining_ms
+
+
+def test_the_handler_budgets_from_the_time_the_function_has_left(
+    store: SqliteStore, make_schedule: Callable[..., Schedule]
+) -> None:
+    created = utc("2026-12-01T08:00:00Z")
+    for _ in range(150):
+        store.create(make_schedule(created, spec={"cron": "0 9 * * *"}))
+    watchdog = Watchdog(store, FakeClock(utc("2026-12-01T08:30:00Z")))
+    short = Context(int(watchdog_handler.SAFETY_MARGIN_S * 1000))  # nothing left to spend
+    first = watchdog_handler.handler({}, short, watchdog=watchdog)
+    second = watchdog_handler.handler({}, short, watchdog=watchdog)
+    assert (first["judged"], first["complete"]) == (100, False)
+    assert (second["judged"], second["complete"]) == (50, False)
+    assert watchdog_handler.handler({}, Context(120_000), watchdog=watchdog)["complete"]

@@ -57,6 +57,16 @@ class BrokenRuns(SqliteRunStore):
         return super().get_run(occurrence_id)
 
 
+class ByScheduleTarget:
+    """Answers each schedule's calls with its own outcome (200 for the others)."""
+
+    def __init__(self, answers: dict[str, Outcome]) -> None:
+        self.answers = answers
+
+    def deliver(self, target: Any, delivery: Any, *, timeout_s: float) -> Outcome:
+        return self.answers.get(delivery.schedule_id, Outcome.succeeded(200))
+
+
 def admitted(world: World, clock: FakeClock, count: int) -> list[DeliveryIntent]:
     spec = {"cron": "1 8 * * *"}
     ids = [
@@ -132,8 +142,13 @@ def test_one_batch_succeeds_retries_and_dead_letters_each_message_on_its_own(
     world: World, clock: FakeClock, capsys: pytest.CaptureFixture[str]
 ) -> None:
     ok, flaky, refused = admitted(world, clock, 3)
-    target = FakeTarget(
-        Outcome.succeeded(200), Outcome.transient("HTTP 503", 503), Outcome.permanent("HTTP 400")
+    # The records run at once, so the target answers by schedule, not by turn.
+    target = ByScheduleTarget(
+        {
+            ok.schedule_id: Outcome.succeeded(200),
+            flaky.schedule_id: Outcome.transient("HTTP 503", 503),
+            refused.schedule_id: Outcome.permanent("HTTP 400"),
+        }
     )
     queue = FakeWorkQueue()
     capsys.readouterr()
@@ -146,7 +161,7 @@ def test_one_batch_succeeds_retries_and_dead_letters_each_message_on_its_own(
             record("m-garbage", '{"occurrence_id": 5}'),
         ),
         None,
-        worker=worker_for(world, clock, target),
+        worker=worker_for(world, clock, target),  # type: ignore[arg-type]
         queue=queue,
     )
 
@@ -154,9 +169,10 @@ def test_one_batch_succeeds_retries_and_dead_letters_each_message_on_its_own(
     assert response == {"batchItemFailures": [{"itemIdentifier": "m-flaky"}]}
     [(receipt, delay_s)] = queue.visibility
     assert receipt == "receipt-m-flaky" and 0 <= delay_s <= 2.0
-    assert [m for m, _ in queue.dead] == ["m-refused", "m-garbage"]
-    assert queue.dead[0][1] == "permanent error: HTTP 400"
-    assert queue.dead[1][1].startswith("not a delivery intent")
+    dead = dict(queue.dead)
+    assert sorted(dead) == ["m-garbage", "m-refused"]
+    assert dead["m-refused"] == "permanent error: HTTP 400"
+    assert dead["m-garbage"].startswith("not a delivery intent")
     stored = [world.store.get_run(i.occurrence_id) for i in (ok, flaky, refused)]
     statuses = [getattr(run, "status", None) for run in stored]
     assert statuses == [RunStatus.SUCCEEDED, RunStatus.RETRYING, RunStatus.FAILED]
@@ -167,12 +183,14 @@ def test_one_batch_succeeds_retries_and_dead_letters_each_message_on_its_own(
     assert metrics[Metric.RUNS_SUCCEEDED] == [1.0]
     assert metrics[Metric.RUNS_RETRIED] == [1.0]
     assert metrics[Metric.RUNS_FAILED] == [1.0]
-    assert [(a["occurrence_id"], a["status"], a["error"]) for a in attempts] == [
-        (ok.occurrence_id, "succeeded", ""),
-        (flaky.occurrence_id, "retrying", "HTTP 503"),
-        (refused.occurrence_id, "failed", "HTTP 400"),
-    ]
-    line = attempts[0]
+    assert sorted((a["occurrence_id"], a["status"], a["error"]) for a in attempts) == sorted(
+        [
+            (ok.occurrence_id, "succeeded", ""),
+            (flaky.occurrence_id, "retrying", "HTTP 503"),
+            (refused.occurrence_id, "failed", "HTTP 400"),
+        ]
+    )
+    [line] = [a for a in attempts if a["occurrence_id"] == ok.occurrence_id]
     assert (line["schedule_id"], line["version"], line["attempt"]) == (ok.schedule_id, 1, 1)
     assert "duration_s" in line
 
@@ -257,14 +275,21 @@ def test_on_sqs_a_retry_hides_the_message_and_a_failure_lands_in_the_dlq(
     client, queue = sqs
     flaky, refused = admitted(world, clock, 2)
     queue.send_batch([flaky, refused])
-    target = FakeTarget(
-        Outcome.transient("HTTP 503", retry_after_s=600.0), Outcome.permanent("HTTP 404")
+    target = ByScheduleTarget(
+        {
+            flaky.schedule_id: Outcome.transient("HTTP 503", retry_after_s=600.0),
+            refused.schedule_id: Outcome.permanent("HTTP 404"),
+        }
     )
     incoming = sqs_event(client, queue)
-    # The flaky one first, so the script's answers go to the right runs.
     incoming["Records"].sort(key=lambda r: flaky.occurrence_id not in r["body"])
 
-    response = handler(incoming, None, worker=worker_for(world, clock, target), queue=queue)
+    response = handler(
+        incoming,
+        None,
+        worker=worker_for(world, clock, target),  # type: ignore[arg-type]
+        queue=queue,
+    )
 
     [failure] = response["batchItemFailures"]
     assert failure["itemIdentifier"] == incoming["Records"][0]["messageId"]

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
-from adapters.definitions import METRICS_NAMESPACE, SERVICE_NAME, Metric
+from adapters.definitions import METRICS_NAMESPACE, Metric
 from tests.infra.conftest import Synthesized
 from tests.infra.helpers import function, logical_id, only, resources
 
-OWN_DIMENSIONS = [{"Name": "service", "Value": SERVICE_NAME}]
+# The stack's own metrics carry service=<stack name>, as its functions emit them.
+OWN_DIMENSIONS = [{"Name": "service", "Value": "Duetime"}]
 
 # alarm id: (namespace, metric, statistic, period, threshold, comparison,
 #            missing data, evaluation periods)
@@ -161,3 +163,39 @@ def test_the_topic_refuses_plain_http(template: dict[str, Any]) -> None:
         s["Effect"] == "Deny" and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
         for s in statements
     )
+
+
+@pytest.mark.parametrize("stack", ["Duetime", "DuetimeSandbox"])
+def test_own_metric_alarms_watch_the_service_their_own_functions_emit(
+    synthesized: Synthesized, stack: str
+) -> None:
+    # Two stacks side by side: each alarm asks for the dimension value its own
+    # functions write, so one stack's heartbeat cannot keep another's alarm OK.
+    t = synthesized.template(stack)
+    services = {
+        fn["Properties"]["Environment"]["Variables"]["POWERTOOLS_SERVICE_NAME"]
+        for fn in resources(t, "AWS::Lambda::Function").values()
+        if "POWERTOOLS_SERVICE_NAME" in fn["Properties"].get("Environment", {}).get("Variables", {})
+    }
+    assert services == {stack}
+    own = [
+        a["Properties"]
+        for a in resources(t, "AWS::CloudWatch::Alarm").values()
+        if a["Properties"].get("Namespace") == METRICS_NAMESPACE
+    ]
+    assert len(own) == 3
+    for props in own:
+        assert props["Dimensions"] == [{"Name": "service", "Value": stack}]
+
+
+def test_only_this_stacks_alarms_may_publish_to_the_alarm_topic(template: dict[str, Any]) -> None:
+    [policy] = resources(template, "AWS::SNS::TopicPolicy").values()
+    statements = policy["Properties"]["PolicyDocument"]["Statement"]
+    [allow] = [s for s in statements if s["Effect"] == "Allow"]
+    assert allow["Principal"] == {"Service": "cloudwatch.amazonaws.com"}
+    assert allow["Action"] == "sns:Publish"
+    assert allow["Condition"]["StringEquals"] == {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}
+    source = json.dumps(allow["Condition"]["ArnLike"]["aws:SourceArn"])
+    assert ":cloudwatch:" in source and ":alarm:Duetime-*" in source
+    # the Deny of plain HTTP stays
+    assert any(s["Effect"] == "Deny" for s in statements)

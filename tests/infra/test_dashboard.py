@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from adapters.definitions import METRICS_NAMESPACE, SERVICE_NAME, Metric
+from adapters.definitions import METRICS_NAMESPACE, Metric
 from tests.infra.helpers import only
 
 
@@ -37,7 +37,7 @@ def body(template: dict[str, Any]) -> str:
     ],
 )
 def test_dashboard_graphs_each_metric_with_the_service_dimension(body: str, metric: str) -> None:
-    needle = f'\\"{METRICS_NAMESPACE}\\",\\"{metric}\\",\\"service\\",\\"{SERVICE_NAME}\\"'
+    needle = f'\\"{METRICS_NAMESPACE}\\",\\"{metric}\\",\\"service\\",\\"Duetime\\"'
     assert needle in body
 
 

@@ -13,7 +13,6 @@ from adapters.definitions import (
     METRICS_NAMESPACE,
     OCCURRENCES,
     SCHEDULES,
-    SERVICE_NAME,
 )
 from tests.infra.conftest import Synthesized
 from tests.infra.helpers import function, logical_id, resources
@@ -59,7 +58,7 @@ def test_each_function_gets_exactly_its_env_keys(template: dict[str, Any], name:
     _, fn = function(template, HANDLERS[name])
     env = fn["Properties"]["Environment"]["Variables"]
     assert set(env) == set(FUNCTION_ENV[name]) | POWERTOOLS_ENV
-    assert env["POWERTOOLS_SERVICE_NAME"] == SERVICE_NAME
+    assert env["POWERTOOLS_SERVICE_NAME"] == "Duetime"  # the stack's name
     assert env["POWERTOOLS_METRICS_NAMESPACE"] == METRICS_NAMESPACE
     assert env["LOG_LEVEL"] == "INFO"
 
@@ -135,3 +134,19 @@ def test_each_function_logs_to_its_own_log_group_with_retention(
     group = template["Resources"][group_id]
     assert group["Type"] == "AWS::Logs::LogGroup"
     assert group["Properties"]["RetentionInDays"] == 30
+
+
+def test_the_worker_outlives_its_longest_target_call_and_the_time_to_record_it(
+    template: dict[str, Any],
+) -> None:
+    # A batch's records run at once; the slowest allowed call (a Lambda
+    # RequestResponse target) plus the margin the handler keeps for
+    # recording outcomes and answering the partial batch response must fit
+    # in the function's timeout, so a batch never times out as a whole.
+    from adapters.targets.aws import LAMBDA_TARGET_READ_TIMEOUT_S
+    from handlers.worker import INVOCATION_MARGIN_S
+
+    _, worker = function(template, HANDLERS["worker"])
+    timeout = worker["Properties"]["Timeout"]
+    assert timeout >= LAMBDA_TARGET_READ_TIMEOUT_S + INVOCATION_MARGIN_S
+    assert timeout <= 180  # a stuck batch holds its messages for 6x this (visibility)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -24,6 +25,7 @@ class Ids:
         queues = resources(template, "AWS::SQS::Queue")
         self.delivery = next(k for k, q in queues.items() if "RedrivePolicy" in q["Properties"])
         self.dlq = logical_id(template, "AWS::SQS::Queue", "DeliveryDeliveryDlq")
+        self.smoke = logical_id(template, "AWS::SQS::Queue", "SmokeQueue")
         self.api = function_role(template, "handlers.api.handler")
         self.tick = function_role(template, "handlers.tick.handler")
         self.worker = function_role(template, "handlers.worker.handler")
@@ -106,22 +108,54 @@ def test_worker_reads_signing_secrets_and_cannot_change_them(
     assert not can(t, ids.worker, "secretsmanager:PutSecretValue", SECRETS)
 
 
-def test_by_default_the_worker_may_call_no_aws_target(template: dict[str, Any], ids: Ids) -> None:
-    assert not {"lambda:InvokeFunction", "events:PutEvents"} & actions(template, ids.worker)
-    senders = [s for s in statements(template, ids.worker) if "sqs:SendMessage" in s["Action"]]
-    assert [s["Resource"] for s in senders] == [{"Fn::GetAtt": [ids.dlq, "Arn"]}]
-
-
-def test_watchdog_reads_everything_and_records_verdicts_on_schedules_only(
+def test_by_default_the_worker_may_call_no_aws_target_but_the_smoke_queue(
     template: dict[str, Any], ids: Ids
 ) -> None:
+    assert not {"lambda:InvokeFunction", "events:PutEvents"} & actions(template, ids.worker)
+    senders = [s for s in statements(template, ids.worker) if "sqs:SendMessage" in s["Action"]]
+    assert sorted((s["Resource"] for s in senders), key=str) == sorted(
+        [{"Fn::GetAtt": [ids.dlq, "Arn"]}, {"Fn::GetAtt": [ids.smoke, "Arn"]}], key=str
+    )
+
+
+@pytest.mark.parametrize("role", ["api", "tick", "watchdog"])
+def test_only_the_worker_may_send_to_the_smoke_queue(
+    template: dict[str, Any], ids: Ids, role: str
+) -> None:
+    assert can(template, ids.worker, "sqs:SendMessage", ids.smoke)
+    assert not touches(template, getattr(ids, role), ids.smoke)
+
+
+def test_watchdog_reads_what_it_judges_and_writes_verdicts_and_heartbeats_to_leases_only(
+    template: dict[str, Any], ids: Ids
+) -> None:
+    # A watchdog pass records each verdict and reads the tick's heartbeat in
+    # the leases table (store.beat is a PutItem there); schedules and runs it
+    # only reads.
     t = template
     for table in (ids.schedules, ids.occurrences, ids.leases):
         assert reads(t, ids.watchdog, table)
-    assert writes(t, ids.watchdog, ids.schedules)
+    assert can(t, ids.watchdog, "dynamodb:PutItem", ids.leases)
+    assert writes(t, ids.watchdog, ids.leases)
+    assert not writes_any(t, ids.watchdog, ids.schedules)
     assert not writes_any(t, ids.watchdog, ids.occurrences)
-    assert not writes_any(t, ids.watchdog, ids.leases)
     assert not any(a.startswith(("sqs:", "secretsmanager:")) for a in actions(t, ids.watchdog))
+
+
+@pytest.mark.parametrize("role", ["api", "tick", "worker", "watchdog"])
+def test_no_function_may_scan_delete_or_describe_a_table(
+    template: dict[str, Any], ids: Ids, role: str
+) -> None:
+    # The stores read by key and query, and old records leave by TTL: a grant
+    # of these would be unused.
+    unused = {
+        "dynamodb:Scan",
+        "dynamodb:DeleteItem",
+        "dynamodb:BatchWriteItem",
+        "dynamodb:ConditionCheckItem",
+        "dynamodb:DescribeTable",
+    }
+    assert not actions(template, getattr(ids, role)) & unused
 
 
 @pytest.mark.parametrize("role", ["api", "tick", "worker", "watchdog"])
@@ -158,3 +192,15 @@ def test_the_target_wildcard_grants_the_three_target_actions_on_everything(
     worker = function_role(t, "handlers.worker.handler")
     for action in TARGET_ACTIONS:
         assert can(t, worker, action, "*")
+
+
+def test_secrets_grants_are_the_calls_the_secret_store_makes(
+    template: dict[str, Any], ids: Ids
+) -> None:
+    # SecretsManagerSecretStore never describes a secret.
+    for role in (ids.api, ids.worker):
+        assert not can(template, role, "secretsmanager:DescribeSecret", SECRETS)
+    smoke_statements = [
+        s for s in statements(template, ids.worker) if ids.smoke in json.dumps(s["Resource"])
+    ]
+    assert [s["Action"] for s in smoke_statements] == ["sqs:SendMessage"]

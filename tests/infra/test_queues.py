@@ -34,7 +34,7 @@ def test_delivery_queue_redrives_to_its_dlq_after_the_defined_receive_count(
 
 def test_every_queue_is_encrypted_and_refuses_plain_http(template: dict[str, Any]) -> None:
     queues = resources(template, "AWS::SQS::Queue")
-    assert len(queues) == 3  # delivery, its DLQ, the scheduler's DLQ
+    assert len(queues) == 4  # delivery, its DLQ, the scheduler's DLQ, the smoke queue
     policies = resources(template, "AWS::SQS::QueuePolicy").values()
     for queue_id, queue in queues.items():
         assert queue["Properties"]["SqsManagedSseEnabled"] is True
@@ -80,3 +80,27 @@ def test_the_scheduler_dlq_is_not_the_delivery_dlq(template: dict[str, Any]) -> 
         for s in resources(template, "AWS::Scheduler::Schedule").values()
     ]
     assert targets and all("ScheduleDlq" in t for t in targets)
+
+
+def test_the_smoke_queue_is_an_output_keeps_messages_briefly_and_refuses_plain_http(
+    template: dict[str, Any],
+) -> None:
+    from tests.infra.helpers import logical_id
+
+    smoke = logical_id(template, "AWS::SQS::Queue", "SmokeQueue")
+    props = template["Resources"][smoke]["Properties"]
+    assert props["MessageRetentionPeriod"] == 600
+    assert props["SqsManagedSseEnabled"] is True
+    outputs = template["Outputs"]
+    assert outputs["SmokeQueueUrl"]["Value"] == {"Ref": smoke}
+    assert outputs["SmokeQueueArn"]["Value"] == {"Fn::GetAtt": [smoke, "Arn"]}
+    policies = [
+        p["Properties"]["PolicyDocument"]["Statement"]
+        for p in template["Resources"].values()
+        if p["Type"] == "AWS::SQS::QueuePolicy" and {"Ref": smoke} in p["Properties"]["Queues"]
+    ]
+    assert any(
+        s["Effect"] == "Deny" and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+        for statements in policies
+        for s in statements
+    )

@@ -95,3 +95,15 @@ def test_with_retain_false_tables_are_deleted_with_the_stack(
     resource = table(synthesized.template("DuetimeSandbox"), definition)
     assert resource["Properties"]["DeletionProtectionEnabled"] is False
     assert resource["DeletionPolicy"] == "Delete"
+
+
+def test_heartbeats_leave_the_leases_table_by_ttl_on_the_attribute_the_store_writes(
+    template: dict[str, Any],
+) -> None:
+    from adapters.definitions import LEASES
+    from adapters.dynamodb.store import LEASES_TTL_ATTRIBUTE
+
+    assert table(template, LEASES)["Properties"]["TimeToLiveSpecification"] == {
+        "AttributeName": LEASES_TTL_ATTRIBUTE,
+        "Enabled": True,
+    }

@@ -1,0 +1,183 @@
+"""The tick handler over the DynamoDB store on moto: consecutive invocations,
+the leases they leave behind and the size of the leases table."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from adapters.dynamodb.local import create_store_tables
+from adapters.dynamodb.store import DynamoStore, TableNames
+from domain.partition import Partitioning
+from handlers import tick as tick_handler
+from service.ports import Heartbeat
+from service.schedules import ScheduleService
+from service.tick import TickConfig, Ticker
+from service.watchdog import Watchdog
+from tests.conftest import FakeClock, FakeQueue, utc
+
+SHARDS = 4
+# A short lookahead keeps the moto tables small.
+CONFIG = TickConfig(
+    partitioning=Partitioning(shards=SHARDS, bucket_s=60), lookahead=timedelta(seconds=10)
+)
+
+
+class Context:
+    def get_remaining_time_in_millis(self) -> int:
+        return 6000  # budget: a single pass
+
+
+@pytest.fixture
+def aws() -> Iterator[tuple[Any, TableNames]]:
+    with mock_aws():
+        client = boto3.client("dynamodb")
+        yield client, create_store_tables(client, "tick")
+
+
+def store_of(aws: tuple[Any, TableNames]) -> DynamoStore:
+    client, names = aws
+    return DynamoStore(client, names, lease_shards=SHARDS)
+
+
+def container(store: DynamoStore, clock: FakeClock, queue: FakeQueue, owner: str) -> Ticker:
+    """The ticker a Lambda container builds for its invocations."""
+    return Ticker(store, queue, clock, CONFIG, owner=owner)
+
+
+def every_second(store: DynamoStore, clock: FakeClock, count: int) -> None:
+    schedules = ScheduleService(store, clock, CONFIG.partitioning)
+    for n in range(count):
+        schedules.create(
+            {
+                "name": f"job {n}",
+                "spec": {"every": "PT1S"},
+                "target": {"type": "webhook", "url": "https://example.com/hook"},
+            }
+        )
+
+
+def items(aws: tuple[Any, TableNames]) -> list[str]:
+    client, names = aws
+    return sorted(i["pk"]["S"] for i in client.scan(TableName=names.leases)["Items"])
+
+
+def test_the_next_invocation_in_a_new_container_dispatches_every_shard_at_once(
+    aws: tuple[Any, TableNames],
+) -> None:
+    # Given one invocation that ended five seconds ago in another container
+    store, clock, queue = store_of(aws), FakeClock(utc("2026-12-01T08:00:00Z")), FakeQueue()
+    every_second(store, clock, 8)
+    first = tick_handler.handler({}, Context(), service=container(store, clock, queue, "c1"))
+    assert first["passes"] == 1
+    clock.advance(5)
+    sent_before = len(queue.sent)
+
+    # When a new container ticks, with the old leases' 30 s TTL far from over
+    second = container(store, clock, queue, "c2")
+    result = tick_handler.handler({}, Context(), service=second)
+
+    # Then it held every shard and decided every slot that fell due meanwhile
+    # (every second's default overdue policy admits the latest of each schedule)
+    assert result["admitted"] + result["skipped"] == 8 * 5
+    assert result["admitted"] == len(queue.sent) - sent_before == 8
+    assert {lease.owner for lease in store.leases()} == {"c2"}
+
+
+def test_an_invocation_releases_its_shards_even_when_a_pass_fails(
+    aws: tuple[Any, TableNames],
+) -> None:
+    store, clock, queue = store_of(aws), FakeClock(utc("2026-12-01T08:00:00Z")), FakeQueue()
+    every_second(store, clock, 2)
+    clock.advance(3)
+    ticker = container(store, clock, queue, "c1")
+    dispatch = ticker.dispatcher.dispatch
+
+    def dispatch_then_fail(*args: Any) -> Any:
+        dispatch(*args)
+        raise ConnectionError("the store went away mid-pass")
+
+    ticker.dispatcher.dispatch = dispatch_then_fail  # type: ignore[method-assign]
+    with pytest.raises(ConnectionError):
+        tick_handler.handler({}, Context(), service=ticker)
+    assert store.leases() and not any(lease.live(clock.now()) for lease in store.leases())
+    members = store.heartbeats("tick/")
+    assert all(beat.at <= clock.now() - CONFIG.lease_ttl for beat in members)
+
+
+def test_the_same_container_keeps_one_owner_across_invocations(
+    aws: tuple[Any, TableNames], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    built: list[Ticker] = []
+    store, clock, queue = store_of(aws), FakeClock(utc("2026-12-01T08:00:00Z")), FakeQueue()
+
+    def build(settings: Any) -> Ticker:
+        built.append(container(store, clock, queue, f"c{len(built)}"))
+        return built[-1]
+
+    monkeypatch.setattr(tick_handler, "build_aws_ticker", build)
+    monkeypatch.setattr(tick_handler, "_container_ticker", None)
+    owners = {tick_handler.handler({}, Context())["owner"] for _ in range(3)}
+    assert owners == {"c0"} and len(built) == 1
+
+
+def test_a_hundred_invocations_leave_the_leases_table_at_a_constant_size(
+    aws: tuple[Any, TableNames],
+) -> None:
+    # Each invocation in its own container: the worst case for per-owner items.
+    store, clock, queue = store_of(aws), FakeClock(utc("2026-12-01T08:00:00Z")), FakeQueue()
+    tick_handler.handler({}, Context(), service=container(store, clock, queue, "c-first"))
+    after_one = items(aws)
+    for n in range(100):
+        clock.advance(60)
+        tick_handler.handler({}, Context(), service=container(store, clock, queue, f"c{n}"))
+    assert items(aws) == after_one
+    assert after_one == sorted(
+        [*(f"L#{shard:06d}" for shard in range(SHARDS)), "H#tick", "H#tick/"]
+    )
+    # the members that left more than an hour before the newest were dropped
+    assert len(store.heartbeats("tick/")) <= 61
+
+
+def test_a_pass_reads_leases_and_members_by_key_and_never_scans(
+    aws: tuple[Any, TableNames],
+) -> None:
+    store, clock, queue = store_of(aws), FakeClock(utc("2026-12-01T08:00:00Z")), FakeQueue()
+    every_second(store, clock, 1)
+    operations = record_operations(store)
+    tick_handler.handler({}, Context(), service=container(store, clock, queue, "c1"))
+    store.beat(Heartbeat("tick", clock.now(), {}))
+    Watchdog(store, clock).run()
+    assert "Scan" not in operations
+    assert {"BatchGetItem", "GetItem"} <= set(operations)
+
+
+def test_heartbeat_items_carry_a_ttl(aws: tuple[Any, TableNames]) -> None:
+    client, names = aws
+    store, at = store_of(aws), utc("2026-12-01T08:00:00Z")
+    store.beat(Heartbeat("watch:s1", at, {"status": "ok"}))
+    store.beat(Heartbeat("tick/c1", at, {}))
+    for key in ("H#watch:s1", "H#tick/"):
+        item = client.get_item(TableName=names.leases, Key={"pk": {"S": key}})["Item"]
+        assert int(item["expires_at_epoch"]["N"]) == int((at + timedelta(days=7)).timestamp())
+    ttl = client.describe_time_to_live(TableName=names.leases)["TimeToLiveDescription"]
+    assert ttl["AttributeName"] == "expires_at_epoch"
+
+
+def test_listing_heartbeats_outside_a_group_is_refused(aws: tuple[Any, TableNames]) -> None:
+    with pytest.raises(ValueError, match="within a group"):
+        store_of(aws).heartbeats("tick")
+
+
+def record_operations(store: DynamoStore) -> list[str]:
+    seen: list[str] = []
+    store.client.meta.events.register(
+        "before-parameter-build.dynamodb.*",
+        lambda model, **_: seen.append(model.name),
+    )
+    return seen

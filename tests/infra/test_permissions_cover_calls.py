@@ -1,0 +1,200 @@
+"""Every AWS request a handler makes is allowed by its role in the template.
+
+The handlers run on moto with tables and queues made from the shared
+definitions; botocore's ``before-parameter-build`` event records each request, which is
+mapped to the IAM action and resource AWS would check (a transaction item by
+item, a batch per table, a query on an index as ``table/NAME/index/INDEX``),
+and looked up in the role's statements in the synthesized template. A store
+method that starts calling something new fails here before a deployment does.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from adapters.definitions import (
+    DELIVERY_QUEUE,
+    LEASES,
+    OCCURRENCES,
+    SCHEDULES,
+    TABLES,
+    create_queues,
+    create_tables,
+)
+from tests.infra.helpers import (
+    _as_list,
+    dumps,
+    function_role,
+    logical_id,
+    resources,
+    statements,
+)
+
+_ITEM_ACTIONS = {
+    "Put": "dynamodb:PutItem",
+    "Update": "dynamodb:UpdateItem",
+    "Delete": "dynamodb:DeleteItem",
+    "ConditionCheck": "dynamodb:ConditionCheckItem",
+}
+_SQS_ACTIONS = {"SendMessageBatch": "SendMessage", "DeleteMessageBatch": "DeleteMessage"}
+
+
+class Recorder:
+    """(IAM action, table or queue name, index or None) of each request."""
+
+    def __init__(self) -> None:
+        self.requests: set[tuple[str, str, str | None]] = set()
+
+    def __call__(self, model: Any, params: dict[str, Any], **_: Any) -> None:
+        service = model.service_model.service_name
+        op = model.name
+        if service == "dynamodb":
+            if op == "TransactWriteItems":
+                for item in params["TransactItems"]:
+                    for kind, body in item.items():
+                        self.requests.add((_ITEM_ACTIONS[kind], body["TableName"], None))
+            elif op in ("BatchGetItem", "BatchWriteItem"):
+                for table in params["RequestItems"]:
+                    self.requests.add((f"dynamodb:{op}", table, None))
+            else:
+                self.requests.add((f"dynamodb:{op}", params["TableName"], params.get("IndexName")))
+        elif service == "sqs":
+            name = str(params.get("QueueUrl", "")).rsplit("/", 1)[-1]
+            self.requests.add((f"sqs:{_SQS_ACTIONS.get(op, op)}", name, None))
+
+
+def allowed(template: dict[str, Any], role: str, action: str, resource: str, index: str | None):
+    """Whether a statement allows ``action`` on the resource (and index, if any)."""
+    for statement in statements(template, role):
+        if action not in _as_list(statement["Action"]):
+            continue
+        for res in _as_list(statement["Resource"]):
+            text = dumps(res)
+            if index is None and res == {"Fn::GetAtt": [resource, "Arn"]}:
+                return True
+            if index is not None and resource in text and f'/index/{index}"' in text:
+                return True
+    return False
+
+
+@pytest.fixture
+def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Recorder, dict[str, str]]]:
+    with mock_aws():
+        dynamodb = boto3.client("dynamodb")
+        create_tables(dynamodb, {d.logical_id: d.logical_id for d in TABLES})
+        sqs = boto3.client("sqs")
+        queues = create_queues(sqs, "Delivery")
+        target = sqs.create_queue(QueueName="target")["QueueUrl"]
+        env = {
+            SCHEDULES.env_var: SCHEDULES.logical_id,
+            OCCURRENCES.env_var: OCCURRENCES.logical_id,
+            LEASES.env_var: LEASES.logical_id,
+            **queues,
+            "DUETIME_TICK_BUDGET_S": "0",
+        }
+        for key, value in env.items():
+            monkeypatch.setenv(key, value)
+        # A new container: the handlers build their clients (and owners) anew.
+        from handlers import tick, worker
+
+        monkeypatch.setattr(tick, "_container_ticker", None)
+        monkeypatch.setattr(worker, "_container_worker", None)
+        recorder = Recorder()
+        # Every client made from now on (the handlers build their own) reports here.
+        original = boto3.session.Session.client
+
+        def client(self: Any, *args: Any, **kwargs: Any) -> Any:
+            made = original(self, *args, **kwargs)
+            made.meta.events.register("before-parameter-build.*.*", recorder)
+            return made
+
+        monkeypatch.setattr(boto3.session.Session, "client", client)
+        yield recorder, {"target": target, **queues}
+
+
+def test_every_request_of_tick_worker_and_watchdog_is_granted(
+    template: dict[str, Any], aws: tuple[Recorder, dict[str, str]]
+) -> None:
+    from adapters.dynamodb.store import DynamoStore
+    from handlers import tick, watchdog, worker
+    from handlers.settings import Settings
+    from service.clock import SystemClock
+    from service.schedules import ScheduleService
+
+    recorder, queues = aws
+    store = DynamoStore.from_settings(Settings.from_env())
+    ScheduleService(store, SystemClock()).create(
+        {
+            "name": "every second",
+            "spec": {"every": "PT1S"},
+            "target": {"type": "sqs", "queue_url": queues["target"]},
+        }
+    )
+    roles = {
+        name: function_role(template, f"handlers.{name}.handler")
+        for name in ("tick", "worker", "watchdog")
+    }
+    ids = {
+        # moto tables are named by their definition's logical id
+        **{
+            d.logical_id: logical_id(template, "AWS::DynamoDB::Table", f"Tables{d.logical_id}")
+            for d in TABLES
+        },
+        "Delivery-delivery": next(
+            k
+            for k, q in resources(template, "AWS::SQS::Queue").items()
+            if "RedrivePolicy" in q["Properties"]
+        ),
+        "Delivery-delivery-dlq": logical_id(template, "AWS::SQS::Queue", "DeliveryDeliveryDlq"),
+    }
+    seen: dict[str, set[tuple[str, str, str | None]]] = {}
+
+    recorder.requests = set()
+    time.sleep(1.1)
+    tick.handler({}, None)
+    time.sleep(1.1)
+    tick.handler({}, None)
+    seen["tick"] = recorder.requests
+
+    recorder.requests = set()
+    sqs = boto3.client("sqs")
+    messages = sqs.receive_message(
+        QueueUrl=queues[DELIVERY_QUEUE.env_var], MaxNumberOfMessages=10, AttributeNames=["All"]
+    )["Messages"]
+    event = {"Records": [_record(m) for m in messages]}
+    recorder.requests = set()
+    assert worker.handler(event, None) == {"batchItemFailures": []}
+    seen["worker"] = {r for r in recorder.requests if r[1] != "target"}  # targets: own grants
+
+    recorder.requests = set()
+    watchdog.handler({}, None)
+    seen["watchdog"] = recorder.requests
+
+    assert ("dynamodb:PutItem", LEASES.logical_id, None) in seen["watchdog"]
+    refused = [
+        (name, action, resource, index)
+        for name, requests in seen.items()
+        for action, resource, index in sorted(requests, key=str)
+        if not allowed(template, roles[name], action, ids[resource], index)
+    ]
+    assert refused == [], refused
+
+
+def _record(message: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "messageId": message["MessageId"],
+        "receiptHandle": message["ReceiptHandle"],
+        "body": message["Body"],
+        "attributes": {"ApproximateReceiveCount": "1"},
+        "messageAttributes": {},
+        "md5OfBody": "",
+        "eventSource": "aws:sqs",
+        "eventSourceARN": "arn:aws:sqs:eu-west-1:123456789012:Delivery-delivery",
+        "awsRegion": "eu-west-1",
+    }
