@@ -206,7 +206,10 @@ class AwsWorkerParts:
 
 
 def build_aws_parts(
-    settings: Settings, *, address_policy: AddressPolicy | None = None
+    settings: Settings,
+    *,
+    address_policy: AddressPolicy | None = None,
+    held_visibility_s: float | None = None,
 ) -> AwsWorkerParts:
     """The clients and adapters of the worker on AWS, from the deployment's settings."""
     import boto3
@@ -235,6 +238,7 @@ def build_aws_parts(
         settings.delivery_queue_url,
         settings.delivery_dlq_url,
         client=session.client("sqs", config=control_client_config()),
+        visibility_timeout_s=held_visibility_s,
     )
     return AwsWorkerParts(DynamoRunStore.from_settings(settings, session), targets, queue)
 
@@ -255,25 +259,21 @@ def build_aws_worker(
     flight. Lambda leaves it unset: the queue's visibility and a lease that
     covers the whole call.
     """
-    parts = build_aws_parts(settings, address_policy=address_policy)
-    return _run_worker(parts), parts.queue
+    parts = build_aws_parts(
+        settings, address_policy=address_policy, held_visibility_s=held_visibility_s
+    )
+    return _run_worker(parts, held_visibility_s), parts.queue
 
 
-def _run_worker(parts: AwsWorkerParts) -> RunWorker:
+def _run_worker(parts: AwsWorkerParts, held_lease_s: float | None = None) -> RunWorker:
     return RunWorker(
         parts.runs,
         parts.targets,
         SystemClock(),
         random.Random(),
         telemetry=PowertoolsTelemetry(),
-        config=WorkerConfig(max_call_s=LAMBDA_MAX_CALL_S, held_lease_s=held_visibility_s),
+        config=WorkerConfig(max_call_s=LAMBDA_MAX_CALL_S, held_lease_s=held_lease_s),
     )
-    queue = SqsWorkQueue.from_urls(
-        settings.delivery_queue_url,
-        settings.delivery_dlq_url,
-        visibility_timeout_s=held_visibility_s,
-    )
-    return worker, queue
 
 
 # The worker of this Lambda container: its clients are built by the first
