@@ -16,7 +16,7 @@ import itertools
 import json
 import signal
 import time
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,9 @@ from tests.scenarios.local_processes import (
 )
 
 pytestmark = pytest.mark.slow
+
+
+UNFINISHED = {"waiting", "admitted", "running", "retrying"}
 
 
 def test_local_stack_survives_sigkill_and_restarts(tmp_path: Path, receiver: Receiver) -> None:
@@ -65,6 +68,21 @@ def test_local_stack_survives_sigkill_and_restarts(tmp_path: Path, receiver: Rec
         wait_for(
             lambda: len(receiver.deliveries()) >= killed_at + 3, 45, "deliveries after restart"
         )
+
+        # What the killed process held (received, or running) is taken over
+        # once its short visibility and run leases lapse: every run admitted
+        # so far finishes.
+        killed_runs_due_by = datetime.now(UTC)
+
+        def taken_over() -> bool:
+            return all(
+                r["status"] not in UNFINISHED
+                for r in all_runs(api_url, sid)
+                if datetime.fromisoformat(r["scheduled_at"].replace("Z", "+00:00"))
+                < killed_runs_due_by
+            )
+
+        wait_for(taken_over, 60, "the killed process's runs taken over")
 
         # Pause: admissions stop at once.
         paused = call("POST", f"{api_url}/schedules/{sid}/pause", {"note": "test"})
@@ -201,6 +219,7 @@ def test_sigterm_stops_the_stack_with_status_0(tmp_path: Path) -> None:
             process.wait(timeout=10)
 
 
+@pytest.mark.usefixtures("without_range_rules")  # the API refuses it now; stored before that
 def test_a_schedule_at_the_end_of_time_does_not_stop_the_stack(
     tmp_path: Path,
     receiver: Receiver,
@@ -223,5 +242,5 @@ def test_a_schedule_at_the_end_of_time_does_not_stop_the_stack(
         assert not stack.stop.is_set() and stack.gave_up is None
     finally:
         stack.shutdown()
-    failed = _logged(capsys.readouterr().err, "part failed")
-    assert {line["part"] for line in failed} <= {"watchdog"}
+    # and no part even failed: the watchdog judges it without overflowing.
+    assert _logged(capsys.readouterr().err, "part failed") == []
