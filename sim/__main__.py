@@ -30,6 +30,11 @@ for _name, _value in {
 os.environ.pop("AWS_ENDPOINT_URL", None)
 os.environ.pop("AWS_PROFILE", None)
 
+import warnings  # noqa: E402
+
+# Powertools warns when a flush has no metrics; the handlers' own choice, not news here.
+warnings.filterwarnings("ignore", message="No application metrics to publish")
+
 from sim.scenarios import SCENARIOS, Options  # noqa: E402
 from sim.synth import synthesize  # noqa: E402
 

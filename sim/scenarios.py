@@ -220,7 +220,7 @@ def _once(
 
 def faults(templates: dict[str, Any], options: Options) -> dict[str, Any]:
     """Everything that goes wrong in production, one after the other, in one run."""
-    minutes = 40.0 if options.hours is None else options.hours * 60
+    minutes = 24.0 if options.hours is None else options.hours * 60
     start = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
     with Simulation(templates, start, seed=options.seed) as sim:
         _thin_tick(sim, options.tick_interval_s)
@@ -234,7 +234,12 @@ def faults(templates: dict[str, Any], options: Options) -> dict[str, Any]:
             s = _create(
                 sim,
                 PRIMARY,
-                {"name": name, "spec": {"cron": "* * * * *"}, "target": _webhook(name, query)},
+                {
+                    "name": name,
+                    "spec": {"cron": "* * * * *"},
+                    "target": _webhook(name, query),
+                    "policy": {"overdue": "catch_up_all"},
+                },
             )
             expected[s["id"]] = _minutely(now, until)
         failing = _create(
@@ -244,41 +249,48 @@ def faults(templates: dict[str, Any], options: Options) -> dict[str, Any]:
                 "name": "always-fails",
                 "spec": {"cron": "* * * * *"},
                 "target": _webhook("broken", "status=500"),
-                "policy": {"retry": {"max_attempts": 2, "base": "PT1S", "cap": "PT2S"}},
+                "policy": {
+                    "overdue": "catch_up_all",
+                    "retry": {"max_attempts": 2, "base": "PT1S", "cap": "PT2S"},
+                },
             },
         )
         expected[failing["id"]] = _minutely(now, until)
-        slow = _create(
-            sim,
-            PRIMARY,
-            {
-                "name": "slow",
-                "spec": {"cron": "*/10 * * * *"},
-                "target": {**_webhook("slow", "ms=200000"), "timeout_s": 300},
-            },
-        )
-        expected[slow["id"]] = _minutely(now, until, 600)
+        # Two targets that never answer within their 120 s timeout, due at the same instant:
+        # their intents arrive in one batch.
+        for name in ("slow-a", "slow-b"):
+            slow = _create(
+                sim,
+                PRIMARY,
+                {
+                    "name": name,
+                    "spec": {"cron": "*/10 * * * *"},
+                    "target": {**_webhook(name, "ms=200000"), "timeout_s": 120},
+                    "policy": {"overdue": "catch_up_all"},
+                },
+            )
+            expected[slow["id"]] = _minutely(now, until, 600)
         events: list[str] = []
 
         def is_tick(actor: Actor) -> bool:
             return actor.function == tick.key
 
-        # 1. At minute 3, a tick pass stalls on one DynamoDB call until Lambda cuts it off.
+        # 1. At 2m10s, a tick pass stalls on one DynamoDB call until Lambda cuts it off.
         stall = _once(
             lambda a, s, o, p: is_tick(a) and s == "dynamodb" and o == "Query", lambda _: 90.0
         )
-        sim.engine.at(start.timestamp() + 190, lambda: sim.account.faults.append(stall))
-        events.append("3m10s: one tick request stalls 90 s (the tick is cut off at its timeout)")
-        # 2. At minute 6 plus 20 s, a second tick invocation overlaps the running one.
+        sim.engine.at(start.timestamp() + 130, lambda: sim.account.faults.append(stall))
+        events.append("2m10s: one tick request stalls 90 s (the tick is cut off at its timeout)")
+        # 2. At 4m20s, a second tick invocation overlaps the running one.
         sim.engine.at(
-            start.timestamp() + 380,
+            start.timestamp() + 260,
             lambda: tick.invoke(sim.engine, {"source": "sim.extra"}, "manual"),
         )
-        events.append("6m20s: a second tick invocation overlaps the scheduled one")
-        # 3. From minute 10 to 20 the tick's schedule does not fire.
-        rule.paused.append((600.0, 1200.0))
-        events.append("10m-20m: the tick is stopped, then back")
-        # 4. At minute 24, three writes to DynamoDB are throttled.
+        events.append("4m20s: a second tick invocation overlaps the scheduled one")
+        # 3. From minute 6 to 16 the tick's schedule does not fire.
+        rule.paused.append((360.0, 960.0))
+        events.append("6m-16m: the tick is stopped, then back")
+        # 4. At minute 17, three writes to DynamoDB are throttled.
         throttle = _once(
             lambda a, s, o, p: (
                 s == "dynamodb" and o in ("PutItem", "UpdateItem", "TransactWriteItems")
@@ -290,13 +302,12 @@ def faults(templates: dict[str, Any], options: Options) -> dict[str, Any]:
             ),
             times=3,
         )
-        sim.engine.at(start.timestamp() + 1440, lambda: sim.account.faults.append(throttle))
-        events.append("24m: three DynamoDB writes answer ProvisionedThroughputExceededException")
-        # 5. At minute 27, one delivery intent is delivered twice (SQS is at-least-once).
-        sim.engine.at(start.timestamp() + 1620, lambda: _duplicate_next_intent(sim))
-        events.append("27m: the next delivery intent sent is delivered a second time")
-        # 6. "slow" answers in 200 s: the worker times out (its Timeout) holding that batch.
-        events.append("every 10 minutes: a target answering in 200 s (the worker times out)")
+        sim.engine.at(start.timestamp() + 1020, lambda: sim.account.faults.append(throttle))
+        events.append("17m: three DynamoDB writes answer ProvisionedThroughputExceededException")
+        # 5. At minute 18, one delivery intent is delivered twice (SQS is at-least-once).
+        sim.engine.at(start.timestamp() + 1080, lambda: _duplicate_next_intent(sim))
+        events.append("18m: the next delivery intent sent is delivered a second time")
+        events.append("every 10 minutes: two targets that never answer within their 120 s timeout")
         events.append("always-fails answers 500 to every attempt")
         sim.run_for((until - start).total_seconds())
         return summary(
