@@ -59,7 +59,9 @@ class Denied:
     reason: str
 
 
-# A fault: (actor, service, operation, params) -> an error to raise, seconds of delay, or None.
+# A fault: (actor, service, operation, params) -> an error the service answers, seconds the
+# request takes, or None. An error is answered per HTTP attempt, so botocore's retries see it
+# as they would see AWS's answer (a throttle is retried with back-off, in simulated time).
 Fault = Callable[[Actor, str, str, dict[str, Any]], "ClientError | float | None"]
 
 
@@ -142,7 +144,14 @@ class Account:
                 meter.phase = self._invocation()
                 meter._after_call(model=model, parsed=parsed)
 
+        def send(request: Any, **_: Any) -> Any:
+            pending = getattr(self._local, "request", None)
+            if pending is None:
+                return None
+            return self._answer_fault(actor, *pending)
+
         events.register("before-parameter-build.*.*", before)
+        events.register_first("before-send.*.*", send)
         events.register("after-call.*.*", after)
 
     def _invocation(self) -> int:
@@ -163,24 +172,7 @@ class Account:
         process = self.engine.current()
         if process is not None:
             process.check_deadline()
-        for fault in self.faults:
-            effect = fault(actor, service, operation, params)
-            if effect is None:
-                continue
-            self.ledger.injected.append(
-                {
-                    "at_s": round(self.engine.elapsed_s(), 3),
-                    "function": actor.function,
-                    "operation": f"{service}:{operation}",
-                    "effect": effect if isinstance(effect, float) else "error",
-                }
-            )
-            if isinstance(effect, ClientError):
-                self._count(actor, service, operation)
-                raise effect
-            self.engine.advance(effect)
-            if process is not None:
-                process.check_deadline()
+        self._local.request = (service, operation, params)
         self._count(actor, service, operation)
         for check in checks(service, operation, params):
             verdict = actor.policy.judge(check)
@@ -208,6 +200,42 @@ class Account:
             meter = self._meter()
             meter.phase = self._invocation()
             meter._before_call(model=_Model(service, operation), params=params)
+
+    def _answer_fault(
+        self, actor: Actor, service: str, operation: str, params: dict[str, Any]
+    ) -> Any:
+        """A fault's effect on one HTTP attempt: an error response, or time spent."""
+        import time
+
+        from botocore.awsrequest import AWSResponse
+        from moto.core.botocore_stubber import MockRawResponse
+
+        for fault in list(self.faults):
+            effect = fault(actor, service, operation, params)
+            if effect is None:
+                continue
+            self.ledger.injected.append(
+                {
+                    "at_s": round(self.engine.elapsed_s(), 3),
+                    "function": actor.function,
+                    "operation": f"{service}:{operation}",
+                    "effect": effect
+                    if isinstance(effect, float)
+                    else effect.response["Error"]["Code"],
+                }
+            )
+            if isinstance(effect, float):
+                time.sleep(effect)  # simulated: other invocations run meanwhile
+                process = self.engine.current()
+                if process is not None:
+                    process.check_deadline()
+                continue
+            error = effect.response["Error"]
+            body = json.dumps({"__type": error["Code"], "message": error["Message"]}).encode()
+            status = int(effect.response["ResponseMetadata"]["HTTPStatusCode"])
+            headers = {"Content-Type": "application/x-amz-json-1.0", "x-amzn-RequestId": "sim"}
+            return AWSResponse("https://sim", status, headers, MockRawResponse(body))
+        return None
 
     def _count(self, actor: Actor, service: str, operation: str) -> None:
         key = f"{service}:{operation}"

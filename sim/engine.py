@@ -120,6 +120,7 @@ class Engine:
         self._yielded = threading.Event()
         self._local = threading.local()
         self.on_process_end: Callable[[Process], None] | None = None
+        self._main = threading.current_thread()
 
     # --- clock ---------------------------------------------------------------------------------
 

@@ -14,6 +14,7 @@ import io
 import itertools
 import os
 import sys
+import traceback
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -36,6 +37,7 @@ class Invocation:
     ended_s: float | None = None
     outcome: str = "running"  # ok | error | timeout
     error: str = ""
+    trace: str = ""
     result: Any = None
     log_bytes: int = 0
     lines: list[str] = field(default_factory=list)
@@ -139,6 +141,7 @@ class Function:
         elif error is not None:
             record.outcome = "error"
             record.error = f"{type(error).__name__}: {error}"
+            record.trace = "".join(traceback.format_exception(error))
         else:
             record.outcome = "ok"
             record.result = process.result

@@ -81,7 +81,7 @@ def deliveries(
         "succeeded": sum(1 for o in due if succeeded[o]),
         "duplicates": sum(1 for o in keys if len(keys[o]) > 1) + after_success,
         "gaps": len(gaps),
-        "gap_examples": [list(g) for g in gaps[:5]],
+        "gap_examples": [[sim.labels.get(s, s), at] for s, at in gaps[:8]],
         "unexpected": len(first.keys() - expected_all),
         "lateness_s": {
             "p50": percentile(lateness, 50),
@@ -199,6 +199,28 @@ def requests_per_window(sim: Simulation) -> list[int]:
     return [hours.get(h, 0) for h in range(int(sim.engine.elapsed_s() // 3600) + 1)]
 
 
+def per_window(sim: Simulation) -> dict[str, Any]:
+    """Requests and DynamoDB read units of the invocations started in each sample window
+    (complete windows only), to see whether an idle deployment's work grows."""
+    window = sim.sample_every_s
+    count = int(sim.engine.elapsed_s() // window)
+    requests = [0] * count
+    read_units = [0.0] * count
+    units = sim.account.units()
+    ledger = sim.account.ledger
+    for function in sim.functions.values():
+        for record in function.invocations:
+            index = int(record.started_s // window)
+            if index < count:
+                requests[index] += ledger.requests_by_invocation[record.id]
+                read_units[index] += units.get((record.id, "rru"), 0.0)
+    return {
+        "window_s": window,
+        "requests_by_window": requests,
+        "read_units_by_window": [round(u, 1) for u in read_units],
+    }
+
+
 def summary(
     sim: Simulation,
     scenario: str,
@@ -238,6 +260,7 @@ def summary(
         "items_samples": sim.items_by_hour,
         "requests_by_operation": dict(ledger.requests.most_common()),
         "requests_by_hour": requests_per_window(sim),
+        **per_window(sim),
         "invocations": {k: dict(v) for k, v in invocations.items()},
         "errors": sorted(
             {

@@ -60,6 +60,7 @@ def _create(sim: Simulation, stack: str, body: dict[str, Any]) -> dict[str, Any]
     if status != 201:
         raise RuntimeError(f"the API refused a schedule: {status} {answer}")
     created: dict[str, Any] = answer
+    sim.labels[created["id"]] = body["name"]
     return created
 
 

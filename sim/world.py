@@ -94,6 +94,8 @@ class Simulation:
         self.esm_requests: Counter[str] = Counter()
         self.scheduler_invocations = 0
         self.notes: list[str] = []
+        self.sample_every_s = 3600.0
+        self.labels: dict[str, str] = {}  # schedule id -> name, for the report
         self._stack = ExitStack()
         self._end_listeners: list[Callable[[Process], None]] = []
 
@@ -138,8 +140,16 @@ class Simulation:
 
         tick.run_tick = run_tick  # type: ignore[assignment]
         webhook.WebhookSender._post = post  # type: ignore[method-assign]
+        # The DynamoDB adapter overlaps independent writes on a thread pool. In simulated
+        # time a request takes no time, so the overlap gains nothing, and a wait in a pool
+        # thread (a retry's back-off) could not be simulated: run them one after the other.
+        from adapters.dynamodb import store
+
+        original_concurrency = store.CONCURRENCY
+        store.CONCURRENCY = 1  # type: ignore[misc]
 
         def restore() -> None:
+            store.CONCURRENCY = original_concurrency  # type: ignore[misc]
             tick.run_tick = original_run_tick  # type: ignore[assignment]
             webhook.WebhookSender._post = original_post  # type: ignore[method-assign]
 
@@ -394,6 +404,7 @@ class Simulation:
     def run_for(self, seconds: float, *, sample_every_s: float = 3600.0) -> None:
         """Let simulated time pass, with the built-in metrics and samples taken on the way."""
         end = self.engine.now + seconds
+        self.sample_every_s = sample_every_s
         self.sample_items()
         next_minute = self.engine.now + 60 - (self.engine.now % 60)
         while next_minute <= end:
