@@ -85,6 +85,8 @@ class Ledger:
     requests_by_hour: Counter[int] = field(default_factory=Counter)
     sqs_by_invocation: Counter[int] = field(default_factory=Counter)
     secrets_by_invocation: Counter[int] = field(default_factory=Counter)
+    # Items DynamoDB read to answer Scans and Queries (ScannedCount), by invocation.
+    scanned_by_invocation: Counter[int] = field(default_factory=Counter)
     denied: list[Denied] = field(default_factory=list)
     used_grants: set[tuple[str, str, str]] = field(default_factory=set)
     injected: list[dict[str, Any]] = field(default_factory=list)
@@ -143,6 +145,10 @@ class Account:
                 meter = self._meter()
                 meter.phase = self._invocation()
                 meter._after_call(model=model, parsed=parsed)
+                scanned = parsed.get("ScannedCount")
+                if isinstance(scanned, int):
+                    with self._lock:
+                        self.ledger.scanned_by_invocation[meter.phase] += scanned
 
         def send(request: Any, **_: Any) -> Any:
             pending = getattr(self._local, "request", None)

@@ -206,6 +206,7 @@ def per_window(sim: Simulation) -> dict[str, Any]:
     count = int(sim.engine.elapsed_s() // window)
     requests = [0] * count
     read_units = [0.0] * count
+    scanned = [0] * count
     units = sim.account.units()
     ledger = sim.account.ledger
     for function in sim.functions.values():
@@ -214,10 +215,12 @@ def per_window(sim: Simulation) -> dict[str, Any]:
             if index < count:
                 requests[index] += ledger.requests_by_invocation[record.id]
                 read_units[index] += units.get((record.id, "rru"), 0.0)
+                scanned[index] += ledger.scanned_by_invocation[record.id]
     return {
         "window_s": window,
         "requests_by_window": requests,
         "read_units_by_window": [round(u, 1) for u in read_units],
+        "items_read_by_window": scanned,
     }
 
 

@@ -56,6 +56,10 @@ def _thin_tick(sim: Simulation, interval_s: float) -> None:
 
 
 def _create(sim: Simulation, stack: str, body: dict[str, Any]) -> dict[str, Any]:
+    """Create a schedule through the API. Every schedule here catches up on what it missed
+    (``catch_up_all``), so each due occurrence must reach its target: a miss is a gap."""
+    policy = body.setdefault("policy", {})
+    policy.setdefault("overdue", "catch_up_all")
     status, answer = sim.api(stack, "POST", "/schedules", body)
     if status != 201:
         raise RuntimeError(f"the API refused a schedule: {status} {answer}")

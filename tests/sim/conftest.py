@@ -1,0 +1,73 @@
+"""Short runs of each simulator scenario, once per session, shared by the tests.
+
+The templates are synthesized once (and kept in build/sim between sessions,
+keyed by a hash of the infra sources and the asset). Each scenario runs
+shortened: the tick's passes are thinned (``tick_interval_s``) and the
+simulated span is minutes, not days; docs/simulator.md says how to run them
+in full.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from typing import Any
+
+import pytest
+
+for _name, _value in {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_SESSION_TOKEN": "testing",
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled",
+}.items():
+    os.environ.setdefault(_name, _value)
+
+
+@pytest.fixture(scope="session")
+def templates() -> dict[str, dict[str, Any]]:
+    from sim.synth import synthesize
+
+    return synthesize()
+
+
+def _run(name: str, templates: dict[str, dict[str, Any]], **options: Any) -> dict[str, Any]:
+    from sim.scenarios import SCENARIOS, Options
+
+    saved = {k: os.environ.get(k) for k in ("AWS_DEFAULT_REGION", "AWS_REGION")}
+    os.environ["AWS_DEFAULT_REGION"] = os.environ["AWS_REGION"] = "us-east-1"
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="No application metrics to publish")
+            return SCENARIOS[name](templates, Options(**options))
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+@pytest.fixture(scope="session")
+def idle(templates: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """30 idle minutes, sampled every 10 minutes, one tick pass per invocation."""
+    return _run("idle-week", templates, hours=0.5, tick_interval_s=50)
+
+
+@pytest.fixture(scope="session")
+def faults(templates: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The whole faults timeline (24 minutes), two tick passes per invocation."""
+    return _run("faults", templates, tick_interval_s=25)
+
+
+@pytest.fixture(scope="session")
+def two_stacks(templates: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """12 minutes; the second stack is stopped after 5."""
+    return _run("two-stacks", templates, hours=0.2, tick_interval_s=50)
+
+
+@pytest.fixture(scope="session")
+def mixed(templates: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """10 schedules for 6 minutes, ten tick passes per invocation."""
+    return _run("mixed-day", templates, hours=0.1, scale=0.01, tick_interval_s=5)
