@@ -124,13 +124,13 @@ class Account:
                 account._attach(client, actor)
             return client
 
-        botocore.session.Session.create_client = create_client  # type: ignore[method-assign]
+        setattr(botocore.session.Session, "create_client", create_client)  # noqa: B010
         boto3.DEFAULT_SESSION = None
         self.sim = _SimClients()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        botocore.session.Session.create_client = self._original_create_client  # type: ignore[method-assign]
+        setattr(botocore.session.Session, "create_client", self._original_create_client)  # noqa: B010
         boto3.DEFAULT_SESSION = None
 
     def _attach(self, client: Any, actor: Actor) -> None:
@@ -143,12 +143,13 @@ class Account:
         def after(model: Any, parsed: dict[str, Any], **_: Any) -> None:
             if service == "dynamodb":
                 meter = self._meter()
-                meter.phase = self._invocation()
+                invocation = self._invocation()
+                meter.phase = invocation  # type: ignore[assignment]
                 meter._after_call(model=model, parsed=parsed)
                 scanned = parsed.get("ScannedCount")
                 if isinstance(scanned, int):
                     with self._lock:
-                        self.ledger.scanned_by_invocation[meter.phase] += scanned
+                        self.ledger.scanned_by_invocation[invocation] += scanned
 
         def send(request: Any, **_: Any) -> Any:
             pending = getattr(self._local, "request", None)
@@ -204,7 +205,7 @@ class Account:
                 self.ledger.used_grants.add((actor.function, action, resource))
         if service == "dynamodb":
             meter = self._meter()
-            meter.phase = self._invocation()
+            meter.phase = self._invocation()  # type: ignore[assignment]
             meter._before_call(model=_Model(service, operation), params=params)
 
     def _answer_fault(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,7 +57,7 @@ class MetricStore:
         return count
 
 
-_COMPARE = {
+_COMPARE: dict[str, Callable[[float, float], bool]] = {
     "GreaterThanThreshold": lambda v, t: v > t,
     "GreaterThanOrEqualToThreshold": lambda v, t: v >= t,
     "LessThanThreshold": lambda v, t: v < t,
@@ -120,7 +120,7 @@ def evaluate(
     n = int(alarm.get("DatapointsToAlarm", m))
     threshold = float(alarm["Threshold"])
     compare = _COMPARE[alarm["ComparisonOperator"]]
-    stat = alarm.get("Statistic") or alarm.get("ExtendedStatistic")
+    stat = str(alarm.get("Statistic") or alarm.get("ExtendedStatistic"))
     treat = alarm.get("TreatMissingData", "missing")
     dimensions = frozenset((d["Name"], str(d["Value"])) for d in alarm.get("Dimensions", []))
     key = (alarm["Namespace"], alarm["MetricName"], dimensions)

@@ -127,8 +127,8 @@ class Engine:
     def __enter__(self) -> Engine:
         self._travel = time_machine.travel(self.start, tick=False)
         self._traveller = self._travel.start()
-        time.sleep = self._sleep  # type: ignore[assignment]
-        time.monotonic = self._monotonic  # type: ignore[assignment]
+        setattr(time, "sleep", self._sleep)  # noqa: B010 - every caller, wherever it looked it up
+        setattr(time, "monotonic", self._monotonic)  # noqa: B010
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -136,7 +136,7 @@ class Engine:
         time.monotonic = _REAL_MONOTONIC
         self._travel.stop()
 
-    def datetime(self) -> datetime:
+    def moment(self) -> datetime:
         return datetime.fromtimestamp(self.now, UTC)
 
     def elapsed_s(self) -> float:

@@ -138,20 +138,20 @@ class Simulation:
         ) -> Any:
             return receiver.post(url, headers, body, deadline)
 
-        tick.run_tick = run_tick  # type: ignore[assignment]
-        webhook.WebhookSender._post = post  # type: ignore[method-assign]
+        setattr(tick, "run_tick", run_tick)  # noqa: B010
+        setattr(webhook.WebhookSender, "_post", post)  # noqa: B010
         # The DynamoDB adapter overlaps independent writes on a thread pool. In simulated
         # time a request takes no time, so the overlap gains nothing, and a wait in a pool
         # thread (a retry's back-off) could not be simulated: run them one after the other.
         from adapters.dynamodb import store
 
         original_concurrency = store.CONCURRENCY
-        store.CONCURRENCY = 1  # type: ignore[misc]
+        setattr(store, "CONCURRENCY", 1)  # noqa: B010
 
         def restore() -> None:
-            store.CONCURRENCY = original_concurrency  # type: ignore[misc]
-            tick.run_tick = original_run_tick  # type: ignore[assignment]
-            webhook.WebhookSender._post = original_post  # type: ignore[method-assign]
+            setattr(store, "CONCURRENCY", original_concurrency)  # noqa: B010
+            setattr(tick, "run_tick", original_run_tick)  # noqa: B010
+            setattr(webhook.WebhookSender, "_post", original_post)  # noqa: B010
 
         self._stack.callback(restore)
 
@@ -330,9 +330,10 @@ class Simulation:
             }
             for m in messages
         ]
-        record = mapping.function.invoke(self.engine, {"Records": records}, "sqs")
-        if record is None:
+        started = mapping.function.invoke(self.engine, {"Records": records}, "sqs")
+        if started is None:
             return  # throttled: the messages come back after the visibility timeout
+        record = started
 
         def ended(process: Process) -> None:
             if getattr(process, "record", None) is not record:
