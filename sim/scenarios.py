@@ -105,7 +105,7 @@ def idle_week(templates: dict[str, Any], options: Options) -> dict[str, Any]:
     with Simulation(templates, start, seed=options.seed) as sim:
         _thin_tick(sim, options.tick_interval_s)
         sim.deploy(PRIMARY)
-        sample_s = 3600.0 if hours >= 3 else 600.0
+        sample_s = 3600.0 if hours >= 3 else 600.0 if hours >= 1 else 300.0
         sim.run_for(hours * 3600, sample_every_s=sample_s)
         return summary(sim, "idle-week", {}, 0.0, {"sample_every_s": sample_s})
 
@@ -225,7 +225,7 @@ def _once(
 
 def faults(templates: dict[str, Any], options: Options) -> dict[str, Any]:
     """Everything that goes wrong in production, one after the other, in one run."""
-    minutes = 24.0 if options.hours is None else options.hours * 60
+    minutes = 22.0 if options.hours is None else options.hours * 60
     start = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
     with Simulation(templates, start, seed=options.seed) as sim:
         _thin_tick(sim, options.tick_interval_s)

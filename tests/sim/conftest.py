@@ -51,20 +51,20 @@ def _run(name: str, templates: dict[str, dict[str, Any]], **options: Any) -> dic
 
 @pytest.fixture(scope="session")
 def idle(templates: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """30 idle minutes, sampled every 10 minutes, one tick pass per invocation."""
-    return _run("idle-week", templates, hours=0.5, tick_interval_s=50)
+    """20 idle minutes, sampled every 5 minutes, one tick pass per invocation."""
+    return _run("idle-week", templates, hours=1 / 3, tick_interval_s=50)
 
 
 @pytest.fixture(scope="session")
 def faults(templates: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """The whole faults timeline (24 minutes), two tick passes per invocation."""
+    """The whole faults timeline (22 minutes), two tick passes per invocation."""
     return _run("faults", templates, tick_interval_s=25)
 
 
 @pytest.fixture(scope="session")
 def two_stacks(templates: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """12 minutes; the second stack is stopped after 5."""
-    return _run("two-stacks", templates, hours=0.2, tick_interval_s=50)
+    """10 minutes; the second stack is stopped after 5."""
+    return _run("two-stacks", templates, hours=1 / 6, tick_interval_s=50)
 
 
 @pytest.fixture(scope="session")
