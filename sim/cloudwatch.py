@@ -13,6 +13,7 @@ import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 MetricKey = tuple[str, str, frozenset[tuple[str, str]]]
@@ -92,9 +93,17 @@ class AlarmHistory:
     final_state: str = "INSUFFICIENT_DATA"
     unknown: str = ""
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self, start: float = 0.0) -> dict[str, Any]:
+        def iso(seconds: list[float]) -> list[str]:
+            return [
+                datetime.fromtimestamp(start + s, UTC).isoformat().replace("+00:00", "Z")
+                for s in seconds
+            ]
+
         return {
             "metric": self.metric,
+            "into_alarm_at": iso(self.into_alarm_s),
+            "out_of_alarm_at": iso(self.out_of_alarm_s),
             "into_alarm_s": self.into_alarm_s,
             "out_of_alarm_s": self.out_of_alarm_s,
             "final_state": self.final_state,

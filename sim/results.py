@@ -102,7 +102,7 @@ def alarms(sim: Simulation) -> dict[str, dict[str, Any]]:
                 history = evaluate(props, sim.metrics, start, sim.engine.now, name)
             except (KeyError, ValueError) as error:
                 history = AlarmHistory(name, props.get("MetricName", "?"), unknown=str(error))
-            found[name] = history.as_dict()
+            found[name] = history.as_dict(start)
     return found
 
 

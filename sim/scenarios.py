@@ -261,20 +261,20 @@ def faults(templates: dict[str, Any], options: Options) -> dict[str, Any]:
             },
         )
         expected[failing["id"]] = _minutely(now, until)
-        # Two targets that never answer within their 120 s timeout, due at the same instant:
-        # their intents arrive in one batch.
-        for name in ("slow-a", "slow-b"):
+        # Three targets that never answer within their 120 s timeout, due at the same
+        # instant (2, 12, 22 ... past the hour): their intents arrive in one batch.
+        for name in ("slow-a", "slow-b", "slow-c"):
             slow = _create(
                 sim,
                 PRIMARY,
                 {
                     "name": name,
-                    "spec": {"cron": "*/10 * * * *"},
+                    "spec": {"cron": "2-59/10 * * * *"},
                     "target": {**_webhook(name, "ms=200000"), "timeout_s": 120},
                     "policy": {"overdue": "catch_up_all"},
                 },
             )
-            expected[slow["id"]] = _minutely(now, until, 600)
+            expected[slow["id"]] = [t for t in _minutely(now, until) if t.minute % 10 == 2]
         events: list[str] = []
 
         def is_tick(actor: Actor) -> bool:
@@ -292,6 +292,12 @@ def faults(templates: dict[str, Any], options: Options) -> dict[str, Any]:
             lambda: _ignore(tick.invoke(sim.engine, {"source": "sim.extra"}, "manual")),
         )
         events.append("4m20s: a second tick invocation overlaps the scheduled one")
+        # 2b. Two seconds later a third: over the reserved concurrency, it is throttled.
+        sim.engine.at(
+            start.timestamp() + 262,
+            lambda: _ignore(tick.invoke(sim.engine, {"source": "sim.extra"}, "manual")),
+        )
+        events.append("4m22s: a third tick invocation, over the reserved concurrency")
         # 3. From minute 6 to 16 the tick's schedule does not fire.
         rule.paused.append((360.0, 960.0))
         events.append("6m-16m: the tick is stopped, then back")
@@ -312,7 +318,9 @@ def faults(templates: dict[str, Any], options: Options) -> dict[str, Any]:
         # 5. At minute 18, one delivery intent is delivered twice (SQS is at-least-once).
         sim.engine.at(start.timestamp() + 1080, lambda: _duplicate_next_intent(sim))
         events.append("18m: the next delivery intent sent is delivered a second time")
-        events.append("every 10 minutes: two targets that never answer within their 120 s timeout")
+        events.append(
+            "2 past every 10 minutes: three targets that never answer within their 120 s timeout"
+        )
         events.append("always-fails answers 500 to every attempt")
         sim.run_for((until - start).total_seconds())
         return summary(

@@ -164,6 +164,7 @@ def test_faults_no_occurrence_is_delivered_under_two_keys(faults: dict[str, Any]
     assert faults["unexpected"] == 0
 
 
+@pytest.mark.xfail(strict=True, reason=DEFECT_WORKER_BATCH)
 def test_faults_no_occurrence_is_lost(faults: dict[str, Any]) -> None:
     assert faults["gaps"] == 0, faults["gap_examples"]
 
@@ -199,6 +200,11 @@ def test_faults_a_schedule_gone_silent_raises_the_overdue_alarm(faults: dict[str
 def test_faults_slow_targets_do_not_time_the_worker_out(faults: dict[str, Any]) -> None:
     worker = next(v for k, v in faults["invocations"].items() if "FunctionsWorker" in k)
     assert worker.get("timeout", 0) == 0
+
+
+def test_faults_a_tick_over_its_reserved_concurrency_is_throttled(faults: dict[str, Any]) -> None:
+    tick = next(v for k, v in faults["invocations"].items() if "FunctionsTick" in k)
+    assert tick.get("throttled", 0) >= 1
 
 
 def test_faults_a_throttled_write_is_retried_not_fatal(faults: dict[str, Any]) -> None:
