@@ -160,13 +160,6 @@ class Engine:
     def after(self, seconds: float, action: Callable[[], None]) -> None:
         self.at(self.now + seconds, action)
 
-    def spawn(self, name: str, body: Callable[[], Any], timeout_s: float | None) -> Process:
-        """Start an invocation now; it runs at once, until its first sleep."""
-        deadline = None if timeout_s is None else self.now + timeout_s
-        process = Process(self, name, body, deadline)
-        process.resume()
-        return process
-
     def current(self) -> Process | None:
         """The process whose turn it is (also seen from its thread pool's threads)."""
         return self._current

@@ -162,13 +162,28 @@ def _switch_container(function: Function) -> None:
     os.environ.update(function.env)
     _ENV_KEYS.update(function.env)
     module_name = function.handler_path.rsplit(".", 1)[0]
-    if _CONTAINERS.get(module_name) not in (None, function.key):
-        module = sys.modules.get(module_name)
-        for value in vars(module).values() if module is not None else ():
-            clear = getattr(value, "cache_clear", None)
-            if callable(clear) and getattr(value, "__module__", None) == module_name:
-                clear()
+    if _CONTAINERS.get(module_name) != function.key:
+        _clear_caches(module_name)  # a cold start: nothing cached by another function survives
     _CONTAINERS[module_name] = function.key
+
+
+def reset_containers() -> None:
+    """Forget every function's environment: a new simulation starts with cold containers."""
+    for module_name in _CONTAINERS:
+        _clear_caches(module_name)
+    _CONTAINERS.clear()
+    for key in _ENV_KEYS:
+        os.environ.pop(key, None)
+    _ENV_KEYS.clear()
+    _drop_unflushed_metrics()
+
+
+def _clear_caches(module_name: str) -> None:
+    module = sys.modules.get(module_name)
+    for value in vars(module).values() if module is not None else ():
+        clear = getattr(value, "cache_clear", None)
+        if callable(clear) and getattr(value, "__module__", None) == module_name:
+            clear()
 
 
 def _drop_unflushed_metrics() -> None:

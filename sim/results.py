@@ -184,7 +184,12 @@ def cost(sim: Simulation, runs: int) -> dict[str, Any]:
     per_month_idle = (
         idle + scheduler + esm_idle
     ) / seconds * prices.MONTH_S / stacks + fixed_month / stacks
+    units = sim.account.units()
     return {
+        "dynamodb_units": {
+            kind: round(sum(v for (_, k), v in units.items() if k == kind), 1)
+            for kind in ("wru", "rru")
+        },
         "usd_per_million_runs": round((busy + esm_busy) / runs * 1e6, 2) if runs else None,
         "usd_per_month_idle": round(per_month_idle, 2),
         "cost_model": "Lambda GB-s at simulated duration + 8 ms per AWS request, "
@@ -262,6 +267,7 @@ def summary(
         "items_by_table": items_by_table(sim),
         "items_samples": sim.items_by_hour,
         "requests_by_operation": dict(ledger.requests.most_common()),
+        "event_source_mapping_requests": dict(sim.esm_requests),
         "requests_by_hour": requests_per_window(sim),
         **per_window(sim),
         "invocations": {k: dict(v) for k, v in invocations.items()},

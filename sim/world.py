@@ -34,7 +34,7 @@ from typing import Any
 from sim.aws import Account
 from sim.cloudwatch import MetricStore
 from sim.engine import Engine, Process
-from sim.functions import Function, install_stdout
+from sim.functions import Function, install_stdout, reset_containers
 from sim.targets import Receiver
 from sim.template import Stack
 
@@ -104,6 +104,8 @@ class Simulation:
     def __enter__(self) -> Simulation:
         from moto import mock_aws
 
+        reset_containers()
+        self._stack.callback(reset_containers)
         self._stack.enter_context(mock_aws())
         self._stack.enter_context(self.engine)
         self._stack.enter_context(self.account)
