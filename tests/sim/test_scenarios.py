@@ -112,7 +112,7 @@ def test_idle_tables_do_not_grow(idle: dict[str, Any]) -> None:
 @pytest.mark.xfail(strict=True, reason=DEFECT_TICK_MEMBERS_GROW)
 def test_idle_items_read_per_window_stay_flat(idle: dict[str, Any]) -> None:
     read = idle["items_read_by_window"][1:]
-    assert max(read) <= min(read)
+    assert max(read) <= min(read) * 1.02 + 2
 
 
 def test_idle_requests_per_window_stay_flat(idle: dict[str, Any]) -> None:
