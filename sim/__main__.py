@@ -76,11 +76,12 @@ def row(result: dict[str, Any]) -> list[str]:
     ]
 
 
-def table(results: list[dict[str, Any]]) -> str:
-    lines = ["  ".join(name.ljust(width) for name, width in COLUMNS)]
-    for result in results:
-        lines.append("  ".join(v.ljust(w) for v, (_, w) in zip(row(result), COLUMNS, strict=True)))
-    return "\n".join(lines)
+def header() -> str:
+    return "  ".join(name.ljust(width) for name, width in COLUMNS)
+
+
+def line(result: dict[str, Any]) -> str:
+    return "  ".join(v.ljust(w) for v, (_, w) in zip(row(result), COLUMNS, strict=True))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -113,15 +114,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     templates = synthesize()
     names = list(SCENARIOS) if args.scenario == "all" else [args.scenario]
     results = []
+    if not args.json:
+        print(header(), flush=True)
     for name in names:
         began = time.perf_counter()
         result = SCENARIOS[name](templates, options)
         result["wall_s"] = round(time.perf_counter() - began, 1)
         results.append(result)
-        if args.json:
-            print(json.dumps(result, default=str))
+        print(json.dumps(result, default=str) if args.json else line(result), flush=True)
     if not args.json:
-        print(table(results))
         for result in results:
             for denied in result["denied_calls"][:3]:
                 print(
