@@ -66,6 +66,6 @@ clean:
 
 # The deployment simulator: the synthesized stack run the way AWS would, on moto
 # (docs/simulator.md). Short runs of every scenario, one table; SIMULATE_ARGS to change.
-SIMULATE_ARGS ?= --hours 0.5 --scale 0.01 --tick-interval 25
+SIMULATE_ARGS ?= --short
 simulate: install asset
 	$(PY) -m sim all $(SIMULATE_ARGS)

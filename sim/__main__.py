@@ -2,7 +2,7 @@
 
     python -m sim idle-week --hours 6 --tick-interval 25
     python -m sim mixed-day --scale 0.02 --hours 1 --json
-    python -m sim all             # every scenario, one table
+    python -m sim all --short     # every scenario, short, one table (make simulate)
 
 See docs/simulator.md.
 """
@@ -14,29 +14,22 @@ import json
 import os
 import sys
 import time
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
-# Dummy credentials only: nothing here may reach AWS. Set before boto3 is imported.
-for _name, _value in {
+from sim.synth import synthesize
+
+# Dummy credentials only: nothing here may reach AWS. Set by main(), before any client exists.
+DUMMY_AWS_ENV = {
     "AWS_ACCESS_KEY_ID": "testing",
     "AWS_SECRET_ACCESS_KEY": "testing",
     "AWS_SESSION_TOKEN": "testing",
     "AWS_DEFAULT_REGION": "us-east-1",
     "AWS_REGION": "us-east-1",
     "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled",
-}.items():
-    os.environ[_name] = _value
-os.environ.pop("AWS_ENDPOINT_URL", None)
-os.environ.pop("AWS_PROFILE", None)
-
-import warnings  # noqa: E402
-
-# Powertools warns when a flush has no metrics; the handlers' own choice, not news here.
-warnings.filterwarnings("ignore", message="No application metrics to publish")
-
-from sim.scenarios import SCENARIOS, Options  # noqa: E402
-from sim.synth import synthesize  # noqa: E402
+}
+SCENARIO_NAMES = ("idle-week", "mixed-day", "faults", "two-stacks")
 
 COLUMNS = (
     ("scenario", 11),
@@ -86,7 +79,7 @@ def line(result: dict[str, Any]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m sim", description=__doc__.splitlines()[0])
-    parser.add_argument("scenario", choices=[*SCENARIOS, "all"])
+    parser.add_argument("scenario", choices=[*SCENARIO_NAMES, "all"])
     parser.add_argument("--json", action="store_true", help="print one JSON object per scenario")
     parser.add_argument(
         "--hours", type=float, default=None, help="simulated duration (default: the scenario's)"
@@ -101,6 +94,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="seconds between the tick's passes within one invocation (the code's 1 s by default)",
     )
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--short",
+        action="store_true",
+        help="each scenario's short preset (make simulate); other options are ignored",
+    )
     args = parser.parse_args(argv)
     if args.hours is not None and args.hours <= 0:
         parser.error("--hours must be positive")
@@ -108,17 +106,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--scale must be in (0, 1]")
     if not 1 <= args.tick_interval <= 55:
         parser.error("--tick-interval must be between 1 and 55 seconds")
+    os.environ.update(DUMMY_AWS_ENV)
+    os.environ.pop("AWS_ENDPOINT_URL", None)
+    os.environ.pop("AWS_PROFILE", None)
+    # Powertools warns when a flush has no metrics: the handlers' own choice, not news here.
+    warnings.filterwarnings("ignore", message="No application metrics to publish")
+    from sim.scenarios import SCENARIOS, SHORT, Options
+
     options = Options(
         hours=args.hours, scale=args.scale, tick_interval_s=args.tick_interval, seed=args.seed
     )
     templates = synthesize()
-    names = list(SCENARIOS) if args.scenario == "all" else [args.scenario]
+    names = list(SCENARIO_NAMES) if args.scenario == "all" else [args.scenario]
     results = []
     if not args.json:
         print(header(), flush=True)
     for name in names:
         began = time.perf_counter()
-        result = SCENARIOS[name](templates, options)
+        result = SCENARIOS[name](templates, SHORT[name] if args.short else options)
         result["wall_s"] = round(time.perf_counter() - began, 1)
         results.append(result)
         print(json.dumps(result, default=str) if args.json else line(result), flush=True)

@@ -414,3 +414,12 @@ SCENARIOS: dict[str, Callable[[dict[str, Any], Options], dict[str, Any]]] = {
     "faults": faults,
     "two-stacks": two_stacks,
 }
+
+# What ``--short`` runs (``make simulate``): each scenario long enough to show what it is
+# for, in a few minutes of wall time on moto.
+SHORT: dict[str, Options] = {
+    "idle-week": Options(hours=1.0, tick_interval_s=50),
+    "mixed-day": Options(hours=0.25, scale=0.01, tick_interval_s=25),
+    "faults": Options(tick_interval_s=25),
+    "two-stacks": Options(hours=0.25, tick_interval_s=50),
+}

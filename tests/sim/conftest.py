@@ -15,14 +15,12 @@ from typing import Any
 
 import pytest
 
-for _name, _value in {
+DUMMY_AWS_ENV = {
     "AWS_ACCESS_KEY_ID": "testing",
     "AWS_SECRET_ACCESS_KEY": "testing",
     "AWS_SESSION_TOKEN": "testing",
-    "AWS_DEFAULT_REGION": "us-east-1",
     "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled",
-}.items():
-    os.environ.setdefault(_name, _value)
+}
 
 
 @pytest.fixture(scope="session")
@@ -35,18 +33,19 @@ def templates() -> dict[str, dict[str, Any]]:
 def _run(name: str, templates: dict[str, dict[str, Any]], **options: Any) -> dict[str, Any]:
     from sim.scenarios import SCENARIOS, Options
 
-    saved = {k: os.environ.get(k) for k in ("AWS_DEFAULT_REGION", "AWS_REGION")}
+    # The run sets the functions' variables and the simulator's region; the tests after
+    # it see the environment as it was.
+    saved = dict(os.environ)
+    os.environ.update(DUMMY_AWS_ENV)
     os.environ["AWS_DEFAULT_REGION"] = os.environ["AWS_REGION"] = "us-east-1"
+    os.environ.pop("AWS_ENDPOINT_URL", None)
     try:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="No application metrics to publish")
             return SCENARIOS[name](templates, Options(**options))
     finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+        os.environ.clear()
+        os.environ.update(saved)
 
 
 @pytest.fixture(scope="session")
