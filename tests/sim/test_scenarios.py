@@ -164,7 +164,6 @@ def test_faults_no_occurrence_is_delivered_under_two_keys(faults: dict[str, Any]
     assert faults["unexpected"] == 0
 
 
-@pytest.mark.xfail(strict=True, reason=DEFECT_WORKER_BATCH)
 def test_faults_no_occurrence_is_lost(faults: dict[str, Any]) -> None:
     assert faults["gaps"] == 0, faults["gap_examples"]
 
