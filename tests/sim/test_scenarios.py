@@ -146,8 +146,9 @@ def test_mixed_every_due_occurrence_reaches_its_target_once(mixed: dict[str, Any
 
 @pytest.mark.xfail(strict=True, reason=DEFECT_LEASES_NOT_RELEASED)
 def test_mixed_occurrences_start_within_seconds_of_their_time(mixed: dict[str, Any]) -> None:
-    # Intents are sent ahead with a delay; the event source mapping batches for up to 5 s.
-    assert mixed["lateness_s"]["p99"] <= 10
+    # At most one thinned pass (5 s here), the event source mapping's poll (1 s) and its
+    # batching window (5 s), and the answer; today a new invocation waits for leases.
+    assert mixed["lateness_s"]["p99"] <= 12
 
 
 def test_mixed_cost_per_run_comes_out_of_the_same_run(mixed: dict[str, Any]) -> None:
