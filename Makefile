@@ -14,7 +14,7 @@ export CDK_DISABLE_VERSION_CHECK := 1
 export AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED := true
 export npm_config_update_notifier := false
 
-.PHONY: install run test lint typecheck pytest bench bench-aws asset synth clean
+.PHONY: install run test lint typecheck pytest bench bench-aws asset synth clean simulate
 
 install: $(STAMP) $(NODE_STAMP)
 
@@ -63,3 +63,9 @@ synth: install asset
 
 clean:
 	rm -rf $(VENV) node_modules cdk.out build .pytest_cache .mypy_cache .ruff_cache
+
+# The deployment simulator: the synthesized stack run the way AWS would, on moto
+# (docs/simulator.md). Short runs of every scenario, one table; SIMULATE_ARGS to change.
+SIMULATE_ARGS ?= --short
+simulate: install asset
+	$(PY) -m sim all $(SIMULATE_ARGS)

@@ -1,0 +1,1 @@
+"""The deployment simulator: the synthesized stack run the way AWS would, on moto."""

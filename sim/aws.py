@@ -1,0 +1,430 @@
+"""The account: moto resources made from the templates, and every request judged and counted.
+
+Every botocore client built while the simulation runs gets two hooks on its
+own event emitter (``before-parameter-build`` and ``after-call``), bound to
+the invocation that built it: the request is stopped if that invocation is
+past its timeout, counted by operation, judged against the function role's
+policies from the template (an ``AccessDenied`` ClientError if refused,
+raised into the handler as AWS would answer), and metered in DynamoDB
+request units from item sizes (``bench/cost.py``'s rules). Faults a scenario
+injects (a throttled write, a slow call) are applied at the same point.
+Clients the simulator builds for itself carry no invocation and are not
+judged or counted.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import boto3
+import botocore.session
+from botocore.exceptions import ClientError
+
+from adapters.definitions import Index, Key, TableDefinition
+from bench.cost import Meter
+from sim.engine import Engine
+from sim.iam import RolePolicy, checks
+from sim.template import REGION, Stack, queue_url
+
+_DENIED_CODES = {
+    "dynamodb": "AccessDeniedException",
+    "secretsmanager": "AccessDeniedException",
+    "sqs": "AccessDenied",
+    "lambda": "AccessDeniedException",
+}
+
+
+@dataclass
+class Actor:
+    """Who a client acts for: a function, under its role. A client outlives an
+    invocation (a warm container keeps its clients), so the invocation a request
+    belongs to is the one whose turn it is when the request is made."""
+
+    function: str  # "<stack>/<logical id>"
+    policy: RolePolicy
+
+
+@dataclass
+class Denied:
+    at_s: float
+    function: str
+    action: str
+    resource: str
+    operation: str
+    reason: str
+
+
+# A fault: (actor, service, operation, params) -> an error the service answers, seconds the
+# request takes, or None. An error is answered per HTTP attempt, so botocore's retries see it
+# as they would see AWS's answer (a throttle is retried with back-off, in simulated time).
+Fault = Callable[[Actor, str, str, dict[str, Any]], "ClientError | float | None"]
+
+
+def client_error(code: str, message: str, operation: str, status: int = 400) -> ClientError:
+    return ClientError(
+        {
+            "Error": {"Code": code, "Message": message},
+            "ResponseMetadata": {"HTTPStatusCode": status},
+        },
+        operation,
+    )
+
+
+@dataclass
+class Ledger:
+    """What the account saw: requests, refusals, units, grants used."""
+
+    requests: Counter[str] = field(default_factory=Counter)  # "service:Operation"
+    requests_by_function: Counter[tuple[str, str]] = field(default_factory=Counter)
+    requests_by_invocation: Counter[int] = field(default_factory=Counter)
+    requests_by_hour: Counter[int] = field(default_factory=Counter)
+    sqs_by_invocation: Counter[int] = field(default_factory=Counter)
+    secrets_by_invocation: Counter[int] = field(default_factory=Counter)
+    # Items DynamoDB read to answer Scans and Queries (ScannedCount), by invocation.
+    scanned_by_invocation: Counter[int] = field(default_factory=Counter)
+    denied: list[Denied] = field(default_factory=list)
+    used_grants: set[tuple[str, str, str]] = field(default_factory=set)
+    injected: list[dict[str, Any]] = field(default_factory=list)
+
+
+class Account:
+    """One AWS account on moto (in-process), holding one or more stacks."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.ledger = Ledger()
+        self.faults: list[Fault] = []
+        self.stacks: list[Stack] = []
+        self.tables: dict[str, TableDefinition] = {}  # physical name -> keys and indexes
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._meters: list[Meter] = []
+        self._actor: Actor | None = None  # set while an invocation builds its clients
+        self._original_create_client: Any = None
+        self.sim: Any = None  # the simulator's own, unjudged clients
+
+    # --- hooks on every client -----------------------------------------------------------------
+
+    def __enter__(self) -> Account:
+        original = botocore.session.Session.create_client
+        self._original_create_client = original
+        account = self
+
+        def create_client(session: Any, *args: Any, **kwargs: Any) -> Any:
+            client = original(session, *args, **kwargs)
+            process = account.engine.current()
+            function = getattr(process, "function", None) if process is not None else None
+            actor = getattr(function, "actor", None)
+            if actor is not None:
+                account._attach(client, actor)
+            return client
+
+        setattr(botocore.session.Session, "create_client", create_client)  # noqa: B010
+        boto3.DEFAULT_SESSION = None
+        self.sim = _SimClients()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        setattr(botocore.session.Session, "create_client", self._original_create_client)  # noqa: B010
+        boto3.DEFAULT_SESSION = None
+
+    def _attach(self, client: Any, actor: Actor) -> None:
+        events = client.meta.events
+        service = client.meta.service_model.service_name
+
+        def before(params: dict[str, Any], model: Any, **_: Any) -> None:
+            self._before(actor, service, model.name, params)
+
+        def after(model: Any, parsed: dict[str, Any], **_: Any) -> None:
+            if service == "dynamodb":
+                meter = self._meter()
+                invocation = self._invocation()
+                meter.phase = invocation  # type: ignore[assignment]
+                meter._after_call(model=model, parsed=parsed)
+                scanned = parsed.get("ScannedCount")
+                if isinstance(scanned, int):
+                    with self._lock:
+                        self.ledger.scanned_by_invocation[invocation] += scanned
+
+        def send(request: Any, **_: Any) -> Any:
+            pending = getattr(self._local, "request", None)
+            if pending is None:
+                return None
+            return self._answer_fault(actor, *pending)
+
+        events.register("before-parameter-build.*.*", before)
+        events.register_first("before-send.*.*", send)
+        events.register("after-call.*.*", after)
+
+    def _invocation(self) -> int:
+        process = self.engine.current()
+        record = getattr(process, "record", None)
+        return int(record.id) if record is not None else 0
+
+    def _meter(self) -> Meter:
+        meter = getattr(self._local, "meter", None)
+        if meter is None:
+            meter = Meter(self.sim.dynamodb, self.tables)
+            self._local.meter = meter
+            with self._lock:
+                self._meters.append(meter)
+        return meter
+
+    def _before(self, actor: Actor, service: str, operation: str, params: dict[str, Any]) -> None:
+        process = self.engine.current()
+        if process is not None:
+            process.check_deadline()
+        self._local.request = (service, operation, params)
+        self._count(actor, service, operation)
+        for check in checks(service, operation, params):
+            verdict = actor.policy.judge(check)
+            if not verdict.allowed:
+                self.ledger.denied.append(
+                    Denied(
+                        round(self.engine.elapsed_s(), 3),
+                        actor.function,
+                        check.action,
+                        check.resource,
+                        f"{service}:{operation}",
+                        verdict.reason,
+                    )
+                )
+                code = _DENIED_CODES.get(service, "AccessDenied")
+                raise client_error(
+                    code,
+                    f"User: {actor.policy.role} is not authorized to perform: {check.action} "
+                    f"on resource: {check.resource} because {verdict.reason}",
+                    operation,
+                )
+            for action, resource in verdict.used:
+                self.ledger.used_grants.add((actor.function, action, resource))
+        if service == "dynamodb":
+            meter = self._meter()
+            meter.phase = self._invocation()  # type: ignore[assignment]
+            meter._before_call(model=_Model(service, operation), params=params)
+
+    def _answer_fault(
+        self, actor: Actor, service: str, operation: str, params: dict[str, Any]
+    ) -> Any:
+        """A fault's effect on one HTTP attempt: an error response, or time spent."""
+        import time
+
+        from botocore.awsrequest import AWSResponse
+        from moto.core.botocore_stubber import MockRawResponse
+
+        for fault in list(self.faults):
+            effect = fault(actor, service, operation, params)
+            if effect is None:
+                continue
+            self.ledger.injected.append(
+                {
+                    "at_s": round(self.engine.elapsed_s(), 3),
+                    "function": actor.function,
+                    "operation": f"{service}:{operation}",
+                    "effect": effect
+                    if isinstance(effect, float)
+                    else effect.response["Error"]["Code"],
+                }
+            )
+            if isinstance(effect, float):
+                time.sleep(effect)  # simulated: other invocations run meanwhile
+                process = self.engine.current()
+                if process is not None:
+                    process.check_deadline()
+                continue
+            error = effect.response["Error"]
+            body = json.dumps({"__type": error["Code"], "message": error["Message"]}).encode()
+            status = int(effect.response["ResponseMetadata"]["HTTPStatusCode"])
+            headers = {"Content-Type": "application/x-amz-json-1.0", "x-amzn-RequestId": "sim"}
+            return AWSResponse("https://sim", status, headers, MockRawResponse(body))
+        return None
+
+    def _count(self, actor: Actor, service: str, operation: str) -> None:
+        key = f"{service}:{operation}"
+        with self._lock:
+            self.ledger.requests[key] += 1
+            self.ledger.requests_by_function[(actor.function, key)] += 1
+            invocation = self._invocation()
+            self.ledger.requests_by_invocation[invocation] += 1
+            self.ledger.requests_by_hour[int(self.engine.elapsed_s() // 3600)] += 1
+            if service == "sqs":
+                self.ledger.sqs_by_invocation[invocation] += 1
+            if service == "secretsmanager":
+                self.ledger.secrets_by_invocation[invocation] += 1
+
+    def units(self) -> dict[tuple[Any, str], float]:
+        """DynamoDB units by (invocation, "wru" | "rru")."""
+        total: defaultdict[tuple[Any, str], float] = defaultdict(float)
+        for meter in self._meters:
+            for key, value in meter.units.items():
+                total[key] += value
+        return dict(total)
+
+    # --- resources from the template -----------------------------------------------------------
+
+    def deploy(self, stack: Stack) -> None:
+        """Create the stack's tables, queues and secrets from their own properties."""
+        self.stacks.append(stack)
+        for logical_id in stack.of_type("AWS::DynamoDB::Table"):
+            self._create_table(stack, logical_id)
+        queues = stack.of_type("AWS::SQS::Queue")
+        # Dead-letter queues first: a redrive policy names an existing queue.
+        for logical_id in sorted(queues, key=lambda q: "RedrivePolicy" in stack.props(q)):
+            self._create_queue(stack, logical_id)
+        for logical_id in stack.of_type("AWS::SecretsManager::Secret"):
+            props = stack.resolve(stack.props(logical_id))
+            self.sim.secretsmanager.create_secret(
+                Name=stack.names[logical_id],
+                SecretString=props.get("SecretString") or "generated-by-the-simulator",
+            )
+
+    def _create_table(self, stack: Stack, logical_id: str) -> None:
+        props = stack.resolve(stack.props(logical_id))
+        name = stack.names[logical_id]
+        args: dict[str, Any] = {
+            "TableName": name,
+            "AttributeDefinitions": props["AttributeDefinitions"],
+            "KeySchema": props["KeySchema"],
+            "BillingMode": props.get("BillingMode", "PROVISIONED"),
+        }
+        if args["BillingMode"] == "PROVISIONED":
+            args["ProvisionedThroughput"] = props["ProvisionedThroughput"]
+        if props.get("GlobalSecondaryIndexes"):
+            args["GlobalSecondaryIndexes"] = props["GlobalSecondaryIndexes"]
+        if props.get("LocalSecondaryIndexes"):
+            args["LocalSecondaryIndexes"] = props["LocalSecondaryIndexes"]
+        self.sim.dynamodb.create_table(**args)
+        ttl = props.get("TimeToLiveSpecification")
+        if ttl and ttl.get("Enabled"):
+            self.sim.dynamodb.update_time_to_live(
+                TableName=name,
+                TimeToLiveSpecification={"AttributeName": ttl["AttributeName"], "Enabled": True},
+            )
+        self.tables[name] = _definition(logical_id, props)
+
+    def _create_queue(self, stack: Stack, logical_id: str) -> None:
+        props = stack.resolve(stack.props(logical_id))
+        attributes: dict[str, str] = {}
+        for key in (
+            "VisibilityTimeout",
+            "MessageRetentionPeriod",
+            "DelaySeconds",
+            "ReceiveMessageWaitTimeSeconds",
+            "MaximumMessageSize",
+            "FifoQueue",
+            "ContentBasedDeduplication",
+        ):
+            if key in props:
+                attributes[key] = (
+                    str(props[key]).lower() if isinstance(props[key], bool) else str(props[key])
+                )
+        if "RedrivePolicy" in props:
+            attributes["RedrivePolicy"] = json.dumps(props["RedrivePolicy"])
+        name = stack.names[logical_id]
+        url = self.sim.sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
+        if url != queue_url(name):
+            raise RuntimeError(f"moto answered queue URL {url}, expected {queue_url(name)}")
+
+    # --- what the simulator reads without counting ---------------------------------------------
+
+    def item_count(self, table: str) -> int:
+        from moto.dynamodb.models import dynamodb_backends
+
+        backend = dynamodb_backends[_account()][REGION]
+        return sum(1 for _ in backend.get_table(table).all_items())
+
+    def queue_depth(self, url: str) -> tuple[int, int]:
+        """(visible, in flight) messages, from moto's state (no request)."""
+        attributes = self.sim.sqs.get_queue_attributes(
+            QueueUrl=url,
+            AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+        )["Attributes"]
+        return int(attributes["ApproximateNumberOfMessages"]), int(
+            attributes["ApproximateNumberOfMessagesNotVisible"]
+        )
+
+    def expire_ttl(self) -> int:
+        """DynamoDB's TTL sweep (free on AWS, never done by moto): delete expired items."""
+        removed = 0
+        now = self.engine.now
+        for table, definition in self.tables.items():
+            if not definition.ttl_attribute:
+                continue
+            keys = [definition.partition_key.name] + (
+                [definition.sort_key.name] if definition.sort_key else []
+            )
+            pages = self.sim.dynamodb.get_paginator("scan").paginate(TableName=table)
+            for page in pages:
+                for item in page["Items"]:
+                    value = item.get(definition.ttl_attribute, {}).get("N")
+                    if value is not None and float(value) < now:
+                        self.sim.dynamodb.delete_item(
+                            TableName=table, Key={k: item[k] for k in keys}
+                        )
+                        removed += 1
+        return removed
+
+
+class _SimClients:
+    """The simulator's own clients: built outside any invocation, so never judged or counted."""
+
+    def __init__(self) -> None:
+        session = boto3.session.Session(region_name=REGION)
+        self.dynamodb = session.client("dynamodb")
+        self.sqs = session.client("sqs")
+        self.secretsmanager = session.client("secretsmanager")
+
+
+@dataclass(frozen=True)
+class _ServiceModel:
+    service_name: str
+
+
+class _Model:
+    """The two fields of a botocore OperationModel that ``bench.cost.Meter`` reads."""
+
+    def __init__(self, service: str, operation: str) -> None:
+        self.service_model = _ServiceModel(service)
+        self.name = operation
+
+
+def _account() -> str:
+    from sim.template import ACCOUNT
+
+    return ACCOUNT
+
+
+def _definition(logical_id: str, props: dict[str, Any]) -> TableDefinition:
+    types = {a["AttributeName"]: a["AttributeType"] for a in props["AttributeDefinitions"]}
+
+    def keys(schema: list[dict[str, str]]) -> tuple[Key, Key | None]:
+        hash_key = next(k["AttributeName"] for k in schema if k["KeyType"] == "HASH")
+        range_key = next((k["AttributeName"] for k in schema if k["KeyType"] == "RANGE"), None)
+        return Key(hash_key, types[hash_key]), (
+            Key(range_key, types[range_key]) if range_key else None
+        )
+
+    pk, sk = keys(props["KeySchema"])
+
+    def indexes(name: str) -> tuple[Index, ...]:
+        found = []
+        for index in props.get(name, []):
+            ipk, isk = keys(index["KeySchema"])
+            found.append(Index(index["IndexName"], ipk, isk, index["Projection"]["ProjectionType"]))
+        return tuple(found)
+
+    ttl = props.get("TimeToLiveSpecification") or {}
+    return TableDefinition(
+        logical_id=logical_id,
+        env_var="",
+        partition_key=pk,
+        sort_key=sk,
+        global_indexes=indexes("GlobalSecondaryIndexes"),
+        local_indexes=indexes("LocalSecondaryIndexes"),
+        ttl_attribute=ttl.get("AttributeName") if ttl.get("Enabled") else None,
+    )

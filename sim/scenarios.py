@@ -1,0 +1,426 @@
+"""The named scenarios. Each builds a simulation, drives it, and returns its summary.
+
+Durations and the number of schedules have defaults for a full run and can
+be shortened (``hours``, ``scale``); the summary says what was run.
+``tick_interval_s`` thins the tick's passes: the deployed tick loops a
+one-second pass for its whole budget (50 passes a minute), and a pass on
+moto costs tens of requests, so a long run may space the passes further
+apart (every invocation still runs, with fewer passes); the summary notes it.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from botocore.exceptions import ClientError
+
+from sim.aws import Actor, client_error
+from sim.results import summary
+from sim.world import Simulation
+
+PRIMARY = "Duetime"
+OTHER = "DuetimeOther"
+
+
+@dataclass(frozen=True)
+class Options:
+    hours: float | None = None  # None: the scenario's own default
+    scale: float = 1.0
+    tick_interval_s: float = 1.0
+    seed: int = 7
+
+
+def _thin_tick(sim: Simulation, interval_s: float) -> None:
+    if interval_s == 1.0:
+        return
+    from handlers import tick
+
+    original = tick.run_tick
+
+    @functools.wraps(original)
+    def run_tick(*args: Any, **kwargs: Any) -> Any:
+        kwargs["interval_s"] = interval_s
+        return original(*args, **kwargs)
+
+    setattr(tick, "run_tick", run_tick)  # noqa: B010
+    sim._stack.callback(lambda: setattr(tick, "run_tick", original))
+    sim.notes.append(
+        f"tick passes thinned: one pass every {interval_s:g} s of the budget instead of every 1 s "
+        "(every invocation still runs); request counts, durations and cost are what ran, "
+        "so the tick's share is lower than the deployed loop's"
+    )
+
+
+def _create(sim: Simulation, stack: str, body: dict[str, Any]) -> dict[str, Any]:
+    """Create a schedule through the API. Every schedule here catches up on what it missed
+    (``catch_up_all``), so each due occurrence must reach its target: a miss is a gap."""
+    policy = body.setdefault("policy", {})
+    policy.setdefault("overdue", "catch_up_all")
+    status, answer = sim.api(stack, "POST", "/schedules", body)
+    if status != 201:
+        raise RuntimeError(f"the API refused a schedule: {status} {answer}")
+    created: dict[str, Any] = answer
+    sim.labels[created["id"]] = body["name"]
+    return created
+
+
+def _webhook(name: str, query: str = "ms=200") -> dict[str, Any]:
+    return {"type": "webhook", "url": f"https://{name}.target.example/hook?{query}"}
+
+
+def _minutely(after: datetime, until: datetime, step_s: int = 60) -> list[datetime]:
+    """UTC instants that are multiples of ``step_s``, strictly after ``after``, up to ``until``."""
+    t = int(after.timestamp()) // step_s * step_s + step_s
+    found = []
+    while t <= until.timestamp():
+        found.append(datetime.fromtimestamp(t, UTC))
+        t += step_s
+    return found
+
+
+def _weekdays_at_nine(zone: str, after: datetime, until: datetime) -> list[datetime]:
+    tz = ZoneInfo(zone)
+    found = []
+    day = (after - timedelta(days=1)).astimezone(tz).date()
+    while day <= until.astimezone(tz).date() + timedelta(days=1):
+        if day.weekday() < 5:
+            at = datetime(day.year, day.month, day.day, 9, 0, tzinfo=tz).astimezone(UTC)
+            if after < at <= until:
+                found.append(at)
+        day += timedelta(days=1)
+    return found
+
+
+# --- idle-week -------------------------------------------------------------------------------
+
+
+def idle_week(templates: dict[str, Any], options: Options) -> dict[str, Any]:
+    """No schedules for a week: items per table and requests per hour must stay flat."""
+    hours = 168.0 if options.hours is None else options.hours
+    start = datetime(2026, 12, 7, 0, 0, tzinfo=UTC)
+    with Simulation(templates, start, seed=options.seed) as sim:
+        _thin_tick(sim, options.tick_interval_s)
+        sim.deploy(PRIMARY)
+        sample_s = 3600.0 if hours >= 3 else 600.0 if hours >= 1 else 300.0
+        sim.run_for(hours * 3600, sample_every_s=sample_s)
+        return summary(sim, "idle-week", {}, 0.0, {"sample_every_s": sample_s})
+
+
+# --- mixed-day -------------------------------------------------------------------------------
+
+ZONES = ("America/New_York", "Europe/London", "Asia/Kolkata", "Australia/Lord_Howe", "Asia/Tokyo")
+
+
+def mixed_day(templates: dict[str, Any], options: Options) -> dict[str, Any]:
+    """1,000 schedules (times ``scale``) over a day that crosses New York's spring-forward night."""
+    hours = 24.0 if options.hours is None else options.hours
+    # 2026-03-08 07:00Z is 02:00 EST -> 03:00 EDT in New York.
+    start = datetime(2026, 3, 8, 6, 50, tzinfo=UTC)
+    count = max(10, round(1000 * options.scale))
+    with Simulation(templates, start, seed=options.seed) as sim:
+        _thin_tick(sim, options.tick_interval_s)
+        sim.deploy(PRIMARY)
+        until = start + timedelta(hours=hours)
+        expected: dict[str, list[datetime]] = {}
+        for i in range(count):
+            kind = i % 10
+            now = sim.engine.moment()
+            if kind < 4:  # every minute, most targets answer in 200 ms, a few slowly
+                query = "ms=8000" if i % 40 == 1 else "ms=200"
+                s = _create(
+                    sim,
+                    PRIMARY,
+                    {
+                        "name": f"minutely-{i}",
+                        "spec": {"cron": "* * * * *"},
+                        "target": _webhook(f"m{i}", query),
+                    },
+                )
+                expected[s["id"]] = _minutely(now, until)
+            elif kind < 6:  # hourly, in New York: follows elapsed time through the gap
+                s = _create(
+                    sim,
+                    PRIMARY,
+                    {
+                        "name": f"hourly-{i}",
+                        "spec": {"cron": "0 * * * *", "time_zone": "America/New_York"},
+                        "target": _webhook(f"h{i}"),
+                    },
+                )
+                expected[s["id"]] = _minutely(now, until, 3600)
+            elif kind < 8:  # 09:00 on weekdays in five zones
+                zone = ZONES[i % len(ZONES)]
+                s = _create(
+                    sim,
+                    PRIMARY,
+                    {
+                        "name": f"nine-{i}",
+                        "spec": {"cron": "0 9 * * MON-FRI", "time_zone": zone},
+                        "target": _webhook(f"n{i}"),
+                    },
+                )
+                expected[s["id"]] = _weekdays_at_nine(zone, now, until)
+            elif kind == 8:  # every 10 seconds from the next minute
+                anchor = _minutely(now, now + timedelta(minutes=2))[0]
+                s = _create(
+                    sim,
+                    PRIMARY,
+                    {
+                        "name": f"ten-{i}",
+                        "spec": {
+                            "every": "PT10S",
+                            "start_at": anchor.isoformat().replace("+00:00", "Z"),
+                        },
+                        "target": _webhook(f"t{i}"),
+                    },
+                )
+                expected[s["id"]] = [
+                    anchor + timedelta(seconds=10 * k)
+                    for k in range(int((until - anchor).total_seconds() // 10) + 1)
+                ]
+            else:  # every minute, to a target that fails
+                query = "status=500" if i % 20 == 9 else "ms=200&fail_first=1"
+                s = _create(
+                    sim,
+                    PRIMARY,
+                    {
+                        "name": f"failing-{i}",
+                        "spec": {"cron": "* * * * *"},
+                        "target": _webhook(f"f{i}", query),
+                    },
+                )
+                expected[s["id"]] = _minutely(now, until)
+        if options.scale != 1.0:
+            sim.notes.append(
+                f"scaled: {count} schedules instead of 1,000 (--scale {options.scale:g})"
+            )
+        sim.run_for((until - start).total_seconds())
+        return summary(sim, "mixed-day", expected, 180.0, {"schedules": count})
+
+
+# --- faults ----------------------------------------------------------------------------------
+
+
+def _once(
+    predicate: Callable[[Actor, str, str, dict[str, Any]], bool],
+    effect: Callable[[str], ClientError | float],
+    times: int = 1,
+) -> Callable[..., Any]:
+    left = [times]
+
+    def fault(
+        actor: Actor, service: str, operation: str, params: dict[str, Any]
+    ) -> ClientError | float | None:
+        if left[0] <= 0 or not predicate(actor, service, operation, params):
+            return None
+        left[0] -= 1
+        return effect(operation)
+
+    return fault
+
+
+def faults(templates: dict[str, Any], options: Options) -> dict[str, Any]:
+    """Everything that goes wrong in production, one after the other, in one run."""
+    minutes = 22.0 if options.hours is None else options.hours * 60
+    start = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
+    with Simulation(templates, start, seed=options.seed) as sim:
+        _thin_tick(sim, options.tick_interval_s)
+        sim.deploy(PRIMARY)
+        tick = sim.function(PRIMARY, "FunctionsTick")
+        rule = sim.rule(PRIMARY, "SchedulesTick")
+        now = sim.engine.moment()
+        until = start + timedelta(minutes=minutes)
+        expected: dict[str, list[datetime]] = {}
+        for name, query in (("steady", "ms=200"), ("flaky", "ms=200&fail_first=1")):
+            s = _create(
+                sim,
+                PRIMARY,
+                {
+                    "name": name,
+                    "spec": {"cron": "* * * * *"},
+                    "target": _webhook(name, query),
+                    "policy": {"overdue": "catch_up_all"},
+                },
+            )
+            expected[s["id"]] = _minutely(now, until)
+        failing = _create(
+            sim,
+            PRIMARY,
+            {
+                "name": "always-fails",
+                "spec": {"cron": "* * * * *"},
+                "target": _webhook("broken", "status=500"),
+                "policy": {
+                    "overdue": "catch_up_all",
+                    "retry": {"max_attempts": 2, "base": "PT1S", "cap": "PT2S"},
+                },
+            },
+        )
+        expected[failing["id"]] = _minutely(now, until)
+        # Three targets that never answer within their 120 s timeout, due once at the same
+        # instant, when nothing else is due: their intents arrive in one batch of their own.
+        slow_at = start + timedelta(minutes=4, seconds=30)
+        for name in ("slow-a", "slow-b", "slow-c"):
+            slow = _create(
+                sim,
+                PRIMARY,
+                {
+                    "name": name,
+                    "spec": {"at": slow_at.isoformat().replace("+00:00", "Z")},
+                    "target": {**_webhook(name, "ms=200000"), "timeout_s": 120},
+                    "policy": {"overdue": "catch_up_all"},
+                },
+            )
+            expected[slow["id"]] = [slow_at]
+        events: list[str] = []
+
+        def is_tick(actor: Actor) -> bool:
+            return actor.function == tick.key
+
+        # 1. At 2m10s, a tick pass stalls on one DynamoDB call until Lambda cuts it off.
+        stall = _once(
+            lambda a, s, o, p: is_tick(a) and s == "dynamodb" and o == "Query", lambda _: 90.0
+        )
+        sim.engine.at(start.timestamp() + 130, lambda: sim.account.faults.append(stall))
+        events.append("2m10s: one tick request stalls 90 s (the tick is cut off at its timeout)")
+        # 2. At 4m20s, a second tick invocation overlaps the running one.
+        sim.engine.at(
+            start.timestamp() + 260,
+            lambda: _ignore(tick.invoke(sim.engine, {"source": "sim.extra"}, "manual")),
+        )
+        events.append("4m20s: a second tick invocation overlaps the scheduled one")
+        # 2b. Two seconds later a third: over the reserved concurrency, it is throttled.
+        sim.engine.at(
+            start.timestamp() + 262,
+            lambda: _ignore(tick.invoke(sim.engine, {"source": "sim.extra"}, "manual")),
+        )
+        events.append("4m22s: a third tick invocation, over the reserved concurrency")
+        # 3. From minute 6 to 16 the tick's schedule does not fire.
+        rule.paused.append((360.0, 960.0))
+        events.append("6m-16m: the tick is stopped, then back")
+        # 4. At minute 17, three writes to DynamoDB are throttled.
+        throttle = _once(
+            lambda a, s, o, p: (
+                s == "dynamodb" and o in ("PutItem", "UpdateItem", "TransactWriteItems")
+            ),
+            lambda op: client_error(
+                "ProvisionedThroughputExceededException",
+                "Rate of requests exceeds the allowed throughput.",
+                op,
+            ),
+            times=3,
+        )
+        sim.engine.at(start.timestamp() + 1020, lambda: sim.account.faults.append(throttle))
+        events.append("17m: three DynamoDB writes answer ProvisionedThroughputExceededException")
+        # 5. At minute 18, one delivery intent is delivered twice (SQS is at-least-once).
+        sim.engine.at(start.timestamp() + 1080, lambda: _duplicate_next_intent(sim))
+        events.append("18m: the next delivery intent sent is delivered a second time")
+        events.append(
+            "4m30s: three targets due together that never answer within their 120 s timeout"
+        )
+        events.append("always-fails answers 500 to every attempt")
+        sim.run_for((until - start).total_seconds())
+        return summary(
+            sim,
+            "faults",
+            expected,
+            180.0,
+            {"events": events, "always_failing_schedule": failing["id"]},
+        )
+
+
+def _ignore(_: object) -> None:
+    pass
+
+
+def _duplicate_next_intent(sim: Simulation) -> None:
+    """Send a copy of the next delivery intent the tick sends: a second SQS delivery of it."""
+    queue_url = sim.function(PRIMARY, "FunctionsWorker").env["DUETIME_DELIVERY_QUEUE_URL"]
+    done = [False]
+
+    def copy(actor: Actor, service: str, operation: str, params: dict[str, Any]) -> None:
+        if done[0] or service != "sqs" or operation not in ("SendMessageBatch", "SendMessage"):
+            return None
+        if params.get("QueueUrl") != queue_url:
+            return None
+        done[0] = True
+        entries = params.get("Entries") or [
+            {"MessageBody": params["MessageBody"], "DelaySeconds": params.get("DelaySeconds", 0)}
+        ]
+        entry = entries[0]
+        sim.account.sim.sqs.send_message(
+            QueueUrl=queue_url,
+            MessageBody=entry["MessageBody"],
+            DelaySeconds=int(entry.get("DelaySeconds", 0)) + 5,
+        )
+        sim.account.ledger.injected.append(
+            {
+                "at_s": round(sim.engine.elapsed_s(), 3),
+                "function": actor.function,
+                "operation": "sqs:duplicate",
+                "effect": "the intent delivered twice",
+            }
+        )
+        return None
+
+    sim.account.faults.append(copy)
+
+
+# --- two-stacks ------------------------------------------------------------------------------
+
+
+def two_stacks(templates: dict[str, Any], options: Options) -> dict[str, Any]:
+    """Two stacks in one account; the second is stopped (its schedules disabled) after 5 minutes."""
+    minutes = 30.0 if options.hours is None else options.hours * 60
+    start = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
+    with Simulation(templates, start, seed=options.seed) as sim:
+        _thin_tick(sim, options.tick_interval_s)
+        sim.deploy(PRIMARY)
+        sim.deploy(OTHER)
+        until = start + timedelta(minutes=minutes)
+        expected: dict[str, list[datetime]] = {}
+        now = sim.engine.moment()
+        s = _create(
+            sim,
+            PRIMARY,
+            {"name": "live", "spec": {"cron": "* * * * *"}, "target": _webhook("live")},
+        )
+        expected[s["id"]] = _minutely(now, until)
+        _create(
+            sim,
+            OTHER,
+            {"name": "stopped", "spec": {"cron": "* * * * *"}, "target": _webhook("stopped")},
+        )
+        for rule in sim.rules:
+            if rule.stack.name == OTHER:
+                rule.paused.append((300.0, float("inf")))
+        sim.run_for((until - start).total_seconds())
+        return summary(
+            sim,
+            "two-stacks",
+            expected,
+            180.0,
+            {"live_stack": PRIMARY, "stopped_stack": OTHER, "stopped_at_s": 300.0},
+        )
+
+
+SCENARIOS: dict[str, Callable[[dict[str, Any], Options], dict[str, Any]]] = {
+    "idle-week": idle_week,
+    "mixed-day": mixed_day,
+    "faults": faults,
+    "two-stacks": two_stacks,
+}
+
+# What ``--short`` runs (``make simulate``): each scenario long enough to show what it is
+# for, in a few minutes of wall time on moto.
+SHORT: dict[str, Options] = {
+    "idle-week": Options(hours=1.0, tick_interval_s=50),
+    "mixed-day": Options(hours=0.25, scale=0.01, tick_interval_s=25),
+    "faults": Options(tick_interval_s=25),
+    "two-stacks": Options(hours=0.25, tick_interval_s=50),
+}

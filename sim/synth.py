@@ -1,0 +1,80 @@
+"""The templates the simulator runs: synthesized by the CDK, in Python, offline.
+
+The same way the infra tests do it (tests/infra/conftest.py): the Lambda
+asset is built without Docker, one CDK app holds every stack the scenarios
+need, cdk-nag checks them during synthesis, and ``app.synth()`` gives each
+stack's CloudFormation template. Synthesis costs 15-20 s, so the templates
+are kept in ``build/sim/`` under a hash of everything they depend on (the
+infra sources, the asset, the stacks asked for) and synthesized again only
+when one of those changes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any, Final
+
+PROJECT_ROOT: Final = Path(__file__).resolve().parents[1]
+CACHE_DIR: Final = PROJECT_ROOT / "build" / "sim"
+
+# jsii reads these when its Node process starts, at the first aws_cdk import.
+QUIET_ENV: Final = {
+    "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
+    "JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION": "1",
+    "CDK_DISABLE_CLI_TELEMETRY": "true",
+    "CDK_DISABLE_VERSION_CHECK": "1",
+    "AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED": "true",
+    "npm_config_update_notifier": "false",
+}
+
+# The stacks the scenarios deploy: name -> Settings overrides (CDK context values).
+STACKS: Final[dict[str, dict[str, Any]]] = {
+    "Duetime": {},
+    "DuetimeOther": {"stack_name": "DuetimeOther"},
+}
+
+
+def _inputs_hash(stacks: dict[str, dict[str, Any]], asset_hash: str) -> str:
+    digest = hashlib.sha256(json.dumps(stacks, sort_keys=True).encode())
+    digest.update(asset_hash.encode())
+    for path in [*sorted((PROJECT_ROOT / "infra").glob("*.py")), PROJECT_ROOT / "cdk.json"]:
+        if path.exists():
+            digest.update(path.name.encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:20]
+
+
+def synthesize(
+    stacks: dict[str, dict[str, Any]] | None = None, *, fresh: bool = False
+) -> dict[str, dict[str, Any]]:
+    """Each stack's template, from a cache when nothing it depends on changed."""
+    stacks = dict(STACKS if stacks is None else stacks)
+    for key, value in QUIET_ENV.items():
+        os.environ.setdefault(key, value)
+    from infra import build_asset
+
+    asset = build_asset.build()
+    cache = CACHE_DIR / f"templates-{_inputs_hash(stacks, asset.input_hash)}.json"
+    if cache.exists() and not fresh:
+        templates: dict[str, dict[str, Any]] = json.loads(cache.read_text())
+        return templates
+
+    from aws_cdk import App
+
+    from infra.nag import add_checks
+    from infra.settings import Settings
+    from infra.stack import DuetimeStack
+
+    outdir = CACHE_DIR / "cdk.out"
+    app = App(outdir=str(outdir))
+    for name, overrides in stacks.items():
+        DuetimeStack(app, name, settings=Settings(**{"stack_name": name, **overrides}))
+    add_checks(app)
+    assembly = app.synth()
+    templates = {name: assembly.get_stack_by_name(name).template for name in stacks}
+    CACHE_DIR.mkdir(parents=True, exist_ok=True)
+    cache.write_text(json.dumps(templates))
+    return templates

@@ -1,0 +1,455 @@
+"""One simulated deployment: the account, its stacks' functions driven the way AWS drives them.
+
+- EventBridge Scheduler invokes each ``AWS::Scheduler::Schedule`` target per
+  its ``rate(...)`` expression and flexible window, asynchronously: a
+  throttled invocation (reserved concurrency reached) is retried by Lambda's
+  async queue every minute until the event is older than the function's
+  ``MaximumEventAgeInSeconds`` (six hours by default), then dropped.
+- The SQS event source mapping polls its queue every second, gathers up to
+  ``BatchSize`` messages within ``MaximumBatchingWindowInSeconds``, invokes
+  the function, deletes the successes (with ``ReportBatchItemFailures``, all
+  but the reported failures; after a failed or timed-out invocation, none:
+  they come back after the queue's visibility timeout, and moto moves them to
+  the DLQ after ``maxReceiveCount``).
+- The API is called as API Gateway's REST proxy would call it.
+- AWS/Lambda (Invocations, Errors, Throttles, Duration) and AWS/SQS
+  (ApproximateNumberOfMessagesVisible, each minute) metrics are made from
+  the simulation's own counts; custom metrics come from the EMF lines the
+  handlers print.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import random
+import re
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from sim.aws import Account
+from sim.cloudwatch import MetricStore
+from sim.engine import Engine, Process
+from sim.functions import Function, install_stdout, reset_containers
+from sim.targets import Receiver
+from sim.template import Stack
+
+_RATE = re.compile(r"^rate\((\d+) (minute|minutes|hour|hours|day|days)\)$")
+_UNIT_S = {"minute": 60, "hour": 3600, "day": 86400}
+DEFAULT_MAX_EVENT_AGE_S = 6 * 3600
+ASYNC_RETRY_S = 60.0
+
+
+@dataclass
+class ScheduleRule:
+    stack: Stack
+    logical_id: str
+    function: Function
+    every_s: int
+    flexible_s: float
+    input: str
+    enabled: bool = True
+    paused: list[tuple[float, float]] = field(default_factory=list)  # [from, to) elapsed seconds
+    fired: int = 0
+    dropped: int = 0
+
+    def active(self, elapsed_s: float) -> bool:
+        return self.enabled and not any(a <= elapsed_s < b for a, b in self.paused)
+
+
+@dataclass
+class EventSourceMapping:
+    function: Function
+    queue_url: str
+    queue_arn: str
+    batch_size: int
+    window_s: float
+    partial: bool
+    gathering: bool = False
+
+
+class Simulation:
+    def __init__(
+        self,
+        templates: dict[str, dict[str, Any]],
+        start: datetime,
+        *,
+        seed: int = 7,
+    ) -> None:
+        self.templates = templates
+        self.engine = Engine(start)
+        self.account = Account(self.engine)
+        self.metrics = MetricStore()
+        self.receiver = Receiver(self.engine)
+        self.rng = random.Random(seed)
+        self.stacks: dict[str, Stack] = {}
+        self.functions: dict[str, Function] = {}
+        self.rules: list[ScheduleRule] = []
+        self.mappings: list[EventSourceMapping] = []
+        self.items_by_hour: list[dict[str, Any]] = []
+        self.esm_requests: Counter[str] = Counter()
+        self.scheduler_invocations = 0
+        self.notes: list[str] = []
+        self.sample_every_s = 3600.0
+        self.labels: dict[str, str] = {}  # schedule id -> name, for the report
+        self._stack = ExitStack()
+        self._end_listeners: list[Callable[[Process], None]] = []
+
+    # --- lifecycle -----------------------------------------------------------------------------
+
+    def __enter__(self) -> Simulation:
+        from moto import mock_aws
+
+        reset_containers()
+        self._stack.callback(reset_containers)
+        self._stack.enter_context(mock_aws())
+        self._stack.enter_context(self.engine)
+        self._stack.enter_context(self.account)
+        self._stack.callback(install_stdout(self.engine))
+        self._patch_code_seams()
+        self.engine.on_process_end = self._process_ended
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stack.close()
+
+    def _patch_code_seams(self) -> None:
+        """The two places the code waits on real time or a real socket."""
+        import time
+
+        from adapters.targets import webhook
+        from handlers import tick
+
+        original_run_tick = tick.run_tick
+
+        @functools.wraps(original_run_tick)
+        def run_tick(*args: Any, **kwargs: Any) -> Any:
+            kwargs.setdefault("sleep", time.sleep)
+            kwargs.setdefault("monotonic", time.monotonic)
+            return original_run_tick(*args, **kwargs)
+
+        original_post = webhook.WebhookSender._post
+        receiver = self.receiver
+
+        def post(
+            sender: Any, url: str, headers: dict[str, str], body: bytes, deadline: float
+        ) -> Any:
+            return receiver.post(url, headers, body, deadline)
+
+        setattr(tick, "run_tick", run_tick)  # noqa: B010
+        setattr(webhook.WebhookSender, "_post", post)  # noqa: B010
+        # The DynamoDB adapter overlaps independent writes on a thread pool. In simulated
+        # time a request takes no time, so the overlap gains nothing, and a wait in a pool
+        # thread (a retry's back-off) could not be simulated: run them one after the other.
+        from adapters.dynamodb import store
+
+        original_concurrency = store.CONCURRENCY
+        setattr(store, "CONCURRENCY", 1)  # noqa: B010
+
+        def restore() -> None:
+            setattr(store, "CONCURRENCY", original_concurrency)  # noqa: B010
+            setattr(tick, "run_tick", original_run_tick)  # noqa: B010
+            setattr(webhook.WebhookSender, "_post", original_post)  # noqa: B010
+
+        self._stack.callback(restore)
+
+    # --- deploying -----------------------------------------------------------------------------
+
+    def deploy(self, name: str) -> Stack:
+        stack = Stack(name, self.templates[name])
+        self.stacks[name] = stack
+        self.account.deploy(stack)
+        for logical_id in stack.of_type("AWS::Lambda::Function"):
+            function = Function(self.account, stack, logical_id)
+            self.functions[function.key] = function
+        for logical_id, resource in stack.of_type("AWS::Scheduler::Schedule").items():
+            self._add_rule(stack, logical_id, resource["Properties"])
+        for resource in stack.of_type("AWS::Lambda::EventSourceMapping").values():
+            props = stack.resolve(resource["Properties"])
+            function = self._function_named(props["FunctionName"])
+            arn = props["EventSourceArn"]
+            name_ = arn.rsplit(":", 1)[-1]
+            from sim.template import queue_url
+
+            mapping = EventSourceMapping(
+                function=function,
+                queue_url=queue_url(name_),
+                queue_arn=arn,
+                batch_size=int(props.get("BatchSize", 10)),
+                window_s=float(props.get("MaximumBatchingWindowInSeconds", 0)),
+                partial="ReportBatchItemFailures" in props.get("FunctionResponseTypes", []),
+            )
+            self.mappings.append(mapping)
+            self._poll(mapping)
+        return stack
+
+    def _function_named(self, name_or_arn: str) -> Function:
+        for function in self.functions.values():
+            if name_or_arn in (function.name, function.arn) or name_or_arn.startswith(
+                function.arn + ":"
+            ):
+                return function
+        raise KeyError(f"no function {name_or_arn} in the deployed stacks")
+
+    def function(self, stack: str, prefix: str) -> Function:
+        """The function of ``stack`` whose logical id starts with ``prefix`` (FunctionsTick)."""
+        found = [
+            f
+            for f in self.functions.values()
+            if f.stack.name == stack and f.logical_id.startswith(prefix)
+        ]
+        if len(found) != 1:
+            raise KeyError(f"{len(found)} functions in {stack} start with {prefix}")
+        return found[0]
+
+    def _add_rule(self, stack: Stack, logical_id: str, raw: dict[str, Any]) -> None:
+        props = stack.resolve(raw)
+        match = _RATE.match(props["ScheduleExpression"])
+        if match is None:
+            raise ValueError(
+                f"{logical_id}: schedule expression {props['ScheduleExpression']} is not modelled"
+            )
+        every_s = int(match.group(1)) * _UNIT_S[match.group(2).rstrip("s")]
+        window = props.get("FlexibleTimeWindow", {"Mode": "OFF"})
+        flexible_s = (
+            60.0 * float(window.get("MaximumWindowInMinutes", 0))
+            if window.get("Mode") == "FLEXIBLE"
+            else 0.0
+        )
+        rule = ScheduleRule(
+            stack=stack,
+            logical_id=logical_id,
+            function=self._function_named(props["Target"]["Arn"]),
+            every_s=every_s,
+            flexible_s=flexible_s,
+            input=props["Target"].get("Input", "{}"),
+            enabled=props.get("State", "ENABLED") == "ENABLED",
+        )
+        self.rules.append(rule)
+        first = self.engine.now + every_s - (self.engine.now % every_s)
+        self.engine.at(first, lambda: self._fire(rule, first))
+
+    def rule(self, stack: str, prefix: str) -> ScheduleRule:
+        found = [r for r in self.rules if r.stack.name == stack and r.logical_id.startswith(prefix)]
+        if len(found) != 1:
+            raise KeyError(f"{len(found)} schedules in {stack} start with {prefix}")
+        return found[0]
+
+    # --- EventBridge Scheduler and Lambda's async queue ----------------------------------------
+
+    def _fire(self, rule: ScheduleRule, nominal: float) -> None:
+        following = nominal + rule.every_s
+        self.engine.at(following, lambda: self._fire(rule, following))
+        if not rule.active(self.engine.now - self.engine.start.timestamp()):
+            return
+        rule.fired += 1
+        self.scheduler_invocations += 1
+        offset = self.rng.uniform(0, rule.flexible_s) if rule.flexible_s else 0.0
+        scheduled = datetime.fromtimestamp(nominal, UTC).isoformat().replace("+00:00", "Z")
+        event = json.loads(rule.input.replace("<aws.scheduler.scheduled-time>", scheduled))
+        self.engine.at(
+            self.engine.now + offset,
+            lambda: self._invoke_async(rule, event, self.engine.now + offset),
+        )
+
+    def _invoke_async(self, rule: ScheduleRule, event: dict[str, Any], queued_at: float) -> None:
+        function = rule.function
+        if function.invoke(self.engine, event, "scheduler") is not None:
+            return
+        max_age = self._max_event_age(function)
+        if self.engine.now + ASYNC_RETRY_S - queued_at > max_age:
+            rule.dropped += 1
+            return
+        self.engine.after(ASYNC_RETRY_S, lambda: self._invoke_async(rule, event, queued_at))
+
+    def _max_event_age(self, function: Function) -> float:
+        for resource in function.stack.of_type("AWS::Lambda::EventInvokeConfig").values():
+            props = resource["Properties"]
+            if props.get("FunctionName", {}).get("Ref") == function.logical_id:
+                return float(props.get("MaximumEventAgeInSeconds", DEFAULT_MAX_EVENT_AGE_S))
+        return DEFAULT_MAX_EVENT_AGE_S
+
+    # --- the SQS event source mapping ----------------------------------------------------------
+
+    def _visible(self, url: str) -> int:
+        from moto.sqs.models import sqs_backends
+
+        from sim.template import ACCOUNT, REGION
+
+        queue = sqs_backends[ACCOUNT][REGION].queues[url.rsplit("/", 1)[-1]]
+        return int(queue.approximate_number_of_messages)
+
+    def _poll(self, mapping: EventSourceMapping) -> None:
+        self.engine.after(1.0, lambda: self._poll(mapping))
+        if mapping.gathering or self._visible(mapping.queue_url) == 0:
+            return
+        messages = self._receive(mapping, mapping.batch_size)
+        if not messages:
+            return
+        if len(messages) < mapping.batch_size and mapping.window_s > 0:
+            mapping.gathering = True
+
+            def complete() -> None:
+                mapping.gathering = False
+                more = self._receive(mapping, mapping.batch_size - len(messages))
+                self._deliver(mapping, messages + more)
+
+            self.engine.after(mapping.window_s, complete)
+            return
+        self._deliver(mapping, messages)
+
+    def _receive(self, mapping: EventSourceMapping, count: int) -> list[dict[str, Any]]:
+        if count <= 0:
+            return []
+        self.esm_requests["sqs:ReceiveMessage"] += 1
+        answer = self.account.sim.sqs.receive_message(
+            QueueUrl=mapping.queue_url,
+            MaxNumberOfMessages=min(10, count),
+            WaitTimeSeconds=0,
+            MessageSystemAttributeNames=["All"],
+        )
+        messages: list[dict[str, Any]] = answer.get("Messages", [])
+        return messages
+
+    def _deliver(self, mapping: EventSourceMapping, messages: list[dict[str, Any]]) -> None:
+        if not messages:
+            return
+        records = [
+            {
+                "messageId": m["MessageId"],
+                "receiptHandle": m["ReceiptHandle"],
+                "body": m["Body"],
+                "attributes": m.get("Attributes", {}),
+                "messageAttributes": {},
+                "md5OfBody": m.get("MD5OfBody", ""),
+                "eventSource": "aws:sqs",
+                "eventSourceARN": mapping.queue_arn,
+                "awsRegion": "us-east-1",
+            }
+            for m in messages
+        ]
+        started = mapping.function.invoke(self.engine, {"Records": records}, "sqs")
+        if started is None:
+            return  # throttled: the messages come back after the visibility timeout
+        record = started
+
+        def ended(process: Process) -> None:
+            if getattr(process, "record", None) is not record:
+                return
+            self._end_listeners.remove(ended)
+            if record.outcome != "ok":
+                return
+            failed: set[str] = set()
+            if mapping.partial and isinstance(record.result, dict):
+                failed = {f["itemIdentifier"] for f in record.result.get("batchItemFailures", [])}
+            entries = [
+                {"Id": str(i), "ReceiptHandle": r["receiptHandle"]}
+                for i, r in enumerate(records)
+                if r["messageId"] not in failed
+            ]
+            if entries:
+                self.esm_requests["sqs:DeleteMessageBatch"] += 1
+                self.account.sim.sqs.delete_message_batch(
+                    QueueUrl=mapping.queue_url, Entries=entries
+                )
+
+        self._end_listeners.append(ended)
+        process = mapping.function.running[-1] if mapping.function.running else None
+        if process is not None and process.done:
+            ended(process)
+
+    # --- invocation ends -----------------------------------------------------------------------
+
+    def _process_ended(self, process: Process) -> None:
+        function: Function | None = getattr(process, "function", None)
+        if function is None:
+            return
+        function.finish(process, self.engine)
+        record = process.record  # type: ignore[attr-defined]
+        t = self.engine.start.timestamp() + (record.ended_s or 0.0)
+        self.metrics.read_emf(record.lines, t)
+        dims = {"FunctionName": function.name}
+        start_t = self.engine.start.timestamp() + record.started_s
+        self.metrics.put("AWS/Lambda", "Invocations", dims, start_t, 1.0)
+        self.metrics.put("AWS/Lambda", "Errors", dims, t, 0.0 if record.outcome == "ok" else 1.0)
+        self.metrics.put("AWS/Lambda", "Duration", dims, t, record.duration_s * 1000)
+        for listener in list(self._end_listeners):
+            listener(process)
+
+    # --- the API, as API Gateway calls it ------------------------------------------------------
+
+    def api(self, stack: str, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        from handlers.local_http import to_event
+
+        data = b"" if body is None else json.dumps(body).encode()
+        event = to_event(method, path, {"Content-Type": "application/json"}, data)
+        function = self.function(stack, "FunctionsApi")
+        record = function.invoke(self.engine, event, "api")
+        if record is None:
+            return 429, {"message": "Rate exceeded"}
+        if record.outcome == "running":
+            raise RuntimeError("the API handler slept; the simulator expects it to answer at once")
+        if record.outcome != "ok":
+            return 502, {"message": record.error}
+        response = record.result
+        try:
+            answer = json.loads(response.get("body") or "null")
+        except ValueError:
+            answer = response.get("body")
+        return int(response["statusCode"]), answer
+
+    # --- running -------------------------------------------------------------------------------
+
+    def run_for(self, seconds: float, *, sample_every_s: float = 3600.0) -> None:
+        """Let simulated time pass, with the built-in metrics and samples taken on the way."""
+        end = self.engine.now + seconds
+        self.sample_every_s = sample_every_s
+        self.sample_items()
+        next_minute = self.engine.now + 60 - (self.engine.now % 60)
+        while next_minute <= end:
+            self.engine.run_until(next_minute)
+            self._queue_metrics()
+            elapsed = self.engine.elapsed_s()
+            if int(elapsed) % int(sample_every_s) == 0:
+                self.sample_items()
+                self.account.expire_ttl()
+            next_minute += 60
+        self.engine.run_until(end)
+        self.sample_items()
+
+    def _queue_metrics(self) -> None:
+        t = self.engine.now - 1e-6
+        for stack in self.stacks.values():
+            for logical_id in stack.of_type("AWS::SQS::Queue"):
+                url = stack.ref(logical_id)
+                self.metrics.put(
+                    "AWS/SQS",
+                    "ApproximateNumberOfMessagesVisible",
+                    {"QueueName": stack.names[logical_id]},
+                    t,
+                    float(self._visible(url)),
+                )
+
+    def sample_items(self) -> None:
+        sample: dict[str, Any] = {"at_s": round(self.engine.elapsed_s(), 3)}
+        for stack in self.stacks.values():
+            for logical_id in stack.of_type("AWS::DynamoDB::Table"):
+                sample[f"{stack.name}/{logical_id}"] = self.account.item_count(
+                    stack.names[logical_id]
+                )
+        if self.items_by_hour and self.items_by_hour[-1]["at_s"] == sample["at_s"]:
+            return
+        self.items_by_hour.append(sample)
+
+    @contextmanager
+    def faults(self, *faults: Any) -> Iterator[None]:
+        self.account.faults.extend(faults)
+        try:
+            yield
+        finally:
+            for fault in faults:
+                self.account.faults.remove(fault)

@@ -1,0 +1,72 @@
+"""Short runs of each simulator scenario, once per session, shared by the tests.
+
+The templates are synthesized once (and kept in build/sim between sessions,
+keyed by a hash of the infra sources and the asset). Each scenario runs
+shortened: the tick's passes are thinned (``tick_interval_s``) and the
+simulated span is minutes, not days; docs/simulator.md says how to run them
+in full.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from typing import Any
+
+import pytest
+
+DUMMY_AWS_ENV = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_SESSION_TOKEN": "testing",
+    "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled",
+}
+
+
+@pytest.fixture(scope="session")
+def templates() -> dict[str, dict[str, Any]]:
+    from sim.synth import synthesize
+
+    return synthesize()
+
+
+def _run(name: str, templates: dict[str, dict[str, Any]], **options: Any) -> dict[str, Any]:
+    from sim.scenarios import SCENARIOS, Options
+
+    # The run sets the functions' variables and the simulator's region; the tests after
+    # it see the environment as it was.
+    saved = dict(os.environ)
+    os.environ.update(DUMMY_AWS_ENV)
+    os.environ["AWS_DEFAULT_REGION"] = os.environ["AWS_REGION"] = "us-east-1"
+    os.environ.pop("AWS_ENDPOINT_URL", None)
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="No application metrics to publish")
+            return SCENARIOS[name](templates, Options(**options))
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+@pytest.fixture(scope="session")
+def idle(templates: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """20 idle minutes, sampled every 5 minutes, one tick pass per invocation."""
+    return _run("idle-week", templates, hours=1 / 3, tick_interval_s=50)
+
+
+@pytest.fixture(scope="session")
+def faults(templates: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The whole faults timeline (22 minutes), two tick passes per invocation."""
+    return _run("faults", templates, tick_interval_s=25)
+
+
+@pytest.fixture(scope="session")
+def two_stacks(templates: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """10 minutes; the second stack is stopped after 5."""
+    return _run("two-stacks", templates, hours=1 / 6, tick_interval_s=50)
+
+
+@pytest.fixture(scope="session")
+def mixed(templates: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """10 schedules for 6 minutes, ten tick passes per invocation."""
+    return _run("mixed-day", templates, hours=0.1, scale=0.01, tick_interval_s=5)

@@ -1,0 +1,40 @@
+"""Simulated time: invocations interleave at their sleeps, and are cut off at their deadline."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+
+from sim.engine import Engine, FunctionTimedOut, Process
+
+START = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
+
+
+def test_two_processes_interleave_at_their_sleeps_in_simulated_time() -> None:
+    seen: list[tuple[str, float]] = []
+    with Engine(START) as engine:
+
+        def body(name: str, step: float) -> None:
+            for _ in range(3):
+                seen.append((name, time.time() - START.timestamp()))
+                time.sleep(step)
+
+        Process(engine, "a", lambda: body("a", 10), None).resume()
+        Process(engine, "b", lambda: body("b", 15), None).resume()
+        engine.run_until(START.timestamp() + 100)
+    assert seen == [("a", 0), ("b", 0), ("a", 10), ("b", 15), ("a", 20), ("b", 30)]
+
+
+def test_a_process_past_its_deadline_is_stopped_at_its_next_sleep() -> None:
+    with Engine(START) as engine:
+        process = Process(engine, "a", lambda: time.sleep(100), START.timestamp() + 30)
+        process.resume()
+        engine.run_until(START.timestamp() + 200)
+    assert isinstance(process.error, FunctionTimedOut)
+    assert process.done
+
+
+def test_datetime_now_follows_the_simulated_clock() -> None:
+    with Engine(START) as engine:
+        engine.run_until(START.timestamp() + 3600)
+        assert datetime.now(UTC) == datetime(2026, 12, 1, 9, 0, tzinfo=UTC)

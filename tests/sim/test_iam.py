@@ -1,0 +1,171 @@
+"""Requests map to the action and resource AWS authorizes, and roles judge them as AWS does."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from sim.iam import Check, checks, role_policy
+from sim.template import Stack
+
+TABLE = "arn:aws:dynamodb:us-east-1:123456789012:table/"
+QUEUE_URL = "https://sqs.us-east-1.amazonaws.com/123456789012/work"
+
+
+def _stack(*statements: dict[str, Any]) -> Stack:
+    return Stack(
+        "S",
+        {
+            "Resources": {
+                "Role": {"Type": "AWS::IAM::Role", "Properties": {}},
+                "Policy": {
+                    "Type": "AWS::IAM::Policy",
+                    "Properties": {
+                        "PolicyDocument": {"Statement": list(statements)},
+                        "Roles": [{"Ref": "Role"}],
+                    },
+                },
+                "Unrelated": {
+                    "Type": "AWS::IAM::Policy",
+                    "Properties": {
+                        "PolicyDocument": {
+                            "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]
+                        },
+                        "Roles": [{"Ref": "Other"}],
+                    },
+                },
+            }
+        },
+    )
+
+
+def test_send_message_batch_is_send_message_on_the_queue_arn() -> None:
+    assert checks("sqs", "SendMessageBatch", {"QueueUrl": QUEUE_URL}) == [
+        Check("sqs:SendMessage", "arn:aws:sqs:us-east-1:123456789012:work")
+    ]
+
+
+def test_a_transaction_is_each_items_own_action_on_its_own_table() -> None:
+    params = {
+        "TransactItems": [
+            {"Put": {"TableName": "a", "Item": {}}},
+            {"Update": {"TableName": "b", "Key": {}}},
+            {"Delete": {"TableName": "a", "Key": {}}},
+            {"ConditionCheck": {"TableName": "c", "Key": {}}},
+        ]
+    }
+    assert checks("dynamodb", "TransactWriteItems", params) == [
+        Check("dynamodb:PutItem", TABLE + "a"),
+        Check("dynamodb:UpdateItem", TABLE + "b"),
+        Check("dynamodb:DeleteItem", TABLE + "a"),
+        Check("dynamodb:ConditionCheckItem", TABLE + "c"),
+    ]
+
+
+def test_a_query_on_an_index_is_authorized_on_the_index_arn() -> None:
+    assert checks("dynamodb", "Query", {"TableName": "t", "IndexName": "due"}) == [
+        Check("dynamodb:Query", TABLE + "t/index/due")
+    ]
+
+
+def test_batch_write_is_authorized_on_every_table_it_writes() -> None:
+    params = {"RequestItems": {"a": [], "b": []}}
+    assert checks("dynamodb", "BatchWriteItem", params) == [
+        Check("dynamodb:BatchWriteItem", TABLE + "a"),
+        Check("dynamodb:BatchWriteItem", TABLE + "b"),
+    ]
+
+
+def test_metrics_are_authorized_on_any_resource() -> None:
+    assert checks("cloudwatch", "PutMetricData", {}) == [Check("cloudwatch:PutMetricData", "*")]
+
+
+def test_a_secret_name_matches_a_prefix_grant_with_the_suffix_secrets_manager_adds() -> None:
+    policy = role_policy(
+        _stack(
+            {
+                "Effect": "Allow",
+                "Action": "secretsmanager:GetSecretValue",
+                "Resource": "arn:aws:secretsmanager:us-east-1:123456789012:secret:app/hooks/*",
+            }
+        ),
+        "Role",
+    )
+    [check] = checks("secretsmanager", "GetSecretValue", {"SecretId": "app/hooks/sch_1"})
+    assert policy.judge(check).allowed
+    [other] = checks("secretsmanager", "GetSecretValue", {"SecretId": "other/sch_1"})
+    assert not policy.judge(other).allowed
+
+
+def test_only_the_roles_own_policies_count() -> None:
+    policy = role_policy(
+        _stack({"Effect": "Allow", "Action": "dynamodb:GetItem", "Resource": TABLE + "t"}), "Role"
+    )
+    assert policy.judge(Check("dynamodb:GetItem", TABLE + "t")).allowed
+    verdict = policy.judge(Check("dynamodb:PutItem", TABLE + "t"))
+    assert not verdict.allowed
+    assert "implicit deny" in verdict.reason
+
+
+def test_wildcards_match_actions_case_insensitively_and_resources_exactly() -> None:
+    policy = role_policy(
+        _stack({"Effect": "Allow", "Action": "DynamoDB:Get*", "Resource": TABLE + "t*"}), "Role"
+    )
+    assert policy.judge(Check("dynamodb:GetItem", TABLE + "t/index/x")).allowed
+    assert not policy.judge(Check("dynamodb:GetItem", TABLE.upper() + "T")).allowed
+
+
+def test_an_explicit_deny_wins_over_any_allow() -> None:
+    policy = role_policy(
+        _stack(
+            {"Effect": "Allow", "Action": "sqs:*", "Resource": "*"},
+            {"Effect": "Deny", "Action": "sqs:DeleteQueue", "Resource": "*"},
+        ),
+        "Role",
+    )
+    assert policy.judge(Check("sqs:SendMessage", "q")).allowed
+    verdict = policy.judge(Check("sqs:DeleteQueue", "q"))
+    assert not verdict.allowed
+    assert "explicitly denied" in verdict.reason
+
+
+def test_not_action_and_not_resource_allow_everything_else() -> None:
+    policy = role_policy(
+        _stack({"Effect": "Allow", "NotAction": "sqs:*", "NotResource": TABLE + "secret"}), "Role"
+    )
+    assert policy.judge(Check("dynamodb:GetItem", TABLE + "t")).allowed
+    assert not policy.judge(Check("sqs:SendMessage", "q")).allowed
+    assert not policy.judge(Check("dynamodb:GetItem", TABLE + "secret")).allowed
+
+
+def test_a_statement_with_a_condition_does_not_apply_and_is_reported() -> None:
+    policy = role_policy(
+        _stack(
+            {
+                "Effect": "Allow",
+                "Action": "sqs:SendMessage",
+                "Resource": "*",
+                "Condition": {"Bool": {"aws:SecureTransport": "true"}},
+            }
+        ),
+        "Role",
+    )
+    assert not policy.judge(Check("sqs:SendMessage", "q")).allowed
+    assert policy.unknown_conditions
+
+
+@pytest.mark.parametrize("operation", ["SendMessage", "ReceiveMessage"])
+def test_grants_list_every_action_and_resource_pair(operation: str) -> None:
+    policy = role_policy(
+        _stack(
+            {
+                "Effect": "Allow",
+                "Action": ["sqs:SendMessage", "sqs:ReceiveMessage"],
+                "Resource": ["a", "b"],
+            }
+        ),
+        "Role",
+    )
+    assert (f"sqs:{operation}", "a") in policy.grants()
+    assert (f"sqs:{operation}", "b") in policy.grants()
