@@ -203,6 +203,11 @@ class ScheduleService:
             if schedule.version != expected_version:
                 raise VersionConflict(schedule_id, expected_version, schedule.version)
             new = self._version(schedule_id, schedule.version + 1, definition, now)
+            if not schedule.state.paused:
+                # Slots of the version being replaced that came due while no tick
+                # planned them (every dispatcher down) keep their version: recorded
+                # waiting, for dispatch to admit or close by that version's policy.
+                self.store.insert(self._missed(schedule, now, Reason.EDITED_UNPLANNED, wait=True))
             after = now
             if schedule.last_materialized_at is not None:
                 after = max(after, schedule.last_materialized_at)
@@ -236,7 +241,7 @@ class ScheduleService:
             after = now
             if schedule.last_materialized_at is not None:
                 after = max(after, schedule.last_materialized_at)
-            self.store.insert(self._missed_while_paused(schedule, now))
+            self.store.insert(self._missed(schedule, now, Reason.PAUSED))
             next_due = _first_slot(version, after, check=False)
             if self.store.resume(
                 schedule_id, expected_next_due=schedule.next_due, next_due=next_due, now=now
@@ -335,8 +340,11 @@ class ScheduleService:
             created_at=now,
         )
 
-    def _missed_while_paused(self, schedule: Schedule, now: datetime) -> list[Run]:
-        """Skipped records for the slots from next_due to now (bounded, then a summary)."""
+    def _missed(
+        self, schedule: Schedule, now: datetime, reason: str, *, wait: bool = False
+    ) -> list[Run]:
+        """Records for the slots from next_due to now, skipped for ``reason`` (or,
+        with ``wait``, waiting for dispatch); bounded, then a skipped summary."""
         if schedule.next_due is None or schedule.next_due > now:
             return []
         version = schedule.current
@@ -357,7 +365,7 @@ class ScheduleService:
                     shard=parts.shard(schedule.schedule_id),
                     materialized_at=now,
                 )
-                records.append(run.closed(RunStatus.SKIPPED, Reason.PAUSED, now))
+                records.append(run if wait else run.closed(RunStatus.SKIPPED, reason, now))
             else:
                 if not extra:
                     extra.append(slot)
@@ -382,7 +390,7 @@ class ScheduleService:
             records.append(
                 summary.closed(
                     RunStatus.SKIPPED,
-                    f"{Reason.PAUSED}: {bound}{more} more occurrences skipped, "
+                    f"{reason}: {bound}{more} more occurrences skipped, "
                     f"{_iso(first.scheduled_at)} to {_iso(last.scheduled_at)}",
                     now,
                 )
