@@ -63,3 +63,19 @@ synth: install asset
 
 clean:
 	rm -rf $(VENV) node_modules cdk.out build .pytest_cache .mypy_cache .ruff_cache
+
+# Reliability campaigns (figures in RELIABILITY.md): the model-based state
+# machine at length (SOAK_EXAMPLES, SOAK_MINUTES bound it), and the kill -9
+# soak of the local stack (SOAK_DURATION seconds of kills).
+SOAK_EXAMPLES ?= 20000
+SOAK_MINUTES ?= 0
+SOAK_DURATION ?= 180
+
+.PHONY: soak soak-model soak-kill
+soak: soak-model soak-kill
+
+soak-model: $(STAMP)
+	$(PY) bench/model_soak.py --examples $(SOAK_EXAMPLES) --max-minutes $(SOAK_MINUTES)
+
+soak-kill: $(STAMP)
+	$(PY) bench/soak.py --duration $(SOAK_DURATION)

@@ -207,7 +207,9 @@ class Transit(WorkQueue):
         message.receipt = uuid.uuid4().hex
         message.receive_count += 1
         message.visible_at = self.clock.now() + timedelta(seconds=self.visibility_timeout_s)
-        return QueueMessage(message.message_id, message.receipt, message.body, message.receive_count)
+        return QueueMessage(
+            message.message_id, message.receipt, message.body, message.receive_count
+        )
 
     def duplicate(self, message: Message) -> None:
         copy = uuid.uuid4().hex

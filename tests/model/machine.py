@@ -39,7 +39,7 @@ from hypothesis.stateful import (
 
 from adapters.definitions import DELIVERY_QUEUE
 from domain.partition import Partitioning
-from domain.run import Run, RunKind, RunStatus, new_occurrence
+from domain.run import Run, RunKind, new_occurrence
 from domain.spec import Slot, slots_after
 from handlers.worker import handle_message
 from service.errors import ScheduleNotActive, ScheduleNotFound, VersionConflict
@@ -194,9 +194,7 @@ class DuetimeMachine(RuleBasedStateMachine):
         return store  # type: ignore[no-any-return]
 
     def _build_api(self) -> ScheduleService:
-        return ScheduleService(
-            self._faulty_store("api"), self.clock, self.config.partitioning
-        )
+        return ScheduleService(self._faulty_store("api"), self.clock, self.config.partitioning)
 
     def _build_ticker(self, name: str) -> Ticker:
         component = self.components[name]
@@ -323,7 +321,11 @@ class DuetimeMachine(RuleBasedStateMachine):
         note(f"  {label} = {schedule.schedule_id}: {spec}, {policy}: {self._describe(model)}")
         return label
 
-    @rule(label=schedules, spec=st.sampled_from(sorted(SPECS)), policy=st.sampled_from(sorted(POLICIES)))
+    @rule(
+        label=schedules,
+        spec=st.sampled_from(sorted(SPECS)),
+        policy=st.sampled_from(sorted(POLICIES)),
+    )
     def edit(self, label: str, spec: str, policy: str) -> None:
         self._step()
         model = self.models[label]
@@ -354,7 +356,11 @@ class DuetimeMachine(RuleBasedStateMachine):
         if stale < 1 or before is None or before.deleted:
             return
         try:
-            self.api.edit(model.schedule_id, stale, {"name": "x", "spec": SPECS["every 7 min"], "target": WEBHOOK})
+            self.api.edit(
+                model.schedule_id,
+                stale,
+                {"name": "x", "spec": SPECS["every 7 min"], "target": WEBHOOK},
+            )
         except VersionConflict:
             pass
         except Crash:
@@ -421,7 +427,11 @@ class DuetimeMachine(RuleBasedStateMachine):
         STATS["fault: long outage"] += 1
         self.clock.advance(hours * 3600)
 
-    @rule(name=st.sampled_from(COMPONENTS), at=st.integers(1, 6), when=st.sampled_from(["before", "after"]))
+    @rule(
+        name=st.sampled_from(COMPONENTS),
+        at=st.integers(1, 6),
+        when=st.sampled_from(["before", "after"]),
+    )
     def arm_crash(self, name: str, at: int, when: str) -> None:
         """``name`` dies at its ``at``-th write from now, ``when`` before or after it."""
         self._step()
@@ -673,4 +683,3 @@ class DuetimeMachine(RuleBasedStateMachine):
         if stuck:
             self._violate("no run is left stuck", "; ".join(stuck))
         self._check()
-
