@@ -203,10 +203,13 @@ class ScheduleService:
             if schedule.version != expected_version:
                 raise VersionConflict(schedule_id, expected_version, schedule.version)
             new = self._version(schedule_id, schedule.version + 1, definition, now)
-            if not schedule.state.paused:
-                # Slots of the version being replaced that came due while no tick
-                # planned them (every dispatcher down) keep their version: recorded
-                # waiting, for dispatch to admit or close by that version's policy.
+            # Slots of the version being replaced that came due while no tick
+            # planned them (every dispatcher down) keep their version: recorded
+            # waiting, for dispatch to admit or close by that version's policy;
+            # while paused, skipped, as the resume would have recorded them.
+            if schedule.state.paused:
+                self.store.insert(self._missed(schedule, now, Reason.PAUSED))
+            else:
                 self.store.insert(self._missed(schedule, now, Reason.EDITED_UNPLANNED, wait=True))
             after = now
             if schedule.last_materialized_at is not None:
