@@ -19,6 +19,7 @@ and the worker draining the queue) checks that nothing stays stuck.
 
 from __future__ import annotations
 
+import contextlib
 import random
 from collections import defaultdict
 from collections.abc import Callable, Iterator
@@ -26,8 +27,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
-from hypothesis import note
+from hypothesis import note as hypothesis_note
 from hypothesis import strategies as st
+from hypothesis.errors import InvalidArgument
 from hypothesis.stateful import (
     Bundle,
     RuleBasedStateMachine,
@@ -97,6 +99,12 @@ STARTS: dict[str, datetime] = {
 }
 COMPONENTS = ("tick-a", "tick-b", "worker", "api")
 MAX_SCHEDULES = 4
+
+
+def note(text: str) -> None:
+    """A line of the replay (outside hypothesis, when a test replays steps by hand: nothing)."""
+    with contextlib.suppress(InvalidArgument):
+        hypothesis_note(text)
 
 
 class Violation(AssertionError):
