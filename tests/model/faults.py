@@ -61,22 +61,30 @@ class Crash(BaseException):
 
 @dataclass
 class CrashPlan:
-    """Kill the component at its ``at``-th write call (counted from 1 over
-    every port it uses), ``when`` before or after that call."""
+    """Kill the component at its ``at``-th write call from now (counted from 1
+    over every port it uses, or over the calls of ``method`` alone), ``when``
+    before or after that call."""
 
     at: int | None = None
     when: When = "before"
+    method: str | None = None
     calls: int = 0
     fired: str | None = None
 
-    def arm(self, at: int, when: When) -> None:
-        self.at, self.when, self.calls, self.fired = at, when, 0, None
+    def arm(self, at: int, when: When, method: str | None = None) -> None:
+        self.at, self.when, self.method, self.calls, self.fired = at, when, method, 0, None
 
     def disarm(self) -> None:
         self.at = None
 
+    def count(self, name: str) -> None:
+        if self.method is None or self.method == name:
+            self.calls += 1
+
     def check(self, name: str, when: When) -> None:
         if self.at is None or self.calls != self.at or self.when != when:
+            return
+        if self.method is not None and self.method != name:
             return
         self.at = None
         self.fired = f"crash {when} {name}"
@@ -99,7 +107,7 @@ class Faulty:
         plan = self._plan
 
         def call(*args: Any, **kwargs: Any) -> Any:
-            plan.calls += 1
+            plan.count(name)
             plan.check(name, "before")
             result = attr(*args, **kwargs)
             plan.check(name, "after")

@@ -73,6 +73,7 @@ _STEP = timedelta(milliseconds=1)
 # Specs in zones with daylight-saving nights; the clock starts near one.
 SPECS: dict[str, dict[str, str]] = {
     "new-york every 30 min": {"cron": "*/30 * * * *", "time_zone": "America/New_York"},
+    "new-york every 5 min": {"cron": "*/5 * * * *", "time_zone": "America/New_York"},
     "new-york 01:30 daily": {"cron": "30 1 * * *", "time_zone": "America/New_York"},
     "new-york 02:30 daily": {"cron": "30 2 * * *", "time_zone": "America/New_York"},
     "london 01:15 daily": {"cron": "15 1 * * *", "time_zone": "Europe/London"},
@@ -98,6 +99,25 @@ STARTS: dict[str, datetime] = {
     "london spring forward": utc("2026-03-29T00:10:00Z"),
 }
 COMPONENTS = ("tick-a", "tick-b", "worker", "api")
+# The calls a crash may be aimed at, per component (any write otherwise).
+_TICK_CALLS = (
+    "admit",
+    "send_batch",
+    "mark_sent",
+    "set_checkpoint",
+    "materialize",
+    "close_runs",
+    "acquire",
+    "release",
+)
+CRASH_POINTS: tuple[tuple[str, str], ...] = (
+    *((tick, call) for tick in ("tick-a", "tick-b") for call in _TICK_CALLS),
+    *(("worker", call) for call in ("start_attempt", "deliver", "finish", "record_retry")),
+    *(
+        ("api", call)
+        for call in ("save_version", "pause", "close_scheduled", "resume", "insert", "delete")
+    ),
+)
 MAX_SCHEDULES = 4
 
 
@@ -445,9 +465,34 @@ class DuetimeMachine(RuleBasedStateMachine):
         self._step()
         self.components[name].plan.arm(at, when)  # type: ignore[arg-type]
 
+    @rule(
+        name_and_call=st.sampled_from(CRASH_POINTS),
+        at=st.integers(1, 3),
+        when=st.sampled_from(["before", "after"]),
+    )
+    def arm_crash_at_call(self, name_and_call: tuple[str, str], at: int, when: str) -> None:
+        """``name`` dies at its ``at``-th call of one port method, ``when`` before or after it
+        (a dispatcher before or after the send, the worker after the target answered...)."""
+        self._step()
+        name, method = name_and_call
+        self.components[name].plan.arm(at, when, method)  # type: ignore[arg-type]
+
     @rule(name=st.sampled_from(["tick-a", "tick-b"]))
     def tick(self, name: str) -> None:
         self._step()
+        self._tick(name)
+
+    @rule(name=st.sampled_from(["tick-a", "tick-b"]), late=st.integers(0, 5))
+    def tick_when_next_due(self, name: str, late: int) -> None:
+        """Time moves to ``late`` seconds after the next slot of any schedule, then a tick."""
+        self._step()
+        due = [
+            s.next_due
+            for m in self.models.values()
+            if (s := self.observer.get(m.schedule_id)) is not None and s.next_due is not None
+        ]
+        if due and min(due) > self.clock.now():
+            self.clock.set(min(due) + timedelta(seconds=late))
         self._tick(name)
 
     def _tick(self, name: str) -> bool:
