@@ -69,3 +69,19 @@ clean:
 SIMULATE_ARGS ?= --short
 simulate: install asset
 	$(PY) -m sim all $(SIMULATE_ARGS)
+
+# Reliability campaigns (figures in RELIABILITY.md): the model-based state
+# machine at length (SOAK_EXAMPLES, SOAK_MINUTES bound it), and the kill -9
+# soak of the local stack (SOAK_DURATION seconds of kills).
+SOAK_EXAMPLES ?= 20000
+SOAK_MINUTES ?= 0
+SOAK_DURATION ?= 180
+
+.PHONY: soak soak-model soak-kill
+soak: soak-model soak-kill
+
+soak-model: $(STAMP)
+	$(PY) bench/model_soak.py --examples $(SOAK_EXAMPLES) --max-minutes $(SOAK_MINUTES)
+
+soak-kill: $(STAMP)
+	$(PY) bench/soak.py --duration $(SOAK_DURATION)

@@ -74,6 +74,8 @@ class Reason:
     DELETED = "schedule deleted"
     SUPERSEDED = "superseded: a later occurrence was due (overdue policy latest_only)"
     OVERLAP = "overlap"
+    # Slots beyond the bound an edit records when it finds them due and unplanned.
+    EDITED_UNPLANNED = "superseded: the schedule was edited before a tick planned them"
 
     @staticmethod
     def expired(late_by_s: float, window_s: float) -> str:

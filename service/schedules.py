@@ -237,6 +237,17 @@ class ScheduleService:
             if schedule.version != expected_version:
                 raise VersionConflict(schedule_id, expected_version, schedule.version)
             new = self._version(schedule_id, schedule.version + 1, definition, now)
+            # Slots of the version being replaced that came due while no tick
+            # planned them (every dispatcher down) keep their version: recorded
+            # waiting, for dispatch to admit or close by that version's policy;
+            # while paused, skipped, as the resume would have recorded them.
+            # Everything that can fail is computed before the first write.
+            if schedule.state.paused:
+                missed = _computed(lambda: self._missed(schedule, now, Reason.PAUSED))  # noqa: B023
+            else:
+                missed = _computed(
+                    lambda: self._missed(schedule, now, Reason.EDITED_UNPLANNED, wait=True)  # noqa: B023
+                )
             after = now
             if schedule.last_materialized_at is not None:
                 after = max(after, schedule.last_materialized_at)
@@ -244,6 +255,7 @@ class ScheduleService:
             _check_shown(
                 replace(schedule, version=new.version, current=new, next_due=next_due), now
             )
+            self.store.insert(missed)
             if self.store.save_version(
                 new, expected_next_due=schedule.next_due, next_due=next_due, now=now
             ):
@@ -273,7 +285,7 @@ class ScheduleService:
             after = now
             if schedule.last_materialized_at is not None:
                 after = max(after, schedule.last_materialized_at)
-            missed = _computed(lambda: self._missed_while_paused(schedule, now))  # noqa: B023
+            missed = _computed(lambda: self._missed(schedule, now, Reason.PAUSED))  # noqa: B023
             next_due = _computed(lambda: _first_slot(version, after, check=False))  # noqa: B023
             self.store.insert(missed)
             if self.store.resume(
@@ -377,8 +389,11 @@ class ScheduleService:
             created_at=now,
         )
 
-    def _missed_while_paused(self, schedule: Schedule, now: datetime) -> list[Run]:
-        """Skipped records for the slots from next_due to now (bounded, then a summary)."""
+    def _missed(
+        self, schedule: Schedule, now: datetime, reason: str, *, wait: bool = False
+    ) -> list[Run]:
+        """Records for the slots from next_due to now, skipped for ``reason`` (or,
+        with ``wait``, waiting for dispatch); bounded, then a skipped summary."""
         if schedule.next_due is None or schedule.next_due > now:
             return []
         version = schedule.current
@@ -399,7 +414,7 @@ class ScheduleService:
                     shard=parts.shard(schedule.schedule_id),
                     materialized_at=now,
                 )
-                records.append(run.closed(RunStatus.SKIPPED, Reason.PAUSED, now))
+                records.append(run if wait else run.closed(RunStatus.SKIPPED, reason, now))
             else:
                 if not extra:
                     extra.append(slot)
@@ -424,7 +439,7 @@ class ScheduleService:
             records.append(
                 summary.closed(
                     RunStatus.SKIPPED,
-                    f"{Reason.PAUSED}: {bound}{more} more occurrences skipped, "
+                    f"{reason}: {bound}{more} more occurrences skipped, "
                     f"{_iso(first.scheduled_at)} to {_iso(last.scheduled_at)}",
                     now,
                 )

@@ -1,0 +1,250 @@
+"""The fault injectors of the model-based tests: a process that dies at a
+chosen call, a target that succeeds, fails for a while, fails for good or
+hangs, and a delivery queue whose messages the test hands to the worker
+twice, late or out of order.
+
+A ``Crash`` is raised by a wrapper around a port (store, run store, queue,
+target), before or after the call it was armed for, as a kill -9 at that
+instant would leave things: what was written before stays written, nothing
+after it happens. The component is then built again from nothing but the
+durable state, as a restart would.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from domain.delivery import Delivery, Outcome
+from domain.targets import Target
+from service.run_ports import QueueMessage, WorkQueue
+from tests.conftest import FakeClock
+
+# What the campaign counts: examples, steps, faults by kind, violations.
+STATS: Counter[str] = Counter()
+
+When = Literal["before", "after"]
+
+# The calls of each port that change something (or, for the target, that the
+# outside world sees): where a process can die with consequences.
+STORE_WRITES = frozenset(
+    {
+        "create",
+        "save_version",
+        "pause",
+        "resume",
+        "delete",
+        "materialize",
+        "insert",
+        "admit",
+        "close_runs",
+        "close_scheduled",
+        "mark_sent",
+        "acquire",
+        "release",
+        "set_checkpoint",
+        "beat",
+    }
+)
+RUN_WRITES = frozenset({"start_attempt", "finish", "record_retry", "mark_accepted"})
+QUEUE_WRITES = frozenset({"send_batch"})
+TARGET_CALLS = frozenset({"deliver"})
+
+
+class Crash(BaseException):
+    """The process was killed here (a BaseException: nothing in the code under
+    test may catch it, as nothing catches a kill -9)."""
+
+
+@dataclass
+class CrashPlan:
+    """Kill the component at its ``at``-th write call from now (counted from 1
+    over every port it uses, or over the calls of ``method`` alone), ``when``
+    before or after that call."""
+
+    at: int | None = None
+    when: When = "before"
+    method: str | None = None
+    calls: int = 0
+    fired: str | None = None
+
+    def arm(self, at: int, when: When, method: str | None = None) -> None:
+        self.at, self.when, self.method, self.calls, self.fired = at, when, method, 0, None
+
+    def disarm(self) -> None:
+        self.at = None
+
+    def count(self, name: str) -> None:
+        if self.method is None or self.method == name:
+            self.calls += 1
+
+    def check(self, name: str, when: When) -> None:
+        if self.at is None or self.calls != self.at or self.when != when:
+            return
+        if self.method is not None and self.method != name:
+            return
+        self.at = None
+        self.fired = f"crash {when} {name}"
+        STATS[f"fault: crash {when} {name}"] += 1
+        raise Crash(self.fired)
+
+
+class Faulty:
+    """A port whose write calls count towards its component's crash plan."""
+
+    def __init__(self, inner: Any, writes: frozenset[str], plan: CrashPlan) -> None:
+        self._inner = inner
+        self._writes = writes
+        self._plan = plan
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._inner, name)
+        if name not in self._writes or not callable(attr):
+            return attr
+        plan = self._plan
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            plan.count(name)
+            plan.check(name, "before")
+            result = attr(*args, **kwargs)
+            plan.check(name, "after")
+            return result
+
+        return call
+
+
+# --- the target -----------------------------------------------------------------------------
+
+Mode = Literal["succeed", "fail_for_a_while", "fail_for_good", "hang"]
+
+
+@dataclass(frozen=True)
+class Call:
+    """One call the target received: what it saw, and when."""
+
+    key: str
+    schedule_id: str
+    version: int
+    scheduled_at: datetime
+    payload: dict[str, Any]
+    attempt: int
+    at: datetime
+
+
+@dataclass
+class FakeTarget:
+    """Records every call it receives; answers as its mode says. A hanging
+    target holds the call until the timeout (the clock moves by it)."""
+
+    clock: FakeClock
+    mode: Mode = "succeed"
+    failures_left: int = 0
+    calls: list[Call] = field(default_factory=list)
+
+    def set_mode(self, mode: Mode, failures: int = 0) -> None:
+        self.mode, self.failures_left = mode, failures
+
+    def deliver(self, target: Target, delivery: Delivery, *, timeout_s: float) -> Outcome:
+        self.calls.append(
+            Call(
+                key=delivery.idempotency_key,
+                schedule_id=delivery.schedule_id,
+                version=delivery.version,
+                scheduled_at=delivery.scheduled_at,
+                payload=dict(delivery.payload),
+                attempt=delivery.attempt,
+                at=self.clock.now(),
+            )
+        )
+        if self.mode == "hang":
+            self.clock.advance(timedelta(seconds=timeout_s))
+            return Outcome.transient(f"timed out after {timeout_s:g} s")
+        if self.mode == "fail_for_good":
+            return Outcome.permanent("HTTP 410: gone", status_code=410)
+        if self.mode == "fail_for_a_while" and self.failures_left > 0:
+            self.failures_left -= 1
+            if self.failures_left == 0:
+                self.mode = "succeed"
+            return Outcome.transient("HTTP 503: unavailable", status_code=503)
+        return Outcome.succeeded(200)
+
+
+# --- the queue as the worker sees it --------------------------------------------------------
+
+
+@dataclass
+class Message:
+    message_id: str
+    body: str
+    visible_at: datetime
+    receive_count: int = 0
+    receipt: str | None = None
+
+
+@dataclass
+class Transit(WorkQueue):
+    """Messages between the real queue and the worker, under the test's control:
+    it receives whatever the dispatchers sent through the real adapter, then
+    hands any visible one to the worker, copies one (a duplicate delivery) or
+    holds one back (a late one). A received message is invisible for the
+    queue's visibility timeout, as on SQS; a worker that dies holding it
+    leaves it so."""
+
+    clock: FakeClock
+    visibility_timeout_s: float
+    messages: dict[str, Message] = field(default_factory=dict)
+    dead: list[tuple[str, str]] = field(default_factory=list)
+
+    def arrive(self, bodies: list[str]) -> None:
+        now = self.clock.now()
+        for body in bodies:
+            message_id = uuid.uuid4().hex
+            self.messages[message_id] = Message(message_id, body, now)
+
+    def visible(self) -> list[Message]:
+        now = self.clock.now()
+        return sorted(
+            (m for m in self.messages.values() if m.visible_at <= now),
+            key=lambda m: (m.visible_at, m.message_id),
+        )
+
+    def take(self, message: Message) -> QueueMessage:
+        message.receipt = uuid.uuid4().hex
+        message.receive_count += 1
+        message.visible_at = self.clock.now() + timedelta(seconds=self.visibility_timeout_s)
+        return QueueMessage(
+            message.message_id, message.receipt, message.body, message.receive_count
+        )
+
+    def duplicate(self, message: Message) -> None:
+        copy = uuid.uuid4().hex
+        self.messages[copy] = Message(copy, message.body, self.clock.now())
+
+    def hold_back(self, message: Message, seconds: float) -> None:
+        message.visible_at = max(message.visible_at, self.clock.now()) + timedelta(seconds=seconds)
+
+    def _holder(self, receipt: str) -> Message | None:
+        return next((m for m in self.messages.values() if m.receipt == receipt), None)
+
+    # WorkQueue
+    def receive(self, max_messages: int, wait_s: float) -> list[QueueMessage]:
+        return [self.take(m) for m in self.visible()[:max_messages]]
+
+    def change_visibility(self, receipt: str, delay_s: float) -> None:
+        held = self._holder(receipt)
+        if held is not None:
+            held.visible_at = self.clock.now() + timedelta(seconds=max(0.0, delay_s))
+
+    def delete(self, receipt: str) -> None:
+        held = self._holder(receipt)
+        if held is not None:
+            del self.messages[held.message_id]
+
+    def dead_letter(self, message: QueueMessage, reason: str) -> None:
+        held = self._holder(message.receipt)
+        if held is not None:
+            del self.messages[held.message_id]
+            self.dead.append((held.body, reason))

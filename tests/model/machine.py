@@ -1,0 +1,740 @@
+"""A state machine that drives the real service code over a real store, with
+a fake clock, a fake target and injected faults, against a small model of
+what must be true.
+
+The rules are what users and the world do: create, edit (the current version,
+or a stale one, which must be refused), pause, resume, delete, trigger,
+backfill; time passes (small steps, across daylight-saving nights, long
+outages); dispatcher A or B ticks, with leases expiring between them; a
+dispatcher, the worker or the API process dies at a chosen write (before or
+after it, before or after the send, after the target answered and before the
+success was recorded) and restarts from the durable state; the queue
+delivers a message twice, late, out of order; the target succeeds, fails for
+a while, fails for good or hangs.
+
+After every step the promises are checked (``promises_hold``), and when the
+example ends, a settle period (no faults, time moving, the dispatcher ticking
+and the worker draining the queue) checks that nothing stays stuck.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, ClassVar
+
+from hypothesis import note as hypothesis_note
+from hypothesis import strategies as st
+from hypothesis.errors import InvalidArgument
+from hypothesis.stateful import (
+    Bundle,
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+)
+
+from adapters.definitions import DELIVERY_QUEUE
+from domain.partition import Partitioning
+from domain.run import Run, RunKind, new_occurrence
+from domain.spec import Slot, slots_after
+from handlers.worker import handle_message
+from service.errors import ScheduleNotActive, ScheduleNotFound, VersionConflict
+from service.ports import Store
+from service.runs import RunWorker
+from service.schedules import ScheduleService
+from service.tick import TickConfig, Ticker
+from tests.conftest import FakeClock, utc
+from tests.model.backends import Backend
+from tests.model.faults import (
+    QUEUE_WRITES,
+    RUN_WRITES,
+    STATS,
+    STORE_WRITES,
+    TARGET_CALLS,
+    Crash,
+    CrashPlan,
+    FakeTarget,
+    Faulty,
+    Transit,
+)
+
+WEBHOOK = {"type": "webhook", "url": "https://example.com/hook"}
+_EPSILON = timedelta(microseconds=1)
+# Each step moves the clock by this much first, so that no two steps share an
+# instant and "before" and "after" are never ambiguous.
+_STEP = timedelta(milliseconds=1)
+
+# Specs in zones with daylight-saving nights; the clock starts near one.
+SPECS: dict[str, dict[str, str]] = {
+    "new-york every 30 min": {"cron": "*/30 * * * *", "time_zone": "America/New_York"},
+    "new-york every 5 min": {"cron": "*/5 * * * *", "time_zone": "America/New_York"},
+    "new-york 01:30 daily": {"cron": "30 1 * * *", "time_zone": "America/New_York"},
+    "new-york 02:30 daily": {"cron": "30 2 * * *", "time_zone": "America/New_York"},
+    "london 01:15 daily": {"cron": "15 1 * * *", "time_zone": "Europe/London"},
+    "london every 20 min 01-02h": {"cron": "*/20 1,2 * * *", "time_zone": "Europe/London"},
+    "every 7 min": {"every": "PT7M"},
+}
+POLICIES: dict[str, dict[str, Any]] = {
+    "latest_only": {"overdue": "latest_only"},
+    "catch_up_all, 3 attempts": {
+        "overdue": "catch_up_all",
+        "retry": {"max_attempts": 3, "base": "PT1S", "cap": "PT5S"},
+    },
+    "expire after 5 min": {"overdue": "expire", "catchup_window": "PT5M"},
+    "dst shift/both, overlap skip": {"dst_gap": "shift", "dst_fold": "both", "overlap": "skip"},
+    "dst next_valid/second": {"dst_gap": "next_valid", "dst_fold": "second"},
+}
+# (UTC) New York falls back 2026-11-01 06:00Z and springs forward 2026-03-08
+# 07:00Z; London falls back 2026-10-25 01:00Z and springs forward 2026-03-29 01:00Z.
+STARTS: dict[str, datetime] = {
+    "new-york fall back": utc("2026-11-01T05:10:00Z"),
+    "new-york spring forward": utc("2026-03-08T06:10:00Z"),
+    "london fall back": utc("2026-10-25T00:10:00Z"),
+    "london spring forward": utc("2026-03-29T00:10:00Z"),
+}
+COMPONENTS = ("tick-a", "tick-b", "worker", "api")
+# The calls a crash may be aimed at, per component (any write otherwise).
+_TICK_CALLS = (
+    "admit",
+    "send_batch",
+    "mark_sent",
+    "set_checkpoint",
+    "materialize",
+    "close_runs",
+    "acquire",
+    "release",
+)
+CRASH_POINTS: tuple[tuple[str, str], ...] = (
+    *((tick, call) for tick in ("tick-a", "tick-b") for call in _TICK_CALLS),
+    *(("worker", call) for call in ("start_attempt", "deliver", "finish", "record_retry")),
+    *(
+        ("api", call)
+        for call in ("save_version", "pause", "close_scheduled", "resume", "insert", "delete")
+    ),
+)
+MAX_SCHEDULES = 4
+
+
+def note(text: str) -> None:
+    """A line of the replay (outside hypothesis, when a test replays steps by hand: nothing)."""
+    with contextlib.suppress(InvalidArgument):
+        hypothesis_note(text)
+
+
+class Violation(AssertionError):
+    """A promise did not hold."""
+
+
+@dataclass
+class VersionModel:
+    number: int
+    spec: Any
+    dst: Any
+    payload: dict[str, Any]
+    created_at: datetime
+    first_due: datetime | None
+    ends_at: datetime | None = None  # when the next version replaced it
+
+
+@dataclass
+class ScheduleModel:
+    label: str
+    schedule_id: str
+    versions: dict[int, VersionModel] = field(default_factory=dict)
+    pauses: list[list[datetime | None]] = field(default_factory=list)
+    deleted_at: datetime | None = None
+    # The last settled pass before a pause that is not resumed yet, or before the
+    # delete: slots between it and the pause or delete came due in an outage and
+    # are recorded by a resume (or, once deleted, never).
+    unrecorded_from: datetime | None = None
+
+    @property
+    def current(self) -> int:
+        return max(self.versions)
+
+    @property
+    def paused(self) -> bool:
+        return bool(self.pauses) and self.pauses[-1][1] is None
+
+    def paused_within(self, at: datetime) -> bool:
+        """Strictly inside a pause (or after the delete)."""
+        if self.deleted_at is not None and at > self.deleted_at:
+            return True
+        return any(p < at and (r is None or at < r) for p, r in self.pauses if p is not None)
+
+    def paused_around(self, at: datetime) -> bool:
+        """Inside a pause or on its edges (or from the delete on), or in the
+        outage that ended with the pause or delete still in force."""
+        if self.deleted_at is not None and at >= self.deleted_at:
+            return True
+        if (self.paused or self.deleted_at is not None) and (
+            self.unrecorded_from is None or at > self.unrecorded_from
+        ):
+            stop = self.deleted_at if self.deleted_at is not None else self.pauses[-1][0]
+            assert stop is not None
+            if at <= stop:
+                return True
+        return any(p <= at and (r is None or at <= r) for p, r in self.pauses if p is not None)
+
+
+@dataclass
+class Component:
+    name: str
+    plan: CrashPlan = field(default_factory=CrashPlan)
+    incarnation: int = 0
+
+
+class DuetimeMachine(RuleBasedStateMachine):
+    """Subclasses pick the store (``make_backend``)."""
+
+    make_backend: ClassVar[Callable[[FakeClock], Backend]]
+    schedules = Bundle("schedules")
+
+    def __init__(self) -> None:
+        super().__init__()
+        STATS["examples"] += 1
+        self.clock = FakeClock(utc("2026-11-01T05:10:00Z"))
+        self.backend = type(self).make_backend(self.clock)
+        self.config = TickConfig(partitioning=Partitioning(shards=4, bucket_s=60))
+        self.target = FakeTarget(self.clock)
+        self.transit = Transit(self.clock, DELIVERY_QUEUE.visibility_timeout_s)
+        self.observer = self.backend.open_store()
+        self.components = {name: Component(name) for name in COMPONENTS}
+        self.models: dict[str, ScheduleModel] = {}
+        self.settled_at: datetime | None = None
+        self.edits = 0
+        self.steps = 0
+        self.checked = 0  # the last step whose promises were checked
+        self.api: ScheduleService = self._build_api()
+        self.tickers: dict[str, Ticker] = {n: self._build_ticker(n) for n in ("tick-a", "tick-b")}
+        self.worker: RunWorker = self._build_worker()
+
+    # --- building (and rebuilding after a crash) ------------------------------------------
+
+    def _faulty_store(self, name: str) -> Store:
+        store: Any = Faulty(self.backend.open_store(), STORE_WRITES, self.components[name].plan)
+        return store  # type: ignore[no-any-return]
+
+    def _build_api(self) -> ScheduleService:
+        return ScheduleService(self._faulty_store("api"), self.clock, self.config.partitioning)
+
+    def _build_ticker(self, name: str) -> Ticker:
+        component = self.components[name]
+        queue: Any = Faulty(self.backend.open_queue(), QUEUE_WRITES, component.plan)
+        return Ticker(
+            self._faulty_store(name),
+            queue,
+            self.clock,
+            self.config,
+            owner=f"{name}.{component.incarnation}",
+        )
+
+    def _build_worker(self) -> RunWorker:
+        component = self.components["worker"]
+        store = self.backend.open_store()
+        runs: Any = Faulty(self.backend.open_runs(store), RUN_WRITES, component.plan)
+        target: Any = Faulty(self.target, TARGET_CALLS, component.plan)
+        return RunWorker(runs, target, self.clock, random.Random(component.incarnation))
+
+    def _restart(self, name: str) -> None:
+        """The process died: it comes back with nothing but the durable state."""
+        component = self.components[name]
+        note(f"  {name} died ({component.plan.fired}) and restarts")
+        component.incarnation += 1
+        if name == "api":
+            self.api = self._build_api()
+        elif name == "worker":
+            self.worker = self._build_worker()
+        else:
+            self.tickers[name] = self._build_ticker(name)
+
+    def _step(self) -> None:
+        STATS["steps"] += 1
+        self.steps += 1
+        self.clock.advance(_STEP)
+
+    # --- the model's view of a schedule -----------------------------------------------------
+
+    def _version_model(self, sid: str, number: int, payload: dict[str, Any]) -> VersionModel:
+        stored = self.observer.get_version(sid, number)
+        schedule = self.observer.get(sid)
+        assert stored is not None and schedule is not None
+        return VersionModel(
+            number,
+            stored.spec,
+            stored.policy.dst,
+            payload,
+            stored.created_at,
+            schedule.next_due,
+        )
+
+    def _sync(self, model: ScheduleModel, payload: dict[str, Any] | None = None) -> None:
+        """Bring the model up to what the store says after an API call (which
+        may have died half way)."""
+        stored = self.observer.get(model.schedule_id)
+        assert stored is not None
+        now = self.clock.now()
+        if stored.version > model.current:
+            assert stored.version == model.current + 1 and payload is not None
+            model.versions[model.current].ends_at = stored.current.created_at
+            model.versions[stored.version] = self._version_model(
+                model.schedule_id, stored.version, payload
+            )
+        if stored.state.paused and not model.paused:
+            model.pauses.append([now, None])
+            if model.deleted_at is None:
+                model.unrecorded_from = self.settled_at
+        elif not stored.state.paused and model.paused:
+            model.pauses[-1][1] = now
+        if stored.deleted and model.deleted_at is None:
+            model.deleted_at = now
+            if not model.paused:
+                model.unrecorded_from = self.settled_at
+        note(f"  {model.label}: {self._describe(model)}")
+
+    def _describe(self, model: ScheduleModel) -> str:
+        stored = self.observer.get(model.schedule_id)
+        if stored is None:
+            return "missing"
+        state = "deleted" if stored.deleted else "paused" if stored.state.paused else "active"
+        due = None if stored.next_due is None else stored.next_due.isoformat()
+        return f"v{stored.version} {state}, next_due {due}"
+
+    def _api_call(self, model: ScheduleModel, what: str, call: Callable[[], object]) -> None:
+        try:
+            call()
+        except Crash:
+            self._restart("api")
+        except (ScheduleNotFound, ScheduleNotActive) as refused:
+            note(f"  {what} refused: {refused}")
+        self._sync(model)
+
+    # --- rules: what users do ---------------------------------------------------------------
+
+    @initialize(start=st.sampled_from(sorted(STARTS)))
+    def start_near_a_dst_night(self, start: str) -> None:
+        self.clock.set(STARTS[start])
+        note(f"clock starts at {self.clock.now().isoformat()} ({start})")
+
+    @precondition(lambda self: len(self.models) < MAX_SCHEDULES)
+    @rule(
+        target=schedules,
+        spec=st.sampled_from(sorted(SPECS)),
+        policy=st.sampled_from(sorted(POLICIES)),
+    )
+    def create(self, spec: str, policy: str) -> str:
+        self._step()
+        label = f"s{len(self.models) + 1}"
+        payload = {"schedule": label, "edit": 0}
+        body = {
+            "name": label,
+            "spec": SPECS[spec],
+            "policy": {**POLICIES[policy], "run_timeout": "PT10S"},
+            "target": WEBHOOK,
+            "payload": payload,
+        }
+        # Creation does not die half way here: the model must know every schedule's id.
+        schedule, _ = ScheduleService(self.observer, self.clock, self.config.partitioning).create(
+            body
+        )
+        model = ScheduleModel(label, schedule.schedule_id)
+        model.versions[1] = self._version_model(schedule.schedule_id, 1, payload)
+        self.models[label] = model
+        note(f"  {label} = {schedule.schedule_id}: {spec}, {policy}: {self._describe(model)}")
+        return label
+
+    @rule(
+        label=schedules,
+        spec=st.sampled_from(sorted(SPECS)),
+        policy=st.sampled_from(sorted(POLICIES)),
+    )
+    def edit(self, label: str, spec: str, policy: str) -> None:
+        self._step()
+        model = self.models[label]
+        self.edits += 1
+        payload = {"schedule": label, "edit": self.edits}
+        body = {
+            "name": label,
+            "spec": SPECS[spec],
+            "policy": {**POLICIES[policy], "run_timeout": "PT10S"},
+            "target": WEBHOOK,
+            "payload": payload,
+        }
+        try:
+            self.api.edit(model.schedule_id, model.current, body)
+        except Crash:
+            self._restart("api")
+        except ScheduleNotFound as refused:
+            note(f"  edit refused: {refused}")
+        self._sync(model, payload)
+
+    @rule(label=schedules, offset=st.sampled_from([-1, 1]))
+    def edit_stale(self, label: str, offset: int) -> None:
+        """An edit naming a version that is not the current one is refused and changes nothing."""
+        self._step()
+        model = self.models[label]
+        before = self.observer.get(model.schedule_id)
+        stale = model.current + offset
+        if stale < 1 or before is None or before.deleted:
+            return
+        try:
+            self.api.edit(
+                model.schedule_id,
+                stale,
+                {"name": "x", "spec": SPECS["every 7 min"], "target": WEBHOOK},
+            )
+        except VersionConflict:
+            pass
+        except Crash:
+            self._restart("api")
+        else:
+            self._violate("a stale edit was accepted", f"{label} edited at version {stale}")
+        after = self.observer.get(model.schedule_id)
+        if after != before:
+            self._violate("a refused edit changed the schedule", f"{before} -> {after}")
+
+    @rule(label=schedules)
+    def pause(self, label: str) -> None:
+        self._step()
+        model = self.models[label]
+        self._api_call(model, "pause", lambda: self.api.pause(model.schedule_id, "model"))
+
+    @rule(label=schedules)
+    def resume(self, label: str) -> None:
+        self._step()
+        model = self.models[label]
+        self._api_call(model, "resume", lambda: self.api.resume(model.schedule_id))
+
+    @rule(label=schedules)
+    def delete(self, label: str) -> None:
+        self._step()
+        model = self.models[label]
+        self._api_call(model, "delete", lambda: self.api.delete(model.schedule_id))
+
+    @rule(label=schedules)
+    def trigger(self, label: str) -> None:
+        self._step()
+        model = self.models[label]
+        self._api_call(model, "trigger", lambda: self.api.trigger(model.schedule_id))
+
+    @rule(label=schedules, hours=st.integers(1, 6))
+    def backfill(self, label: str, hours: int) -> None:
+        self._step()
+        model = self.models[label]
+        now = self.clock.now()
+        self._api_call(
+            model,
+            "backfill",
+            lambda: self.api.backfill(
+                model.schedule_id, now - timedelta(hours=hours), now - timedelta(minutes=1)
+            ),
+        )
+
+    # --- rules: time, dispatchers, the worker, the queue, the target ------------------------
+
+    @rule(seconds=st.integers(1, 90))
+    def time_passes(self, seconds: int) -> None:
+        self._step()
+        self.clock.advance(seconds)
+
+    @rule(minutes=st.integers(5, 50))
+    def a_while_passes(self, minutes: int) -> None:
+        self._step()
+        self.clock.advance(minutes * 60)
+
+    @rule(hours=st.integers(2, 10))
+    def long_outage(self, hours: int) -> None:
+        """Nothing runs for hours (every process down); the clock moves on."""
+        self._step()
+        STATS["fault: long outage"] += 1
+        self.clock.advance(hours * 3600)
+
+    @rule(
+        name=st.sampled_from(COMPONENTS),
+        at=st.integers(1, 6),
+        when=st.sampled_from(["before", "after"]),
+    )
+    def arm_crash(self, name: str, at: int, when: str) -> None:
+        """``name`` dies at its ``at``-th write from now, ``when`` before or after it."""
+        self._step()
+        self.components[name].plan.arm(at, when)  # type: ignore[arg-type]
+
+    @rule(
+        name_and_call=st.sampled_from(CRASH_POINTS),
+        at=st.integers(1, 3),
+        when=st.sampled_from(["before", "after"]),
+    )
+    def arm_crash_at_call(self, name_and_call: tuple[str, str], at: int, when: str) -> None:
+        """``name`` dies at its ``at``-th call of one port method, ``when`` before or after it
+        (a dispatcher before or after the send, the worker after the target answered...)."""
+        self._step()
+        name, method = name_and_call
+        self.components[name].plan.arm(at, when, method)  # type: ignore[arg-type]
+
+    @rule(name=st.sampled_from(["tick-a", "tick-b"]))
+    def tick(self, name: str) -> None:
+        self._step()
+        self._tick(name)
+
+    @rule(name=st.sampled_from(["tick-a", "tick-b"]), late=st.integers(0, 5))
+    def tick_when_next_due(self, name: str, late: int) -> None:
+        """Time moves to ``late`` seconds after the next slot of any schedule, then a tick."""
+        self._step()
+        due = [
+            s.next_due
+            for m in self.models.values()
+            if (s := self.observer.get(m.schedule_id)) is not None and s.next_due is not None
+        ]
+        if due and min(due) > self.clock.now():
+            self.clock.set(min(due) + timedelta(seconds=late))
+        self._tick(name)
+
+    def _tick(self, name: str) -> bool:
+        started = self.clock.now()
+        try:
+            report = self.tickers[name].tick_once()
+        except Crash:
+            self._restart(name)
+            return False
+        plan, dispatch = report.plan, report.dispatch
+        note(
+            f"  {name}: planned {plan.materialized}, skipped {plan.skipped + dispatch.skipped}, "
+            f"expired {plan.expired + dispatch.expired}, admitted {dispatch.admitted}, "
+            f"sent {dispatch.sent}, shards {dispatch.shards}"
+        )
+        # A pass that ended with nothing due left unplanned settles every slot up to its start.
+        if not self.observer.due(started, 1).items:
+            self.settled_at = started
+        return True
+
+    @rule(index=st.integers(0, 20))
+    def deliver(self, index: int) -> None:
+        """The worker receives one visible message, chosen out of order."""
+        self._step()
+        self._deliver(index)
+
+    def _deliver(self, index: int) -> bool:
+        self.transit.arrive(self.backend.drain())
+        visible = self.transit.visible()
+        if not visible:
+            return False
+        message = self.transit.take(visible[index % len(visible)])
+        try:
+            handled = handle_message(self.worker, self.transit, message)
+        except Crash:
+            self._restart("worker")
+            return True
+        if handled == "deleted":
+            self.transit.delete(message.receipt)
+        return True
+
+    @rule(index=st.integers(0, 20))
+    def deliver_twice(self, index: int) -> None:
+        """The queue delivers a copy of a message (SQS at-least-once)."""
+        self._step()
+        self.transit.arrive(self.backend.drain())
+        messages = sorted(self.transit.messages.values(), key=lambda m: m.message_id)
+        if messages:
+            STATS["fault: duplicate delivery"] += 1
+            self.transit.duplicate(messages[index % len(messages)])
+
+    @rule(index=st.integers(0, 20), seconds=st.integers(30, 900))
+    def deliver_late(self, index: int, seconds: int) -> None:
+        """The queue holds a message back (at most SQS's longest delay, 15 minutes)."""
+        self._step()
+        self.transit.arrive(self.backend.drain())
+        visible = self.transit.visible()
+        if visible:
+            STATS["fault: late delivery"] += 1
+            self.transit.hold_back(visible[index % len(visible)], seconds)
+
+    @rule(
+        mode=st.sampled_from(["succeed", "fail_for_a_while", "fail_for_good", "hang"]),
+        failures=st.integers(1, 4),
+    )
+    def target_behaves(self, mode: str, failures: int) -> None:
+        self._step()
+        if mode != "succeed":
+            STATS[f"fault: target {mode.replace('_', ' ')}"] += 1
+        self.target.set_mode(mode, failures)  # type: ignore[arg-type]
+
+    # --- the promises -----------------------------------------------------------------------
+
+    def _violate(self, promise: str, detail: str) -> None:
+        STATS[f"violation: {promise}"] += 1
+        raise Violation(f"{promise}: {detail}")
+
+    def _runs(self, model: ScheduleModel) -> list[Run]:
+        runs: list[Run] = []
+        token: str | None = None
+        while True:
+            page = self.observer.runs(model.schedule_id, 100, token)
+            runs.extend(page.items)
+            token = page.next_token
+            if token is None:
+                return runs
+
+    def _expected_slots(self, model: ScheduleModel, upto: datetime) -> Iterator[tuple[int, Slot]]:
+        """The slots due by ``upto`` while the schedule was active, each with the
+        version that was current for it."""
+        for number, version in sorted(model.versions.items()):
+            if version.first_due is None:
+                continue
+            end = upto if version.ends_at is None else min(upto, version.ends_at)
+            for slot in slots_after(version.spec, version.dst, version.first_due - _EPSILON):
+                if slot.scheduled_at > end:
+                    break
+                if not model.paused_around(slot.scheduled_at):
+                    yield number, slot
+
+    @invariant()
+    def promises_hold(self) -> None:
+        self._check()
+        self.checked = self.steps
+
+    def _check(self) -> None:
+        if not self.models:
+            return
+        by_key: dict[str, list[Run]] = defaultdict(list)
+        runs_of: dict[str, ScheduleModel] = {}
+        every: dict[str, Run] = {}
+        for model in self.models.values():
+            slots: dict[datetime, str] = {}
+            for run in self._runs(model):
+                by_key[run.business_key].append(run)
+                every[run.occurrence_id] = run
+                runs_of[run.occurrence_id] = model
+                version = model.versions.get(run.version)
+                if version is None:
+                    self._violate("a run of an unknown version", f"{model.label} {run}")
+                    return
+                if run.kind is RunKind.SCHEDULED:
+                    # One occurrence per slot, whatever the version.
+                    other = slots.setdefault(run.scheduled_at, run.occurrence_id)
+                    if other != run.occurrence_id:
+                        self._violate(
+                            "one occurrence per business key",
+                            f"{model.label} has {other} and {run.occurrence_id} "
+                            f"at {run.scheduled_at.isoformat()}",
+                        )
+                    # Promise 5: a version's slots come after its edit.
+                    if run.scheduled_at <= version.created_at:
+                        self._violate(
+                            "edits are never retroactive",
+                            f"{model.label} v{run.version} (made at "
+                            f"{version.created_at.isoformat()}) has a slot at "
+                            f"{run.scheduled_at.isoformat()}",
+                        )
+                    # Promise 6: no slot due while paused is admitted.
+                    if run.admitted_at is not None and model.paused_within(run.scheduled_at):
+                        self._violate(
+                            "pause admits nothing",
+                            f"{model.label}'s slot {run.scheduled_at.isoformat()} came due "
+                            f"while paused and was admitted at {run.admitted_at.isoformat()}",
+                        )
+                if run.admitted_at is not None and model.paused_within(run.admitted_at):
+                    self._violate(
+                        "pause admits nothing",
+                        f"{model.label}'s {run.kind.value} {run.scheduled_at.isoformat()} "
+                        f"admitted at {run.admitted_at.isoformat()}, while paused or deleted",
+                    )
+        for key, runs in by_key.items():
+            if len(runs) > 1:
+                self._violate("one occurrence per business key", f"{key}: {runs}")
+        # Promise 3 and 5, as the target saw them.
+        keys_by_slot: dict[str, set[str]] = defaultdict(set)
+        for call in self.target.calls:
+            run = every.get(call.key)
+            if run is None:
+                self._violate("one idempotency key per occurrence", f"unknown key {call.key}")
+                return
+            keys_by_slot[run.business_key].add(call.key)
+            if (call.schedule_id, call.version, call.scheduled_at) != (
+                run.schedule_id,
+                run.version,
+                run.scheduled_at,
+            ):
+                self._violate("one idempotency key per occurrence", f"{call} is not {run}")
+            model = runs_of[call.key]
+            expected = model.versions[run.version].payload
+            if call.payload != expected:
+                self._violate(
+                    "edits are never retroactive",
+                    f"{model.label}'s v{run.version} occurrence at "
+                    f"{run.scheduled_at.isoformat()} ran with {call.payload}, not {expected}",
+                )
+        for key, keys in keys_by_slot.items():
+            if len(keys) > 1:
+                self._violate("one idempotency key per occurrence", f"{key}: {sorted(keys)}")
+        # Promise 2: every slot due while active, up to the settled instant, has a record.
+        if self.settled_at is not None:
+            for model in self.models.values():
+                self._every_slot_recorded(model, self.settled_at)
+
+    def _summarized(self, model: ScheduleModel) -> list[tuple[datetime, datetime]]:
+        """The ranges that summary records count instead of one record per slot
+        (past the bound of records a resume or an edit writes one by one)."""
+        ranges = []
+        for run in self._runs(model):
+            if run.kind is RunKind.SUMMARY and run.reason:
+                first, _, last = run.reason.rpartition(", ")[2].partition(" to ")
+                ranges.append((utc(first), utc(last)))
+        return ranges
+
+    def _every_slot_recorded(self, model: ScheduleModel, upto: datetime) -> None:
+        now = self.clock.now()
+        summarized: list[tuple[datetime, datetime]] | None = None
+        for number, slot in self._expected_slots(model, upto):
+            key = new_occurrence(
+                model.schedule_id, number, slot, bucket=0, shard=0, materialized_at=now
+            ).business_key
+            if self.observer.get_by_business_key(key) is None:
+                if summarized is None:
+                    summarized = self._summarized(model)
+                if any(a <= slot.scheduled_at <= b for a, b in summarized):
+                    continue
+                self._violate(
+                    "no lost occurrence",
+                    f"{model.label} v{number}'s slot {slot.scheduled_at.isoformat()} "
+                    f"({slot.wall.isoformat()} fold {slot.fold}) came due while active, "
+                    f"before the pass at {upto.isoformat()}, and has no record",
+                )
+
+    # --- the end: settle, then nothing is left stuck ------------------------------------------
+
+    def teardown(self) -> None:
+        try:
+            if self.checked == self.steps:  # every step so far kept its promises
+                self._settle()
+        finally:
+            self.backend.close()
+
+    def _settle(self) -> None:
+        if not self.models:
+            return
+        for component in self.components.values():
+            component.plan.disarm()
+        end = self.clock.now()
+        # Longer than a message can stay out of sight: held back 15 minutes on
+        # top of the visibility timeout of a worker that died holding it.
+        for _ in range(40):
+            self.clock.advance(60)
+            self._tick("tick-a")
+            for _ in range(200):
+                if not self._deliver(0):
+                    break
+        stuck = [
+            f"{model.label} {run.kind.value} {run.scheduled_at.isoformat()} {run.status.value}"
+            for model in self.models.values()
+            for run in self._runs(model)
+            if run.scheduled_at <= end and not run.terminal
+        ]
+        if stuck:
+            self._violate("no run is left stuck", "; ".join(stuck))
+        self._check()

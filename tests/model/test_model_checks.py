@@ -1,0 +1,73 @@
+"""The model's checks can fail: replays of the machine over the real SQLite
+store, once as the code is and once with a defect planted, each defect one the
+campaign must report."""
+
+from __future__ import annotations
+
+import pytest
+
+from service.schedules import ScheduleService
+from tests.model.machine import Violation
+from tests.model.test_model import SqliteMachine
+
+
+def _edit_after_an_outage(machine: SqliteMachine) -> None:
+    machine.start_near_a_dst_night("london fall back")
+    label = machine.create("every 7 min", "catch_up_all, 3 attempts")
+    machine.promises_hold()
+    machine.long_outage(2)
+    machine.edit(label, "every 7 min", "catch_up_all, 3 attempts")
+    machine.promises_hold()
+    machine.tick("tick-a")
+    machine.promises_hold()
+
+
+def test_an_edit_after_an_outage_keeps_every_promise_in_the_model() -> None:
+    machine = SqliteMachine()
+    _edit_after_an_outage(machine)
+    machine.teardown()  # settles, then checks that nothing is stuck
+
+
+def test_the_model_reports_an_edit_that_loses_the_slots_due_in_an_outage(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    original = ScheduleService._missed
+
+    def forgetful(self: ScheduleService, schedule: object, now: object, reason: str, **kw: bool):  # type: ignore[no-untyped-def]
+        return [] if kw.get("wait") else original(self, schedule, now, reason, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ScheduleService, "_missed", forgetful)
+    machine = SqliteMachine()
+    try:
+        with pytest.raises(Violation, match="no lost occurrence"):
+            _edit_after_an_outage(machine)
+    finally:
+        machine.backend.close()
+
+
+def test_the_model_reports_a_target_call_with_the_parameters_of_another_version(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    machine = SqliteMachine()
+    try:
+        machine.start_near_a_dst_night("new-york fall back")
+        label = machine.create("every 7 min", "latest_only")
+        machine.time_passes(5 * 60 + 50)
+        machine.tick("tick-a")  # plans version 1's slot at 05:17
+        machine.edit(label, "every 7 min", "latest_only")
+        machine.time_passes(90)
+        machine.tick("tick-a")  # admits it
+        # The worker reads the current version instead of the occurrence's.
+        runs = machine.worker.runs
+        current = machine.observer.get(machine.models[label].schedule_id)
+        assert current is not None
+        monkeypatch.setattr(
+            type(runs._inner),  # type: ignore[attr-defined]
+            "get_version",
+            lambda self, sid, version: current.current,
+        )
+        machine.deliver(0)
+        with pytest.raises(Violation, match="never retroactive"):
+            machine.promises_hold()
+    finally:
+        machine.backend.close()

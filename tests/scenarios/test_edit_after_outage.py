@@ -1,0 +1,93 @@
+"""Promise 2 (no lost occurrence) across an edit made while every dispatcher
+was down: the slots of the old version that came due before the edit are
+recorded under that version, and its overdue policy decides what runs.
+
+Found by the model-based campaign (tests/model): an edit moved ``next_due``
+past the edit instant, and the slots between the old ``next_due`` and the
+edit were never recorded.
+"""
+
+from __future__ import annotations
+
+from domain.run import Reason, RunStatus
+from tests.conftest import FakeClock, World, utc
+
+WEBHOOK = {"type": "webhook", "url": "https://example.com/hook"}
+
+
+def _body(spec: dict, policy: dict, name: str = "job") -> dict:
+    return {"name": name, "spec": spec, "target": WEBHOOK, "policy": policy}
+
+
+def test_an_edit_after_an_outage_does_not_lose_the_slots_due_before_it(
+    world: World, clock: FakeClock
+) -> None:
+    # Given a schedule every 10 minutes that catches up on every missed slot
+    schedule, _ = world.schedules.create(
+        _body({"cron": "*/10 * * * *"}, {"overdue": "catch_up_all"})
+    )
+    sid = schedule.schedule_id
+    world.ticker().tick_once()
+    # When every dispatcher is down for an hour, and the schedule is edited then
+    clock.set(utc("2026-12-01T09:00:30Z"))
+    world.schedules.edit(sid, 1, _body({"cron": "*/15 * * * *"}, {"overdue": "catch_up_all"}))
+    world.ticker().tick_once()
+    # Then every slot of version 1 that came due before the edit is admitted, under version 1
+    runs = sorted(world.store.runs(sid, 100).items, key=lambda r: r.scheduled_at)
+    due = [r for r in runs if r.scheduled_at <= clock.now()]
+    assert [r.scheduled_at.isoformat() for r in due] == [
+        f"2026-12-01T{h:02d}:{m:02d}:00+00:00"
+        for h, m in [(8, 10), (8, 20), (8, 30), (8, 40), (8, 50), (9, 0)]
+    ]
+    assert {(r.version, r.status) for r in due} == {(1, RunStatus.ADMITTED)}
+    # And version 2 starts strictly after the edit
+    later = [r for r in runs if r.scheduled_at > clock.now()]
+    assert all(r.version == 2 for r in later)
+    assert world.schedules.get(sid).next_due == utc("2026-12-01T09:15:00Z")
+
+
+def test_an_edit_after_an_outage_lets_the_old_version_skip_what_latest_only_skips(
+    world: World, clock: FakeClock
+) -> None:
+    schedule, _ = world.schedules.create(_body({"cron": "*/10 * * * *"}, {}))
+    sid = schedule.schedule_id
+    world.ticker().tick_once()
+    clock.set(utc("2026-12-01T09:00:30Z"))
+    world.schedules.edit(sid, 1, _body({"cron": "*/15 * * * *"}, {}))
+    world.ticker().tick_once()
+    due = sorted(
+        (r for r in world.store.runs(sid, 100).items if r.scheduled_at <= clock.now()),
+        key=lambda r: r.scheduled_at,
+    )
+    assert len(due) == 6
+    assert [r.status for r in due] == [RunStatus.SKIPPED] * 5 + [RunStatus.ADMITTED]
+
+
+def test_an_edit_while_paused_after_an_outage_leaves_the_missed_slots_recorded(
+    world: World, clock: FakeClock
+) -> None:
+    # Given a schedule whose slots came due while every dispatcher was down
+    schedule, _ = world.schedules.create(
+        _body({"cron": "*/10 * * * *"}, {"overdue": "catch_up_all"})
+    )
+    sid = schedule.schedule_id
+    world.ticker().tick_once()
+    clock.set(utc("2026-12-01T09:00:30Z"))
+    # When it is paused, edited while paused, and resumed
+    world.schedules.pause(sid)
+    clock.advance(10)
+    world.schedules.edit(sid, 1, _body({"cron": "*/15 * * * *"}, {"overdue": "catch_up_all"}))
+    clock.advance(10)
+    world.schedules.resume(sid)
+    world.ticker().tick_once()
+    # Then each slot of version 1 due before the edit has its record, skipped (paused),
+    # as a resume without the edit would have recorded it
+    due = sorted(
+        (r for r in world.store.runs(sid, 100).items if r.scheduled_at <= clock.now()),
+        key=lambda r: r.scheduled_at,
+    )
+    assert [r.scheduled_at.isoformat() for r in due] == [
+        f"2026-12-01T{h:02d}:{m:02d}:00+00:00"
+        for h, m in [(8, 10), (8, 20), (8, 30), (8, 40), (8, 50), (9, 0)]
+    ]
+    assert {(r.version, r.status, r.reason) for r in due} == {(1, RunStatus.SKIPPED, Reason.PAUSED)}
