@@ -7,6 +7,11 @@ it loses nothing. ``--only`` runs a subset, so several processes can share one
 data directory: kill -9 the tick/worker process, start it again (or two at
 once), and nothing is duplicated or lost.
 
+On a machine with more than one core, delivery runs in two processes by
+default (``--worker-processes``): this one and a child ``--only worker`` on
+the same data directory, supervised like every part, stopped with the stack
+and, on Linux, killed with it.
+
 ``--store emulator`` runs the API, tick, worker and watchdog over moto in
 server mode with the DynamoDB, SQS and Secrets Manager adapters, to try the
 AWS code paths locally.
