@@ -30,6 +30,11 @@ SQLITE_BUSY = 5
 class Database:
     """A connection, the lock that serializes this process's use of it, and its schema."""
 
+    _lock: threading.RLock
+    _db: sqlite3.Connection
+    _busy_timeout_s: float
+    _busy_pragma: str
+
     def __init__(
         self,
         path: str | Path,
@@ -37,8 +42,22 @@ class Database:
         *,
         busy_timeout_s: float = 30.0,
         cache_kib: int | None = None,
+        connection_of: Database | None = None,
     ) -> None:
         self.path = str(path)
+        self._owns_connection = connection_of is None
+        if connection_of is not None:
+            # Another adapter's connection (and lock) on the same file: one page
+            # cache, and no waiting on each other for the write lock.
+            self._lock = connection_of._lock
+            self._db = connection_of._db
+            self._busy_timeout_s = connection_of._busy_timeout_s
+            self._busy_pragma = connection_of._busy_pragma
+            with self._write() as db:
+                for statement in schema.split(";"):
+                    if statement.strip():
+                        db.execute(statement)
+            return
         self._lock = threading.RLock()
         self._db = sqlite3.connect(
             self.path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False
@@ -64,6 +83,8 @@ class Database:
                     db.execute(statement)
 
     def close(self) -> None:
+        if not self._owns_connection:
+            return
         with self._lock:
             self._db.close()
 

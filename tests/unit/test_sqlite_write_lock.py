@@ -56,3 +56,22 @@ def test_a_write_gives_up_after_the_busy_timeout_and_changes_nothing(tmp_path: P
     assert waiter._db.execute("SELECT COUNT(*) FROM t").fetchone()[0] == 0
     assert waiter._db.execute("PRAGMA busy_timeout").fetchone()[0] == 300
     holder.close()
+
+
+def test_an_adapter_on_another_ones_connection_shares_it_and_leaves_its_closing_to_it(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "x.db"
+    owner = Database(path, SCHEMA)
+    guest = Database(
+        path, "CREATE TABLE IF NOT EXISTS u (k INTEGER PRIMARY KEY)", connection_of=owner
+    )
+    assert guest._db is owner._db and guest._lock is owner._lock
+    with guest._write() as db:
+        db.execute("INSERT INTO u VALUES (1)")
+    guest.close()
+    # the owner's connection is still open and sees the guest's table and row
+    assert owner._db.execute("SELECT k FROM u").fetchall() == [(1,)]
+    owner.close()
+    with pytest.raises(sqlite3.ProgrammingError):
+        guest._db.execute("SELECT 1")
