@@ -262,13 +262,13 @@ def worker_processes(args: argparse.Namespace) -> int:
     chosen: int | None = getattr(args, "worker_processes", None)
     if chosen is not None:
         return chosen
-    return default_worker_processes() if args.store == "sqlite" else 1
+    return default_worker_processes() if getattr(args, "store", "sqlite") == "sqlite" else 1
 
 
 def option_error(args: argparse.Namespace) -> str | None:
     """What is wrong with a combination of options (each one alone was parsed)."""
     chosen = getattr(args, "worker_processes", None)
-    if args.store == "emulator" and chosen is not None and chosen > 1:
+    if getattr(args, "store", "sqlite") == "emulator" and chosen is not None and chosen > 1:
         return (
             f"--worker-processes {chosen}: over the emulator the worker runs in one process "
             "(use --workers for more threads)"
@@ -586,7 +586,7 @@ class LocalStack:
             "--child-of",
             str(os.getpid()),
         ]
-        if self.args.metrics:
+        if getattr(self.args, "metrics", False):
             command.append("--metrics")
         root = str(Path(__file__).resolve().parent.parent)
         path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
