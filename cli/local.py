@@ -421,7 +421,8 @@ class LocalStack:
         for part in ("tick", "worker", "watchdog"):
             if part in self.parts and part not in self.loops:
                 self._spawn(part, builders[part]())
-        if "worker" in self.parts and self.args.store == "sqlite":
+        # More worker processes beside the built worker part (not one a caller replaced).
+        if "worker" in self.parts and "worker" not in self.loops and self.args.store == "sqlite":
             for number in range(2, self.worker_processes + 1):
                 name = f"worker-{number}"
                 self._spawn(name, self._worker_process_loop(name))
