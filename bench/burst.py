@@ -158,7 +158,7 @@ def seed(path: Path, n: int, url: str, due: datetime) -> None:
     """N schedules due at ``due`` (a 09:00 UTC), each with its signing secret, in bulk."""
     from adapters.secrets import new_secret
     from adapters.sqlite.secrets import SqliteSecretStore
-    from adapters.sqlite.store import SqliteStore
+    from adapters.sqlite.store import _SCHEDULE_COLUMNS, SqliteStore
     from domain.schedule import Schedule, ScheduleState, ScheduleVersion, parse_policy
     from domain.spec import next_slot, parse_spec
     from domain.targets import parse_target
@@ -182,7 +182,8 @@ def seed(path: Path, n: int, url: str, due: datetime) -> None:
         )
         versions.append(version)
     with store._write() as db:
-        db.executemany("INSERT INTO schedules VALUES (?,?,?,?,?,?,?,?,?)", rows)
+        marks = ",".join("?" * len(rows[0]))
+        db.executemany(f"INSERT INTO schedules ({_SCHEDULE_COLUMNS}) VALUES ({marks})", rows)
         for version in versions:
             SqliteStore._insert_version(db, version)
     with secrets._write() as db:

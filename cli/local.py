@@ -7,6 +7,11 @@ it loses nothing. ``--only`` runs a subset, so several processes can share one
 data directory: kill -9 the tick/worker process, start it again (or two at
 once), and nothing is duplicated or lost.
 
+On a machine with more than one core, delivery runs in two processes by
+default (``--worker-processes``): this one and a child ``--only worker`` on
+the same data directory, supervised like every part, stopped with the stack
+and, on Linux, killed with it.
+
 ``--store emulator`` runs the API, tick, worker and watchdog over moto in
 server mode with the DynamoDB, SQS and Secrets Manager adapters, to try the
 AWS code paths locally.
@@ -26,6 +31,7 @@ import logging
 import os
 import re
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -47,6 +53,10 @@ EXIT_CANNOT_START = 1
 EXIT_GAVE_UP = 3
 
 Loop = Callable[[], None]
+
+# How long a stopping worker process may take before it is killed: its
+# workers finish what they run (WorkerPool's drain, 10 s) first.
+WORKER_PROCESS_STOP_S = 15.0
 
 
 def parse_interval(text: str) -> float:
@@ -92,6 +102,29 @@ def parse_workers(text: str) -> int:
     return count
 
 
+MAX_WORKER_PROCESSES = 64
+
+
+def default_worker_processes() -> int:
+    """Delivery runs in as many processes as there are cores, up to two: one
+    process is bound to one core by Python's GIL (bench/burst.py)."""
+    return max(1, min(2, os.cpu_count() or 1))
+
+
+def parse_worker_processes(text: str) -> int:
+    """``--worker-processes``: a whole number of processes running delivery workers, 1 to 64."""
+    try:
+        count = int(text)
+    except ValueError:
+        count = 0
+    if not 1 <= count <= MAX_WORKER_PROCESSES:
+        raise argparse.ArgumentTypeError(
+            f"--worker-processes takes a whole number from 1 to {MAX_WORKER_PROCESSES} "
+            f"(got {text!r})"
+        )
+    return count
+
+
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "local",
@@ -118,8 +151,20 @@ def add_parser(subparsers: Any) -> None:
         type=parse_workers,
         default=8,
         metavar="N",
-        help="delivery worker threads (1-256, default 8): a slow target holds one of them",
+        help="delivery worker threads (1-256, default 8) in each worker process: a slow "
+        "target holds one of them",
     )
+    parser.add_argument(
+        "--worker-processes",
+        type=parse_worker_processes,
+        default=None,
+        metavar="N",
+        help="processes running delivery workers over the SQLite store (1-64; default: the "
+        f"number of cores up to 2, here {default_worker_processes()}); the first is this "
+        "process, the others are its children, restarted if they die",
+    )
+    # A worker process started by a stack: it ends when that stack's process does.
+    parser.add_argument("--child-of", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument(
         "--metrics", action="store_true", help="also print the CloudWatch EMF metric lines"
     )
@@ -206,6 +251,44 @@ def supervise(
 
 class CannotStart(Exception):
     """The stack cannot run here as asked; the message says what to change."""
+
+
+class WorkerProcessExited(Exception):
+    """A worker process of the stack ended while the stack was running."""
+
+
+def worker_processes(args: argparse.Namespace) -> int:
+    """How many processes run delivery workers, ``--worker-processes`` or its default."""
+    chosen: int | None = getattr(args, "worker_processes", None)
+    if chosen is not None:
+        return chosen
+    return default_worker_processes() if getattr(args, "store", "sqlite") == "sqlite" else 1
+
+
+def option_error(args: argparse.Namespace) -> str | None:
+    """What is wrong with a combination of options (each one alone was parsed)."""
+    chosen = getattr(args, "worker_processes", None)
+    if getattr(args, "store", "sqlite") == "emulator" and chosen is not None and chosen > 1:
+        return (
+            f"--worker-processes {chosen}: over the emulator the worker runs in one process "
+            "(use --workers for more threads)"
+        )
+    return None
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """A worker process started by a stack ends with it, even when the stack's
+    process is killed (SIGKILL): on Linux the kernel kills it then; elsewhere a
+    stack started from this process's parent is watched by ``LocalStack``."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent_pid:  # the stack was gone before that took effect
+        os._exit(EXIT_STOPPED)
 
 
 class _Server(Protocol):
@@ -299,6 +382,9 @@ class LocalStack:
         self.api_url: str | None = None
         self.echo_url: str | None = None
         self.emulator: Any = None
+        self.worker_processes = worker_processes(args)
+        # The running worker processes this stack started, by part name.
+        self.children: dict[str, subprocess.Popen[bytes]] = {}
 
     # --- composition ----------------------------------------------------------------
 
@@ -335,6 +421,14 @@ class LocalStack:
         for part in ("tick", "worker", "watchdog"):
             if part in self.parts and part not in self.loops:
                 self._spawn(part, builders[part]())
+        # More worker processes beside the built worker part (not one a caller replaced).
+        if "worker" in self.parts and "worker" not in self.loops and self.args.store == "sqlite":
+            for number in range(2, self.worker_processes + 1):
+                name = f"worker-{number}"
+                self._spawn(name, self._worker_process_loop(name))
+        parent = getattr(self.args, "child_of", None)
+        if parent is not None:
+            self._spawn("parent-watch", self._parent_watch_loop(parent))
         for part, loop in self.loops.items():
             self._spawn(part, loop)
         if self.args.store == "sqlite" and {"tick", "watchdog"} & set(self.parts):
@@ -468,8 +562,66 @@ class LocalStack:
         workers = self.args.workers
 
         def loop() -> None:
-            log("worker started", workers=workers)
+            log("worker started", workers=workers, pid=os.getpid())
             run_worker_loop(worker, queue, stop=self.stop, wait_s=wait_s, workers=workers)
+
+        return loop
+
+    def _worker_process_loop(self, name: str) -> Loop:
+        """A child process running a worker pool on the same SQLite file (the
+        queue's claims are safe across processes); the supervisor restarts it
+        if it dies, and the stack's stop ends it (SIGTERM, then SIGKILL)."""
+        command = [
+            sys.executable,
+            "-m",
+            "cli.main",
+            "local",
+            "--data-dir",
+            str(self.data_dir),
+            "--only",
+            "worker",
+            "--workers",
+            str(self.args.workers),
+            "--worker-processes",
+            "1",
+            "--child-of",
+            str(os.getpid()),
+        ]
+        if getattr(self.args, "metrics", False):
+            command.append("--metrics")
+        root = str(Path(__file__).resolve().parent.parent)
+        path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
+        env = {**os.environ, "PYTHONPATH": path}
+
+        def loop() -> None:
+            process = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL)
+            self.children[name] = process
+            log("worker process started", part=name, pid=process.pid)
+            try:
+                while process.poll() is None and not self.stop.wait(0.2):
+                    pass
+            finally:
+                if process.poll() is None:
+                    process.terminate()  # its workers finish what they run
+                    try:
+                        process.wait(WORKER_PROCESS_STOP_S)
+                    except subprocess.TimeoutExpired:
+                        process.kill()
+                        process.wait()
+                self.children.pop(name, None)
+            if not self.stop.wait(0.2):  # a Ctrl-C reaches the children first
+                raise WorkerProcessExited(
+                    f"worker process {process.pid} exited with status {process.returncode}"
+                )
+
+        return loop
+
+    def _parent_watch_loop(self, parent_pid: int) -> Loop:
+        def loop() -> None:
+            while not self.stop.wait(1.0):
+                if os.getppid() != parent_pid:
+                    log("the stack that started this worker process is gone; stopping")
+                    self.stop.set()
 
         return loop
 
@@ -576,6 +728,12 @@ class LocalStack:
                 running.append(f"tick (every {self.args.tick_interval:g}s)")
             elif part == "watchdog":
                 running.append(f"watchdog (every {self.args.watchdog_interval:g}s)")
+            elif part == "worker":
+                processes = self.worker_processes if self.args.store == "sqlite" else 1
+                running.append(
+                    f"worker ({self.args.workers} threads"
+                    + (f" in each of {processes} processes)" if processes > 1 else ")")
+                )
             else:
                 running.append(part)
         lines.append(f"  running:  {', '.join(running)}")
@@ -627,6 +785,13 @@ def run(args: argparse.Namespace, stack: LocalStack | None = None) -> int:
     if not args.metrics:
         os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
     os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "duetime")
+    problem = option_error(args)
+    if problem is not None:
+        print(f"duetime local: error: {problem}", file=sys.stderr)
+        return 2
+    parent = getattr(args, "child_of", None)
+    if parent is not None:
+        die_with_parent(parent)
     stack = stack or LocalStack(args)
 
     def on_signal(signum: int, frame: Any) -> None:
@@ -636,7 +801,8 @@ def run(args: argparse.Namespace, stack: LocalStack | None = None) -> int:
     code = EXIT_STOPPED
     try:
         stack.start()
-        print(stack.banner(), flush=True)
+        if parent is None:
+            print(stack.banner(), flush=True)
         while not stack.stop.wait(0.5):
             pass
         if stack.gave_up is not None:

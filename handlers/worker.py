@@ -415,15 +415,21 @@ def build_sqlite_worker(
 
     clock = clock or SystemClock()
     policy = address_policy or AddressPolicy.local()
+    runs = SqliteRunStore.open(str(db_path))
     worker = RunWorker(
-        SqliteRunStore.open(str(db_path)),
+        runs,
         targets or Targets.build(webhook=WebhookSender(secrets, policy)),
         clock,
         rng or random.Random(),
         telemetry=PowertoolsTelemetry(),
         config=WorkerConfig(held_lease_s=HELD_VISIBILITY_S),
     )
-    return worker, SqliteQueue(db_path, clock=clock, visibility_timeout_s=HELD_VISIBILITY_S)
+    # The queue shares the run store's connection: one page cache, and the
+    # pool's receives and deletes never wait on its own run writes.
+    queue = SqliteQueue(
+        db_path, clock=clock, visibility_timeout_s=HELD_VISIBILITY_S, connection_of=runs.store
+    )
+    return worker, queue
 
 
 class WorkerPool:

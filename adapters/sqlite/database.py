@@ -7,17 +7,33 @@ so two writers queue on the lock instead of failing half-way through.
 
 from __future__ import annotations
 
+import random
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 JOURNAL_SIZE_LIMIT = 32 * 1024 * 1024
 
+# Waiting for the write lock: SQLite's own busy handler sleeps 1, 2, 5, 10 ...
+# ms between tries, while a write transaction here holds the lock for well
+# under a millisecond; the write lock is waited for in steps of 0.1 ms
+# doubling to 2 ms instead (with jitter), so two processes (or the store and
+# the queue of one) take turns rather than one sleeping while the other runs.
+LOCK_WAIT_FIRST_S = 0.0001
+LOCK_WAIT_CAP_S = 0.002
+SQLITE_BUSY = 5
+
 
 class Database:
     """A connection, the lock that serializes this process's use of it, and its schema."""
+
+    _lock: threading.RLock
+    _db: sqlite3.Connection
+    _busy_timeout_s: float
+    _busy_pragma: str
 
     def __init__(
         self,
@@ -26,8 +42,22 @@ class Database:
         *,
         busy_timeout_s: float = 30.0,
         cache_kib: int | None = None,
+        connection_of: Database | None = None,
     ) -> None:
         self.path = str(path)
+        self._owns_connection = connection_of is None
+        if connection_of is not None:
+            # Another adapter's connection (and lock) on the same file: one page
+            # cache, and no waiting on each other for the write lock.
+            self._lock = connection_of._lock
+            self._db = connection_of._db
+            self._busy_timeout_s = connection_of._busy_timeout_s
+            self._busy_pragma = connection_of._busy_pragma
+            with self._write() as db:
+                for statement in schema.split(";"):
+                    if statement.strip():
+                        db.execute(statement)
+            return
         self._lock = threading.RLock()
         self._db = sqlite3.connect(
             self.path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False
@@ -44,13 +74,17 @@ class Database:
         self._db.execute(f"PRAGMA journal_size_limit={JOURNAL_SIZE_LIMIT}")
         if cache_kib is not None:
             self._db.execute(f"PRAGMA cache_size=-{int(cache_kib)}")
-        self._db.execute(f"PRAGMA busy_timeout={int(busy_timeout_s * 1000)}")
+        self._busy_timeout_s = busy_timeout_s
+        self._busy_pragma = f"PRAGMA busy_timeout={int(busy_timeout_s * 1000)}"
+        self._db.execute(self._busy_pragma)
         with self._write() as db:
             for statement in schema.split(";"):
                 if statement.strip():
                     db.execute(statement)
 
     def close(self) -> None:
+        if not self._owns_connection:
+            return
         with self._lock:
             self._db.close()
 
@@ -58,10 +92,35 @@ class Database:
     def _write(self) -> Iterator[sqlite3.Connection]:
         """One write transaction, holding the database's write lock from its start."""
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
+            self._begin_immediate()
             try:
                 yield self._db
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
             self._db.execute("COMMIT")
+
+    def _begin_immediate(self) -> None:
+        """``BEGIN IMMEDIATE``, waiting for the write lock in short steps (above)
+        up to the busy timeout; other statements keep SQLite's busy handler."""
+        db = self._db
+        db.execute("PRAGMA busy_timeout=0")
+        try:
+            deadline: float | None = None
+            pause = LOCK_WAIT_FIRST_S
+            while True:
+                try:
+                    db.execute("BEGIN IMMEDIATE")
+                    return
+                except sqlite3.OperationalError as error:
+                    if getattr(error, "sqlite_errorcode", SQLITE_BUSY) & 0xFF != SQLITE_BUSY:
+                        raise
+                    now = time.monotonic()
+                    if deadline is None:
+                        deadline = now + self._busy_timeout_s
+                    elif now >= deadline:
+                        raise
+                time.sleep(pause * random.uniform(0.5, 1.5))
+                pause = min(LOCK_WAIT_CAP_S, pause * 2)
+        finally:
+            db.execute(self._busy_pragma)

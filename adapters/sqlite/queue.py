@@ -86,8 +86,9 @@ class SqliteQueue(Database, DeliveryQueue, WorkQueue):
         busy_timeout_s: float = 30.0,
         poll_interval_s: float = 0.2,
         sleep: Callable[[float], None] = time.sleep,
+        connection_of: Database | None = None,
     ) -> None:
-        super().__init__(path, SCHEMA, busy_timeout_s=busy_timeout_s)
+        super().__init__(path, SCHEMA, busy_timeout_s=busy_timeout_s, connection_of=connection_of)
         self.clock = clock or SystemClock()
         self.visibility_timeout_s = visibility_timeout_s
         self.max_receive_count = max_receive_count

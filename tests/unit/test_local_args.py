@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import os
 import socket
 from pathlib import Path
 
 import pytest
 
-from cli.local import parse_interval, parse_parts, parse_workers
-from cli.main import main
+from cli.local import (
+    parse_interval,
+    parse_parts,
+    parse_worker_processes,
+    parse_workers,
+    worker_processes,
+)
+from cli.main import build_parser, main
 
 
 @pytest.mark.parametrize(
@@ -92,3 +99,54 @@ def test_a_bad_worker_count_stops_the_command_before_starting_anything(
     assert caught.value.code == 2
     assert "--workers takes a whole number from 1 to 256 (got '0')" in capsys.readouterr().err
     assert not data.exists()
+
+
+@pytest.mark.parametrize(("text", "count"), [("1", 1), ("2", 2), ("64", 64)])
+def test_worker_process_counts(text: str, count: int) -> None:
+    assert parse_worker_processes(text) == count
+
+
+@pytest.mark.parametrize("text", ["0", "-2", "65", "two", "1.5", ""])
+def test_bad_worker_process_counts_are_refused(text: str) -> None:
+    with pytest.raises(
+        argparse.ArgumentTypeError, match="--worker-processes takes a whole number from 1 to 64"
+    ):
+        parse_worker_processes(text)
+
+
+def test_a_bad_worker_process_count_stops_the_command_before_starting_anything(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    with pytest.raises(SystemExit) as caught:
+        main(["local", "--data-dir", str(data), "--worker-processes", "0"])
+    assert caught.value.code == 2
+    assert "--worker-processes takes a whole number from 1 to 64 (got '0')" in (
+        capsys.readouterr().err
+    )
+    assert not data.exists()
+
+
+def test_more_than_one_worker_process_over_the_emulator_is_refused_before_starting_anything(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    code = main(
+        ["local", "--data-dir", str(data), "--store", "emulator", "--worker-processes", "2"]
+    )
+    assert code == 2
+    assert "--worker-processes 2: over the emulator the worker runs in one process" in (
+        capsys.readouterr().err
+    )
+    assert not data.exists()
+
+
+def test_worker_processes_default_to_the_cores_up_to_two_over_sqlite_and_one_over_the_emulator(
+    tmp_path: Path,
+) -> None:
+    sqlite = build_parser().parse_args(["local", "--data-dir", str(tmp_path)])
+    emulator = build_parser().parse_args(
+        ["local", "--data-dir", str(tmp_path), "--store", "emulator"]
+    )
+    assert worker_processes(sqlite) == min(2, os.cpu_count() or 1)
+    assert worker_processes(emulator) == 1
