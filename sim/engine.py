@@ -22,6 +22,8 @@ import itertools
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeoutError
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -44,9 +46,18 @@ class Process:
     """One running invocation: a thread that runs only while the engine lets it."""
 
     def __init__(
-        self, engine: Engine, name: str, body: Callable[[], Any], deadline: float | None
+        self,
+        engine: Engine,
+        name: str,
+        body: Callable[[], Any],
+        deadline: float | None,
+        *,
+        parent: Process | None = None,
     ) -> None:
         self.engine = engine
+        # A strand: a thread the invocation ``parent`` started (its worker's pool).
+        # It runs in turn like any process, as part of its parent's invocation.
+        self.parent = parent
         self.name = name
         self.body = body
         self.deadline = deadline
@@ -81,7 +92,7 @@ class Process:
         self._go.set()
         self.engine._yielded.wait()
         self.engine._current = None
-        if self.done and self.engine.on_process_end is not None:
+        if self.done and self.parent is None and self.engine.on_process_end is not None:
             self.engine.on_process_end(self)
 
     def sleep(self, seconds: float) -> None:
@@ -183,6 +194,58 @@ class Engine:
 
     def _monotonic(self) -> float:
         return self.now - self.start.timestamp() + 1000.0
+
+
+class SimFuture(Future[Any]):
+    """A future whose ``result(timeout)`` waits in simulated time: the waiting
+    invocation sleeps in short steps, so the strands it waits for take their turns."""
+
+    STEP_S = 0.05
+
+    def result(self, timeout: float | None = None) -> Any:
+        end = None if timeout is None else time.monotonic() + timeout
+        while not self.done():
+            left = None if end is None else end - time.monotonic()
+            if left is not None and left <= 0:
+                raise FutureTimeoutError()
+            time.sleep(self.STEP_S if left is None else min(self.STEP_S, left))
+        return super().result(timeout=0)
+
+
+class SimExecutor:
+    """What an invocation's ``ThreadPoolExecutor`` becomes in the simulation: each
+    task is a strand of the invocation that submitted it, run in simulated time
+    alongside it (Lambda runs a function's threads at once; here they take turns
+    at their sleeps, as overlapping invocations do)."""
+
+    def __init__(self, engine: Engine, *args: Any, **kwargs: Any) -> None:
+        self.engine = engine
+        self._count = itertools.count(1)
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> SimFuture:
+        parent = self.engine.current()
+        if parent is None:
+            raise SimulationError("a thread pool is used outside an invocation")
+        future = SimFuture()
+
+        def body() -> None:
+            try:
+                future.set_result(fn(*args, **kwargs))
+            except BaseException as error:  # FunctionTimedOut included: the waiter sees it
+                future.set_exception(error)
+
+        strand = Process(
+            self.engine, f"{parent.name}/{next(self._count)}", body, parent.deadline, parent=parent
+        )
+        for name in ("function", "record", "out"):
+            if hasattr(parent, name):
+                setattr(strand, name, getattr(parent, name))
+        strand.on_activate = parent.on_activate
+        self.engine.at(self.engine.now, strand.resume)
+        return future
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        pass
 
 
 def aware(text: str) -> datetime:

@@ -118,7 +118,7 @@ class Simulation:
         self._stack.close()
 
     def _patch_code_seams(self) -> None:
-        """The two places the code waits on real time or a real socket."""
+        """The places the code waits on real time, a real socket or a real thread."""
         import time
 
         from adapters.targets import webhook
@@ -149,8 +149,16 @@ class Simulation:
 
         original_concurrency = store.CONCURRENCY
         setattr(store, "CONCURRENCY", 1)  # noqa: B010
+        # The worker runs a batch's records on a thread pool: here each record is a
+        # strand of its invocation, waiting (a slow target) in simulated time.
+        from handlers import worker
+        from sim.engine import SimExecutor
+
+        original_pool = getattr(worker, "ThreadPoolExecutor")  # noqa: B009
+        setattr(worker, "ThreadPoolExecutor", functools.partial(SimExecutor, self.engine))  # noqa: B010
 
         def restore() -> None:
+            setattr(worker, "ThreadPoolExecutor", original_pool)  # noqa: B010
             setattr(store, "CONCURRENCY", original_concurrency)  # noqa: B010
             setattr(tick, "run_tick", original_run_tick)  # noqa: B010
             setattr(webhook.WebhookSender, "_post", original_post)  # noqa: B010
