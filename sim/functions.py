@@ -152,6 +152,8 @@ class Function:
 
 _ENV_KEYS: set[str] = set()
 _CONTAINERS: dict[str, str] = {}  # handler module -> the function whose container it is now
+OBSERVABILITY = "handlers.observability"
+_ACTIVE: str | None = None  # the function whose invocation ran last
 
 
 def _switch_container(function: Function) -> None:
@@ -165,6 +167,12 @@ def _switch_container(function: Function) -> None:
     if _CONTAINERS.get(module_name) != function.key:
         _clear_caches(module_name)  # a cold start: nothing cached by another function survives
     _CONTAINERS[module_name] = function.key
+    global _ACTIVE
+    if function.key != _ACTIVE:
+        # Each function has its own process on Lambda, so its own logger and metrics,
+        # built from its own variables (the ``service`` dimension is the stack's name).
+        _clear_caches(OBSERVABILITY)
+        _ACTIVE = function.key
 
 
 def reset_containers() -> None:
@@ -172,6 +180,9 @@ def reset_containers() -> None:
     for module_name in _CONTAINERS:
         _clear_caches(module_name)
     _CONTAINERS.clear()
+    global _ACTIVE
+    _ACTIVE = None
+    _clear_caches(OBSERVABILITY)
     for key in _ENV_KEYS:
         os.environ.pop(key, None)
     _ENV_KEYS.clear()
