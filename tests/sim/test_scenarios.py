@@ -12,14 +12,6 @@ from typing import Any
 import pytest
 
 # What the simulator still shows on the tree as it stands, not yet explained.
-OPEN_NO_TICK_HEARTBEAT = (
-    "the simulator collects no TickHeartbeat datapoint from the tick's invocations, so the "
-    "heartbeat alarm is in ALARM from its third period on"
-)
-OPEN_NO_OVERDUE_ALARM = (
-    "the watchdog is no longer denied, yet the overdue alarm does not fire (its metric may "
-    "not reach the simulator, as with the tick's heartbeat)"
-)
 OPEN_LATENESS = "p99 start lateness in the short mixed run is still over 12 s"
 OPEN_TICK_NOT_CUT_OFF = "the stalled tick of the faults timeline is no longer cut off at 70 s"
 OPEN_NO_SEND_BATCH = "the short mixed run counts no sqs:SendMessageBatch request"
@@ -111,7 +103,6 @@ def test_idle_requests_per_window_stay_flat(idle: dict[str, Any]) -> None:
     assert max(requests) <= min(requests) * 1.05 + 5
 
 
-@pytest.mark.xfail(strict=True, reason=OPEN_NO_TICK_HEARTBEAT)
 def test_idle_alarms_that_watch_the_tick_stay_ok(idle: dict[str, Any]) -> None:
     assert not _alarm(idle, "Duetime", "TickHeartbeatMissing")["into_alarm_s"]
     assert not _alarm(idle, "Duetime", "TickErrors")["into_alarm_s"]
@@ -168,7 +159,6 @@ def test_faults_a_stalled_tick_is_cut_off_at_its_timeout(faults: dict[str, Any])
     assert any("Task timed out after 70 seconds" in e for e in faults["errors"])
 
 
-@pytest.mark.xfail(strict=True, reason=OPEN_NO_TICK_HEARTBEAT)
 def test_faults_the_heartbeat_alarm_fires_within_its_window_and_clears(
     faults: dict[str, Any],
 ) -> None:
@@ -185,7 +175,6 @@ def test_faults_an_always_failing_target_raises_the_dead_letter_alarm(
     assert _alarm(faults, "Duetime", "DeliveryDlqNotEmpty")["into_alarm_s"]
 
 
-@pytest.mark.xfail(strict=True, reason=OPEN_NO_OVERDUE_ALARM)
 def test_faults_a_schedule_gone_silent_raises_the_overdue_alarm(faults: dict[str, Any]) -> None:
     assert _alarm(faults, "Duetime", "SchedulesOverdue")["into_alarm_s"]
 
@@ -219,13 +208,11 @@ def test_two_stacks_the_stopped_stacks_heartbeat_alarm_fires(two_stacks: dict[st
     assert alarm["into_alarm_s"] and alarm["into_alarm_s"][0] <= 300 + 4 * 60
 
 
-@pytest.mark.xfail(strict=True, reason=OPEN_NO_TICK_HEARTBEAT)
 def test_two_stacks_the_live_stacks_tick_alarms_stay_ok(two_stacks: dict[str, Any]) -> None:
     for name in ("TickHeartbeatMissing", "TickErrors", "DispatchLagHigh", "DeliveryDlqNotEmpty"):
         assert not _alarm(two_stacks, "Duetime", name)["into_alarm_s"], name
 
 
-@pytest.mark.xfail(strict=True, reason=OPEN_NO_OVERDUE_ALARM)
 def test_two_stacks_the_live_stacks_alarms_all_stay_ok(two_stacks: dict[str, Any]) -> None:
     fired = [
         n for n, a in two_stacks["alarms"].items() if n.startswith("Duetime-") and a["into_alarm_s"]
