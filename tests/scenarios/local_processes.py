@@ -68,6 +68,23 @@ def start(data_dir: Path, *args: str) -> subprocess.Popen[bytes]:
     )
 
 
+def start_emulator_stack(data_dir: Path, port: int, emulator_port: int) -> subprocess.Popen[bytes]:
+    """API, tick and worker over the emulator (moto in server mode) on these ports."""
+    return start(
+        data_dir,
+        "--store",
+        "emulator",
+        "--port",
+        str(port),
+        "--emulator-port",
+        str(emulator_port),
+        "--echo-port",
+        "0",
+        "--only",
+        "api,tick,worker",
+    )
+
+
 def stop(process: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> None:
     process.send_signal(sig)
     process.wait(timeout=20)

@@ -9,13 +9,18 @@ occurrence's idempotency key, and the API shows those runs succeeded.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.scenarios.local_processes import Receiver, call, free_port, stop, wait_for
+from tests.scenarios.local_processes import (
+    Receiver,
+    call,
+    free_port,
+    start_emulator_stack,
+    stop,
+    wait_for,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -25,29 +30,7 @@ def test_the_emulator_stack_runs_the_worker_and_delivers(
 ) -> None:
     port, emulator_port = free_port(), free_port()
     api = f"http://127.0.0.1:{port}"
-    stack = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "cli.main",
-            "local",
-            "--store",
-            "emulator",
-            "--port",
-            str(port),
-            "--emulator-port",
-            str(emulator_port),
-            "--echo-port",
-            "0",
-            "--only",
-            "api,tick,worker",
-            "--data-dir",
-            str(tmp_path),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        cwd=Path(__file__).resolve().parents[2],
-    )
+    stack = start_emulator_stack(tmp_path, port, emulator_port)
     try:
         wait_for(lambda: call("GET", f"{api}/health") is not None, 20, "the API")
         schedule = call(

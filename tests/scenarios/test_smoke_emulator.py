@@ -9,15 +9,13 @@ schedule it created is gone.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import boto3
 import pytest
 
 from cli.main import main
-from tests.scenarios.local_processes import call, free_port, stop, wait_for
+from tests.scenarios.local_processes import call, free_port, start_emulator_stack, stop, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -28,29 +26,7 @@ def test_smoke_passes_against_the_emulator_stack_and_cleans_up(
     port, emulator_port = free_port(), free_port()
     api = f"http://127.0.0.1:{port}"
     endpoint = f"http://127.0.0.1:{emulator_port}"
-    stack = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "cli.main",
-            "local",
-            "--store",
-            "emulator",
-            "--port",
-            str(port),
-            "--emulator-port",
-            str(emulator_port),
-            "--echo-port",
-            "0",
-            "--only",
-            "api,tick,worker",
-            "--data-dir",
-            str(tmp_path),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        cwd=Path(__file__).resolve().parents[2],
-    )
+    stack = start_emulator_stack(tmp_path, port, emulator_port)
     try:
         wait_for(lambda: call("GET", f"{api}/health") is not None, 20, "the API")
         queue_url = boto3.client("sqs", endpoint_url=endpoint).create_queue(
