@@ -16,18 +16,18 @@ delivers, so no target is ever called and no network is used.
 
 from __future__ import annotations
 
-import base64
 import tempfile
 from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import quote
 
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
 
 from handlers.api import ApiServices, build_services, handler
+from handlers.local_http import from_response, to_event
 from handlers.settings import Settings
 
 pytestmark = pytest.mark.fuzz
@@ -83,65 +83,32 @@ CONFIG = {
 
 
 def _event(environ: dict[str, Any]) -> dict[str, Any]:
-    """The API Gateway REST proxy event for one WSGI request."""
-    method = str(environ["REQUEST_METHOD"]).upper()
-    # WSGI hands the path over as latin-1 text of the raw (decoded) bytes.
+    """The API Gateway REST proxy event for one WSGI request, made as the local
+    server makes it (``handlers.local_http.to_event``)."""
+    # WSGI hands the path over decoded, as latin-1 text of its bytes.
     path = str(environ.get("PATH_INFO") or "/").encode("latin-1").decode("utf-8", "replace")
-    headers: dict[str, str] = {}
-    for key, value in environ.items():
-        if key.startswith("HTTP_"):
-            headers[key[5:].replace("_", "-").title()] = str(value)
-    for key in ("CONTENT_TYPE", "CONTENT_LENGTH"):
-        if environ.get(key):
-            headers[key.replace("_", "-").title()] = str(environ[key])
+    query = str(environ.get("QUERY_STRING") or "")
+    target = quote(path, safe="/") + (f"?{query}" if query else "")
+    headers = [
+        (key[5:].replace("_", "-").title(), str(value))
+        for key, value in environ.items()
+        if key.startswith("HTTP_")
+    ]
+    headers += [
+        (key.replace("_", "-").title(), str(environ[key]))
+        for key in ("CONTENT_TYPE", "CONTENT_LENGTH")
+        if environ.get(key)
+    ]
     length = int(environ.get("CONTENT_LENGTH") or 0)
     body = environ["wsgi.input"].read(length) if length > 0 else b""
-    query = parse_qs(str(environ.get("QUERY_STRING") or ""), keep_blank_values=True)
-    text: str | None = None
-    encoded = False
-    if body:
-        try:
-            text = body.decode("utf-8")
-        except UnicodeDecodeError:
-            text, encoded = base64.b64encode(body).decode("ascii"), True
-    return {
-        "resource": "/{proxy+}",
-        "path": path,
-        "httpMethod": method,
-        "headers": headers or None,
-        "multiValueHeaders": {k: [v] for k, v in headers.items()} or None,
-        "queryStringParameters": {k: v[-1] for k, v in query.items()} or None,
-        "multiValueQueryStringParameters": query or None,
-        "pathParameters": {"proxy": path.lstrip("/")},
-        "stageVariables": None,
-        "requestContext": {
-            "resourcePath": "/{proxy+}",
-            "httpMethod": method,
-            "path": f"/fuzz{path}",
-            "stage": "fuzz",
-            "requestId": "fuzz",
-            "identity": {"sourceIp": "127.0.0.1"},
-        },
-        "body": text,
-        "isBase64Encoded": encoded,
-    }
+    return to_event(str(environ["REQUEST_METHOD"]), target, headers, body)
 
 
 def serve_api(services: ApiServices) -> WsgiApp:
     """The one place that decides how the fuzzer reaches the handler."""
 
     def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-        result = handler(_event(environ), None, service=services)
-        headers: list[tuple[str, str]] = []
-        multi = result.get("multiValueHeaders") or {}
-        for name, values in multi.items():
-            headers.extend((str(name), str(value)) for value in values)
-        for name, value in (result.get("headers") or {}).items():
-            if name not in multi:
-                headers.append((str(name), str(value)))
-        body = result.get("body") or ""
-        data = base64.b64decode(body) if result.get("isBase64Encoded") else body.encode()
-        status = int(result["statusCode"])
+        status, headers, data = from_response(handler(_event(environ), None, service=services))
         start_response(f"{status} {_reason(status)}", headers)
         return [data]
 
