@@ -14,7 +14,6 @@ one succeeded run each; the median of the rounds is reported.
 from __future__ import annotations
 
 import argparse
-import os
 import platform
 import statistics
 import sys
@@ -26,13 +25,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-for _name, _value in {
-    "AWS_DEFAULT_REGION": "us-east-1",
-    "AWS_ACCESS_KEY_ID": "testing",
-    "AWS_SECRET_ACCESS_KEY": "testing",
-}.items():
-    os.environ[_name] = _value
-os.environ.pop("AWS_ENDPOINT_URL", None)
+from bench.moto_env import use_dummy_aws_env
+
+use_dummy_aws_env()
 
 import boto3  # noqa: E402
 from moto import mock_aws  # noqa: E402
