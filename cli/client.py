@@ -29,6 +29,7 @@ class ApiError(DuetimeError):
             text += f" (field: {field})"
         super().__init__(text)
         self.status = status
+        self.message = message
         self.field = field
 
 
