@@ -135,7 +135,9 @@ def add_parsers(subparsers: Any) -> None:
     backfill.add_argument(
         "--from", dest="start", required=True, help="an instant (2026-11-23T00:00:00Z) or 2d ago"
     )
-    backfill.add_argument("--to", dest="end", default="now", help="an instant or 1h ago (default now)")
+    backfill.add_argument(
+        "--to", dest="end", default="now", help="an instant or 1h ago (default now)"
+    )
     backfill.set_defaults(run=_backfill)
 
     acknowledge = action(
@@ -396,9 +398,7 @@ def _backfill(args: argparse.Namespace) -> int:
         "end_at": when_text(args.end, now, "--to"),
     }
     with Progress(f"backfilling {body['start_at']} to {body['end_at']}"):
-        answer = client_for(args).request(
-            "POST", f"/schedules/{args.schedule_id}/backfill", body
-        )
+        answer = client_for(args).request("POST", f"/schedules/{args.schedule_id}/backfill", body)
     runs = answer.body.get("runs") or []
     created = answer.body.get("created", len(runs))
     table = f"created {created} occurrence{'s' if created != 1 else ''} (kind backfill)"
@@ -409,9 +409,7 @@ def _backfill(args: argparse.Namespace) -> int:
 
 def _acknowledge(args: argparse.Namespace) -> int:
     body = {"note": args.note} if args.note else {}
-    answer = client_for(args).request(
-        "POST", f"/schedules/{args.schedule_id}/acknowledge", body
-    )
+    answer = client_for(args).request("POST", f"/schedules/{args.schedule_id}/acknowledge", body)
     data = answer.body
     if isinstance(data, dict) and "id" in data and "spec" in data:
         page = render.schedule_table(data)

@@ -40,7 +40,7 @@ def rows(headers: list[str], table: Iterable[list[Any]]) -> str:
 
 
 def span(seconds: float | None) -> str:
-    """A number of seconds as a person reads it: ``0.4s``, ``12s``, ``2m05s``, ``3h10m``, ``2d4h``."""
+    """Seconds as a person reads them: ``0.4s``, ``12s``, ``2m05s``, ``3h10m``, ``2d4h``."""
     if seconds is None:
         return ""
     sign = "-" if seconds < 0 else ""
@@ -262,7 +262,13 @@ def schedules_table(items: Iterable[Mapping[str, Any]]) -> str:
     return rows(
         ["ID", "NAME", "VERSION", "STATE", "SPEC"],
         [
-            [s.get("id"), s.get("name"), s.get("version"), status_of(s), spec_text(s.get("spec") or {})]
+            [
+                s.get("id"),
+                s.get("name"),
+                s.get("version"),
+                status_of(s),
+                spec_text(s.get("spec") or {}),
+            ]
             for s in items
         ],
     )
@@ -330,8 +336,10 @@ def runs_table(items: Iterable[Mapping[str, Any]]) -> str:
     )
 
 
-_RUN_KEYS = ["occurrence_id", "schedule_id", "version", "status", "kind", "attempts",
-             "scheduled_at", "local", "admitted_at", "started_at", "finished_at", "reason"]  # fmt: skip
+_RUN_KEYS = [
+    "occurrence_id", "schedule_id", "version", "status", "kind", "attempts",
+    "scheduled_at", "local", "admitted_at", "started_at", "finished_at", "reason",
+]  # fmt: skip
 
 
 def attempts_table(attempts: Iterable[Mapping[str, Any]]) -> str:

@@ -21,6 +21,8 @@ from domain.timeparse import format_instant
 STATUSES = [s.value for s in RunStatus]
 KINDS = [k.value for k in RunKind]
 FOLLOW_PAGE = 100
+# How follow waits between polls (tests replace it).
+_sleep = time.sleep
 # How many runs follow reads one by one per poll: those it saw unfinished that
 # have left the newest page.
 FOLLOW_STRAYS = 20
@@ -125,9 +127,7 @@ def _filter_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--order", choices=["newest", "oldest"], default=None, help="by scheduled_at (newest)"
     )
-    parser.add_argument(
-        "--planned", action="store_true", help="include occurrences still to come"
-    )
+    parser.add_argument("--planned", action="store_true", help="include occurrences still to come")
 
 
 def _names(values: list[str] | None, allowed: list[str], flag: str) -> str | None:
@@ -309,6 +309,8 @@ def _follow(args: argparse.Namespace) -> int:
             as_json=args.json,
             out=sys.stdout,
             err=sys.stderr,
+            sleep=_sleep,
+            now=utc_now,
         )
     except KeyboardInterrupt:
         return 0
