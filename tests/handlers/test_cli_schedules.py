@@ -1,0 +1,328 @@
+"""`duetime schedules ...` end to end against the API handler served on 127.0.0.1:
+create's policy flags, an edit that changes only what is given, backfill, delete."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from cli import runs
+from cli.main import main
+from handlers.local_http import ApiServer
+
+Run = Callable[..., tuple[int, str, str]]
+
+
+@pytest.fixture
+def duetime(capsys: pytest.CaptureFixture[str], server: ApiServer) -> Run:
+    def run(*argv: str) -> tuple[int, str, str]:
+        code = main([*argv, "--api-url", server.url])
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run
+
+
+def as_json(run: Run, *argv: str) -> Any:
+    code, out, err = run(*argv, "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def refused(run: Run, *argv: str) -> str:
+    code, out, err = run(*argv)
+    assert (code, out) == (2, "")
+    assert "Traceback" not in err
+    return err
+
+
+def create(run: Run, *extra: str) -> dict[str, Any]:
+    body: dict[str, Any] = as_json(
+        run, "schedules", "create", "--name", "sales report", "--cron", "0 9 * * MON-FRI",
+        "--tz", "Europe/London", "--webhook", "https://example.com/hook",
+        "--payload", '{"report": "sales"}', *extra,
+    )  # fmt: skip
+    return body
+
+
+def schedule_ids(run: Run) -> list[str]:
+    return [s["id"] for s in as_json(run, "schedules", "list")["schedules"]]
+
+
+def test_create_takes_a_flag_for_every_policy_field(duetime: Run) -> None:
+    created = create(
+        duetime, "--overdue", "expire", "--catchup-window", "30m", "--dst-gap", "shift",
+        "--dst-fold", "both", "--overlap", "skip", "--max-attempts", "3", "--retry-base", "2s",
+        "--retry-cap", "PT1M", "--run-timeout", "5m", "--grace", "1h",
+    )  # fmt: skip
+    assert created["policy"] == {
+        "overdue": "expire",
+        "catchup_window": "PT30M",
+        "dst_gap": "shift",
+        "dst_fold": "both",
+        "overlap": "skip",
+        "retry": {"max_attempts": 3, "base": "PT2S", "cap": "PT1M"},
+        "run_timeout": "PT5M",
+        "grace": "PT1H",
+    }
+
+
+def test_policy_flags_win_over_the_policy_json(duetime: Run) -> None:
+    created = create(
+        duetime, "--policy", '{"overlap": "skip", "retry": {"max_attempts": 2}}',
+        "--max-attempts", "4",
+    )  # fmt: skip
+    assert created["policy"]["overlap"] == "skip"
+    assert created["policy"]["retry"]["max_attempts"] == 4
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--grace", "soon"], "argument --grace: 'soon' is not a duration such as 30s"),
+        (["--run-timeout", "0s"], "argument --run-timeout: '0s': the duration must be longer"),
+        (["--retry-cap", "P1M"], "years and months are not fixed lengths"),
+        (["--overdue", "never"], "argument --overdue: invalid choice: 'never'"),
+        (["--dst-gap", "jump"], "argument --dst-gap: invalid choice"),
+        (["--max-attempts", "many"], "argument --max-attempts: invalid int value"),
+        (["--every", "often"], "argument --every: 'often' is not a duration"),
+    ],
+)
+def test_bad_flags_are_refused_before_anything_is_created(
+    duetime: Run, capsys: pytest.CaptureFixture[str], flags: list[str], message: str
+) -> None:
+    with pytest.raises(SystemExit) as stop:
+        create(duetime, *flags)
+    assert stop.value.code == 2
+    assert message in capsys.readouterr().err
+    assert schedule_ids(duetime) == []
+
+
+@pytest.mark.parametrize(
+    ("flags", "field"),
+    [
+        (["--max-attempts", "0"], "policy.retry.max_attempts"),
+        (["--run-timeout", "2d"], "policy.run_timeout"),
+        (["--catchup-window", "1h"], "policy.catchup_window"),  # only with --overdue expire
+    ],
+)
+def test_values_the_api_refuses_name_the_policy_field(
+    duetime: Run, flags: list[str], field: str
+) -> None:
+    err = refused(
+        duetime, "schedules", "create", "--name", "x", "--every", "1h",
+        "--webhook", "https://example.com/h", *flags,
+    )  # fmt: skip
+    assert "HTTP 422" in err and field in err
+    assert schedule_ids(duetime) == []
+
+
+def test_edit_changes_only_the_name(duetime: Run) -> None:
+    created = create(duetime, "--overdue", "expire", "--catchup-window", "1h", "--grace", "2h")
+    edited = as_json(duetime, "schedules", "edit", created["id"], "--name", "sales report v2")
+    assert edited["version"] == 2
+    assert edited["name"] == "sales report v2"
+    for key in ("spec", "policy", "target", "payload", "next_occurrences", "state"):
+        assert edited[key] == created[key], key
+
+
+def test_edit_of_an_every_schedule_keeps_its_rhythm(duetime: Run) -> None:
+    created = as_json(
+        duetime, "schedules", "create", "--name", "sync", "--every", "7m",
+        "--webhook", "https://example.com/h",
+    )  # fmt: skip
+    edited = as_json(duetime, "schedules", "edit", created["id"], "--name", "sync 2")
+    assert edited["spec"]["every"] == "PT7M"
+    assert edited["spec"]["anchor_at"] == created["spec"]["anchor_at"]
+    assert edited["next_occurrences"] == created["next_occurrences"]
+
+
+def test_edit_changes_one_policy_field_and_leaves_the_others(duetime: Run) -> None:
+    created = create(duetime, "--overlap", "skip", "--max-attempts", "3")
+    edited = as_json(duetime, "schedules", "edit", created["id"], "--retry-cap", "2m")
+    assert edited["policy"] == {
+        **created["policy"],
+        "retry": {**created["policy"]["retry"], "cap": "PT2M"},
+    }
+    assert edited["name"] == created["name"] and edited["spec"] == created["spec"]
+
+
+def test_edit_leaving_expire_drops_the_catchup_window(duetime: Run) -> None:
+    created = create(duetime, "--overdue", "expire", "--catchup-window", "1h")
+    edited = as_json(duetime, "schedules", "edit", created["id"], "--overdue", "latest_only")
+    assert edited["policy"]["overdue"] == "latest_only"
+    assert edited["policy"]["catchup_window"] is None
+
+
+def test_edit_of_the_spec_keeps_the_zone(duetime: Run) -> None:
+    created = create(duetime)
+    edited = as_json(duetime, "schedules", "edit", created["id"], "--cron", "0 10 * * *")
+    assert edited["spec"]["cron"] == "0 10 * * *"
+    assert edited["spec"]["time_zone"] == "Europe/London"
+
+
+def test_edit_of_a_webhook_url_keeps_its_headers(duetime: Run) -> None:
+    created = as_json(
+        duetime, "schedules", "create", "--name", "x", "--every", "1h",
+        "--target", '{"type": "webhook", "url": "https://a.example.com/", '
+        '"headers": {"X-Team": "ops"}, "timeout_s": 5}',
+    )  # fmt: skip
+    edited = as_json(
+        duetime, "schedules", "edit", created["id"], "--webhook", "https://b.example.com/"
+    )
+    assert edited["target"]["url"] == "https://b.example.com/"
+    assert edited["target"]["headers"] == {"X-Team": "ops"}
+    assert edited["target"]["timeout_s"] == 5
+
+
+def test_edit_with_a_stale_version_gets_the_412_message_and_changes_nothing(
+    duetime: Run,
+) -> None:
+    sid = create(duetime)["id"]
+    as_json(duetime, "schedules", "edit", sid, "--name", "second")
+    err = refused(duetime, "schedules", "edit", sid, "--version", "1", "--name", "third")
+    assert "HTTP 412" in err
+    assert f"read it again (duetime schedules describe {sid})" in err
+    now = as_json(duetime, "schedules", "show", sid)
+    assert (now["version"], now["name"]) == (2, "second")
+
+
+def test_edit_with_the_current_version_given_goes_through(duetime: Run) -> None:
+    sid = create(duetime)["id"]
+    assert (
+        as_json(duetime, "schedules", "edit", sid, "--version", "1", "--name", "n")["version"] == 2
+    )
+
+
+def test_edit_without_a_change_is_refused_and_writes_nothing(duetime: Run) -> None:
+    sid = create(duetime)["id"]
+    assert "give at least one flag" in refused(duetime, "schedules", "edit", sid)
+    assert as_json(duetime, "schedules", "show", sid)["version"] == 1
+
+
+def test_edit_of_an_unknown_schedule_is_a_404(duetime: Run) -> None:
+    assert "HTTP 404" in refused(duetime, "schedules", "edit", "sch_missing", "--name", "x")
+
+
+def test_edit_refused_by_the_api_names_the_field_and_changes_nothing(duetime: Run) -> None:
+    sid = create(duetime)["id"]
+    err = refused(duetime, "schedules", "edit", sid, "--cron", "61 * * * *")
+    assert "spec.cron" in err
+    assert as_json(duetime, "schedules", "show", sid)["version"] == 1
+
+
+def test_delete_prints_deleted_never_active(duetime: Run) -> None:
+    sid = create(duetime)["id"]
+    code, out, _ = duetime("schedules", "delete", sid)
+    assert code == 0
+    state = next(line for line in out.splitlines() if line.startswith("state:"))
+    assert state.startswith("state:    deleted")
+    assert "active" not in out
+    assert "next:" not in out
+
+
+def test_pause_shows_its_note_and_list_shows_paused(duetime: Run) -> None:
+    sid = create(duetime)["id"]
+    code, out, _ = duetime("schedules", "pause", sid, "--note", "quarter close")
+    assert "state:    paused (quarter close)" in out
+    code, out, _ = duetime("schedules", "list")
+    assert code == 0
+    assert out.splitlines()[1].split()[:5] == [sid, "sales", "report", "1", "paused"]
+
+
+def test_backfill_creates_the_missing_occurrences_once(duetime: Run) -> None:
+    # The API's clock stands at 2026-12-01T08:00Z (a Tuesday); 09:00 London on
+    # Monday 30 November is 09:00Z, Friday 27 November too.
+    sid = create(duetime)["id"]
+    argv = ("schedules", "backfill", sid, "--from", "2026-11-27T00:00:00Z",
+            "--to", "2026-11-30T23:00:00Z")  # fmt: skip
+    code, out, _ = duetime(*argv)
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == "created 2 occurrences (kind backfill)"
+    assert [line.split()[1:3] for line in lines[2:]] == [["scheduled", "backfill"]] * 2
+    again = as_json(duetime, *argv)
+    assert again["created"] == 0
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--from", "last week"], "--from: 'last week' is neither a time ago"),
+        (["--from", "2026-11-27T00:00:00"], "--from:"),
+        (["--from", "1d", "--to", "the end"], "--to:"),
+    ],
+)
+def test_backfill_refuses_bad_instants_before_sending(
+    duetime: Run, flags: list[str], message: str
+) -> None:
+    sid = create(duetime)["id"]
+    assert message in refused(duetime, "schedules", "backfill", sid, *flags)
+    assert as_json(duetime, "runs", "list", sid, "--planned")["runs"] == []
+
+
+def test_backfill_refused_by_the_api_is_one_line(duetime: Run) -> None:
+    sid = create(duetime)["id"]
+    err = refused(
+        duetime, "schedules", "backfill", sid, "--from", "2026-11-30T00:00:00Z",
+        "--to", "2026-11-20T00:00:00Z",
+    )  # fmt: skip
+    assert "HTTP 422" in err
+
+
+def test_backfill_of_a_paused_schedule_is_a_409(duetime: Run) -> None:
+    sid = create(duetime)["id"]
+    duetime("schedules", "pause", sid)
+    err = refused(
+        duetime, "schedules", "backfill", sid, "--from", "2026-11-27T00:00:00Z",
+        "--to", "2026-11-30T23:00:00Z",
+    )  # fmt: skip
+    assert "HTTP 409" in err
+
+
+def test_describe_of_a_new_schedule(duetime: Run) -> None:
+    sid = create(duetime, "--max-attempts", "3")["id"]
+    code, out, _ = duetime("schedules", "describe", sid)
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == f"sales report  ({sid})"
+    assert "  status:   active" in lines
+    assert "  spec:     cron 0 9 * * MON-FRI (Europe/London)" in lines
+    assert any("retry up to 3 attempts" in line for line in lines)
+    assert "Next occurrences" in lines
+    assert any(line.split()[:2] == ["2026-12-01T09:00:00+00:00", "2026-12-01T09:00:00Z"]
+               for line in lines)  # fmt: skip
+
+
+def test_describe_shows_a_triggered_run(duetime: Run) -> None:
+    sid = create(duetime)["id"]
+    run = as_json(duetime, "schedules", "trigger", sid)
+    code, out, _ = duetime("schedules", "describe", sid)
+    assert code == 0
+    recent = out.split("Recent runs\n")[1].split("\n\n")[0]
+    assert run["occurrence_id"] in recent
+
+
+def test_follow_sees_a_triggered_run_appear_and_stops_on_ctrl_c(
+    duetime: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sid = create(duetime)["id"]
+    triggered: list[dict[str, Any]] = []
+
+    def sleep(_: float) -> None:
+        if triggered:
+            raise KeyboardInterrupt
+        code, out, _ = duetime("schedules", "trigger", sid, "--json")
+        assert code == 0
+        triggered.append(json.loads(out))
+
+    monkeypatch.setattr(runs, "_sleep", sleep)
+    code, out, _ = duetime("runs", "follow", sid, "--json", "--last", "0")
+    assert code == 0
+    events = [json.loads(line) for line in out.splitlines()]
+    assert [(e["event"], e["run"]["occurrence_id"]) for e in events] == [
+        ("new", triggered[0]["occurrence_id"])
+    ]
