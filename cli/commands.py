@@ -336,8 +336,8 @@ def _describe(args: argparse.Namespace) -> int:
     client = client_for(args)
     with Progress(f"reading {args.schedule_id}") as progress:
         body = client.request("GET", f"/schedules/{args.schedule_id}").body
-        if "recent_runs" not in body:
-            # An API without the field: read the last runs the list way.
+        if body.get("recent_runs") is None:
+            # An answer without them (an older API): read the last runs the list way.
             progress.update(f"reading the runs of {args.schedule_id}")
             runs = client.request(
                 "GET", f"/schedules/{args.schedule_id}/runs", query={"limit": 5}
