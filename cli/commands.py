@@ -384,8 +384,8 @@ def _edit(args: argparse.Namespace) -> int:
         if error.status == 412:
             raise ApiError(
                 412,
-                f"{error.message}; read it again (duetime schedules describe "
-                f"{args.schedule_id}) and edit from there",
+                f"{error.message} (duetime schedules describe {args.schedule_id} "
+                "shows the current version)",
             ) from None
         raise
     return _print(args, answer.body, render.schedule_table(answer.body))

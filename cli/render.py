@@ -147,7 +147,8 @@ def policy_lines(policy: Mapping[str, Any]) -> list[str]:
         f"{overdue}, overlap {policy.get('overlap')}",
         f"dst gap {policy.get('dst_gap')}, dst fold {policy.get('dst_fold')}",
         f"retry up to {retry.get('max_attempts')} attempts, backoff {retry.get('base')} "
-        f"to {retry.get('cap')}; run timeout {policy.get('run_timeout')}; grace {grace}",
+        f"to {retry.get('cap')}",
+        f"run timeout {policy.get('run_timeout')}, grace {grace}",
     ]
 
 
@@ -203,8 +204,7 @@ def describe_page(s: Mapping[str, Any]) -> str:
     lines = [
         f"{shown(s.get('name'))}  ({shown(s.get('id'))})",
         f"  status:   {status_text(s)}",
-        f"  version:  {s.get('version')} (created {s.get('created_at')}, "
-        f"changed {s.get('updated_at')})",
+        f"  version:  {s.get('version')} (schedule created {s.get('created_at')})",
         f"  spec:     {spec_text(s.get('spec') or {})}",
         f"  target:   {target_text(s.get('target') or {})}",
         f"  payload:  {shown(compact_json(s.get('payload') or {}))}",

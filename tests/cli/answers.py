@@ -24,7 +24,7 @@ def run(
 ) -> dict[str, Any]:
     at = f"{tail[0:4]}-{tail[4:6]}-{tail[6:8]}T{tail[9:11]}:{tail[11:13]}:{tail[13:15]}Z"
     return {
-        "occurrence_id": f"{SID}:{version}:{tail}",
+        "occurrence_id": f"{SID}.v{version}.{tail}",
         "schedule_id": SID,
         "version": version,
         "status": status,
@@ -178,10 +178,10 @@ def version(number: int = 2) -> dict[str, Any]:
 def dead_letter() -> dict[str, Any]:
     return {
         "id": "dl_1",
-        "occurrence_id": f"{SID}:2:20261202T023000Z",
+        "occurrence_id": f"{SID}.v2.20261202T023000Z",
         "schedule_id": SID,
         "reason": "received 5 times without an answer",
         "dead_lettered_at": "2026-12-02T02:40:00Z",
         "receive_count": 5,
-        "body": {"occurrence_id": f"{SID}:2:20261202T023000Z"},
+        "body": {"occurrence_id": f"{SID}.v2.20261202T023000Z"},
     }

@@ -17,7 +17,7 @@ from tests.cli import answers
 from tests.cli.answers import SID
 from tests.conftest import utc
 
-OCC = f"{SID}:2:20261202T023000Z"
+OCC = f"{SID}.v2.20261202T023000Z"
 
 
 @dataclass

@@ -17,10 +17,8 @@ def test_describe_shows_status_spec_policy_target_and_watch() -> None:
     assert '  payload:  {"report": "sales"}' in lines
     assert "  policy:   overdue expire (catchup window PT1H), overlap skip" in lines
     assert "            dst gap shift, dst fold first" in lines
-    assert (
-        "            retry up to 3 attempts, backoff PT2S to PT1M; run timeout PT5M; "
-        "grace one interval (default)" in lines
-    )
+    assert "            retry up to 3 attempts, backoff PT2S to PT1M" in lines
+    assert "            run timeout PT5M, grace one interval (default)" in lines
     assert (
         "  watch:    overdue: expected 2026-12-02T02:30:00Z, last success "
         "2026-12-01T02:30:00Z, grace 17m00s, checked 2026-12-02T03:00:00Z" in lines
@@ -35,7 +33,7 @@ def test_describe_lists_recent_runs_with_lateness_and_attempts() -> None:
     ]  # fmt: skip
     failed = section[1].split()
     assert failed[:6] == [
-        f"{SID}:2:20261202T023000Z", "failed", "scheduled", "2026-12-02T02:30:00+00:00",
+        f"{SID}.v2.20261202T023000Z", "failed", "scheduled", "2026-12-02T02:30:00+00:00",
         "1m15s", "3",
     ]  # fmt: skip
     assert section[1].endswith("HTTP 500 from the target")
@@ -58,7 +56,7 @@ def test_describe_shows_what_is_still_planned_under_an_older_version() -> None:
     assert "Planned under an older version (they keep that version's definition)" in page
     section = page.split("Planned under an older version")[1].splitlines()
     assert section[2].split() == [
-        f"{SID}:1:20261203T023000Z", "1", "scheduled", "2026-12-03T02:30:00+00:00",
+        f"{SID}.v1.20261203T023000Z", "1", "scheduled", "2026-12-03T02:30:00+00:00",
     ]  # fmt: skip
 
 
@@ -173,7 +171,7 @@ def test_runs_table_tolerates_runs_without_the_new_fields() -> None:
 def test_follow_lines_say_what_changed() -> None:
     r = answers.run("20261202T023000Z", "running", attempts=1, late_s=0.4)
     assert render.follow_line("2026-12-02T02:30:01Z", r, None, event="current") == (
-        f"2026-12-02T02:30:01Z  {SID}:2:20261202T023000Z  running  attempt 1  0.4s late"
+        f"2026-12-02T02:30:01Z  {SID}.v2.20261202T023000Z  running  attempt 1  0.4s late"
     )
     assert "  new, running  " in render.follow_line("t", r, None, event="new")
     assert "  admitted -> running  " in render.follow_line("t", r, "admitted")
@@ -205,7 +203,7 @@ def test_dead_letters_table() -> None:
     assert table[0].split() == ["ID", "OCCURRENCE", "SCHEDULE", "DEAD-LETTERED", "RECEIVES",
                                 "REASON"]  # fmt: skip
     assert table[1].split()[:5] == [
-        "dl_1", f"{SID}:2:20261202T023000Z", SID, "2026-12-02T02:40:00Z", "5",
+        "dl_1", f"{SID}.v2.20261202T023000Z", SID, "2026-12-02T02:40:00Z", "5",
     ]  # fmt: skip
     assert table[2].split()[:3] == ["dl_2", "-", "-"]
 

@@ -185,7 +185,7 @@ def test_edit_with_a_stale_version_gets_the_412_message_and_changes_nothing(
     as_json(duetime, "schedules", "edit", sid, "--name", "second")
     err = refused(duetime, "schedules", "edit", sid, "--version", "1", "--name", "third")
     assert "HTTP 412" in err
-    assert f"read it again (duetime schedules describe {sid})" in err
+    assert f"(duetime schedules describe {sid} shows the current version)" in err
     now = as_json(duetime, "schedules", "show", sid)
     assert (now["version"], now["name"]) == (2, "second")
 
