@@ -679,8 +679,8 @@ class ScheduleOut(_Out):
         default=None,
         description=(
             "GET /schedules/{id} only (null elsewhere): occurrences materialized under a "
-            "version older than the current one that have not run yet, oldest first; "
-            "they run with their own version's parameters"
+            "version older than the current one and not handed to a worker yet, oldest "
+            "first; they run with their own version's parameters"
         ),
     )
 

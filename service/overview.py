@@ -91,15 +91,22 @@ def _planned(run: Run, now: datetime) -> bool:
     return run.status in _NOT_RUN and run.scheduled_at > now
 
 
+def _waiting(run: Run, now: datetime) -> bool:
+    """Not handed to a worker yet: waiting for dispatch, or admitted ahead of its
+    instant (an intent sent with a delay); an admitted run that came due is
+    being run."""
+    return run.status is RunStatus.SCHEDULED or _planned(run, now)
+
+
 def overview(store: Store, schedule: Schedule, now: datetime) -> ScheduleOverview:
     """The status, the last RECENT_RUNS runs (newest first, planned future
     ones left out) and the occurrences materialized under a version older
-    than the current one that have not run yet (oldest first), from the
+    than the current one not handed to a worker yet (oldest first), from the
     schedule's newest RUNS_PAGE * RUNS_PAGES records."""
     newest = _newest_runs(store, schedule.schedule_id)
     recent = tuple([run for run in newest if not _planned(run, now)][:RECENT_RUNS])
     older = sorted(
-        (run for run in newest if run.version < schedule.version and run.status in _NOT_RUN),
+        (run for run in newest if run.version < schedule.version and _waiting(run, now)),
         key=lambda run: (run.scheduled_at, run.occurrence_id),
     )
     return ScheduleOverview(schedule, schedule_status(schedule, now), recent, tuple(older))
