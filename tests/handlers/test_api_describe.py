@@ -398,6 +398,10 @@ def test_an_acknowledged_failed_one_off_stops_showing_as_overdue(
     clock.advance(timedelta(days=3))
     watchdog.run()
     assert get(services, one_off["id"])["watch"]["status"] == "ended"
+    # The acknowledgement is kept fresh while it counts (heartbeat items expire on DynamoDB).
+    acknowledged = services.schedules.store.heartbeat(f"ack:{one_off['id']}")
+    assert acknowledged is not None and acknowledged.at == clock.now()
+    assert acknowledged.detail["note"] == "fixed by hand"
 
     # Acknowledged already: nothing more to acknowledge, and nothing changes.
     status, again = call(services, "POST", f"/schedules/{one_off['id']}/acknowledge")
