@@ -404,11 +404,19 @@ def test_an_acknowledged_failed_one_off_stops_showing_as_overdue(
     assert acknowledged.detail["note"] == "fixed by hand"
 
     # Acknowledged already: nothing more to acknowledge, and nothing changes.
+    clock.advance(60)
     status, again = call(services, "POST", f"/schedules/{one_off['id']}/acknowledge")
     assert status == 409
-    assert again["error"]["code"] == "nothing_to_acknowledge"
-    assert "acknowledged already" in again["error"]["message"]
+    assert again["error"] == {
+        "code": "nothing_to_acknowledge",
+        "message": (
+            f"schedule {one_off['id']!r} has its newest failed run "
+            f"({run['occurrence_id']}) acknowledged already"
+        ),
+        "field": None,
+    }
     assert get(services, one_off["id"])["watch"]["checked_at"] == "2026-12-04T08:20:00Z"
+    assert services.schedules.store.heartbeat(f"ack:{one_off['id']}") == acknowledged
 
 
 def test_an_acknowledged_failure_of_a_recurring_schedule_waits_for_its_next_slot(
@@ -426,6 +434,18 @@ def test_an_acknowledged_failure_of_a_recurring_schedule_waits_for_its_next_slot
     assert status == 200, body
     assert body["watch"]["status"] == "ok"
     assert body["watch"]["expected_at"] == "2026-12-01T10:00:00Z"
+    # A new failure counts again, and needs its own acknowledgement.
+    clock.set(utc("2026-12-01T10:00:00Z"))
+    tick(services, clock)
+    newest = get(services, hourly["id"])["recent_runs"][0]
+    assert newest["scheduled_at"] == "2026-12-01T10:00:00Z"
+    fail_run(services, newest["occurrence_id"], clock)
+    clock.set(utc("2026-12-01T10:30:00Z"))
+    Watchdog(services.schedules.store, clock).run()
+    assert get(services, hourly["id"])["watch"]["status"] == "overdue"
+    status, body = call(services, "POST", f"/schedules/{hourly['id']}/acknowledge")
+    assert status == 200, body
+    assert body["watch"]["expected_at"] == "2026-12-01T11:00:00Z"
 
 
 def test_acknowledge_without_a_failure_is_refused_and_changes_nothing(
@@ -463,5 +483,11 @@ def test_acknowledge_refuses_an_unknown_field_and_writes_nothing(
     status, body = call(
         services, "POST", f"/schedules/{one_off['id']}/acknowledge", {"reason": "x"}
     )
-    assert status == 422 and body["error"]["field"] == "reason"
+    assert status == 422
+    assert body["error"] == {
+        "code": "validation_error",
+        "message": "reason: is not a known field",
+        "field": "reason",
+    }
     assert services.schedules.store.heartbeat(f"ack:{one_off['id']}") is None
+    assert services.schedules.store.heartbeat(f"watch:{one_off['id']}") is None
