@@ -25,8 +25,8 @@ from service.ports import Page, Store
 RECENT_RUNS: Final = 5
 # How many of a schedule's newest records are read to find its recent runs and
 # what is still planned: pages of RUNS_PAGE, at most RUNS_PAGES of them.
-RUNS_PAGE: Final = 50
-RUNS_PAGES: Final = 4
+RUNS_PAGE: Final = 20
+RUNS_PAGES: Final = 10
 MAX_VERSIONS_PAGE: Final = 100
 # Versions are numbered from 1; a number past this is no version (nor an SQL integer).
 MAX_VERSION_NUMBER: Final = 10**9
@@ -74,7 +74,11 @@ def upcoming_occurrences(schedule: Schedule, slots: list[Slot]) -> list[Upcoming
     return [UpcomingOccurrence(slot, schedule.version, slot_note(slot, zone)) for slot in slots]
 
 
-def _newest_runs(store: Store, schedule_id: str) -> list[Run]:
+def _newest_runs(store: Store, schedule_id: str, now: datetime) -> list[Run]:
+    """The schedule's newest records, a page at a time, until RECENT_RUNS runs
+    that came due are found and the oldest record read is no longer waiting
+    for a worker (what waits is the newest few: planned ahead, or due and
+    about to be dispatched, oldest first); at most RUNS_PAGES pages."""
     runs: list[Run] = []
     token: str | None = None
     for _ in range(RUNS_PAGES):
@@ -82,6 +86,9 @@ def _newest_runs(store: Store, schedule_id: str) -> list[Run]:
         runs.extend(page.items)
         token = page.next_token
         if token is None:
+            break
+        came_due = sum(1 for run in runs if not _planned(run, now))
+        if came_due >= RECENT_RUNS and runs and not _waiting(runs[-1], now):
             break
     return runs
 
@@ -102,8 +109,8 @@ def overview(store: Store, schedule: Schedule, now: datetime) -> ScheduleOvervie
     """The status, the last RECENT_RUNS runs (newest first, planned future
     ones left out) and the occurrences materialized under a version older
     than the current one not handed to a worker yet (oldest first), from the
-    schedule's newest RUNS_PAGE * RUNS_PAGES records."""
-    newest = _newest_runs(store, schedule.schedule_id)
+    schedule's newest records (see ``_newest_runs``)."""
+    newest = _newest_runs(store, schedule.schedule_id, now)
     recent = tuple([run for run in newest if not _planned(run, now)][:RECENT_RUNS])
     older = sorted(
         (run for run in newest if run.version < schedule.version and _waiting(run, now)),
