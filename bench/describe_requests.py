@@ -28,7 +28,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.moto_env import use_dummy_aws_env  # noqa: E402
+from bench.moto_env import use_dummy_aws_env
 
 use_dummy_aws_env()
 
@@ -113,7 +113,7 @@ def dynamodb_counts(schedules: int, runs: int) -> dict[str, dict[str, int]]:
             "before-call.dynamodb.*", lambda model, **_: counts.update([model.name])
         )
 
-        def measure(name: str, action: Any) -> dict[str, int]:
+        def measure(action: Any) -> dict[str, int]:
             counts.clear()
             store._versions.clear()  # a cold container: no version read from the cache
             action()
@@ -121,20 +121,18 @@ def dynamodb_counts(schedules: int, runs: int) -> dict[str, dict[str, int]]:
 
         watchdog = Watchdog(store, clock)
         out = {
-            "GET /schedules/{id}": measure(
-                "get", lambda: _call(services, "GET", f"/schedules/{first}")
-            ),
+            "GET /schedules/{id}": measure(lambda: _call(services, "GET", f"/schedules/{first}")),
             f"GET /schedules (limit {schedules})": measure(
-                "list", lambda: _call(services, "GET", "/schedules", query={"limit": str(schedules)})
+                lambda: _call(services, "GET", "/schedules", query={"limit": str(schedules)})
             ),
             "GET /schedules/{id}/versions": measure(
-                "versions", lambda: _call(services, "GET", f"/schedules/{first}/versions")
+                lambda: _call(services, "GET", f"/schedules/{first}/versions")
             ),
             "watchdog check of the failing schedule": measure(
-                "watch", lambda: watchdog.check(store.get(first), clock.now())  # type: ignore[arg-type]
+                lambda: watchdog.check(store.get(first), clock.now())  # type: ignore[arg-type]
             ),
             "POST /schedules/{id}/acknowledge": measure(
-                "ack", lambda: _call(services, "POST", f"/schedules/{first}/acknowledge")
+                lambda: _call(services, "POST", f"/schedules/{first}/acknowledge")
             ),
         }
         return out
