@@ -76,6 +76,9 @@ class Reason:
     OVERLAP = "overlap"
     # Slots beyond the bound an edit records when it finds them due and unplanned.
     EDITED_UNPLANNED = "superseded: the schedule was edited before a tick planned them"
+    # A run a user asked to run again (POST /runs/{id}/retry): its reason
+    # until it ends again, so the worker does not judge it overdue a second time.
+    RETRIED = "retried on request"
 
     @staticmethod
     def expired(late_by_s: float, window_s: float) -> str:
@@ -140,6 +143,11 @@ class Run:
     @property
     def terminal(self) -> bool:
         return self.status in TERMINAL
+
+    @property
+    def retried(self) -> bool:
+        """Admitted again on a user's request after it failed or expired."""
+        return self.status is RunStatus.ADMITTED and (self.reason or "").startswith(Reason.RETRIED)
 
     @property
     def lag_s(self) -> float | None:
