@@ -219,8 +219,9 @@ class Closure:
 class RunQuery:
     """Which runs a listing wants: a conjunction of optional filters.
 
-    ``schedule_id`` None means every schedule (deleted ones included: their
-    history stays readable). ``statuses`` and ``kinds`` empty mean any.
+    ``schedule_id`` None means every schedule not deleted (a deleted
+    schedule's history stays readable through its own listing). ``statuses``
+    and ``kinds`` empty mean any.
     ``since`` (inclusive) and ``until`` (exclusive) bound ``scheduled_at``.
     ``newest_first`` orders by ``scheduled_at`` (then occurrence id) from the
     newest; otherwise from the oldest.

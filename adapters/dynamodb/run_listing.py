@@ -8,8 +8,8 @@ No index is added for them, so a run costs no more writes than before:
   and kind a filter expression (read units count the records the key range
   holds, matching or not);
 - a listing across schedules walks the schedules in their listing order (the
-  ``listing`` index of the schedules table, keys only, deleted schedules
-  included) and lists each one's records as above, one schedule after the
+  ``listing`` index of the schedules table, keys only, which a deleted
+  schedule leaves) and lists each one's records as above, one schedule after the
   other: each schedule's records come in the asked order, the schedules do
   not interleave.
 
@@ -75,12 +75,14 @@ class _Budget:
 
 
 def _schedule_request(store: DynamoStore, schedule_id: str, query: RunQuery) -> dict[str, Any]:
-    names = {"#pk": "pk", "#key": "scheduled_key"}
+    names = {"#pk": "pk"}
     values: dict[str, Any] = {":pk": {"S": schedule_id}}
     condition = "#pk = :pk"
     low = None if query.since is None else it.iso(query.since)
     # "<until>" sorts before every "<until>#<id>": an exclusive upper bound.
     high = None if query.until is None else it.iso(query.until)
+    if low is not None or high is not None:
+        names["#key"] = "scheduled_key"
     if low is not None and high is not None:
         condition += " AND #key BETWEEN :low AND :high"
         values[":low"], values[":high"] = {"S": low}, {"S": high}

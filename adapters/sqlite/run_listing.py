@@ -3,7 +3,8 @@
 One statement per page. A schedule's listing walks the
 ``occurrences_by_schedule`` index; a listing across schedules walks
 ``occurrences_by_time`` (``scheduled_at, occurrence_id``), so both come in one
-order by ``scheduled_at`` and every page but the last is full. Status and kind
+order by ``scheduled_at`` and every page but the last is full; the listing
+across schedules leaves out deleted schedules (their own listing keeps them). Status and kind
 filters are tested on the rows the index yields.
 
 A page token holds the direction and scope it was made for and the position
@@ -64,6 +65,12 @@ def find_runs(
     if query.schedule_id is not None:
         where.append("schedule_id = ?")
         params.append(query.schedule_id)
+    else:
+        # Across schedules: those not deleted (as the DynamoDB walk lists them).
+        where.append(
+            "EXISTS (SELECT 1 FROM schedules s WHERE s.schedule_id = occurrences.schedule_id "
+            "AND s.deleted_at IS NULL)"
+        )
     if query.statuses:
         statuses = sorted(status.value for status in query.statuses)
         where.append(f"status IN ({', '.join('?' * len(statuses))})")
