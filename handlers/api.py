@@ -49,6 +49,8 @@ from domain.targets import WebhookTarget
 from domain.text import forbidden_surrogate
 from domain.timeparse import format_instant, parse_instant
 from handlers.api_models import (
+    SINCE_PATTERN,
+    UNTIL_PATTERN,
     BackfillIn,
     BackfillOut,
     CompleteIn,
@@ -271,12 +273,22 @@ def _expected_version(if_match: str | None) -> int:
 
 _STATUS_NAMES: Final = tuple(status.value for status in RunStatus)
 _KIND_NAMES: Final = tuple(kind.value for kind in RunKind)
+
+
+def _names_pattern(names: tuple[str, ...]) -> str:
+    """A comma-separated list of ``names``, as the document describes it (the
+    route reads it itself, so that a refusal names the unknown one)."""
+    one = f"({'|'.join(names)})"
+    return f"^{one}(,{one}){{0,{len(names) - 1}}}$"
+
+
 _StatusQuery = Annotated[
     str | None,
     Query(
         max_length=200,
         description=f"one or several run statuses, comma-separated: {', '.join(_STATUS_NAMES)}",
         examples=["failed,expired"],
+        json_schema_extra={"pattern": _names_pattern(_STATUS_NAMES)},
     ),
 ]
 _KindQuery = Annotated[
@@ -284,18 +296,30 @@ _KindQuery = Annotated[
     Query(
         max_length=100,
         description=f"one or several kinds, comma-separated: {', '.join(_KIND_NAMES)}",
+        json_schema_extra={"pattern": _names_pattern(_KIND_NAMES)},
     ),
 ]
 _SinceQuery = Annotated[
     str | None,
     Query(
         max_length=64,
-        description="scheduled_at at or after this instant (ISO 8601 with an offset)",
+        description=(
+            "scheduled_at at or after this instant (ISO 8601 with an offset), before until; "
+            "shown here before 2090 (see until), any instant from 1970 to 2200 is accepted"
+        ),
+        json_schema_extra={"pattern": SINCE_PATTERN},
     ),
 ]
 _UntilQuery = Annotated[
     str | None,
-    Query(max_length=64, description="scheduled_at before this instant (ISO 8601 with an offset)"),
+    Query(
+        max_length=64,
+        description=(
+            "scheduled_at before this instant (ISO 8601 with an offset), after since; "
+            "shown here from 2100, any instant from 1970 to 2200 is accepted"
+        ),
+        json_schema_extra={"pattern": UNTIL_PATTERN},
+    ),
 ]
 _OrderQuery = Annotated[
     Literal["newest", "oldest"], Query(description="by scheduled_at: newest (default) or oldest")

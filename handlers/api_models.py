@@ -101,6 +101,9 @@ def _instant_pattern(year: str, *, offset: bool = True) -> str:
 
 
 INSTANT_PATTERN = _instant_pattern(_ANY_YEAR)
+# A run listing's since and until, shown apart so that since < until always.
+SINCE_PATTERN = _instant_pattern(_START_YEAR)
+UNTIL_PATTERN = _instant_pattern(_END_YEAR)
 _DAYS_366 = r"(36[0-6]|3[0-5][0-9]|[12][0-9]{2}|[1-9]?[0-9])"
 EVERY_PATTERN = r"^(P(36[0-6]|3[0-5][0-9]|[12][0-9]{2}|[1-9][0-9]?)D|PT[1-9][0-9]{0,2}[HMS])$"
 WINDOW_PATTERN = f"^(P{_DAYS_366}D|PT[0-9]{{1,3}}[HMS])$"
