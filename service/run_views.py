@@ -17,6 +17,7 @@ run again, and the dead letters.
 
 from __future__ import annotations
 
+import logging
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -31,6 +32,7 @@ from service.ports import Clock, DeliveryQueue, Page, RunQuery, Store
 from service.run_ports import RETRYABLE, RunStore
 
 MAX_PAGE: Final = 100
+_log: Final = logging.getLogger("duetime")
 _EPSILON: Final = timedelta(microseconds=1)
 
 
@@ -176,7 +178,12 @@ class RunViews:
                 scheduled_at=stored.scheduled_at,
                 attempt=stored.attempts,
             )
-            if not self.queue.send_batch([intent]):
+            try:
+                unsent = self.queue.send_batch([intent])
+            except Exception:  # the record stays pending: a dispatcher sends it
+                _log.warning("retry: intent not sent, left to dispatch", exc_info=True)
+                unsent = [occurrence_id]
+            if not unsent:
                 self.store.mark_sent([occurrence_id], self.clock.now())
                 stored = self.runs.get_run(occurrence_id) or stored
         return stored

@@ -11,6 +11,9 @@ transition reads the record before it writes, except:
   (``ReturnValuesOnConditionCheckFailure``); when that record is ``running``
   under an expired lease, a second update takes it over, conditioned on that
   attempt number and the lease still being expired;
+- ``retry`` reads the record for its shard (the pending index's partition
+  names it), then writes on the condition that it is still failed or
+  expired in that shard;
 - ``complete`` merges the job's result into the result stored at 202, which
   is JSON text: it reads the record, then writes on the condition that the
   status, attempt, token, live lease and that result are still what it read.

@@ -282,6 +282,28 @@ def test_retry_runs_a_failed_run_again_as_its_next_attempt_with_the_same_key(api
     assert [a["outcome"] for a in after["attempts_log"]] == ["permanent", "succeeded"]
 
 
+def test_a_retry_whose_send_fails_is_sent_by_the_next_tick(api: Api) -> None:
+    schedule = api.create(EVERY_10S).body["id"]
+    occurrence_id = failed_trigger(api, schedule)
+    views = api.services.views
+    assert views is not None
+    broken = FakeQueue()
+    broken.fail_with = ConnectionError("queue unreachable")
+    views.queue = broken
+    api.clock.advance(60)
+
+    answer = api.call("POST", f"/runs/{occurrence_id}/retry")
+    assert answer.status == 202, answer.body
+    stored = _store(api).get_run(occurrence_id)
+    assert stored is not None and stored.pending and stored.status is RunStatus.ADMITTED
+
+    sent = tick(api)
+    assert [i.occurrence_id for i in sent.sent].count(occurrence_id) == 1
+    after = _store(api).get_run(occurrence_id)
+    assert after is not None and not after.pending
+    assert occurrence_id not in tick(api).ids()  # sent once
+
+
 def test_retry_with_an_empty_object_body_is_accepted(api: Api) -> None:
     schedule = api.create(EVERY_10S).body["id"]
     occurrence_id = failed_trigger(api, schedule)
