@@ -9,10 +9,11 @@ run again, and the dead letters.
   delivery intent is sent at once and the record marked sent. When the send
   fails (or no queue is wired), the record stays pending and a dispatcher
   sends it on its next pass, as after a crash between admission and send.
-  The retried run is one more attempt: its attempt numbers go on, and a
-  transient failure of that attempt is not retried again by the worker
-  (the version's ``max_attempts`` is already spent), so a retry is one
-  attempt a request. Any other status is refused, naming it.
+  The retried run's attempt numbers go on under the version's
+  ``max_attempts``: a run that had spent them all gets exactly one more
+  attempt per request (a transient failure of it fails the run again); one
+  that failed permanently earlier keeps the rest for transient failures.
+  Any other status is refused, naming it.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """``RunStore.retry``: a user runs a failed or expired occurrence again, on
-every run store (the fixtures of test_runs_store.py)."""
+every run store (the fixtures of tests/unit/test_runs_store.py)."""
 
 from __future__ import annotations
 

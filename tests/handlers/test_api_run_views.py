@@ -525,3 +525,26 @@ def test_every_route_refuses_an_unknown_query_parameter(api: Api) -> None:
         assert answer.status == 422, (route.method, path, answer.body)
         assert answer.body["error"]["field"] == "foo"
         assert answer.body["error"]["message"].startswith("unknown query parameter 'foo'; ")
+
+
+# --- a retried run's attempts, under max_attempts ---------------------------------------
+
+
+@pytest.mark.parametrize(("max_attempts", "after_transient"), [(1, "failed"), (3, "retrying")])
+def test_a_retried_run_keeps_the_attempts_its_version_allows(
+    api: Api, max_attempts: int, after_transient: str
+) -> None:
+    # Given a run that failed for good at attempt 1 (a 400)
+    schedule = api.create({**EVERY_10S, "policy": {"retry": {"max_attempts": max_attempts}}}).body[
+        "id"
+    ]
+    occurrence_id = failed_trigger(api, schedule)
+    # When it is retried and the new attempt fails transiently
+    assert api.call("POST", f"/runs/{occurrence_id}/retry").status == 202
+    [sent] = _queued(api)
+    worker(api, FakeTarget(Outcome.transient("HTTP 503", 503))).handle(
+        DeliveryIntent.from_dict(sent)
+    )
+    # Then attempt 2 ends it failed when no attempt is left, or retrying when one is
+    run = api.call("GET", f"/runs/{occurrence_id}").body
+    assert (run["status"], run["attempts"]) == (after_transient, 2)
