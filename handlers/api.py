@@ -1023,7 +1023,8 @@ def _query_names(route: Callable[..., Any]) -> tuple[str, ...]:
 
 
 def _unknown_query_parameter(method: str, event: Mapping[str, Any]) -> Response[str] | None:
-    """A query parameter the route does not take: 422 naming it and the ones it takes.
+    """A query parameter the route does not take: 422 naming it and the ones it
+    takes; one it takes, given twice: 422 too (which one would count is a guess).
 
     Applies to every route (a misspelt filter must not come back as the
     unfiltered list). A path no route serves is left to the 404.
@@ -1046,7 +1047,20 @@ def _unknown_query_parameter(method: str, event: Mapping[str, Any]) -> Response[
     if route is None:
         return None
     takes = _query_names(route.func)
+    repeated = {
+        name: len(values)
+        for name, values in (event.get("multiValueQueryStringParameters") or {}).items()
+        if isinstance(values, list) and len(values) > 1
+    }
     for name in dict.fromkeys(given):
+        if name in takes and name in repeated:
+            return error_response(
+                422,
+                "validation_error",
+                f"query parameter {name!r} is given {repeated[name]} times; give it once "
+                "(several values of a filter go in one, comma-separated: status=failed,expired)",
+                str(name),
+            )
         if name not in takes:
             listed = (
                 f"this route takes: {', '.join(takes)}"

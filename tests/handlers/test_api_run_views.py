@@ -511,6 +511,22 @@ def test_an_unknown_query_parameter_is_422_on_every_route_and_changes_nothing(
     assert api.snapshot() == before
 
 
+def test_a_query_parameter_given_twice_is_422_naming_it(api: Api, unchanged: None) -> None:
+    from handlers.api import handler
+    from tests.handlers.test_api import rest_event
+
+    event = rest_event("GET", "/runs", query={"status": "failed"})
+    event["multiValueQueryStringParameters"] = {"status": ["failed", "expired"]}
+    answer = handler(event, None, service=api.services)
+    assert answer["statusCode"] == 422
+    assert json.loads(answer["body"])["error"] == {
+        "code": "validation_error",
+        "message": "query parameter 'status' is given 2 times; give it once (several values "
+        "of a filter go in one, comma-separated: status=failed,expired)",
+        "field": "status",
+    }
+
+
 def test_every_route_refuses_an_unknown_query_parameter(api: Api) -> None:
     # The rule is general: every route the API serves, a new one included.
     import re
