@@ -117,8 +117,8 @@ class ApiServices:
     keeps no copy to sign with. ``runs`` takes the progress and completion
     reports of long jobs; where it is None those routes answer 501.
     ``views`` lists runs with filters, retries them and reads the dead
-    letters; where it is None, ``GET /runs`` and the retry answer 501 and a
-    schedule's runs are listed without it.
+    letters; where it is None, runs are still listed (over the schedule
+    store), and the retry and the dead letters answer 501.
     """
 
     schedules: ScheduleService
@@ -783,7 +783,7 @@ def _not_retryable(error: NotRetryable) -> Response[str]:
 
 
 @_maps(DeadLettersUnavailable, RetryUnavailable)
-def _dead_letters_unavailable(error: DeadLettersUnavailable) -> Response[str]:
+def _run_view_unavailable(error: DuetimeError) -> Response[str]:
     return error_response(501, "not_available", str(error))
 
 
@@ -1065,7 +1065,7 @@ def _unknown_query_parameter(method: str, event: Mapping[str, Any]) -> Response[
             listed = (
                 f"this route takes: {', '.join(takes)}"
                 if takes
-                else ("this route takes no query parameters")
+                else "this route takes no query parameters"
             )
             return error_response(
                 422,
