@@ -13,6 +13,7 @@ A run moves through these states::
                     |           \\-> retrying -> running ...
                     \\-> (worker) expired | skipped | cancelled
     scheduled -> skipped | expired | cancelled   (never admitted)
+    failed | expired -> admitted                 (a user's retry: attempts go on)
 
 ``scheduled`` is the only state a dispatcher admits from, by a conditional
 write, so an occurrence is admitted at most once. Every state after
