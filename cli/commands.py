@@ -18,6 +18,7 @@ from cli.progress import Progress
 from cli.when import duration_arg, utc_now, when_text
 from domain.errors import InvalidSchedule
 from domain.schedule import Overdue, Overlap
+from domain.timeparse import format_instant
 from domain.timezones import DstFold, DstGap
 
 ENV_API_URL = "DUETIME_API_URL"
@@ -334,16 +335,23 @@ def _show(args: argparse.Namespace) -> int:
 
 def _describe(args: argparse.Namespace) -> int:
     client = client_for(args)
+    runs_path = f"/schedules/{args.schedule_id}/runs"
+    planned: list[dict[str, Any]] = []
     with Progress(f"reading {args.schedule_id}") as progress:
         body = client.request("GET", f"/schedules/{args.schedule_id}").body
         if body.get("recent_runs") is None:
             # An answer without them (an older API): read the last runs the list way.
             progress.update(f"reading the runs of {args.schedule_id}")
-            runs = client.request(
-                "GET", f"/schedules/{args.schedule_id}/runs", query={"limit": 5}
-            ).body
+            runs = client.request("GET", runs_path, query={"limit": 5}).body
             body = {**body, "recent_runs": runs.get("runs", [])}
-    return _print(args, body, render.describe_page(body))
+        if not args.json:
+            # The next occurrences the API lists are those not created yet; the
+            # ones the planner already created are runs still to come.
+            progress.update(f"reading the planned runs of {args.schedule_id}")
+            since = format_instant(utc_now())
+            query = {"include": "planned", "since": since, "order": "oldest", "limit": 5}
+            planned = client.request("GET", runs_path, query=query).body.get("runs") or []
+    return _print(args, body, render.describe_page(body, planned=planned))
 
 
 def _versions(args: argparse.Namespace) -> int:

@@ -198,8 +198,11 @@ def _indent(text: str, by: str = "  ") -> str:
     return "\n".join(by + line if line else line for line in text.splitlines())
 
 
-def describe_page(s: Mapping[str, Any]) -> str:
-    """`duetime schedules describe`: the whole picture of one schedule."""
+def describe_page(s: Mapping[str, Any], *, planned: Iterable[Mapping[str, Any]] = ()) -> str:
+    """`duetime schedules describe`: the whole picture of one schedule.
+
+    ``planned`` are its runs already created and still to come (the API's
+    ``next_occurrences`` are the ones not created yet)."""
     policy = policy_lines(s.get("policy") or {})
     lines = [
         f"{shown(s.get('name'))}  ({shown(s.get('id'))})",
@@ -220,7 +223,22 @@ def describe_page(s: Mapping[str, Any]) -> str:
         lines.append("  (not in this answer; see: duetime runs list " + shown(s.get("id")) + ")")
     else:
         lines.append("  none yet")
-    lines += ["", "Next occurrences"]
+    planned = [
+        r
+        for r in planned
+        if r.get("status") == "scheduled" and r.get("version") == s.get("version")
+    ]
+    if planned:
+        lines += ["", "Planned (already created, still to come)"]
+        lines.append(
+            _indent(
+                rows(
+                    ["OCCURRENCE", "KIND", "SCHEDULED (LOCAL)"],
+                    [[r.get("occurrence_id"), r.get("kind"), r.get("local")] for r in planned],
+                )
+            )
+        )
+    lines += ["", "Next occurrences" + (" (not created yet)" if planned else "")]
     upcoming = s.get("next_occurrences") or []
     if upcoming:
         lines.append(

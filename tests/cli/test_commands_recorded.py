@@ -67,6 +67,7 @@ def api(monkeypatch: pytest.MonkeyPatch) -> RecordedApi:
     recorded = RecordedApi()
     monkeypatch.setattr(commands, "client_for", lambda args: recorded)
     monkeypatch.setattr(runs, "utc_now", lambda: utc("2026-12-02T12:00:00Z"))
+    monkeypatch.setattr(commands, "utc_now", lambda: utc("2026-12-02T12:00:00Z"))
     return recorded
 
 
@@ -230,12 +231,31 @@ def test_dead_letters_empty(api: RecordedApi, duetime: Run) -> None:
 # --- schedules describe / versions / acknowledge ---------------------------------------------
 
 
-def test_describe_prints_the_page(api: RecordedApi, duetime: Run) -> None:
+def test_describe_prints_the_page_with_the_runs_already_planned(
+    api: RecordedApi, duetime: Run
+) -> None:
     api.answer("GET", f"/schedules/{SID}", answers.schedule())
+    planned = answers.run("20261202T120010Z", "scheduled", attempts=0, late_s=None)
+    api.answer("GET", f"/schedules/{SID}/runs", {"runs": [planned], "next_token": None})
     code, out, _ = duetime("schedules", "describe", SID)
     assert code == 0
     assert out.startswith(f"sales report  ({SID})\n")
-    assert "Next occurrences" in out and "Recent runs" in out
+    assert "Recent runs" in out
+    section = out.split("Planned (already created, still to come)\n")[1].splitlines()
+    assert section[1].split() == [
+        planned["occurrence_id"], "scheduled", "2026-12-02T12:00:10+00:00",
+    ]  # fmt: skip
+    assert "Next occurrences (not created yet)" in out
+    assert api.sent[1].query == {
+        "include": "planned", "since": "2026-12-02T12:00:00Z", "order": "oldest", "limit": 5,
+    }  # fmt: skip
+
+
+def test_describe_json_prints_the_api_answer_alone(api: RecordedApi, duetime: Run) -> None:
+    api.answer("GET", f"/schedules/{SID}", answers.schedule())
+    code, out, _ = duetime("schedules", "describe", SID, "--json")
+    assert code == 0
+    assert json.loads(out) == answers.schedule()
     assert len(api.sent) == 1
 
 
@@ -245,10 +265,16 @@ def test_describe_reads_the_last_runs_when_the_answer_has_none(
     body = answers.schedule()
     del body["recent_runs"]
     api.answer("GET", f"/schedules/{SID}", body)
-    api.answer("GET", f"/schedules/{SID}/runs", {"runs": [answers.run()], "next_token": None})
+    api.answer(
+        "GET",
+        f"/schedules/{SID}/runs",
+        {"runs": [answers.run()], "next_token": None},
+        {"runs": [], "next_token": None},
+    )
     code, out, _ = duetime("schedules", "describe", SID)
     assert code == 0
     assert api.sent[1].query == {"limit": 5}
+    assert "already created" not in out
     assert answers.run()["occurrence_id"] in out
 
 

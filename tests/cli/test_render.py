@@ -220,3 +220,20 @@ def test_spec_text_names_the_range() -> None:
     assert render.spec_text(spec) == (
         "every PT10S from 2026-12-01T00:00:00Z until 2026-12-31T00:00:00Z"
     )
+
+
+def test_describe_lists_the_runs_already_planned_before_the_next_occurrences() -> None:
+    body = answers.schedule()
+    planned = [
+        answers.run("20261202T120010Z", "scheduled", attempts=0, late_s=None),
+        # Another version's, or one that started meanwhile: not in this section.
+        answers.run("20261202T120020Z", "scheduled", version=1, attempts=0, late_s=None),
+        answers.run("20261202T120030Z", "admitted", attempts=0, late_s=None),
+    ]
+    page = render.describe_page(body, planned=planned)
+    section = page.split("Planned (already created, still to come)\n")[1].split("\n\n")[0]
+    assert section.splitlines()[1:] == [
+        f"  {SID}.v2.20261202T120010Z  scheduled  2026-12-02T12:00:10+00:00"
+    ]
+    assert "\nNext occurrences (not created yet)\n" in page
+    assert "already created" not in render.describe_page(body)

@@ -18,7 +18,7 @@ from adapters.secrets import InMemorySecretStore
 from adapters.sqlite.queue import SqliteQueue
 from adapters.sqlite.runs import SqliteRunStore
 from adapters.sqlite.store import SqliteStore
-from cli import runs
+from cli import commands, runs
 from cli.main import main
 from domain.delivery import Outcome
 from domain.partition import Partitioning
@@ -273,3 +273,18 @@ def test_follow_prints_a_run_as_it_is_admitted_and_ends(
         [occurrence[0], "new, admitted"],
         [occurrence[0], "admitted -> succeeded"],
     ]
+
+
+def test_describe_lists_the_runs_the_planner_already_created(
+    duetime: Run, services: ApiServices, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(commands, "utc_now", clock.now)
+    sid = create(duetime, "--every", "30s")
+    tick(services, clock)  # creates the occurrences of the lookahead
+    code, out, _ = duetime("schedules", "describe", sid)
+    assert code == 0
+    planned = out.split("Planned (already created, still to come)\n")[1].split("\n\n")[0]
+    times = [row.split()[2] for row in planned.splitlines()[1:]]
+    assert times[:2] == ["2026-12-01T08:00:30+00:00", "2026-12-01T08:01:00+00:00"]
+    upcoming = out.split("Next occurrences (not created yet)\n")[1].splitlines()[1]
+    assert upcoming.split()[1] > "2026-12-01T08:01:00Z"
