@@ -423,6 +423,7 @@ def _acknowledge(args: argparse.Namespace) -> int:
         page = render.schedule_table(data)
         if data.get("watch"):
             page += f"\nwatch:    {render.watch_text(data['watch'])}"
+            page += f"\n          {render.watch_detail(data['watch'])}"
         return _print(args, data, page)
     return _print(args, data, f"acknowledged: {render.shown(render.compact_json(data))}")
 

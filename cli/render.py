@@ -164,11 +164,17 @@ def watch_text(watch: Mapping[str, Any] | None) -> str:
         if watch.get("last_success_at")
         else "no success yet"
     )
-    if watch.get("grace_s") is not None:
-        details.append(f"grace {span(watch['grace_s'])}")
-    if watch.get("checked_at"):
-        details.append(f"checked {watch['checked_at']}")
     return f"{text}: " + ", ".join(details)
+
+
+def watch_detail(watch: Mapping[str, Any] | None) -> str:
+    """The grace the verdict allowed and when it was reached."""
+    details = []
+    if watch and watch.get("grace_s") is not None:
+        details.append(f"grace {span(watch['grace_s'])}")
+    if watch and watch.get("checked_at"):
+        details.append(f"checked {watch['checked_at']}")
+    return ", ".join(details)
 
 
 def schedule_table(s: Mapping[str, Any]) -> str:
@@ -215,6 +221,8 @@ def describe_page(s: Mapping[str, Any], *, planned: Iterable[Mapping[str, Any]] 
         *(f"            {line}" for line in policy[1:]),
         f"  watch:    {watch_text(s.get('watch'))}",
     ]
+    if watch_detail(s.get("watch")):
+        lines.append(f"            {watch_detail(s.get('watch'))}")
     recent = s.get("recent_runs")
     lines += ["", "Recent runs"]
     if recent:
