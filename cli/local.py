@@ -765,8 +765,9 @@ class LocalStack:
                 f"  curl -s -X POST {self.api_url}/schedules \\",
                 "    -H 'Content-Type: application/json' \\",
                 f"    -d '{body}'",
-                "Then watch its runs:",
-                f"  .venv/bin/duetime runs list <id> --api-url {self.api_url}",
+                "Then see it whole, and follow its runs as they happen (Ctrl-C stops):",
+                f"  .venv/bin/duetime schedules describe <id> --api-url {self.api_url}",
+                f"  .venv/bin/duetime runs follow <id> --api-url {self.api_url}",
                 "",
                 self._persistence(),
             ]

@@ -6,7 +6,11 @@ scripted target are run by hand on a fake clock."""
 from __future__ import annotations
 
 import json
+import os
 import random
+import signal
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -51,23 +55,27 @@ def services(tmp_path: Path, clock: FakeClock) -> Iterator[ApiServices]:
 
 
 @pytest.fixture
-def duetime(capsys: pytest.CaptureFixture[str], services: ApiServices) -> Iterator[Run]:
+def server(services: ApiServices) -> Iterator[ApiServer]:
     def api(event: dict[str, Any], context: Any) -> dict[str, Any]:
         return handler(event, context, service=services)
 
-    server = ApiServer(api)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    served = ApiServer(api)
+    thread = threading.Thread(target=served.serve_forever, daemon=True)
     thread.start()
+    yield served
+    served.shutdown()
+    served.server_close()
+    thread.join(timeout=5)
 
+
+@pytest.fixture
+def duetime(capsys: pytest.CaptureFixture[str], server: ApiServer) -> Run:
     def run(*argv: str) -> tuple[int, str, str]:
         code = main([*argv, "--api-url", server.url])
         out, err = capsys.readouterr()
         return code, out, err
 
-    yield run
-    server.shutdown()
-    server.server_close()
-    thread.join(timeout=5)
+    return run
 
 
 def as_json(run: Run, *argv: str) -> Any:
@@ -288,3 +296,34 @@ def test_describe_lists_the_runs_the_planner_already_created(
     assert times[:2] == ["2026-12-01T08:00:30+00:00", "2026-12-01T08:01:00+00:00"]
     upcoming = out.split("Next occurrences (not created yet)\n")[1].splitlines()[1]
     assert upcoming.split()[1] > "2026-12-01T08:01:00Z"
+
+
+@pytest.mark.slow
+def test_follow_in_its_own_process_exits_0_on_ctrl_c(
+    duetime: Run, server: ApiServer, services: ApiServices, clock: FakeClock
+) -> None:
+    sid = create(duetime)
+    occurrence = as_json(duetime, "schedules", "trigger", sid)["occurrence_id"]
+    tick(services, clock)
+    root = Path(__file__).resolve().parents[2]
+    follower = subprocess.Popen(
+        [sys.executable, "-m", "cli.main", "runs", "follow", sid, "--api-url", server.url,
+         "--interval", "200ms"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+    )  # fmt: skip
+    try:
+        assert follower.stdout is not None
+        first = follower.stdout.readline()  # the run as it stands: it is following now
+        assert first.split("  ")[1:3] == [occurrence, "admitted"]
+        follower.send_signal(signal.SIGINT)  # what Ctrl-C sends
+        _, err = follower.communicate(timeout=20)
+    finally:
+        if follower.poll() is None:
+            follower.kill()
+            follower.wait()
+    assert follower.returncode == 0, err
+    assert "Traceback" not in err
