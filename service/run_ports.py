@@ -21,12 +21,20 @@ from datetime import datetime
 from typing import Any
 
 from domain.run import Run, RunStatus
-from domain.schedule import ScheduleVersion
+from domain.schedule import Schedule, ScheduleVersion
 
 # Statuses a run may start an attempt from (besides running with an expired lease).
 STARTABLE = frozenset({RunStatus.ADMITTED, RunStatus.RETRYING})
 # Statuses ``finish`` may end a run in.
-FINISHED = frozenset({RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.EXPIRED, RunStatus.SKIPPED})
+FINISHED = frozenset(
+    {
+        RunStatus.SUCCEEDED,
+        RunStatus.FAILED,
+        RunStatus.EXPIRED,
+        RunStatus.SKIPPED,
+        RunStatus.CANCELLED,
+    }
+)
 
 # Outcomes stamped on an attempt record.
 ATTEMPT_ACCEPTED = "accepted"  # 202: waiting for the job to report completion
@@ -42,6 +50,11 @@ class RunStore(ABC):
     @abstractmethod
     def get_version(self, schedule_id: str, version: int) -> ScheduleVersion | None:
         """The parameters of the version a run was created under (immutable)."""
+
+    @abstractmethod
+    def get_schedule(self, schedule_id: str) -> Schedule | None:
+        """The schedule as it is now (deleted ones included), read strongly:
+        what the worker checks before a run's first attempt (paused, deleted)."""
 
     @abstractmethod
     def start_attempt(
@@ -76,12 +89,13 @@ class RunStore(ABC):
         outcome: str | None = None,
         error: str | None = None,
     ) -> Run | None:
-        """End the run with ``status`` (succeeded, failed, expired or skipped).
+        """End the run with ``status`` (succeeded, failed, expired, skipped or
+        cancelled).
 
         With ``attempt``: condition status ``running`` and ``attempts ==
         attempt``; the attempt record is closed with ``outcome`` and ``error``.
-        Without (a run ended before any new attempt: expired or skipped at
-        start, or failed once attempts are exhausted): condition status
+        Without (a run ended before any new attempt: expired, skipped or
+        cancelled at start, or failed once attempts are exhausted): condition status
         ``admitted`` or ``retrying``. Stamps ``finished_at``, sets ``reason``
         and ``result``, clears the run lease, the token and ``pending``.
         """

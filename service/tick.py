@@ -70,6 +70,7 @@ from domain.schedule import (
 )
 from domain.spec import Slot, slots_after
 from service.ports import (
+    MAX_DELAY,
     Clock,
     Closure,
     DeliveryQueue,
@@ -86,6 +87,9 @@ _EPSILON: Final = timedelta(microseconds=1)
 # its generated __new__, for the values made once per schedule planned.
 _new_tuple: Final = tuple.__new__
 TICK_COMPONENT: Final = "tick"
+# The longest a queue holds a message back before it becomes visible (SQS's
+# DelaySeconds is at most 15 minutes): a slot further ahead waits unadmitted.
+MAX_QUEUE_AHEAD: Final = MAX_DELAY
 MEMBER_PREFIX: Final = "tick/"
 
 
@@ -103,6 +107,19 @@ class TickConfig:
     # write that materializes them (see the module's docstring); zero turns
     # direct admission off.
     direct_window: timedelta = timedelta(seconds=60)
+    # Queue ahead (the one-pass tick, see the module's docstring): every slot
+    # within the lookahead (at most MAX_QUEUE_AHEAD) is admitted when it is
+    # planned, or by dispatch when that pass meets it waiting, and its intent
+    # is sent with a delay up to its due second. Off: a slot is admitted when
+    # it is due, which needs a pass every second or so.
+    queue_ahead: bool = False
+
+    @property
+    def ahead(self) -> timedelta:
+        """How far ahead of its due time a pass admits and queues a slot."""
+        if not self.queue_ahead:
+            return timedelta(0)
+        return min(self.lookahead, MAX_QUEUE_AHEAD)
 
 
 @dataclass
@@ -206,7 +223,7 @@ class Planner:
 
     def plan(self, direct: DirectAdmission | None = None) -> PlanReport:
         """Materialize what falls within the horizon; with ``direct``, admit
-        the slots that are due already in the shards it allows."""
+        the slots that may be admitted now in the shards it allows."""
         report = PlanReport()
         now = self.clock.now()
         self._memo, self._by_value = {}, {}
@@ -216,53 +233,80 @@ class Planner:
             self.config.max_planned_per_pass
         ):
             page = self.store.due(horizon, self.config.page_size, token)
-            report.schedules += len(page.items)
-            planned: list[tuple[Materialization, _PlannedSlots, int]] = []
-            for schedule in page.items:
-                # One schedule whose slots cannot be computed is quarantined;
-                # the page, and the pass, carry on with the others.
-                try:
-                    made = self._materialization(schedule, now, horizon, direct)
-                except _Unplannable as unplannable:
-                    if quarantine_schedule(
-                        self.store,
-                        schedule.schedule_id,
-                        schedule.version,
-                        unplannable.error,
-                        QuarantineComponent.PLAN,
-                        now,
-                    ):
-                        report.quarantined.append(schedule.schedule_id)
-                    continue
-                if made is not None:
-                    planned.append(made)
-            outcomes = self.store.materialize([p[0] for p in planned], now)
-            admitted: list[Run] = []
-            skipped = expired = waiting = 0
-            for (item, slots, taken), outcome in zip(planned, outcomes, strict=True):
-                if not outcome.applied:
-                    report.conflicts += 1
-                skipped += slots.skipped
-                expired += slots.expired
-                waiting += slots.waiting
-                if not taken or not outcome.inserted:
-                    continue
-                runs = item.occurrences
-                if taken != len(runs):
-                    runs = tuple([r for r in runs if r.status is RunStatus.ADMITTED])
-                if len(outcome.inserted) != len(item.occurrences):  # some slots were taken
-                    inserted = set(outcome.inserted)
-                    runs = tuple([r for r in runs if r.occurrence_id in inserted])
-                admitted += runs
-            report.skipped += skipped
-            report.expired += expired
-            report.materialized += waiting
-            if admitted and direct is not None:
-                direct.deliver(admitted, now)
+            self._plan_page(page.items, now, horizon, direct, report)
             token = page.next_token
             if token is None:
                 break
         return report
+
+    def plan_schedules(
+        self, schedules: Sequence[DueSchedule], direct: DirectAdmission | None = None
+    ) -> PlanReport:
+        """Plan these schedules now, as a pass would (the API, after a create,
+        edit or resume whose next slot falls within the horizon): the ones
+        whose ``next_due`` is beyond it are left to the tick."""
+        report = PlanReport()
+        now = self.clock.now()
+        self._memo, self._by_value = {}, {}
+        horizon = now + self.config.lookahead
+        due = [s for s in schedules if s.next_due <= horizon]
+        if due:
+            self._plan_page(due, now, horizon, direct, report)
+        return report
+
+    def _plan_page(
+        self,
+        schedules: Sequence[DueSchedule],
+        now: datetime,
+        horizon: datetime,
+        direct: DirectAdmission | None,
+        report: PlanReport,
+    ) -> None:
+        report.schedules += len(schedules)
+        planned: list[tuple[Materialization, _PlannedSlots, int]] = []
+        for schedule in schedules:
+            # One schedule whose slots cannot be computed is quarantined;
+            # the page, and the pass, carry on with the others.
+            try:
+                made = self._materialization(schedule, now, horizon, direct)
+            except _Unplannable as unplannable:
+                if quarantine_schedule(
+                    self.store,
+                    schedule.schedule_id,
+                    schedule.version,
+                    unplannable.error,
+                    QuarantineComponent.PLAN,
+                    now,
+                ):
+                    report.quarantined.append(schedule.schedule_id)
+                continue
+            if made is not None:
+                planned.append(made)
+        if not planned:
+            return
+        outcomes = self.store.materialize([p[0] for p in planned], now)
+        admitted: list[Run] = []
+        skipped = expired = waiting = 0
+        for (item, slots, taken), outcome in zip(planned, outcomes, strict=True):
+            if not outcome.applied:
+                report.conflicts += 1
+            skipped += slots.skipped
+            expired += slots.expired
+            waiting += slots.waiting
+            if not taken or not outcome.inserted:
+                continue
+            runs = item.occurrences
+            if taken != len(runs):
+                runs = tuple([r for r in runs if r.status is RunStatus.ADMITTED])
+            if len(outcome.inserted) != len(item.occurrences):  # some slots were taken
+                inserted = set(outcome.inserted)
+                runs = tuple([r for r in runs if r.occurrence_id in inserted])
+            admitted += runs
+        report.skipped += skipped
+        report.expired += expired
+        report.materialized += waiting
+        if admitted and direct is not None:
+            direct.deliver(admitted, now)
 
     def _materialization(
         self,
@@ -331,6 +375,7 @@ class Planner:
         policy = schedule.policy
         parts = self.config.partitioning
         fresh_from = now - self.config.direct_window
+        ahead_until = now + self.config.ahead
         taken: list[Slot] = []
         following: Slot | None = None
         for slot in slots_after(schedule.spec, policy.dst, schedule.next_due - _EPSILON):
@@ -359,6 +404,10 @@ class Planner:
                     admitted = OccurrenceMold(
                         slot, bucket=bucket, materialized_at=now, admitted_at=now
                     )
+            elif slot.scheduled_at <= ahead_until:
+                # Not due yet, and due before the next pass (plus a margin):
+                # admitted now, its intent held back by the queue until then.
+                admitted = OccurrenceMold(slot, bucket=bucket, materialized_at=now, admitted_at=now)
             mold = OccurrenceMold(slot, bucket=bucket, materialized_at=now, closed=closed)
             planned.append((admitted, mold))
         return _PlannedSlots(
@@ -458,12 +507,49 @@ class Dispatcher:
         now = self.clock.now()
         if report is None:
             report = DispatchReport()
+        if self.config.queue_ahead:
+            self._dispatch_ahead(now, report)
+            self._spent = {}
+            return report
         leases = self.acquire_leases(now)
         report.shards = [lease.shard for lease in leases]
         for lease in leases:
             self._dispatch_shard(lease, now, report)
         self._spent = {}
         return report
+
+    def _dispatch_ahead(self, now: datetime, report: DispatchReport) -> None:
+        """Dispatch for a pass that queues ahead: per shard, one read of its
+        earliest pending bucket; only a shard with pending work due before the
+        next pass (plus the margin) is leased and walked, from that bucket, so
+        an idle pass writes no lease and no checkpoint."""
+        parts = self.config.partitioning
+        due_by = now + self.config.ahead
+        to_bucket = parts.bucket(due_by)
+        for shard in self._order:
+            earliest = self.store.earliest_pending_bucket(shard)
+            if earliest is None or earliest > to_bucket:
+                continue
+            lease = self._lease(shard, now)
+            if lease is None:
+                continue  # another process holds it; it dispatches the shard
+            report.shards.append(shard)
+            self._walk(shard, earliest, to_bucket, due_by, now, report)
+        report.shards.sort()
+
+    def _lease(self, shard: int, now: datetime) -> Lease | None:
+        """This process's live lease on ``shard`` (taken or renewed when less
+        than half its TTL is left), or None when another process holds it."""
+        ttl = self.config.lease_ttl
+        held = self._held.get(shard)
+        if held is not None and held.expires_at - now > ttl / 2:
+            return held
+        lease = self.store.acquire(shard, self.owner, now, ttl)
+        if lease is None:
+            self._held.pop(shard, None)
+            return None
+        self._held[shard] = lease
+        return lease
 
     def direct_admission(self, report: DispatchReport) -> DirectAdmission:
         """For one pass: which shards the planner may admit into directly
@@ -477,6 +563,8 @@ class Dispatcher:
         def ready(shard: int) -> int:
             nonlocal held
             now = self.clock.now()
+            if self.config.queue_ahead:
+                return self._ready_ahead(shard, now)
             if held is None:
                 held = {lease.shard: lease for lease in self.acquire_leases(now)}
             lease = held.get(shard)
@@ -498,6 +586,23 @@ class Dispatcher:
 
         return DirectAdmission(ready, deliver)
 
+    def _ready_ahead(self, shard: int, now: datetime) -> int:
+        """Room to admit into ``shard`` as the planner writes (queue-ahead
+        passes): its lease, and nothing pending there that is already due (a
+        backlog goes first, through dispatch)."""
+        if self._lease(shard, now) is None:
+            return 0
+        parts = self.config.partitioning
+        earliest = self.store.earliest_pending_bucket(shard)
+        to_bucket = parts.bucket(now)
+        if (
+            earliest is not None
+            and earliest <= to_bucket
+            and self.store.pending_due(shard, earliest, to_bucket, now, 1)
+        ):
+            return 0
+        return self.config.admit_limit
+
     def _start_bucket(self, lease: Lease, now: datetime) -> int:
         """The bucket dispatch starts from: the lease's checkpoint, or for a
         shard never checkpointed, the earliest pending one (or the first open)."""
@@ -514,24 +619,36 @@ class Dispatcher:
         if not lease.live(now):
             return  # lost it while stalled; acquire_leases decides again next pass
         checkpoint = self._start_bucket(lease, now)
-        to_bucket = parts.bucket(now)
-        # Direct admissions this pass count against the shard's limit.
-        handled = self._spent.get(shard, 0)
-        while handled < self.config.admit_limit:
-            limit = min(self.config.batch_size, self.config.admit_limit - handled)
-            due = self.store.pending_due(shard, checkpoint, to_bucket, now, limit)
-            if not due:
-                break
-            progress = self._dispatch_batch(due, now, report)
-            handled += len(due)
-            if not progress or len(due) < limit:
-                break
+        self._walk(shard, checkpoint, parts.bucket(now), now, now, report)
         earliest = self.store.earliest_pending_bucket(shard, checkpoint)
         target = parts.next_checkpoint(checkpoint, earliest, now)
         if target != lease.checkpoint and not self.store.set_checkpoint(
             shard, self.owner, lease.epoch, target
         ):
             report.checkpoint_refused.append(shard)
+
+    def _walk(
+        self,
+        shard: int,
+        from_bucket: int,
+        to_bucket: int,
+        due_by: datetime,
+        now: datetime,
+        report: DispatchReport,
+    ) -> None:
+        """Admit, close or resend the shard's pending records due by ``due_by``,
+        oldest first, in batches, up to the shard's ``admit_limit`` for the pass."""
+        # Direct admissions this pass count against the shard's limit.
+        handled = self._spent.get(shard, 0)
+        while handled < self.config.admit_limit:
+            limit = min(self.config.batch_size, self.config.admit_limit - handled)
+            due = self.store.pending_due(shard, from_bucket, to_bucket, due_by, limit)
+            if not due:
+                break
+            progress = self._dispatch_batch(due, now, report)
+            handled += len(due)
+            if not progress or len(due) < limit:
+                break
 
     def _dispatch_batch(
         self, due: list[PendingOccurrence], now: datetime, report: DispatchReport
@@ -623,7 +740,7 @@ class Dispatcher:
     ) -> bool:
         if not runs:
             return False
-        failed = set(self.queue.send_batch([DeliveryIntent.for_run(r) for r in runs]))
+        failed = set(self.queue.send_ahead([DeliveryIntent.for_run(r) for r in runs], now))
         sent = [r.occurrence_id for r in runs if r.occurrence_id not in failed]
         report.send_failures += len(failed)
         if sent:
@@ -633,7 +750,9 @@ class Dispatcher:
 
 
 def _note_lag(report: DispatchReport, lag: float) -> None:
-    """A running maximum: the report does not grow with the number admitted."""
+    """A running maximum: the report does not grow with the number admitted.
+    A slot admitted ahead of its time has no lag (0, not negative)."""
+    lag = max(0.0, lag)
     report.max_lag_s = lag if report.max_lag_s is None else max(report.max_lag_s, lag)
 
 
@@ -662,7 +781,7 @@ class Ticker:
     def tick_once(self) -> TickReport:
         dispatch = DispatchReport()
         direct = None
-        if self.config.direct_window > timedelta(0):
+        if self.config.direct_window > timedelta(0) or self.config.queue_ahead:
             direct = self.dispatcher.direct_admission(dispatch)
         plan = self.planner.plan(direct)
         self.dispatcher.dispatch(dispatch)

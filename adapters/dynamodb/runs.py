@@ -32,7 +32,7 @@ from botocore.exceptions import ClientError
 from adapters.dynamodb import items as it
 from adapters.dynamodb.store import DynamoStore, TableSettings
 from domain.run import AttemptRecord, Run, RunStatus
-from domain.schedule import ScheduleVersion
+from domain.schedule import Schedule, ScheduleVersion
 from service.run_ports import ATTEMPT_ACCEPTED, ATTEMPT_LOST, FINISHED, RunStore
 
 # How many earlier records of a schedule the overlap check looks through
@@ -120,6 +120,9 @@ class DynamoRunStore(RunStore):
 
     def get_version(self, schedule_id: str, version: int) -> ScheduleVersion | None:
         return self.store.get_version(schedule_id, version)
+
+    def get_schedule(self, schedule_id: str) -> Schedule | None:
+        return self.store.get(schedule_id)
 
     # --- one conditional update -------------------------------------------------------
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from adapters.sqlite.store import _RUN_COLUMNS, SqliteStore, _json, run_from_row, run_row, us
 from domain.run import AttemptRecord, Run, RunStatus
-from domain.schedule import ScheduleVersion
+from domain.schedule import Schedule, ScheduleVersion
 from service.run_ports import ATTEMPT_ACCEPTED, ATTEMPT_LOST, FINISHED, RunStore
 
 # run_row's columns, in order, as an UPDATE's SET list.
@@ -65,6 +65,9 @@ class SqliteRunStore(RunStore):
 
     def get_version(self, schedule_id: str, version: int) -> ScheduleVersion | None:
         return self.store.get_version(schedule_id, version)
+
+    def get_schedule(self, schedule_id: str) -> Schedule | None:
+        return self.store.get(schedule_id)
 
     # --- one conditional rewrite ----------------------------------------------------------
 
