@@ -238,8 +238,12 @@ FUNCTION_ENV: dict[str, tuple[str, ...]] = {
         SCHEDULES.env_var,
         OCCURRENCES.env_var,
         LEASES.env_var,
+        # Planning at the call (a slot due within the lookahead of a create,
+        # edit or resume, and a trigger) sends its delivery intent itself.
+        DELIVERY_QUEUE.env_var,
         ENV_SHARDS,
         ENV_BUCKET_S,
+        ENV_LOOKAHEAD_S,
         ENV_SECRETS_PREFIX,
     ),
     "tick": (

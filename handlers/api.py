@@ -832,9 +832,14 @@ def build_services(
     """The use cases over SQLite (with ``data_dir``) or DynamoDB (without)."""
     partitioning = Partitioning(shards=settings.shards, bucket_s=settings.bucket_s)
     clock = clock or SystemClock()
+    from handlers.tick import tick_config
+    from service.tick import PlanNow
+
+    config = tick_config(settings)
     if data_dir is not None:
         directory = Path(data_dir)
         directory.mkdir(parents=True, exist_ok=True)
+        from adapters.sqlite.queue import SqliteQueue
         from adapters.sqlite.runs import SqliteRunStore
         from adapters.sqlite.store import SqliteStore
 
@@ -843,8 +848,11 @@ def build_services(
             from adapters.sqlite.secrets import SqliteSecretStore
 
             secrets = SqliteSecretStore(directory / SQLITE_FILE)
+        # Planning at the call: the local tick's queue is a table in the same file.
+        queue = SqliteQueue(directory / SQLITE_FILE, clock=clock, connection_of=store)
+        planning = PlanNow(store, queue, clock, config)
         return ApiServices(
-            ScheduleService(store, clock, partitioning),
+            ScheduleService(store, clock, partitioning, planning=planning),
             secrets,
             RunReports(SqliteRunStore(store), clock),
         )
@@ -858,8 +866,13 @@ def build_services(
 
         secrets = SecretsManagerSecretStore(boto3.client("secretsmanager"), settings.secrets_prefix)
     dynamo = DynamoStore.from_settings(settings)
+    aws_planning: PlanNow | None = None
+    if settings.delivery_queue_url:
+        from adapters.sqs import SqsDeliveryQueue
+
+        aws_planning = PlanNow(dynamo, SqsDeliveryQueue.from_settings(settings), clock, config)
     return ApiServices(
-        ScheduleService(dynamo, clock, partitioning),
+        ScheduleService(dynamo, clock, partitioning, planning=aws_planning),
         secrets,
         RunReports(DynamoRunStore(dynamo), clock),
     )

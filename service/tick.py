@@ -738,15 +738,28 @@ class Dispatcher:
     def _send(
         self, runs: Sequence[Run | PendingOccurrence], now: datetime, report: DispatchReport
     ) -> bool:
-        if not runs:
-            return False
-        failed = set(self.queue.send_ahead([DeliveryIntent.for_run(r) for r in runs], now))
-        sent = [r.occurrence_id for r in runs if r.occurrence_id not in failed]
-        report.send_failures += len(failed)
-        if sent:
-            self.store.mark_sent(sent, now)
-        report.sent += len(sent)
-        return bool(sent)
+        return send_intents(self.store, self.queue, runs, now, report)
+
+
+def send_intents(
+    store: Store,
+    queue: DeliveryQueue,
+    runs: Sequence[Run | PendingOccurrence],
+    now: datetime,
+    report: DispatchReport,
+) -> bool:
+    """Send the intents of admitted records, each held back until its due
+    time, then mark the sent ones sent (the outbox: one not marked stays
+    pending, and dispatch sends it again). True if any was sent."""
+    if not runs:
+        return False
+    failed = set(queue.send_ahead([DeliveryIntent.for_run(r) for r in runs], now))
+    sent = [r.occurrence_id for r in runs if r.occurrence_id not in failed]
+    report.send_failures += len(failed)
+    if sent:
+        store.mark_sent(sent, now)
+    report.sent += len(sent)
+    return bool(sent)
 
 
 def _note_lag(report: DispatchReport, lag: float) -> None:
@@ -807,3 +820,47 @@ class Ticker:
     def ticks(self) -> Iterator[TickReport]:
         while True:
             yield self.tick_once()
+
+
+class PlanNow:
+    """What the API does after a create, edit or resume whose next slot falls
+    within the horizon, and after a trigger: the tick that comes once a
+    minute would be late for them, so the call plans the schedule itself, as
+    a pass would (its slots within the horizon admitted and queued ahead),
+    and sends a trigger's intent at once.
+
+    No lease is taken: one schedule's slots overtake no backlog of its own
+    (a backlog is what dispatch admits oldest first), and the
+    materialization's condition (version, ``next_due``, active) makes this
+    and a concurrent tick plan each slot once between them. A failure here
+    leaves the work to the tick: an occurrence admitted but not sent stays
+    pending for dispatch, a slot not planned is planned by the next pass."""
+
+    def __init__(
+        self, store: Store, queue: DeliveryQueue, clock: Clock, config: TickConfig
+    ) -> None:
+        self.store = store
+        self.queue = queue
+        self.clock = clock
+        self.config = config
+        self.planner = Planner(store, clock, config)
+        self.horizon = config.lookahead
+
+    def plan(self, schedule: DueSchedule) -> bool:
+        """Plan one schedule's slots within the horizon now. True when
+        anything was written (the schedule's ``next_due`` moved)."""
+        report = DispatchReport()
+        limit = self.config.admit_limit
+
+        def deliver(runs: list[Run], now: datetime) -> None:
+            report.admitted += len(runs)
+            send_intents(self.store, self.queue, runs, now, report)
+
+        plan = self.planner.plan_schedules([schedule], DirectAdmission(lambda _: limit, deliver))
+        return bool(plan.materialized or plan.skipped or plan.expired or report.admitted)
+
+    def send(self, runs: Sequence[Run]) -> DispatchReport:
+        """Send the intents of records just stored admitted (a trigger)."""
+        report = DispatchReport()
+        send_intents(self.store, self.queue, runs, self.clock.now(), report)
+        return report
