@@ -18,10 +18,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from domain.run import Run, RunStatus
-from domain.schedule import Schedule, ScheduleVersion
+from domain.schedule import ScheduleVersion
 
 # Statuses a run may start an attempt from (besides running with an expired lease).
 STARTABLE = frozenset({RunStatus.ADMITTED, RunStatus.RETRYING})
@@ -41,6 +41,15 @@ ATTEMPT_ACCEPTED = "accepted"  # 202: waiting for the job to report completion
 ATTEMPT_LOST = "lost"  # the worker died or timed out; its lease expired
 
 
+class ScheduleNow(NamedTuple):
+    """What the worker reads of a schedule before a run's first attempt: an
+    intent may have waited in the queue since the tick sent it ahead."""
+
+    version: int  # the current version
+    paused: bool
+    deleted: bool
+
+
 class RunStore(ABC):
     """The run record, as the worker and the completion API change it."""
 
@@ -52,9 +61,9 @@ class RunStore(ABC):
         """The parameters of the version a run was created under (immutable)."""
 
     @abstractmethod
-    def get_schedule(self, schedule_id: str) -> Schedule | None:
-        """The schedule as it is now (deleted ones included), read strongly:
-        what the worker checks before a run's first attempt (paused, deleted)."""
+    def schedule_now(self, schedule_id: str) -> ScheduleNow | None:
+        """The schedule's state as it is now, read strongly (None: no such
+        schedule): what the worker checks before a run's first attempt."""
 
     @abstractmethod
     def start_attempt(

@@ -263,10 +263,10 @@ class RunWorker:
         policy = version.policy
         status: RunStatus | None = None
         reason: str | None = None
-        schedule = self.runs.get_schedule(run.schedule_id)
+        schedule = self.runs.schedule_now(run.schedule_id)
         if schedule is None or schedule.deleted:
             status, reason = RunStatus.CANCELLED, Reason.DELETED
-        elif schedule.state.paused:
+        elif schedule.paused:
             status, reason = RunStatus.SKIPPED, Reason.PAUSED
         if status is None and policy.overdue is Overdue.EXPIRE:
             verdict = overdue_verdict(policy, run.scheduled_at, now, superseded=False)

@@ -32,8 +32,8 @@ from botocore.exceptions import ClientError
 from adapters.dynamodb import items as it
 from adapters.dynamodb.store import DynamoStore, TableSettings
 from domain.run import AttemptRecord, Run, RunStatus
-from domain.schedule import Schedule, ScheduleVersion
-from service.run_ports import ATTEMPT_ACCEPTED, ATTEMPT_LOST, FINISHED, RunStore
+from domain.schedule import ScheduleVersion
+from service.run_ports import ATTEMPT_ACCEPTED, ATTEMPT_LOST, FINISHED, RunStore, ScheduleNow
 
 # How many earlier records of a schedule the overlap check looks through
 # (newest first) before it concludes nothing earlier is in progress.
@@ -121,8 +121,11 @@ class DynamoRunStore(RunStore):
     def get_version(self, schedule_id: str, version: int) -> ScheduleVersion | None:
         return self.store.get_version(schedule_id, version)
 
-    def get_schedule(self, schedule_id: str) -> Schedule | None:
-        return self.store.get(schedule_id)
+    def schedule_now(self, schedule_id: str) -> ScheduleNow | None:
+        schedule = self.store.get(schedule_id)
+        if schedule is None:
+            return None
+        return ScheduleNow(schedule.version, schedule.state.paused, schedule.deleted)
 
     # --- one conditional update -------------------------------------------------------
 

@@ -3,7 +3,7 @@
 - A record stored already admitted stays pending (found by ``pending_due``
   up to a time ahead, as a pass that queues ahead reads it) until
   ``mark_sent``: the outbox the tick recovers an unsent intent from.
-- The run store reads the schedule as it is now (``get_schedule``): what
+- The run store reads the schedule as it is now (``schedule_now``): what
   the worker checks before a first attempt, since an intent may wait in the
   queue after a pause or a delete.
 """
@@ -63,17 +63,15 @@ def test_an_occurrence_stored_admitted_ahead_is_pending_until_its_intent_is_mark
 def test_the_run_store_reads_the_schedule_as_it_is_now(store: Store) -> None:
     schedule_id, _ = _queued_ahead(store)
     runs = _runs(store)
-    found = runs.get_schedule(schedule_id)
-    assert found is not None and not found.state.paused and not found.deleted
+    assert runs.schedule_now(schedule_id) == (1, False, False)
 
     store.pause(schedule_id, "maintenance", NOW)
-    paused = runs.get_schedule(schedule_id)
-    assert paused is not None and paused.state.paused
+    assert runs.schedule_now(schedule_id) == (1, True, False)
 
     store.delete(schedule_id, NOW)
-    deleted = runs.get_schedule(schedule_id)
-    assert deleted is not None and deleted.deleted
-    assert runs.get_schedule("sch_missing") is None
+    found = runs.schedule_now(schedule_id)
+    assert found is not None and found.deleted
+    assert runs.schedule_now("sch_missing") is None
 
 
 def test_a_record_cancelled_at_start_is_finished_without_an_attempt(store: Store) -> None:

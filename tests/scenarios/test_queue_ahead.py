@@ -47,9 +47,7 @@ class Stack:
         self.clock = clock
         self.queue = SqliteQueue(path, clock=clock, connection_of=world.store)
         self.target = Calls()
-        self.worker = RunWorker(
-            SqliteRunStore(world.store), self.target, clock, random.Random(1)
-        )
+        self.worker = RunWorker(SqliteRunStore(world.store), self.target, clock, random.Random(1))
 
     def ticker(self, owner: str = "tick-1") -> Ticker:
         return self.world.ticker(owner, queue=self.queue)
@@ -132,9 +130,7 @@ def test_an_idle_pass_takes_no_lease_and_moves_no_checkpoint(stack: Stack) -> No
     assert beat is not None  # the watchdog still sees the tick
 
 
-def test_a_pause_after_the_intent_was_queued_runs_nothing(
-    stack: Stack, clock: FakeClock
-) -> None:
+def test_a_pause_after_the_intent_was_queued_runs_nothing(stack: Stack, clock: FakeClock) -> None:
     sid = _create(stack.world, {"cron": "1 8 * * *"})
     stack.ticker().tick_once()  # 08:01 admitted and queued at 08:00
     clock.set(utc("2026-12-01T08:00:30Z"))
@@ -254,9 +250,7 @@ def test_a_slot_written_waiting_is_admitted_ahead_by_dispatch(
 def planned(stack: Stack) -> ScheduleService:
     world = stack.world
     planning = PlanNow(world.store, stack.queue, stack.clock, world.config)
-    return ScheduleService(
-        world.store, stack.clock, world.config.partitioning, planning=planning
-    )
+    return ScheduleService(world.store, stack.clock, world.config.partitioning, planning=planning)
 
 
 def test_a_schedule_created_less_than_the_horizon_before_its_slot_is_planned_by_the_call(
@@ -275,7 +269,9 @@ def test_a_schedule_created_less_than_the_horizon_before_its_slot_is_planned_by_
 def test_a_schedule_whose_slot_is_beyond_the_horizon_is_left_to_the_tick(
     stack: Stack, planned: ScheduleService
 ) -> None:
-    schedule, _ = planned.create({"name": "later", "spec": {"cron": "5 8 * * *"}, "target": WEBHOOK})
+    schedule, _ = planned.create(
+        {"name": "later", "spec": {"cron": "5 8 * * *"}, "target": WEBHOOK}
+    )
     assert stack.world.store.runs(schedule.schedule_id, 10).items == ()
     assert schedule.next_due == utc("2026-12-01T08:05:00Z")
 
@@ -292,9 +288,7 @@ def test_a_resume_plans_the_next_slot_when_it_is_near(
     assert run.scheduled_at == utc("2026-12-01T08:05:00Z")
 
 
-def test_a_trigger_is_admitted_and_sent_by_the_call(
-    stack: Stack, planned: ScheduleService
-) -> None:
+def test_a_trigger_is_admitted_and_sent_by_the_call(stack: Stack, planned: ScheduleService) -> None:
     schedule, _ = planned.create({"name": "t", "spec": {"cron": "5 9 * * *"}, "target": WEBHOOK})
     run = planned.trigger(schedule.schedule_id)
     stored = stack.world.store.get_run(run.occurrence_id)
