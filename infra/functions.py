@@ -81,7 +81,8 @@ WATCHDOG: Final = FunctionSpec(
 
 
 def tick_spec(settings: Settings) -> FunctionSpec:
-    # The tick loops for its budget, then needs time to checkpoint and flush.
+    # The tick runs one pass per invocation, normally about a second; the budget
+    # bounds a large one (every schedule due at 09:00), plus time to flush.
     return FunctionSpec(
         "tick",
         "handlers.tick.handler",

@@ -40,6 +40,21 @@ occurrence is never admitted twice. Then the checkpoint moves as far as
 **Leases.** Several tick processes share the shards: each counts the live
 tick processes from their heartbeats, keeps or takes free and expired shards
 up to its fair share, and releases the rest.
+
+**Queue ahead** (``TickConfig.queue_ahead``, what deployments run: one pass a
+minute on AWS, the same pass on the local stack's interval). Every slot
+within the lookahead (at most ``MAX_QUEUE_AHEAD``) that the overdue policy
+admits is admitted by the write that stores it, in shards whose lease this
+pass holds and that have no due backlog, and its intent is sent with
+``DeliveryQueue.send_ahead``: the queue holds it back until its due time.
+Dispatch reads each shard's earliest pending bucket first and leases and walks
+only the shards with pending work due within the lookahead, from that bucket
+(no checkpoint is written), admitting waiting records ahead and resending
+admitted ones that were never marked sent. So an idle pass takes no lease and
+writes nothing but its heartbeat. Pause and delete after an intent is queued
+are decided by the worker before the first attempt. ``PlanNow`` is the same
+planning for one schedule, run by the API call that created, edited or
+resumed it (and the send of a trigger's intent).
 """
 
 from __future__ import annotations
