@@ -452,6 +452,9 @@ class Dispatcher:
         self.owner = owner
         self._held: dict[int, Lease] = {}
         self._spent: dict[int, int] = {}  # direct admissions this pass, per shard
+        # Intents this pass sent: an index read just after the mark may still
+        # show them pending (DynamoDB's indexes are eventually consistent).
+        self._sent_ids: set[str] = set()
         self._beaten_at: datetime | None = None
         self._order = list(range(config.partitioning.shards))
         random.Random(owner).shuffle(self._order)
@@ -524,13 +527,13 @@ class Dispatcher:
             report = DispatchReport()
         if self.config.queue_ahead:
             self._dispatch_ahead(now, report)
-            self._spent = {}
-            return report
-        leases = self.acquire_leases(now)
-        report.shards = [lease.shard for lease in leases]
-        for lease in leases:
-            self._dispatch_shard(lease, now, report)
+        else:
+            leases = self.acquire_leases(now)
+            report.shards = [lease.shard for lease in leases]
+            for lease in leases:
+                self._dispatch_shard(lease, now, report)
         self._spent = {}
+        self._sent_ids = set()
         return report
 
     def _dispatch_ahead(self, now: datetime, report: DispatchReport) -> None:
@@ -670,7 +673,11 @@ class Dispatcher:
     ) -> bool:
         """Admit, close or resend one batch. True if anything changed."""
         waiting = [r for r in due if r.status is RunStatus.SCHEDULED]
-        resend = [r for r in due if r.status is not RunStatus.SCHEDULED]
+        resend = [
+            r
+            for r in due
+            if r.status is not RunStatus.SCHEDULED and r.occurrence_id not in self._sent_ids
+        ]
         policies = self.store.policies({(r.schedule_id, r.version) for r in waiting})
         latest_only = [
             r.schedule_id
@@ -753,7 +760,10 @@ class Dispatcher:
     def _send(
         self, runs: Sequence[Run | PendingOccurrence], now: datetime, report: DispatchReport
     ) -> bool:
-        return send_intents(self.store, self.queue, runs, now, report)
+        sent = send_intents(self.store, self.queue, runs, now, report)
+        if sent:
+            self._sent_ids.update(r.occurrence_id for r in runs)
+        return sent
 
 
 def send_intents(
