@@ -11,8 +11,6 @@ from typing import Any
 
 import pytest
 
-# What the simulator still shows on the tree as it stands, not yet explained.
-OPEN_TICK_NOT_CUT_OFF = "the stalled tick of the faults timeline is no longer cut off at 70 s"
 
 
 def _alarm(result: dict[str, Any], stack: str, name: str) -> dict[str, Any]:
@@ -151,7 +149,6 @@ def test_faults_no_occurrence_is_lost(faults: dict[str, Any]) -> None:
     assert faults["gaps"] == 0, faults["gap_examples"]
 
 
-@pytest.mark.xfail(strict=True, reason=OPEN_TICK_NOT_CUT_OFF)
 def test_faults_a_stalled_tick_is_cut_off_at_its_timeout(faults: dict[str, Any]) -> None:
     tick = next(v for k, v in faults["invocations"].items() if "FunctionsTick" in k)
     assert tick.get("timeout", 0) >= 1
