@@ -34,9 +34,6 @@ from service.clock import SystemClock
 from service.ports import Clock, DeliveryQueue
 from service.tick import TickConfig, Ticker, TickReport
 
-# Time kept back from the Lambda timeout for the last pass and the metric flush.
-SAFETY_MARGIN_S = 5.0
-
 
 def new_owner() -> str:
     """A name for this tick process, unique among processes sharing a store."""
