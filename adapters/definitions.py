@@ -238,9 +238,13 @@ FUNCTION_ENV: dict[str, tuple[str, ...]] = {
         SCHEDULES.env_var,
         OCCURRENCES.env_var,
         LEASES.env_var,
-        DELIVERY_QUEUE.env_var,  # POST /runs/{id}/retry sends the intent again
+        # Planning at the call (a slot due within the lookahead of a create,
+        # edit or resume, and a trigger) and POST /runs/{id}/retry send
+        # delivery intents themselves.
+        DELIVERY_QUEUE.env_var,
         ENV_SHARDS,
         ENV_BUCKET_S,
+        ENV_LOOKAHEAD_S,
         ENV_SECRETS_PREFIX,
     ),
     "tick": (

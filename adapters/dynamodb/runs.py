@@ -36,7 +36,14 @@ from adapters.dynamodb import items as it
 from adapters.dynamodb.store import DynamoStore, TableSettings
 from domain.run import AttemptRecord, Run, RunStatus
 from domain.schedule import ScheduleVersion
-from service.run_ports import ATTEMPT_ACCEPTED, ATTEMPT_LOST, FINISHED, RETRYABLE, RunStore
+from service.run_ports import (
+    ATTEMPT_ACCEPTED,
+    ATTEMPT_LOST,
+    FINISHED,
+    RETRYABLE,
+    RunStore,
+    ScheduleNow,
+)
 
 # How many earlier records of a schedule the overlap check looks through
 # (newest first) before it concludes nothing earlier is in progress.
@@ -123,6 +130,12 @@ class DynamoRunStore(RunStore):
 
     def get_version(self, schedule_id: str, version: int) -> ScheduleVersion | None:
         return self.store.get_version(schedule_id, version)
+
+    def schedule_now(self, schedule_id: str) -> ScheduleNow | None:
+        schedule = self.store.get(schedule_id)
+        if schedule is None:
+            return None
+        return ScheduleNow(schedule.version, schedule.state.paused, schedule.deleted)
 
     # --- one conditional update -------------------------------------------------------
 

@@ -24,7 +24,14 @@ from typing import Any
 from adapters.sqlite.store import _RUN_COLUMNS, SqliteStore, _json, run_from_row, run_row, us
 from domain.run import AttemptRecord, Run, RunStatus
 from domain.schedule import ScheduleVersion
-from service.run_ports import ATTEMPT_ACCEPTED, ATTEMPT_LOST, FINISHED, RETRYABLE, RunStore
+from service.run_ports import (
+    ATTEMPT_ACCEPTED,
+    ATTEMPT_LOST,
+    FINISHED,
+    RETRYABLE,
+    RunStore,
+    ScheduleNow,
+)
 
 # run_row's columns, in order, as an UPDATE's SET list.
 _SET_ALL = ", ".join(f"{name.strip()} = ?" for name in _RUN_COLUMNS.split(","))
@@ -65,6 +72,17 @@ class SqliteRunStore(RunStore):
 
     def get_version(self, schedule_id: str, version: int) -> ScheduleVersion | None:
         return self.store.get_version(schedule_id, version)
+
+    def schedule_now(self, schedule_id: str) -> ScheduleNow | None:
+        # One row by its key: the worker asks before every first attempt.
+        rows = self.store._read(
+            "SELECT version, paused, deleted_at FROM schedules WHERE schedule_id = ?",
+            (schedule_id,),
+        )
+        if not rows:
+            return None
+        version, paused, deleted_at = rows[0]
+        return ScheduleNow(int(version), bool(paused), deleted_at is not None)
 
     # --- one conditional rewrite ----------------------------------------------------------
 

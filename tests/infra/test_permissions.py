@@ -64,13 +64,16 @@ def test_api_manages_schedules_and_runs_and_only_reads_leases(
     assert not can(t, ids.api, "secretsmanager:GetSecretValue", SECRETS)
 
 
-def test_api_may_only_send_retried_intents_to_the_delivery_queue(
+def test_api_sends_delivery_intents_and_nothing_else_on_sqs(
     template: dict[str, Any], ids: Ids
 ) -> None:
-    # POST /runs/{id}/retry sends the intent again; nothing else of a queue.
-    assert {a for a in actions(template, ids.api) if a.startswith("sqs:")} == {"sqs:SendMessage"}
-    assert can(template, ids.api, "sqs:SendMessage", ids.delivery)
-    assert not can(template, ids.api, "sqs:SendMessage", ids.dlq)
+    # A create, edit or resume whose next slot is within the lookahead, a
+    # trigger, and POST /runs/{id}/retry queue their intents from the call
+    # itself (docs/decisions.md); nothing else of a queue.
+    t = template
+    assert {a for a in actions(t, ids.api) if a.startswith("sqs:")} == {"sqs:SendMessage"}
+    assert can(t, ids.api, "sqs:SendMessage", ids.delivery)
+    assert not can(t, ids.api, "sqs:SendMessage", ids.dlq)
 
 
 def test_tick_reads_and_writes_all_tables_and_sends_intents(
