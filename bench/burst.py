@@ -231,6 +231,8 @@ class ThreadProfiles:
         for profile in self.profiles[1:]:
             stats.add(profile)
         stats.sort_stats("tottime").print_stats(top)
+        if os.environ.get("BURST_PROFILE_OUT"):
+            stats.dump_stats(os.environ["BURST_PROFILE_OUT"])
 
 
 # --- one round -----------------------------------------------------------------------------

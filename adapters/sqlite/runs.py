@@ -133,31 +133,48 @@ class SqliteRunStore(RunStore):
                     RunStatus.RETRYING.value,
                 ),
             ).fetchone()
-            if row is not None:
-                return run_from_row(row)
-            run = self._load(db, occurrence_id)
-            if run is None:
-                return None
-            lease = run.run_lease_expires_at
-            lost = run.status is RunStatus.RUNNING and (lease is None or lease <= now)
-            if not (run.status in (RunStatus.ADMITTED, RunStatus.RETRYING) or lost):
-                return None
-            log = _close_last(run.attempt_log, now, ATTEMPT_LOST, "run lease expired")
-            number = run.attempts + 1
-            after = replace(
-                run,
-                status=RunStatus.RUNNING,
-                attempts=number,
-                started_at=run.started_at or now,
-                run_lease_expires_at=lease_until,
-                run_token_hash=run_token_hash,
-                attempt_log=(*log, AttemptRecord(number=number, started_at=now)),
+            after = (
+                None
+                if row is not None
+                else self._start_other(db, occurrence_id, now, lease_until, run_token_hash)
             )
-            if lost:
-                # Taken over only while its lease is still the expired one.
-                where = "AND (run_lease_expires_at IS NULL OR run_lease_expires_at <= ?)"
-                return after if self._rewrite(db, run, after, where, (us(now),)) else None
-            return after if self._rewrite(db, run, after) else None
+        # The row is read back after the commit: the write lock is not held
+        # while Python builds the run.
+        return run_from_row(row) if row is not None else after
+
+    def _start_other(
+        self,
+        db: sqlite3.Connection,
+        occurrence_id: str,
+        now: datetime,
+        lease_until: datetime,
+        run_token_hash: str | None,
+    ) -> Run | None:
+        """``start_attempt`` of a run the one statement did not start: its
+        last attempt still open (lost, if its lease expired) or not startable."""
+        run = self._load(db, occurrence_id)
+        if run is None:
+            return None
+        lease = run.run_lease_expires_at
+        lost = run.status is RunStatus.RUNNING and (lease is None or lease <= now)
+        if not (run.status in (RunStatus.ADMITTED, RunStatus.RETRYING) or lost):
+            return None
+        log = _close_last(run.attempt_log, now, ATTEMPT_LOST, "run lease expired")
+        number = run.attempts + 1
+        after = replace(
+            run,
+            status=RunStatus.RUNNING,
+            attempts=number,
+            started_at=run.started_at or now,
+            run_lease_expires_at=lease_until,
+            run_token_hash=run_token_hash,
+            attempt_log=(*log, AttemptRecord(number=number, started_at=now)),
+        )
+        if lost:
+            # Taken over only while its lease is still the expired one.
+            where = "AND (run_lease_expires_at IS NULL OR run_lease_expires_at <= ?)"
+            return after if self._rewrite(db, run, after, where, (us(now),)) else None
+        return after if self._rewrite(db, run, after) else None
 
     def finish(
         self,
@@ -173,11 +190,13 @@ class SqliteRunStore(RunStore):
     ) -> Run | None:
         if status not in FINISHED:
             raise ValueError(f"finish ends a run as {sorted(FINISHED)}, not {status.value}")
-        with self.store._write() as db:
-            if attempt is not None:
-                return self._finish_attempt(
+        if attempt is not None:
+            with self.store._write() as db:
+                row = self._finish_attempt(
                     db, occurrence_id, attempt, status, now, reason, result, outcome, error
                 )
+            return None if row is None else run_from_row(row)  # after the commit
+        with self.store._write() as db:
             run = self._load(db, occurrence_id)
             if run is None or run.status not in (RunStatus.ADMITTED, RunStatus.RETRYING):
                 return None
@@ -204,11 +223,12 @@ class SqliteRunStore(RunStore):
         result: Mapping[str, Any] | None,
         outcome: str | None,
         error: str | None,
-    ) -> Run | None:
+    ) -> Any:
         """``finish`` of the attempt that holds the run, in one statement: the
-        last attempt record is closed in place if it is still open."""
+        last attempt record is closed in place if it is still open. Returns
+        the row written, or None."""
         now_us = us(now)
-        row = db.execute(
+        return db.execute(
             "UPDATE occurrences SET status = ?, finished_at = ?, reason = ?, result = ?, "
             "run_lease_expires_at = NULL, run_token_hash = NULL, pending = 0, "
             "attempt_log = CASE "
@@ -232,7 +252,6 @@ class SqliteRunStore(RunStore):
                 attempt,
             ),
         ).fetchone()
-        return None if row is None else run_from_row(row)
 
     def record_retry(
         self,
