@@ -96,12 +96,15 @@ def receiver_main(port_file: str, out_file: str) -> None:
         loop = asyncio.get_running_loop()
         server = await loop.create_server(_Receiver, "127.0.0.1", 0, backlog=1024)
         port = server.sockets[0].getsockname()[1]
+        started_cpu = time.process_time()
         Path(port_file).write_text(str(port))
         done = asyncio.Event()
         loop.add_signal_handler(signal.SIGTERM, done.set)
         await done.wait()
         server.close()
-        Path(out_file).write_text(json.dumps(_Receiver.records))
+        Path(out_file).write_text(
+            json.dumps({"cpu_s": time.process_time() - started_cpu, "records": _Receiver.records})
+        )
 
     asyncio.run(serve())
 
@@ -343,7 +346,8 @@ def one_round(
         finally:
             receiver.send_signal(signal.SIGTERM)
             receiver.wait(30)
-        arrivals = json.loads(arrivals_file.read_text())
+        received = json.loads(arrivals_file.read_text())
+        arrivals = received["records"]
 
     scheduled = {occ: from_us(at) for occ, at, _ in rows}
     start_late = [(from_us(started) - from_us(at)).total_seconds() for _, at, started in rows]
@@ -367,6 +371,7 @@ def one_round(
         "per_s": n / last if last > 0 else float("inf"),
         "duplicates": len(arrivals) - len(first_arrival),
         "cpu_ms": 1000 * cpu_s / n,
+        "receiver_cpu_ms": 1000 * received["cpu_s"] / n,
     }
 
 
@@ -504,9 +509,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     print()
     print(
         "| schedules | workers | start p50 | start p99 | start max "
-        "| arrival p50 | arrival p99 | arrival max | deliveries/s | CPU ms/run |"
+        "| arrival p50 | arrival p99 | arrival max | deliveries/s | CPU ms/run "
+        "| receiver CPU ms/run | load |"
     )
-    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for n in args.sizes:
         for processes in args.processes:
             for workers in args.workers:
@@ -514,7 +520,9 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 def row(n: int, workers: int, processes: int, rounds: int, profile: bool) -> None:
+    load_before = os.getloadavg()[0]
     results = [one_round(n, workers, processes=processes, profile=profile) for _ in range(rounds)]
+    load_after = os.getloadavg()[0]
 
     def med(name: str) -> float:
         return statistics.median(r[name] for r in results)
@@ -523,7 +531,8 @@ def row(n: int, workers: int, processes: int, rounds: int, profile: bool) -> Non
         f"| {n:,} | {workers_text(workers, processes)} | {med('start_p50'):.2f} "
         f"| {med('start_p99'):.2f} | {med('start_max'):.2f} | {med('arrive_p50'):.2f} "
         f"| {med('arrive_p99'):.2f} | {med('arrive_max'):.2f} | {med('per_s'):,.0f} "
-        f"| {med('cpu_ms'):.2f} |",
+        f"| {med('cpu_ms'):.2f} | {med('receiver_cpu_ms'):.3f} "
+        f"| {load_before:.1f}-{load_after:.1f} |",
         flush=True,
     )
 

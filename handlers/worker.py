@@ -126,8 +126,12 @@ class PowertoolsTelemetry(RunTelemetry):
             "status_code": report.status_code,
         }
         level = logging.INFO if report.status in ("succeeded", "accepted") else logging.WARNING
-        if not _attempt_line(logger(), level, line):
-            logger().log(level, "attempt", extra=line)
+        if _attempt_line(logger(), level, line):
+            return
+        if level == logging.INFO:
+            logger().info("attempt", extra=line)
+        else:
+            logger().warning("attempt", extra=line)
 
     def run_retried(self, run: Run, delay_s: float) -> None:
         if not self.metrics_on:
@@ -164,11 +168,11 @@ def _attempt_line(log: Logger, level: int, fields: dict[str, Any]) -> bool:
     the logger has something this path does not reproduce (filters, another
     handler or formatter, per-thread keys, a key template it cannot fill);
     the caller then logs through Powertools."""
-    if not log.isEnabledFor(level):
+    inner: logging.Logger = log._logger
+    if not inner.isEnabledFor(level):
         return True
     formatter = log.registered_formatter
     handler = log.registered_handler
-    inner = log._logger
     if (
         type(formatter) is not LambdaPowertoolsFormatter
         or type(handler) is not logging.StreamHandler
@@ -199,7 +203,7 @@ def _attempt_line(log: Logger, level: int, fields: dict[str, Any]) -> bool:
     out["message"] = "attempt"
     out["xray_trace_id"] = formatter._get_latest_trace_id()
     out = {key: value for key, value in out.items() if value is not None}
-    text = formatter.serialize(out)  # type: ignore[arg-type]
+    text = formatter.serialize(out)
     handler.acquire()
     try:
         handler.stream.write(text + handler.terminator)
@@ -533,9 +537,10 @@ class WorkerPool:
     - Each worker thread runs one message at a time; a target that hangs
       until its timeout holds one thread, not the others.
     - The keeper deletes finished messages in one statement or request per
-      batch (``DELETE_BATCH`` of them, or what finished in ``DELETE_WAIT_S``), and every ``heartbeat_s`` makes every held message invisible for
-      another ``visibility_s`` and extends the run lease of every attempt in
-      flight (``RunWorker.extend_leases``). A killed process beats no more:
+      batch (``DELETE_BATCH`` of them, or what finished within
+      ``DELETE_WAIT_S``), and every ``heartbeat_s`` makes every held message
+      invisible for another ``visibility_s`` and extends the run lease of
+      every attempt in flight (``RunWorker.extend_leases``). A killed process beats no more:
       its messages come back, and its runs can be taken over, within
       ``visibility_s``.
     - On stop, messages received but not started are made visible again at

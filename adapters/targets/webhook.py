@@ -542,7 +542,7 @@ class WebhookSender:
                 body=content,
             )
         finally:
-            if keep and response.isclosed():
+            if keep and response is not None and response.isclosed():
                 self.pool.give(key, connection)
             else:
                 if response is not None:
