@@ -26,6 +26,7 @@ max, and deliveries a second (N over the time from 09:00 to the last arrival).
     .venv/bin/python bench/burst.py      # 1,000 and 10,000; 1, 4, 8, 16 workers; 3 rounds
     .venv/bin/python bench/burst.py --sizes 2000 --workers 8 --rounds 1
     .venv/bin/python bench/burst.py --sizes 2000 --workers 8 --profile   # where the time goes
+    .venv/bin/python bench/burst.py --sizes 10000 --workers 8 --thread-cpu   # CPU by thread
     .venv/bin/python bench/burst.py --parts 2000   # CPU per call of each part of a run
 """
 
@@ -265,6 +266,42 @@ class ThreadProfiles:
             stats.dump_stats(os.environ["BURST_PROFILE_OUT"])
 
 
+class ThreadCpu:
+    """The CPU time of every thread started while it is on, by thread name
+    (worker threads together), without a profiler's cost."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._original = threading.Thread.run
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> ThreadCpu:
+        seconds, original, lock = self.seconds, self._original, self._lock
+
+        def run(thread: threading.Thread) -> None:
+            try:
+                original(thread)
+            finally:
+                name = thread.name
+                if name.startswith("duetime-worker-"):
+                    name = "duetime-worker-*"
+                with lock:
+                    seconds[name] = seconds.get(name, 0.0) + time.thread_time()
+
+        threading.Thread.run = run  # type: ignore[method-assign]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        threading.Thread.run = self._original  # type: ignore[method-assign]
+
+    def print(self, n: int, process_s: float) -> None:
+        print(f"CPU ms a run by thread (this process, {n:,} runs)", file=sys.stderr)
+        for name, spent in sorted(self.seconds.items(), key=lambda item: -item[1]):
+            print(f"  {name}: {1000 * spent / n:.3f}", file=sys.stderr)
+        rest = process_s - sum(self.seconds.values())
+        print(f"  the rest (main thread, interpreter): {1000 * rest / n:.3f}", file=sys.stderr)
+
+
 # --- one round -----------------------------------------------------------------------------
 
 
@@ -287,7 +324,7 @@ def percentile(values: Sequence[float], p: float) -> float:
 
 
 def one_round(
-    n: int, workers: int, *, processes: int = 1, profile: bool = False
+    n: int, workers: int, *, processes: int = 1, profile: bool = False, thread_cpu: bool = False
 ) -> dict[str, float]:
     from adapters.sqlite.queue import SqliteQueue
     from adapters.sqlite.secrets import SqliteSecretStore
@@ -343,6 +380,9 @@ def one_round(
             profiles = ThreadProfiles() if profile else None
             if profiles is not None:
                 profiles.__enter__()
+            by_thread = ThreadCpu() if thread_cpu else None
+            if by_thread is not None:
+                by_thread.__enter__()
             cpu_before = time.process_time()
             for thread in threads:
                 thread.start()
@@ -370,6 +410,9 @@ def one_round(
             if profiles is not None:
                 profiles.__exit__()
                 profiles.print()
+            if by_thread is not None:
+                by_thread.__exit__()
+                by_thread.print(n, time.process_time() - cpu_before)
             rows = check.execute(
                 "SELECT occurrence_id, scheduled_at, started_at FROM occurrences"
             ).fetchall()
@@ -527,6 +570,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--profile", action="store_true", help="profile every thread, print the hottest functions"
     )
     parser.add_argument(
+        "--thread-cpu", action="store_true", help="print the CPU time of each thread (this process)"
+    )
+    parser.add_argument(
         "--parts", type=int, metavar="N", help="only time each part of a run, N calls each"
     )
     args = parser.parse_args(argv)
@@ -548,12 +594,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     for n in args.sizes:
         for processes in args.processes:
             for workers in args.workers:
-                row(n, workers, processes, args.rounds, args.profile)
+                row(n, workers, processes, args.rounds, args.profile, args.thread_cpu)
 
 
-def row(n: int, workers: int, processes: int, rounds: int, profile: bool) -> None:
+def row(
+    n: int, workers: int, processes: int, rounds: int, profile: bool, thread_cpu: bool = False
+) -> None:
     load_before = os.getloadavg()[0]
-    results = [one_round(n, workers, processes=processes, profile=profile) for _ in range(rounds)]
+    results = [
+        one_round(n, workers, processes=processes, profile=profile, thread_cpu=thread_cpu)
+        for _ in range(rounds)
+    ]
     load_after = os.getloadavg()[0]
 
     def med(name: str) -> float:
