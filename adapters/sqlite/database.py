@@ -36,7 +36,9 @@ JOURNAL_SIZE_LIMIT = 32 * 1024 * 1024
 # up to the busy timeout). That spares the two ``PRAGMA busy_timeout``
 # statements a write otherwise costs to wait in short steps on SQLite's lock
 # itself: about a tenth of a delivery's CPU time in bench/burst.py. The lock
-# goes with the process that holds it, killed or not.
+# goes with the process that holds it, killed or not. (A process forked
+# without exec shares its parent's descriptor, so the lock does not order the
+# two: SQLite's busy handler does, as for another program.)
 LOCK_WAIT_FIRST_S = 0.0001
 LOCK_WAIT_CAP_S = 0.002
 SQLITE_BUSY = 5
