@@ -548,8 +548,14 @@ class LocalStack:
 
     def _worker_loop(self) -> Callable[[], None]:
         from adapters.sqlite.queue import HELD_VISIBILITY_S
-        from handlers.worker import build_aws_worker, build_sqlite_worker, run_worker_loop
+        from handlers.worker import (
+            SQLITE_RECEIVE_BATCH,
+            build_aws_worker,
+            build_sqlite_worker,
+            run_worker_loop,
+        )
 
+        batch = 10  # SQS's most
         if self.args.store == "emulator":
             from adapters.targets import AddressPolicy
 
@@ -566,11 +572,14 @@ class LocalStack:
         else:
             worker, queue = build_sqlite_worker(self.db_path, self._secrets())
             wait_s = 0.5
+            batch = SQLITE_RECEIVE_BATCH
         workers = self.args.workers
 
         def loop() -> None:
             log("worker started", workers=workers, pid=os.getpid())
-            run_worker_loop(worker, queue, stop=self.stop, wait_s=wait_s, workers=workers)
+            run_worker_loop(
+                worker, queue, stop=self.stop, wait_s=wait_s, workers=workers, max_messages=batch
+            )
 
         return loop
 
