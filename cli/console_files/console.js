@@ -34,7 +34,7 @@
     return node;
   }
 
-  function add(node, children) {
+  function add(node, ...children) {
     for (const child of children.flat(Infinity)) {
       if (child === null || child === undefined || child === false) continue;
       node.append(child instanceof Node ? child : shown(child));
@@ -103,6 +103,7 @@
     if (Number.isNaN(at)) return "";
     const seconds = Math.round((at - Date.now()) / 1000);
     const size = Math.abs(seconds);
+    if (size < 1) return "now";
     const text =
       size < 90 ? size + " s"
       : size < 5400 ? Math.round(size / 60) + " min"
@@ -334,7 +335,7 @@
       if (stale()) return;
       const rows = schedules.map((schedule) => {
         const last = el("td", {}, muted("…"));
-        const next = el("td", {}, when(schedule.next_due));
+        const next = el("td", {}, schedule.state && schedule.state.paused ? muted("paused") : when(schedule.next_due));
         const watch = el("td", {}, muted("…"));
         const status = el("td", {}, badge(scheduleStatus(schedule)));
         const row = el(
@@ -362,6 +363,8 @@
           const detail = await api("GET", "/schedules/" + enc(schedule.id));
           if (stale()) return;
           replace(status, badge(scheduleStatus(detail)));
+          if (detail.state && detail.state.paused) replace(next, muted("paused"));
+          else if (scheduleStatus(detail) === "ended") replace(next, muted("none: ended"));
           replace(watch, watchCell(detail.watch));
           const run = await lastRunOf(detail);
           if (stale()) return;
@@ -533,18 +536,19 @@
   // What comes next: the occurrences already created (planned), then the next ones the
   // planner will create, with their DST notes.
   function renderUpcoming(box, s, planned) {
+    const soon = planned.slice(0, 5);
     const rows = [
-      ...planned.map((r) =>
+      ...soon.map((r) =>
         el("tr", { "data-planned": r.occurrence_id },
           el("td", {}, when(r.scheduled_at)),
-          el("td", { class: "mono" }, r.local),
+          el("td", { class: "mono" }, instant(r.local)),
           el("td", {}, String(r.version)),
           el("td", {}, r.kind === "scheduled" ? badge("planned") : [badge("planned"), " ", r.kind]),
           el("td", {}))),
-      ...(s.next_occurrences || []).map((o) =>
+      ...(s.next_occurrences || []).slice(0, Math.max(3, 8 - soon.length)).map((o) =>
         el("tr", {},
           el("td", {}, when(o.scheduled_at)),
-          el("td", { class: "mono" }, o.local),
+          el("td", { class: "mono" }, instant(o.local)),
           el("td", {}, o.version === undefined ? "" : String(o.version)),
           el("td", {}, muted("next")),
           el("td", {}, o.dst_note ? el("span", { class: "note" }, o.dst_note) : ""))),
