@@ -114,7 +114,7 @@
 
   function when(iso) {
     if (!iso) return muted("—");
-    return el("span", { title: iso }, instant(iso), " ", muted("(" + relative(iso) + ")"));
+    return el("span", { title: iso }, el("span", { class: "nowrap" }, instant(iso)), " ", muted("(" + relative(iso) + ")"));
   }
 
   function seconds(value) {
@@ -271,10 +271,13 @@
     return page.runs.filter(isPlanned).sort((a, b) => Date.parse(a.scheduled_at) - Date.parse(b.scheduled_at));
   }
 
+  // The newest run that ran or was due to (skipped and cancelled records are not runs).
+  const RAN = ["admitted", "running", "retrying", "succeeded", "failed", "expired"];
   async function lastRunOf(schedule) {
-    if (Array.isArray(schedule.recent_runs)) return schedule.recent_runs[0] || null;
-    const page = await api("GET", query("/schedules/" + enc(schedule.id) + "/runs", { limit: 20 }));
-    return page.runs.find((run) => !isPlanned(run)) || null;
+    const recent = (schedule.recent_runs || []).find((run) => RAN.includes(run.status));
+    if (recent) return recent;
+    const path = query("/schedules/" + enc(schedule.id) + "/runs", { status: RAN.join(","), limit: 1 });
+    return (await api("GET", path)).runs[0] || null;
   }
 
   async function eachLimited(items, limit, work) {
@@ -537,18 +540,21 @@
   // planner will create, with their DST notes.
   function renderUpcoming(box, s, planned) {
     const soon = planned.slice(0, 5);
+    // The next ones the planner will create come after every planned one: shown only
+    // when all the planned ones are.
+    const next = planned.length > soon.length ? [] : (s.next_occurrences || []).slice(0, Math.max(3, 8 - soon.length));
     const rows = [
       ...soon.map((r) =>
         el("tr", { "data-planned": r.occurrence_id },
           el("td", {}, when(r.scheduled_at)),
-          el("td", { class: "mono" }, instant(r.local)),
+          el("td", { class: "mono wrap" }, instant(r.local)),
           el("td", {}, String(r.version)),
           el("td", {}, r.kind === "scheduled" ? badge("planned") : [badge("planned"), " ", r.kind]),
           el("td", {}))),
-      ...(s.next_occurrences || []).slice(0, Math.max(3, 8 - soon.length)).map((o) =>
+      ...next.map((o) =>
         el("tr", {},
           el("td", {}, when(o.scheduled_at)),
-          el("td", { class: "mono" }, instant(o.local)),
+          el("td", { class: "mono wrap" }, instant(o.local)),
           el("td", {}, o.version === undefined ? "" : String(o.version)),
           el("td", {}, muted("next")),
           el("td", {}, o.dst_note ? el("span", { class: "note" }, o.dst_note) : ""))),
@@ -556,6 +562,7 @@
     const paused = s.state && s.state.paused;
     replace(box, el("h2", {}, "Upcoming occurrences"),
       table(["Due (UTC)", "Local", "Version", "", "DST"], rows, paused ? "None while paused." : "None planned."));
+    if (planned.length > soon.length) add(box, el("p", { class: "muted" }, "… and more already planned."));
     const older = s.planned_under_older_versions || [];
     if (older.length) {
       add(box, el("h2", {}, "Planned under older versions"),
@@ -585,31 +592,41 @@
       "Retrying " + run.occurrence_id + ": now " + again.status + "."), { class: "retry", "data-occurrence": run.occurrence_id });
   }
 
+  // Each run is a row; its attempts, result and progress open in a full-width row below it.
   function runsTable(runs, openRuns, withSchedule) {
     const headings = ["Due (UTC)", "Kind", "Status", "Version", "Attempts", "Late", "Reason", ""];
     if (withSchedule) headings.unshift("Schedule");
     return table(headings, runs.map((run) => {
-      const details = el("details", { "data-occurrence": run.occurrence_id },
-        el("summary", {}, "attempts"),
-        el("div", { class: "muted mono" }, run.occurrence_id),
-        attemptsTable(run),
-        run.result ? [el("div", {}, "Result"), pre(run.result)] : null,
-        run.progress ? [el("div", {}, "Progress"), pre(run.progress)] : null);
-      details.open = openRuns.has(run.occurrence_id);
-      details.addEventListener("toggle", () => {
-        if (details.open) openRuns.add(run.occurrence_id);
-        else openRuns.delete(run.occurrence_id);
+      const open = openRuns.has(run.occurrence_id);
+      const below = el("tr", { class: "below", "data-attempts-of": run.occurrence_id },
+        el("td", { colspan: headings.length },
+          el("div", { class: "muted mono" }, run.occurrence_id),
+          attemptsTable(run),
+          run.result ? [el("div", {}, "Result"), pre(run.result)] : null,
+          run.progress ? [el("div", {}, "Progress"), pre(run.progress)] : null));
+      below.hidden = !open;
+      const toggle = el("button", { type: "button", class: "attempts", "aria-expanded": String(open) },
+        open ? "hide attempts" : "attempts");
+      toggle.addEventListener("click", () => {
+        below.hidden = !below.hidden;
+        if (below.hidden) openRuns.delete(run.occurrence_id);
+        else openRuns.add(run.occurrence_id);
+        toggle.setAttribute("aria-expanded", String(!below.hidden));
+        replace(toggle, below.hidden ? "attempts" : "hide attempts");
       });
-      return el("tr", { "data-run": run.occurrence_id, "data-status": run.status },
-        withSchedule ? el("td", { class: "name" }, scheduleLink(run.schedule_id, run.schedule_name || run.schedule_id)) : null,
-        el("td", {}, when(run.scheduled_at)),
-        el("td", {}, run.kind),
-        el("td", {}, badge(run.status)),
-        el("td", {}, String(run.version)),
-        el("td", {}, String(run.attempts)),
-        el("td", {}, seconds(run.late_s)),
-        el("td", { class: "name" }, run.reason || ""),
-        el("td", {}, retryButton(run), details));
+      return [
+        el("tr", { "data-run": run.occurrence_id, "data-status": run.status },
+          withSchedule ? el("td", { class: "name" }, scheduleLink(run.schedule_id, run.schedule_name || run.schedule_id)) : null,
+          el("td", {}, when(run.scheduled_at)),
+          el("td", {}, run.kind),
+          el("td", {}, badge(run.status)),
+          el("td", {}, String(run.version)),
+          el("td", {}, String(run.attempts)),
+          el("td", {}, seconds(run.late_s)),
+          el("td", { class: "name" }, run.reason || ""),
+          el("td", {}, el("div", { class: "buttons" }, retryButton(run), toggle))),
+        below,
+      ];
     }), "No runs yet.");
   }
 
@@ -636,7 +653,7 @@
     add(main, [
       el("div", { class: "actions" }, el("h1", {}, "Failed runs"), el("label", { class: "muted" }, "scheduled in ", since), refreshBox()),
       runs,
-      el("h1", {}, "Dead letters"),
+      el("h1", { class: "spaced" }, "Dead letters"),
       el("p", { class: "muted" }, "Deliveries the queue gave up on. Retry runs the occurrence again under its own id and idempotency key."),
       letters,
     ]);
@@ -683,6 +700,7 @@
     const mine = generation;
     const hash = location.hash || "#/";
     main.replaceChildren();
+    noticeBox.hidden = true;
     for (const a of document.querySelectorAll("[data-nav]")) a.classList.remove("current");
     let page;
     const match = /^#\/schedules\/([^/]+)$/.exec(hash);

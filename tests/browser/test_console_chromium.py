@@ -156,6 +156,15 @@ def _css(driver: Any, selector: str) -> list[Any]:
     return found
 
 
+def _shoot(driver: Any, path: Path) -> None:
+    """The whole page, as a person sees it from the top."""
+    driver.execute_script("window.scrollTo(0, 0)")
+    height = driver.execute_script("return document.documentElement.scrollHeight")
+    driver.set_window_size(1280, min(max(900, int(height) + 160), 2400))
+    driver.save_screenshot(str(path))
+    driver.set_window_size(1280, 900)
+
+
 def _script_errors(driver: Any) -> list[dict[str, Any]]:
     # Failed requests are logged too ("network"); a script error is a bug of the page.
     return [e for e in driver.get_log("browser") if e.get("source") == "javascript"]
@@ -207,10 +216,17 @@ def test_create_a_schedule_see_it_run_and_pause_it_in_the_browser(
     )
     assert hooks.keys and hooks.keys[0].startswith(schedule_id)
     row = _css(browser, 'tr[data-run][data-status="succeeded"]')[0]
-    _css(row, "details > summary")[0].click()
-    attempts = _wait(browser, "its attempts", lambda d: _css(d, "details[open] table"))
+    occurrence = row.get_attribute("data-run")
+    _css(row, "button.attempts")[0].click()
+    attempts = _wait(
+        browser,
+        "its attempts",
+        lambda d: [
+            t for t in _css(d, f'tr[data-attempts-of="{occurrence}"] table') if t.is_displayed()
+        ],
+    )
     assert "succeeded" in attempts[0].text and "200" in attempts[0].text
-    browser.save_screenshot(str(shots / "schedule.png"))
+    _shoot(browser, shots / "schedule.png")
 
     # When Pause is pressed with a note, the page says paused, and so does the API.
     _css(browser, "#pause-note")[0].send_keys("quarter close")
@@ -226,7 +242,15 @@ def test_create_a_schedule_see_it_run_and_pause_it_in_the_browser(
     paused = call("GET", f"{stack}/schedules/{schedule_id}")
     assert paused["state"] == {"paused": True, "note": "quarter close"}
 
-    # And the list shows it paused, with its last run.
+    # And the list shows it paused, with its last run, beside another schedule.
+    _post(
+        f"{stack}/schedules",
+        {
+            "name": "nightly export",
+            "spec": {"cron": "30 2 * * *", "time_zone": "Europe/London"},
+            "target": {"type": "webhook", "url": hooks.url("ok")},
+        },
+    )
     browser.get(f"{stack}/console#/")
     _wait(
         browser,
@@ -238,7 +262,7 @@ def test_create_a_schedule_see_it_run_and_pause_it_in_the_browser(
         "the last run",
         lambda d: _css(d, f'tr[data-schedule="{schedule_id}"] .badge[data-status="succeeded"]'),
     )
-    browser.save_screenshot(str(shots / "schedules.png"))
+    _shoot(browser, shots / "schedules.png")
     assert _script_errors(browser) == []
 
 
@@ -266,10 +290,12 @@ def test_a_failed_run_and_its_dead_letter_are_listed_and_sent_again(
 
     # When the failed runs page is opened, the run and its dead letter are there.
     browser.get(f"{stack}/console#/failed")
-    run_row = _wait(browser, "the failed run", lambda d: _css(d, 'tr[data-run][data-status="failed"]'))
+    run_row = _wait(
+        browser, "the failed run", lambda d: _css(d, 'tr[data-run][data-status="failed"]')
+    )
     assert "invoice sync" in run_row[0].text
     _wait(browser, "the dead letter", lambda d: _css(d, "tr[data-dead-letter]"))
-    browser.save_screenshot(str(shots / "failed.png"))
+    _shoot(browser, shots / "failed.png")
 
     # Then Retry runs it again under the same occurrence id and idempotency key.
     sent_before = len(hooks.keys)
