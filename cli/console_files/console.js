@@ -252,7 +252,7 @@
   function watchCell(watch) {
     if (!watch) return muted("not judged yet");
     const parts = [badge(watch.status)];
-    if (watch.expected_at) parts.push(" ", muted("expects " + instant(watch.expected_at)));
+    if (watch.expected_at) parts.push(" ", el("span", { class: "muted nowrap" }, "expects " + instant(watch.expected_at)));
     return el("span", { title: "checked " + watch.checked_at }, parts);
   }
 
@@ -291,16 +291,21 @@
     await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
   }
 
-  async function allSchedules() {
-    const schedules = [];
+  // Every item of a paginated list, up to ten pages of 100.
+  async function allPages(path, key) {
+    const items = [];
     let token = null;
     for (let page = 0; page < 10; page++) {
-      const answer = await api("GET", query("/schedules", { limit: 100, next_token: token }));
-      schedules.push(...answer.schedules);
+      const answer = await api("GET", query(path, { limit: 100, next_token: token }));
+      items.push(...answer[key]);
       token = answer.next_token;
       if (!token) break;
     }
-    return schedules;
+    return items;
+  }
+
+  function allSchedules() {
+    return allPages("/schedules", "schedules");
   }
 
   // --- pages ----------------------------------------------------------------------------
@@ -337,16 +342,16 @@
       }
       if (stale()) return;
       const rows = schedules.map((schedule) => {
-        const last = el("td", {}, muted("…"));
+        const last = el("td", { class: "wrap" }, muted("…"));
         const next = el("td", {}, schedule.state && schedule.state.paused ? muted("paused") : when(schedule.next_due));
-        const watch = el("td", {}, muted("…"));
+        const watch = el("td", { class: "wrap" }, muted("…"));
         const status = el("td", {}, badge(scheduleStatus(schedule)));
         const row = el(
           "tr",
           { "data-schedule": schedule.id },
           el("td", { class: "name" }, scheduleLink(schedule.id, schedule.name), el("div", { class: "muted mono" }, schedule.id)),
           status,
-          el("td", {}, specText(schedule.spec)),
+          el("td", { class: "wrap" }, specText(schedule.spec)),
           next,
           last,
           watch,
@@ -472,7 +477,7 @@
       const [schedule, runPage, versionPage, planned] = await Promise.allSettled([
         api("GET", path),
         api("GET", query(path + "/runs", { limit: 25 })),
-        api("GET", query(path + "/versions", { limit: 100 })),
+        allPages(path + "/versions", "versions"),
         plannedRuns(id, 10),
       ]);
       if (stale()) return;
@@ -508,7 +513,7 @@
       if (runPage.status === "rejected") replace(runs, el("h2", {}, "Recent runs"), failure(runPage.reason));
       else replace(runs, el("h2", {}, "Recent runs"), runsTable(runPage.value.runs.filter((r) => !isPlanned(r)), openRuns, false));
       if (versionPage.status === "rejected") replace(versions, el("h2", {}, "Versions"), unavailable("versions", versionPage.reason));
-      else replace(versions, el("h2", {}, "Versions"), versionsTable(versionPage.value.versions));
+      else replace(versions, el("h2", {}, "Versions"), versionsTable(versionPage.value));
     };
   }
 
