@@ -28,7 +28,7 @@ import urllib.request
 from importlib import resources
 from typing import Any, Final
 
-from cli.client import TIMEOUT_S, ApiClient, ApiError
+from cli.client import TIMEOUT_S, ApiClient, ApiError, _region_of
 from domain.errors import DuetimeError
 
 HOST: Final = "127.0.0.1"
@@ -113,11 +113,35 @@ class _NoRedirects(urllib.request.HTTPRedirectHandler):
 
 
 class SigningClient(ApiClient):
-    """The API client's SigV4 signing, for requests passed through as bytes."""
+    """The API client's SigV4 signing, for requests passed through as bytes.
+
+    The credentials are looked up once (a boto3 session costs about 25 ms) and
+    kept: botocore refreshes expiring ones (SSO, assumed roles) by itself.
+    """
 
     def __init__(self, base_url: str, *, region: str | None = None) -> None:
         super().__init__(base_url, sigv4=True, region=region)
         self._opener = urllib.request.build_opener(_NoRedirects)
+        self._signer: tuple[Any, str] | None = None
+
+    def _signed(
+        self, method: str, url: str, data: bytes | None, headers: dict[str, str]
+    ) -> dict[str, str]:
+        from botocore.auth import SigV4Auth
+        from botocore.awsrequest import AWSRequest
+
+        if self._signer is None:
+            import boto3
+
+            session = boto3.Session(region_name=self.region)
+            credentials = session.get_credentials()
+            if credentials is None:
+                raise ApiError(0, "no AWS credentials found to sign the API calls with")
+            self._signer = (credentials, self.region or session.region_name or _region_of(url))
+        credentials, region = self._signer
+        request = AWSRequest(method=method, url=url, data=data, headers=headers)
+        SigV4Auth(credentials, "execute-api", region).add_auth(request)
+        return dict(request.headers.items())
 
     def send(self, method: str, target: str, body: bytes | None, headers: dict[str, str]) -> Answer:
         """One request to ``base_url + target``, signed; its status, headers and body."""
