@@ -29,12 +29,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from adapters.secrets import InMemorySecretStore  # noqa: E402
-from adapters.sqlite.store import SqliteStore  # noqa: E402
-from cli.console import Forwarder, SigningClient, console_page  # noqa: E402
-from handlers.api import ApiServices, handler  # noqa: E402
-from handlers.local_http import ApiServer  # noqa: E402
-from service.schedules import ScheduleService  # noqa: E402
+from adapters.secrets import InMemorySecretStore
+from adapters.sqlite.store import SqliteStore
+from cli.console import Forwarder, SigningClient, console_page
+from handlers.api import ApiServices, handler
+from handlers.local_http import ApiServer
+from service.schedules import ScheduleService
 
 
 class _Clock:
@@ -113,8 +113,7 @@ def main() -> None:
                 for port in (direct.port, proxy.port):  # warm up
                     _timed(port, path)
                 pairs = [
-                    (_timed(direct.port, path), _timed(proxy.port, path))
-                    for _ in range(args.calls)
+                    (_timed(direct.port, path), _timed(proxy.port, path)) for _ in range(args.calls)
                 ]
                 d = statistics.median(p[0] for p in pairs)
                 f = statistics.median(p[1] for p in pairs)
