@@ -15,6 +15,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
+import subprocess
+import sys
 import threading
 import urllib.request
 from collections.abc import Iterator
@@ -25,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from tests.scenarios.local_processes import call, free_port, start, stop, wait_for
+from tests.scenarios.local_processes import ROOT, call, free_port, start, stop, wait_for
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -305,3 +308,58 @@ def test_a_failed_run_and_its_dead_letter_are_listed_and_sent_again(
     wait_for(lambda: len(hooks.keys) > sent_before, WAIT_S, "the retried delivery")
     assert len(set(hooks.keys)) == 1  # one key: the same occurrence
     assert _errors(browser) == []
+
+
+def test_duetime_console_serves_the_page_and_signs_its_calls_to_the_api(
+    stack: str, hooks: Hooks, browser: Any, tmp_path: Path
+) -> None:
+    # Given `duetime console` in front of the stack (standing in for a deployed API:
+    # it takes the signed calls as they are), with dummy credentials.
+    port = free_port()
+    env = {
+        **os.environ,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
+    process = subprocess.Popen(
+        [sys.executable, "-m", "cli.main", "console", "--api-url", stack, "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=ROOT,
+    )
+    console = f"http://127.0.0.1:{port}"
+    try:
+        wait_for(lambda: call("GET", f"{console}/health")["status"] == "ok", 30, "the console")
+        created = _post(
+            f"{stack}/schedules",
+            {
+                "name": "weekly digest",
+                "spec": {"cron": "0 8 * * MON", "time_zone": "America/New_York"},
+                "target": {"type": "webhook", "url": hooks.url("ok")},
+            },
+        )
+
+        # When the page is opened through it and Trigger is pressed,
+        browser.get(f"{console}/console")
+        link = _wait(
+            browser,
+            "the schedule",
+            lambda d: _css(d, f'tr[data-schedule="{created["id"]}"] a'),
+        )
+        link[0].click()
+        _wait(browser, "the trigger button", lambda d: _css(d, "#trigger"))[0].click()
+        _wait(browser, "the trigger notice", lambda d: "Triggered" in _css(d, "#notice")[0].text)
+
+        # Then the stack got the trigger, and the run shows on the page.
+        runs = call("GET", f"{stack}/schedules/{created['id']}/runs")["runs"]
+        assert [run["kind"] for run in runs] == ["trigger"]
+        _wait(browser, "the triggered run", lambda d: _css(d, "tr[data-run]"))
+        assert _errors(browser) == []
+    finally:
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=20)
+    assert process.returncode == 0, err
+    assert f"duetime console: {console}/console" in out.decode()
