@@ -456,7 +456,8 @@
       pendingSecret = null;
     }
     const note = el("input", { id: "pause-note", placeholder: "pause note (optional)", maxlength: 1000 });
-    const buttons = el("div", { class: "actions" });
+    // The note stays where it is while the buttons beside it are refreshed (keeps focus).
+    const buttons = el("span", { class: "buttons" });
     const overview = el("div", { class: "card" }, el("h2", {}, "Overview"));
     const upcoming = el("div", { class: "card" }, el("h2", {}, "Upcoming occurrences"));
     const runs = el("section", {}, el("h2", {}, "Recent runs"));
@@ -466,7 +467,7 @@
       el("div", { class: "actions" }, title, status, refreshBox()),
       subtitle,
       secret,
-      buttons,
+      el("div", { class: "actions" }, note, buttons),
       el("div", { class: "cards" }, overview, upcoming),
       runs,
       versions,
@@ -493,7 +494,6 @@
         replace(subtitle, s.id + " · version " + s.version + (s.state && s.state.note ? " · paused: " + s.state.note : ""));
         const live = state !== "deleted";
         replace(buttons,
-          note,
           action("Pause", () => {
             const text = note.value.trim();
             return api("POST", path + "/pause", text ? { note: text } : undefined).then(() => "Paused.");
@@ -720,16 +720,24 @@
       document.title = "Schedules · duetime";
       page = schedulesPage();
     }
-    current = { load: page, stale: () => mine !== generation, busy: false };
+    current = { load: page, stale: () => mine !== generation, busy: false, again: false };
     refreshNow();
   }
 
-  async function refreshNow() {
+  async function refreshNow(timed) {
     const page = current;
-    if (!page || page.busy) return;
+    if (!page) return;
+    if (page.busy) {
+      if (timed === true) return; // the timer waits for the load under way
+      page.again = true; // after an action: load once more when this load ends
+      return;
+    }
     page.busy = true;
     try {
-      await page.load(page.stale);
+      do {
+        page.again = false;
+        await page.load(page.stale);
+      } while (page.again && !page.stale());
     } catch (error) {
       if (!page.stale()) notice(String(error), true);
     } finally {
@@ -748,7 +756,7 @@
   }
 
   window.addEventListener("hashchange", route);
-  setInterval(() => { if (autoRefresh && !document.hidden) refreshNow(); }, REFRESH_MS);
+  setInterval(() => { if (autoRefresh && !document.hidden) refreshNow(true); }, REFRESH_MS);
   route();
   health();
 })();
