@@ -543,6 +543,19 @@
 
   // What comes next: the occurrences already created (planned), then the next ones the
   // planner will create, with their DST notes.
+  // A local time beside its UTC instant: the time and offset, and the date only
+  // where it is not the UTC date ("2027-03-14T03:00:00-04:00" -> "03:00:00-04:00").
+  function localBeside(local, utc) {
+    const text = String(local || "");
+    const date = text.slice(0, 10);
+    return date === String(utc || "").slice(0, 10) ? text.slice(11) : text.replace("T", " ");
+  }
+
+  function upcomingState(word, version, current) {
+    return [word === "planned" ? badge("planned") : muted(word),
+      version !== undefined && version !== current ? muted(" v" + version) : null];
+  }
+
   function renderUpcoming(box, s, planned) {
     const soon = planned.slice(0, 5);
     // The next ones the planner will create come after every planned one: shown only
@@ -551,22 +564,20 @@
     const rows = [
       ...soon.map((r) =>
         el("tr", { "data-planned": r.occurrence_id },
-          el("td", {}, when(r.scheduled_at)),
-          el("td", { class: "mono wrap" }, instant(r.local)),
-          el("td", {}, String(r.version)),
-          el("td", {}, r.kind === "scheduled" ? badge("planned") : [badge("planned"), " ", r.kind]),
+          el("td", { class: "wrap" }, when(r.scheduled_at)),
+          el("td", { class: "mono" }, localBeside(r.local, r.scheduled_at)),
+          el("td", {}, upcomingState("planned", r.version, s.version), r.kind === "scheduled" ? null : " " + r.kind),
           el("td", {}))),
       ...next.map((o) =>
         el("tr", {},
-          el("td", {}, when(o.scheduled_at)),
-          el("td", { class: "mono wrap" }, instant(o.local)),
-          el("td", {}, o.version === undefined ? "" : String(o.version)),
-          el("td", {}, muted("next")),
-          el("td", {}, o.dst_note ? el("span", { class: "note" }, o.dst_note) : ""))),
+          el("td", { class: "wrap" }, when(o.scheduled_at)),
+          el("td", { class: "mono" }, localBeside(o.local, o.scheduled_at)),
+          el("td", {}, upcomingState("next", o.version, s.version)),
+          el("td", { class: "wrap dst" }, o.dst_note ? el("span", { class: "note" }, o.dst_note) : ""))),
     ];
     const paused = s.state && s.state.paused;
     replace(box, el("h2", {}, "Upcoming occurrences"),
-      table(["Due (UTC)", "Local", "Version", "", "DST"], rows, paused ? "None while paused." : "None planned."));
+      table(["Due (UTC)", "Local", "", "DST"], rows, paused ? "None while paused." : "None planned."));
     if (planned.length > soon.length) add(box, el("p", { class: "muted" }, "… and more already planned."));
     const older = s.planned_under_older_versions || [];
     if (older.length) {

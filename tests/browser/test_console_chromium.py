@@ -247,11 +247,18 @@ def test_create_a_schedule_see_it_run_and_pause_it_in_the_browser(
     assert paused["state"] == {"paused": True, "note": "quarter close"}
 
     # And the list shows it paused, with its last run, beside another schedule.
-    _post(
+    # America/New_York springs forward on 2027-03-14 at 02:00 EST to 03:00 EDT:
+    # 02:30 does not exist that day.
+    nightly = _post(
         f"{stack}/schedules",
         {
             "name": "nightly export",
-            "spec": {"cron": "30 2 * * *", "time_zone": "Europe/London"},
+            "spec": {
+                "cron": "30 2 * * *",
+                "time_zone": "America/New_York",
+                "start_at": "2027-03-12T00:00:00-05:00",
+            },
+            "policy": {"dst_gap": "next_valid"},
             "target": {"type": "webhook", "url": hooks.url("ok")},
         },
     )
@@ -267,6 +274,13 @@ def test_create_a_schedule_see_it_run_and_pause_it_in_the_browser(
         lambda d: _css(d, f'tr[data-schedule="{schedule_id}"] .badge[data-status="succeeded"]'),
     )
     _shoot(browser, shots / "schedules.png")
+
+    # And the other's page notes the slot that daylight saving moves.
+    _css(browser, f'tr[data-schedule="{nightly["id"]}"] a')[0].click()
+    note = _wait(browser, "the DST note", lambda d: _css(d, ".note"))
+    assert "02:30 does not exist" in note[0].text
+    assert "2027-03-14 07:00:00Z" in browser.page_source
+    _shoot(browser, shots / "dst.png")
     assert _errors(browser) == []
 
 
