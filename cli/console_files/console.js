@@ -327,6 +327,15 @@
 
   function schedulesPage() {
     const body = el("div", {}, el("p", { class: "muted" }, "Loading…"));
+    // What each row's cells showed at the last refresh, kept until the new answers come.
+    const shownBefore = new Map();
+    const cell = (id, key, props, fallback) => {
+      const before = shownBefore.get(id + " " + key);
+      return before ? before.cloneNode(true) : el("td", props, fallback);
+    };
+    const remember = (id, cells) => {
+      for (const [key, node] of Object.entries(cells)) shownBefore.set(id + " " + key, node.cloneNode(true));
+    };
     add(main, [
       el("div", { class: "actions" }, el("h1", {}, "Schedules"), refreshBox()),
       createForm(),
@@ -342,9 +351,10 @@
       }
       if (stale()) return;
       const rows = schedules.map((schedule) => {
-        const last = el("td", { class: "wrap" }, muted("…"));
-        const next = el("td", {}, schedule.state && schedule.state.paused ? muted("paused") : when(schedule.next_due));
-        const watch = el("td", { class: "wrap" }, muted("…"));
+        const id = schedule.id;
+        const last = cell(id, "last", { class: "wrap" }, muted("…"));
+        const next = cell(id, "next", {}, schedule.state && schedule.state.paused ? muted("paused") : when(schedule.next_due));
+        const watch = cell(id, "watch", { class: "wrap" }, muted("…"));
         const status = el("td", {}, badge(scheduleStatus(schedule)));
         const row = el(
           "tr",
@@ -380,6 +390,7 @@
           const planned = detail.state && detail.state.paused ? [] : await plannedRuns(schedule.id, 1);
           if (stale()) return;
           if (planned.length) replace(next, when(planned[0].scheduled_at));
+          remember(schedule.id, { last, next, watch });
         } catch (error) {
           if (!stale()) replace(last, failure(error));
         }
@@ -388,34 +399,33 @@
   }
 
   function createForm() {
-    const name = el("input", { name: "name", required: true, maxlength: 200, placeholder: "nightly export" });
+    const name = el("input", { id: "c-name", name: "name", required: true, maxlength: 200, placeholder: "nightly export" });
     const kind = el("select", { name: "kind" },
       el("option", { value: "every" }, "every (ISO 8601 duration)"),
       el("option", { value: "cron" }, "cron (five fields)"),
       el("option", { value: "at" }, "at (one instant or wall time)"));
     const placeholders = { every: "PT1M", cron: "0 9 * * MON-FRI", at: "2026-12-24T09:00" };
-    const value = el("input", { name: "when", required: true, placeholder: placeholders.every });
+    const value = el("input", { id: "c-when", name: "when", required: true, placeholder: placeholders.every });
     kind.addEventListener("change", () => { value.placeholder = placeholders[kind.value]; });
-    const zone = el("input", { name: "time_zone", value: "UTC", list: "zones" });
+    const zone = el("input", { id: "c-zone", name: "time_zone", value: "UTC", list: "zones" });
     const zones = el("datalist", { id: "zones" });
     if (Intl.supportedValuesOf) {
       for (const z of Intl.supportedValuesOf("timeZone")) zones.append(el("option", { value: z }));
     }
-    const url = el("input", { name: "url", type: "url", required: true, placeholder: "https://hooks.example.com/duetime" });
-    const payload = el("textarea", { name: "payload", rows: 2, placeholder: '{"report": "sales"} (optional)' });
+    const url = el("input", { id: "c-url", name: "url", type: "url", required: true, placeholder: "https://hooks.example.com/duetime" });
+    const payload = el("textarea", { id: "c-payload", name: "payload", rows: 2, placeholder: '{"report": "sales"} (optional)' });
     const problem = el("p", { class: "error wide" });
     const form = el(
       "form",
       { class: "create", id: "create-form" },
       el("label", { for: "c-name" }, "Name"), name,
-      el("label", {}, "When"), el("span", {}, kind, " ", value),
-      el("label", {}, "Time zone"), el("span", {}, zone, zones),
-      el("label", {}, "Webhook URL"), url,
-      el("label", {}, "Payload"), payload,
+      el("label", { for: "c-when" }, "When"), el("span", {}, kind, " ", value),
+      el("label", { for: "c-zone" }, "Time zone"), el("span", {}, zone, zones),
+      el("label", { for: "c-url" }, "Webhook URL"), url,
+      el("label", { for: "c-payload" }, "Payload"), payload,
       el("span", {}), el("span", {}, el("button", { type: "submit", class: "primary" }, "Create schedule")),
       problem,
     );
-    name.id = "c-name";
     form.addEventListener("submit", async (event) => {
       event.preventDefault();
       replace(problem);
