@@ -48,6 +48,7 @@ from domain.targets import WebhookTarget
 from domain.text import forbidden_surrogate
 from domain.timeparse import format_instant, parse_instant
 from handlers.api_models import (
+    AcknowledgeIn,
     BackfillIn,
     BackfillOut,
     CompleteIn,
@@ -61,12 +62,16 @@ from handlers.api_models import (
     ScheduleIn,
     ScheduleListOut,
     ScheduleOut,
+    VersionListOut,
+    VersionOut,
     WatchOut,
     run_out,
     schedule_out,
+    version_out,
 )
 from handlers.observability import logger
 from handlers.settings import Settings
+from service import overview
 from service.clock import SystemClock
 from service.errors import (
     Contention,
@@ -75,10 +80,11 @@ from service.errors import (
     ScheduleNotFound,
     VersionConflict,
 )
+from service.overview import VersionNotFound
 from service.ports import Clock
 from service.runs import RunReports, RunTokenRefused
-from service.schedules import ScheduleService, local_time
-from service.watchdog import watch_component
+from service.schedules import ScheduleService, TargetSupport, local_time
+from service.watchdog import NothingToAcknowledge, Watchdog, watch_component
 
 API_TITLE: Final = "duetime"
 API_VERSION: Final = "1"
@@ -185,10 +191,13 @@ def _schedule_body(
     services: ApiServices, schedule: Schedule, *, webhook_secret: str | None = None
 ) -> ScheduleOut:
     spec = schedule.current.spec
+    slots = services.schedules.next_occurrences(schedule, NEXT_OCCURRENCES)
     return schedule_out(
         schedule,
-        services.schedules.next_occurrences(schedule, NEXT_OCCURRENCES),
+        slots,
         lambda instant: local_time(spec, instant),
+        status=overview.status(schedule, services.schedules.clock.now()).value,
+        dst_notes=[item.dst_note for item in overview.upcoming_occurrences(schedule, slots)],
         webhook_secret=webhook_secret,
     )
 
@@ -311,11 +320,68 @@ def list_schedules(
 def get_schedule(schedule_id: str) -> Response[ScheduleOut]:
     services = _services()
     schedule = services.schedules.get(schedule_id)
+    return Response(
+        HTTPStatus.OK, _JSON, _described(services, schedule), headers={"ETag": _etag(schedule)}
+    )
+
+
+# --- schedules: the whole picture, versions, acknowledging a failure ------------------
+
+
+def _described(services: ApiServices, schedule: Schedule) -> ScheduleOut:
+    """A schedule as GET /schedules/{id} shows it: with its watch verdict, its
+    recent runs and what is still planned under an older version."""
     body = _schedule_body(services, schedule)
-    verdict = services.schedules.store.heartbeat(watch_component(schedule_id))
+    verdict = services.schedules.store.heartbeat(watch_component(schedule.schedule_id))
     if verdict is not None:
         body.watch = WatchOut.model_validate(dict(verdict.detail))
-    return Response(HTTPStatus.OK, _JSON, body, headers={"ETag": _etag(schedule)})
+    seen = overview.overview(services.schedules.store, schedule, services.schedules.clock.now())
+    body.recent_runs = _runs_body(services, seen.recent_runs)
+    body.planned_under_older_versions = _runs_body(services, seen.planned_under_older_versions)
+    return body
+
+
+@app.get(
+    "/schedules/<schedule_id>/versions",
+    summary="A schedule's versions, oldest first, each with what it changed",
+    responses=_responses(200, VersionListOut, "one page; pass next_token for the next"),
+)
+def list_versions(
+    schedule_id: str,
+    limit: Annotated[int, Query(ge=1, le=100, description="page size")] = 50,
+    next_token: Annotated[str | None, Query(description="from the previous page")] = None,
+) -> VersionListOut:
+    page = overview.versions(_services().schedules.store, schedule_id, limit, next_token)
+    return VersionListOut(
+        versions=[version_out(view.version, view.changed) for view in page.items],
+        next_token=page.next_token,
+    )
+
+
+@app.get(
+    "/schedules/<schedule_id>/versions/<number>",
+    summary="One version of a schedule, with what it changed",
+    responses=_responses(200, VersionOut, "the version as it was saved"),
+)
+def get_version(schedule_id: str, number: int) -> VersionOut:
+    view = overview.version(_services().schedules.store, schedule_id, number)
+    return version_out(view.version, view.changed)
+
+
+@app.post(
+    "/schedules/<schedule_id>/acknowledge",
+    summary="Acknowledge its newest failed run, so the watchdog stops calling it overdue",
+    responses=_responses(200, ScheduleOut, "the schedule, its watch verdict judged again", 409),
+)
+def acknowledge_schedule(
+    schedule_id: str, body: Annotated[AcknowledgeIn | None, Body()] = None
+) -> ScheduleOut:
+    services = _services()
+    schedule = services.schedules.get(schedule_id)
+    Watchdog(services.schedules.store, services.schedules.clock).acknowledge(
+        schedule, None if body is None else body.note
+    )
+    return _described(services, schedule)
 
 
 @app.put(
@@ -538,6 +604,16 @@ def _invalid(error: InvalidSchedule) -> Response[str]:
 @_maps(ScheduleNotFound)
 def _schedule_not_found(error: ScheduleNotFound) -> Response[str]:
     return error_response(404, "schedule_not_found", str(error))
+
+
+@_maps(VersionNotFound)
+def _version_not_found(error: VersionNotFound) -> Response[str]:
+    return error_response(404, "version_not_found", str(error))
+
+
+@_maps(NothingToAcknowledge)
+def _nothing_to_acknowledge(error: NothingToAcknowledge) -> Response[str]:
+    return error_response(409, "nothing_to_acknowledge", str(error))
 
 
 @_maps(RunNotFound)
@@ -822,14 +898,31 @@ def _proxy_response(response: Response[str]) -> dict[str, Any]:
     }
 
 
+# What the SQLite stack's worker delivers to (handlers.worker.build_sqlite_worker
+# builds the webhook sender only); a schedule naming another type is refused when
+# saved there, rather than accepted and then failed at every run.
+SQLITE_TARGETS: Final = TargetSupport(
+    frozenset({"webhook"}),
+    "deploy duetime to AWS (cdk deploy), or try them on this machine with "
+    "`duetime local --store emulator`, which delivers them to its own emulated "
+    "services, not to AWS",
+)
+
+
 def build_services(
     settings: Settings,
     *,
     data_dir: str | Path | None = None,
     clock: Clock | None = None,
     secrets: SecretStore | None = None,
+    target_support: TargetSupport | None = None,
 ) -> ApiServices:
-    """The use cases over SQLite (with ``data_dir``) or DynamoDB (without)."""
+    """The use cases over SQLite (with ``data_dir``) or DynamoDB (without).
+
+    ``target_support`` says which target types the deployment delivers to;
+    by default SQLITE_TARGETS over SQLite, and every type over DynamoDB (the
+    AWS worker and the emulator's build senders for all of them).
+    """
     partitioning = Partitioning(shards=settings.shards, bucket_s=settings.bucket_s)
     clock = clock or SystemClock()
     if data_dir is not None:
@@ -844,7 +937,9 @@ def build_services(
 
             secrets = SqliteSecretStore(directory / SQLITE_FILE)
         return ApiServices(
-            ScheduleService(store, clock, partitioning),
+            ScheduleService(
+                store, clock, partitioning, target_support=target_support or SQLITE_TARGETS
+            ),
             secrets,
             RunReports(SqliteRunStore(store), clock),
         )
@@ -859,7 +954,7 @@ def build_services(
         secrets = SecretsManagerSecretStore(boto3.client("secretsmanager"), settings.secrets_prefix)
     dynamo = DynamoStore.from_settings(settings)
     return ApiServices(
-        ScheduleService(dynamo, clock, partitioning),
+        ScheduleService(dynamo, clock, partitioning, target_support=target_support),
         secrets,
         RunReports(DynamoRunStore(dynamo), clock),
     )

@@ -31,7 +31,7 @@ from domain.backoff import MAX_ATTEMPTS_LIMIT
 from domain.cron import MAX_CRON_CHARS
 from domain.errors import InvalidSchedule
 from domain.run import Run
-from domain.schedule import MAX_NAME_CHARS, Schedule, policy_to_dict
+from domain.schedule import MAX_NAME_CHARS, Schedule, ScheduleVersion, policy_to_dict
 from domain.spec import MAX_EVERY, MIN_EVERY, ScheduleSpec, Slot, spec_to_dict
 from domain.targets import MAX_TARGET_TIMEOUT_S, MAX_URL_CHARS, MAX_WEBHOOK_HEADERS, target_to_dict
 from domain.text import NAME_PATTERN, TEXT_PATTERN, check_text
@@ -620,12 +620,30 @@ class TargetOut(_Out):
 class OccurrenceOut(_Out):
     scheduled_at: Instant
     local: LocalTime
+    version: int = Field(description="the schedule version it will run under")
+    dst_note: str | None = Field(
+        default=None,
+        description=(
+            "set when its wall time falls in a daylight-saving gap or fold: what "
+            "happens to it by policy.dst_gap / dst_fold"
+        ),
+        examples=["02:30 does not exist (clocks jumped forward); runs at the first valid time"],
+    )
+
+
+ScheduleStatusName = Literal["active", "paused", "ended", "deleted", "quarantined"]
 
 
 class ScheduleOut(_Out):
     id: str
     name: str
     version: int
+    status: ScheduleStatusName = Field(
+        description=(
+            "the schedule as a whole: ended when no occurrence will come (a one-off "
+            "that came due, an end_at gone by); deleted, quarantined, paused, else active"
+        )
+    )
     state: StateOut
     spec: SpecOut
     policy: PolicyOut
@@ -649,6 +667,21 @@ class ScheduleOut(_Out):
     quarantine: QuarantineOut | None = Field(
         default=None,
         description="why duetime set this schedule aside (null when healthy); an edit clears it",
+    )
+    recent_runs: list[RunOut] | None = Field(
+        default=None,
+        description=(
+            "GET /schedules/{id} only (null elsewhere, list items included): its last 5 "
+            "runs, newest first, occurrences still to come left out"
+        ),
+    )
+    planned_under_older_versions: list[RunOut] | None = Field(
+        default=None,
+        description=(
+            "GET /schedules/{id} only (null elsewhere): occurrences materialized under a "
+            "version older than the current one and not handed to a worker yet, oldest "
+            "first; they run with their own version's parameters"
+        ),
     )
 
 
@@ -718,6 +751,36 @@ class BackfillOut(_Out):
     created: int
 
 
+class VersionOut(_Out):
+    """One saved version of a schedule, as it was written (kept forever)."""
+
+    version: int
+    created_at: Instant
+    name: str
+    spec: SpecOut
+    policy: PolicyOut
+    target: TargetOut
+    payload: dict[str, Any]
+    changed: list[str] = Field(
+        description=(
+            "the fields this version changed from the one before, sorted "
+            "(empty for version 1); an every spec's anchor_at moves with each version"
+        ),
+        examples=[["name", "spec.cron"]],
+    )
+
+
+class VersionListOut(_Out):
+    versions: list[VersionOut] = Field(description="oldest first")
+    next_token: str | None
+
+
+class AcknowledgeIn(_In):
+    note: Text | None = Field(
+        default=None, max_length=1000, description="why; kept with the acknowledgement"
+    )
+
+
 class HealthOut(_Out):
     status: Literal["ok"]
     time: Instant
@@ -730,9 +793,14 @@ def _instant(value: datetime | None) -> str | None:
     return None if value is None else format_instant(value)
 
 
-def occurrence_out(slot: Slot, local: Callable[[datetime], datetime]) -> OccurrenceOut:
+def occurrence_out(
+    slot: Slot, local: Callable[[datetime], datetime], version: int, dst_note: str | None = None
+) -> OccurrenceOut:
     return OccurrenceOut(
-        scheduled_at=format_instant(slot.scheduled_at), local=local(slot.scheduled_at).isoformat()
+        scheduled_at=format_instant(slot.scheduled_at),
+        local=local(slot.scheduled_at).isoformat(),
+        version=version,
+        dst_note=dst_note,
     )
 
 
@@ -741,19 +809,28 @@ def schedule_out(
     upcoming: Sequence[Slot],
     local: Callable[[datetime], datetime],
     *,
+    status: ScheduleStatusName,
+    dst_notes: Sequence[str | None] = (),
     webhook_secret: str | None = None,
 ) -> ScheduleOut:
+    """A schedule; ``upcoming`` run under its current version, ``dst_notes``
+    (when given) say what DST does to each of them, in the same order."""
     current = schedule.current
+    notes = list(dst_notes) or [None] * len(upcoming)
     return ScheduleOut(
         id=schedule.schedule_id,
         name=current.name,
         version=schedule.version,
+        status=status,
         state=StateOut(paused=schedule.state.paused, note=schedule.state.note),
         spec=SpecOut.model_validate(spec_to_dict(current.spec)),
         policy=PolicyOut.model_validate(policy_to_dict(current.policy)),
         target=TargetOut.model_validate(target_to_dict(current.target)),
         payload=dict(current.payload),
-        next_occurrences=[occurrence_out(slot, local) for slot in upcoming],
+        next_occurrences=[
+            occurrence_out(slot, local, schedule.version, note)
+            for slot, note in zip(upcoming, notes, strict=True)
+        ],
         next_due=_instant(schedule.next_due),
         created_at=format_instant(schedule.created_at),
         updated_at=format_instant(schedule.updated_at),
@@ -785,4 +862,17 @@ def run_out(
         reason=run.reason,
         result=None if run.result is None else dict(run.result),
         progress=None if run.progress is None else dict(run.progress),
+    )
+
+
+def version_out(version: ScheduleVersion, changed: Sequence[str]) -> VersionOut:
+    return VersionOut(
+        version=version.version,
+        created_at=format_instant(version.created_at),
+        name=version.name,
+        spec=SpecOut.model_validate(spec_to_dict(version.spec)),
+        policy=PolicyOut.model_validate(policy_to_dict(version.policy)),
+        target=TargetOut.model_validate(target_to_dict(version.target)),
+        payload=dict(version.payload),
+        changed=list(changed),
     )

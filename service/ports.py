@@ -31,6 +31,12 @@ class Page(Generic[T]):
     next_token: str | None = None
 
 
+def _version_token(token: str) -> int:
+    if not (token.isascii() and token.isdigit()) or len(token) > 12:
+        raise ValueError("not a version page token")
+    return int(token)
+
+
 class Clock(Protocol):
     def now(self) -> datetime:
         """The current instant, aware UTC."""
@@ -125,6 +131,24 @@ class ScheduleStore(ABC):
         self, keys: Iterable[tuple[str, int]]
     ) -> dict[tuple[str, int], ScheduleVersion]:
         """Several versions at once (batched); missing keys are left out."""
+
+    def versions(
+        self, schedule_id: str, limit: int, token: str | None = None
+    ) -> Page[ScheduleVersion]:
+        """A schedule's versions (live or deleted), oldest first, ``limit`` a page.
+
+        Unknown schedule: an empty page. A token this store did not hand out
+        raises ``ValueError``. Both adapters read them with one query; this
+        default (for fakes) reads the head, then the versions by key.
+        """
+        after = 0 if token is None else _version_token(token)
+        head = self.get(schedule_id)
+        if head is None or limit < 1:
+            return Page(())
+        last = min(head.version, after + limit)
+        found = self.get_versions((schedule_id, n) for n in range(after + 1, last + 1))
+        items = tuple(found[key] for key in sorted(found))
+        return Page(items, str(last) if last < head.version else None)
 
     def policies(self, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], SchedulePolicy]:
         """The policies of several versions (what dispatch needs); an adapter may

@@ -484,6 +484,37 @@ class DynamoStore(Store):
                 found[(value.schedule_id, value.version)] = value
         return found
 
+    def versions(
+        self, schedule_id: str, limit: int, token: str | None = None
+    ) -> Page[ScheduleVersion]:
+        """One query on the schedule's partition, version items (``V#...``) in
+        key order, which is version order (the number is zero-padded)."""
+        pk = it.schedule_pk(schedule_id)
+        if token is not None:
+            start = _untoken(token)
+            if set(start) != {"pk", "sk"} or start.get("pk") != {"S": pk}:
+                raise ValueError("not a page token from this store")
+            sk = start["sk"]
+            if not isinstance(sk, dict) or not str(sk.get("S", "")).startswith("V#"):
+                raise ValueError("not a page token from this store")
+        found, next_token = self._query_page(
+            {
+                "TableName": self.tables.schedules,
+                "KeyConditionExpression": "pk = :pk AND begins_with(sk, :v)",
+                "ExpressionAttributeValues": {":pk": {"S": pk}, ":v": {"S": "V#"}},
+                "ConsistentRead": True,
+            },
+            limit,
+            token,
+            ("pk", "sk"),
+        )
+        items: list[ScheduleVersion] = []
+        for item in found:
+            value = it.version_from_item(item)
+            self._remember(value)
+            items.append(value)
+        return Page(tuple(items), next_token)
+
     def _remember(self, version: ScheduleVersion) -> None:
         with self._versions_lock:
             self._versions[(version.schedule_id, version.version)] = version

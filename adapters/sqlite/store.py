@@ -619,6 +619,22 @@ class SqliteStore(Database, Store):
                 found[(row[0], row[1])] = self._version_from_row(row[0], row[1], row[2:8])
         return found
 
+    def versions(
+        self, schedule_id: str, limit: int, token: str | None = None
+    ) -> Page[ScheduleVersion]:
+        after = _untoken(token) if token else [0]
+        if len(after) != 1 or not isinstance(after[0], int) or isinstance(after[0], bool):
+            raise ValueError("not a page token from this store")
+        rows = self._read(
+            "SELECT schedule_id, version, created_at, name, spec, policy, target, payload "
+            "FROM schedule_versions WHERE schedule_id = ? AND version > ? "
+            "ORDER BY version LIMIT ?",
+            (schedule_id, after[0], max(limit, 0) + 1),
+        )
+        items = tuple(self._version_from_row(r[0], r[1], r[2:8]) for r in rows[:limit])
+        next_token = _token([rows[limit - 1][1]]) if len(rows) > limit else None
+        return Page(items, next_token)
+
     def policies(self, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], SchedulePolicy]:
         found: dict[tuple[str, int], SchedulePolicy] = {}
         wanted: list[tuple[str, int]] = []
