@@ -363,3 +363,12 @@ def test_duetime_console_refuses_to_start_without_aws_credentials(
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
     assert main(["console", "--api-url", "https://example.com/prod", "--port", "0"]) == 2
     assert "no AWS credentials found" in capsys.readouterr().err
+
+
+def test_the_local_stacks_banner_shows_where_the_console_is(tmp_path: Path) -> None:
+    from cli.local import LocalStack
+    from cli.main import build_parser
+
+    stack = LocalStack(build_parser().parse_args(["local", "--data-dir", str(tmp_path)]))
+    stack.api_url = "http://127.0.0.1:8080"
+    assert "console:  http://127.0.0.1:8080/console" in stack.banner()
