@@ -30,7 +30,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInf
 from domain.backoff import MAX_ATTEMPTS_LIMIT
 from domain.cron import MAX_CRON_CHARS
 from domain.errors import InvalidSchedule
-from domain.run import Run
+from domain.run import AttemptRecord, Run
 from domain.schedule import MAX_NAME_CHARS, Schedule, ScheduleVersion, policy_to_dict
 from domain.spec import MAX_EVERY, MIN_EVERY, ScheduleSpec, Slot, spec_to_dict
 from domain.targets import MAX_TARGET_TIMEOUT_S, MAX_URL_CHARS, MAX_WEBHOOK_HEADERS, target_to_dict
@@ -101,6 +101,9 @@ def _instant_pattern(year: str, *, offset: bool = True) -> str:
 
 
 INSTANT_PATTERN = _instant_pattern(_ANY_YEAR)
+# A run listing's since and until, shown apart so that since < until always.
+SINCE_PATTERN = _instant_pattern(_START_YEAR)
+UNTIL_PATTERN = _instant_pattern(_END_YEAR)
 _DAYS_366 = r"(36[0-6]|3[0-5][0-9]|[12][0-9]{2}|[1-9]?[0-9])"
 EVERY_PATTERN = r"^(P(36[0-6]|3[0-5][0-9]|[12][0-9]{2}|[1-9][0-9]?)D|PT[1-9][0-9]{0,2}[HMS])$"
 WINDOW_PATTERN = f"^(P{_DAYS_366}D|PT[0-9]{{1,3}}[HMS])$"
@@ -739,6 +742,13 @@ class RunOut(_Out):
     reason: str | None
     result: dict[str, Any] | None
     progress: dict[str, Any] | None
+    attempts_log: list[AttemptOut] = Field(
+        default_factory=list, description="every attempt, oldest first (from the stored log)"
+    )
+    late_s: float | None = Field(
+        default=None,
+        description="first attempt's start minus scheduled_at, in seconds (null before it)",
+    )
 
 
 class RunListOut(_Out):
@@ -862,6 +872,10 @@ def run_out(
         reason=run.reason,
         result=None if run.result is None else dict(run.result),
         progress=None if run.progress is None else dict(run.progress),
+        attempts_log=attempts_out(run),
+        late_s=None
+        if run.started_at is None
+        else round((run.started_at - run.scheduled_at).total_seconds(), 6),
     )
 
 
@@ -876,3 +890,75 @@ def version_out(version: ScheduleVersion, changed: Sequence[str]) -> VersionOut:
         payload=dict(version.payload),
         changed=list(changed),
     )
+
+
+# --- runs: attempts and dead letters (issue 14) -------------------------------------
+
+
+class AttemptOut(_Out):
+    number: int = Field(description="from 1; numbers go on across a retry")
+    started_at: Instant
+    finished_at: Instant | None = Field(description="null while the attempt is in flight")
+    outcome: str | None = Field(
+        description=(
+            'how it ended: "succeeded", "failed", "transient" (failed, retried), '
+            '"permanent", "accepted" (202: the job reports completion), '
+            '"lost" (its worker stopped or timed out); null while in flight'
+        )
+    )
+    status_code: int | None = Field(
+        description="the target's HTTP status, where the store kept it (the latest attempt)"
+    )
+    error: str | None
+    wait_s: float | None = Field(
+        description="seconds from this attempt's end to the next one's start (null for the last)"
+    )
+
+
+def attempts_out(run: Run) -> list[AttemptOut]:
+    """The attempt log as served. The store keeps the target's status code once,
+    in the run's ``result``, for the latest attempt: earlier ones show null."""
+    log: tuple[AttemptRecord, ...] = run.attempt_log
+    code = (run.result or {}).get("status_code")
+    latest_code = code if isinstance(code, int) and not isinstance(code, bool) else None
+    out: list[AttemptOut] = []
+    for position, attempt in enumerate(log):
+        following = log[position + 1] if position + 1 < len(log) else None
+        wait_s = None
+        if following is not None and attempt.finished_at is not None:
+            gap = (following.started_at - attempt.finished_at).total_seconds()
+            wait_s = round(max(0.0, gap), 6)
+        out.append(
+            AttemptOut(
+                number=attempt.number,
+                started_at=format_instant(attempt.started_at),
+                finished_at=_instant(attempt.finished_at),
+                outcome=attempt.outcome,
+                status_code=latest_code if following is None else None,
+                error=attempt.error,
+                wait_s=wait_s,
+            )
+        )
+    return out
+
+
+class DeadLetterOut(_Out):
+    id: str = Field(description="the queue's message id")
+    occurrence_id: str | None = Field(description="the run it was for, when the body names one")
+    schedule_id: str | None
+    reason: str | None = Field(description="why it was dead-lettered")
+    dead_lettered_at: Instant | None
+    receive_count: int
+    body: str = Field(description="the message body as sent (a delivery intent, JSON)")
+
+
+class DeadLetterListOut(_Out):
+    dead_letters: list[DeadLetterOut]
+    next_token: str | None
+
+
+class RetryRunIn(_In):
+    """A retry takes no fields: send no body, or ``{}``."""
+
+
+RunOut.model_rebuild()

@@ -64,6 +64,7 @@ from service.ports import (
     Materialization,
     MaterializeOutcome,
     Page,
+    RunQuery,
     Store,
 )
 
@@ -849,6 +850,12 @@ class DynamoStore(Store):
             ("pk", "sk", "scheduled_key"),
         )
         return Page(tuple(it.run_from_item(item) for item in found), next_token)
+
+    def find_runs(self, query: RunQuery, limit: int, token: str | None = None) -> Page[Run]:
+        """See adapters/dynamodb/run_listing.py (no index of its own: no write cost)."""
+        from adapters.dynamodb import run_listing
+
+        return run_listing.find_runs(self, query, limit, token)
 
     def pending_due(
         self, shard: int, from_bucket: int, to_bucket: int, due_by: datetime, limit: int

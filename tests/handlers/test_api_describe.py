@@ -186,7 +186,9 @@ def test_recent_runs_leave_out_the_occurrences_still_to_come(
         clock.advance(10)
         tick(services, clock)
     now = "2026-12-01T08:01:20Z"
-    status, runs = call(services, "GET", f"/schedules/{frequent['id']}/runs")
+    status, runs = call(
+        services, "GET", f"/schedules/{frequent['id']}/runs", query={"include": "planned"}
+    )
     assert status == 200
     # The lookahead has planned occurrences after now ...
     assert any(run["scheduled_at"] > now for run in runs["runs"])
@@ -246,7 +248,9 @@ def test_an_edit_shows_the_occurrences_still_planned_under_the_older_version(
     tick(services, clock)  # plans the next 90 s under version 1
     planned = [
         run["scheduled_at"]
-        for run in call(services, "GET", f"/schedules/{frequent['id']}/runs")[1]["runs"]
+        for run in call(
+            services, "GET", f"/schedules/{frequent['id']}/runs", query={"include": "planned"}
+        )[1]["runs"]
     ]
     assert planned == ["2026-12-01T08:01:30Z", "2026-12-01T08:01:00Z", "2026-12-01T08:00:30Z"]
     edited = {"name": "report", "spec": {"every": "PT1M"}, "target": WEBHOOK}
