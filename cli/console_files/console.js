@@ -85,6 +85,17 @@
   }
 
   // JSON, indented: its line breaks are kept, any other hidden character escaped.
+  // A text that may hold JSON (a queue message's body): indented when it parses.
+  function textBlock(text) {
+    try {
+      return pre(JSON.parse(text));
+    } catch (error) {
+      const block = el("pre", {});
+      block.textContent = String(text).replace(HIDDEN_IN_BLOCK, escaped);
+      return block;
+    }
+  }
+
   function pre(value) {
     const block = el("pre", {});
     block.textContent = JSON.stringify(value, null, 2).replace(HIDDEN_IN_BLOCK, escaped);
@@ -197,8 +208,12 @@
   }
 
   function unavailable(what, error) {
+    if (error instanceof ApiError && error.status === 501) {
+      // The deployment answers that it cannot (dead letters on AWS): its reason.
+      return el("p", { class: "muted" }, "Not available in this deployment: " + error.message);
+    }
     if (error instanceof ApiError && error.missing) {
-      return el("p", { class: "muted" }, "This API does not serve " + what + " yet (" + error.describe() + ").");
+      return el("p", { class: "muted" }, "This API does not serve " + what + " (an older version?): " + error.describe());
     }
     return failure(error);
   }
@@ -713,7 +728,7 @@
         el("td", { class: "mono" }, d.occurrence_id || ""),
         el("td", { class: "name" }, d.reason),
         el("td", {}, String(d.receive_count)),
-        el("td", {}, el("details", {}, el("summary", {}, "body"), pre(d.body))),
+        el("td", {}, el("details", {}, el("summary", {}, "body"), textBlock(d.body))),
         el("td", {}, d.occurrence_id ? action("Retry", () => api("POST", "/runs/" + enc(d.occurrence_id) + "/retry").then((again) =>
           "Retrying " + d.occurrence_id + ": now " + again.status + "."), { class: "retry", "data-occurrence": d.occurrence_id }) : null))),
     "No dead letters.");

@@ -377,3 +377,55 @@ def test_duetime_console_serves_the_page_and_signs_its_calls_to_the_api(
         out, err = process.communicate(timeout=20)
     assert process.returncode == 0, err
     assert f"duetime console: {console}/console" in out.decode()
+
+
+def test_sections_an_api_does_not_serve_say_so_and_the_rest_shows(
+    stack: str, hooks: Hooks, browser: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cli.console import Forwarder, SigningClient, console_page
+    from handlers.local_http import ApiServer
+
+    # Given an API without versions (an older one) and without a dead-letter listing
+    # (as on AWS), in front of the stack.
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    forward = Forwarder(SigningClient(stack, region="us-east-1"))
+
+    def older_api(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        path = event["path"]
+        if path.startswith("/dead-letters"):
+            error = {"code": "not_available", "message": "SQS cannot list without receiving"}
+            return {"statusCode": 501, "body": json.dumps({"error": {**error, "field": None}})}
+        if path.endswith("/versions"):
+            error = {"code": "no_route", "message": f"no route for GET {path}"}
+            return {"statusCode": 404, "body": json.dumps({"error": {**error, "field": None}})}
+        return forward(event, context)
+
+    server = ApiServer(older_api, pages=console_page)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        created = _post(
+            f"{stack}/schedules",
+            {
+                "name": "hourly sync",
+                "spec": {"cron": "0 * * * *"},
+                "target": {"type": "webhook", "url": hooks.url("ok")},
+            },
+        )
+        browser.get(f"{server.url}/console#/schedules/{created['id']}")
+        _wait(browser, "the overview", lambda d: "cron 0 * * * *" in d.page_source)
+        assert "This API does not serve versions" in browser.page_source
+        assert _css(browser, "#pause")[0].is_enabled()
+
+        browser.get(f"{server.url}/console#/failed")
+        _wait(
+            browser,
+            "the dead letters' reason",
+            lambda d: "Not available in this deployment: SQS cannot list" in d.page_source,
+        )
+        _wait(browser, "the failed runs", lambda d: "No runs yet." in d.page_source)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
