@@ -28,7 +28,7 @@ import urllib.request
 from importlib import resources
 from typing import Any, Final
 
-from cli.client import TIMEOUT_S, ApiClient, ApiError, _region_of
+from cli.client import TIMEOUT_S, ApiClient, ApiError
 from domain.errors import DuetimeError
 
 HOST: Final = "127.0.0.1"
@@ -112,6 +112,14 @@ class _NoRedirects(urllib.request.HTTPRedirectHandler):
         return None
 
 
+def _url_region(url: str) -> str | None:
+    """The region an API Gateway URL names (``<id>.execute-api.<region>.amazonaws.com``)."""
+    parts = (urllib.parse.urlsplit(url).hostname or "").split(".")
+    if len(parts) >= 5 and parts[1] == "execute-api" and parts[-2:] == ["amazonaws", "com"]:
+        return parts[2]
+    return None
+
+
 class SigningClient(ApiClient):
     """The API client's SigV4 signing, for requests passed through as bytes.
 
@@ -137,7 +145,8 @@ class SigningClient(ApiClient):
             credentials = session.get_credentials()
             if credentials is None:
                 raise ApiError(0, "no AWS credentials found to sign the API calls with")
-            self._signer = (credentials, self.region or session.region_name or _region_of(url))
+            region = self.region or _url_region(url) or session.region_name or "us-east-1"
+            self._signer = (credentials, region)
         credentials, region = self._signer
         request = AWSRequest(method=method, url=url, data=data, headers=headers)
         SigV4Auth(credentials, "execute-api", region).add_auth(request)
@@ -232,7 +241,8 @@ def add_parser(subparsers: Any) -> None:
         "--port", type=int, default=DEFAULT_PORT, help=f"port on {HOST} (default {DEFAULT_PORT})"
     )
     parser.add_argument(
-        "--region", help="the API's AWS region (default: from your AWS config, else the URL)"
+        "--region",
+        help="the API's AWS region (default: the one in an execute-api URL, else your AWS config)",
     )
     parser.add_argument("--access-log", action="store_true", help="log one JSON line per request")
     parser.set_defaults(run=run)

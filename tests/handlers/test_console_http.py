@@ -372,3 +372,21 @@ def test_the_local_stacks_banner_shows_where_the_console_is(tmp_path: Path) -> N
     stack = LocalStack(build_parser().parse_args(["local", "--data-dir", str(tmp_path)]))
     stack.api_url = "http://127.0.0.1:8080"
     assert "console:  http://127.0.0.1:8080/console" in stack.banner()
+
+
+def test_the_signature_names_the_region_of_the_api_url_over_the_default_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    url = "https://abc123.execute-api.eu-west-2.amazonaws.com/v1"
+    signed = SigningClient(url)._signed("GET", url + "/health", None, {})
+    assert "/eu-west-2/execute-api/aws4_request" in signed["Authorization"]
+    # --region wins over both.
+    signed = SigningClient(url, region="ap-south-1")._signed("GET", url + "/health", None, {})
+    assert "/ap-south-1/execute-api/aws4_request" in signed["Authorization"]
+    # A URL that names no region: the configured one.
+    other = "https://api.example.com/v1"
+    signed = SigningClient(other)._signed("GET", other + "/health", None, {})
+    assert "/us-east-1/execute-api/aws4_request" in signed["Authorization"]
