@@ -429,3 +429,35 @@ def test_sections_an_api_does_not_serve_say_so_and_the_rest_shows(
         server.shutdown()
         server.server_close()
         thread.join(timeout=10)
+
+
+def test_the_create_form_shows_what_the_api_refused_and_nothing_is_created(
+    stack: str, hooks: Hooks, browser: Any
+) -> None:
+    from selenium.webdriver.support.ui import Select
+
+    browser.get(f"{stack}/console")
+    _wait(browser, "the schedules page", lambda d: "No schedules yet" in d.page_source)
+    _css(browser, "#create > summary")[0].click()
+    _css(browser, "#c-name")[0].send_keys("bad cron")
+    Select(_css(browser, "select[name=kind]")[0]).select_by_value("cron")
+    _css(browser, "#c-when")[0].send_keys("61 * * * *")
+    _css(browser, "#c-url")[0].send_keys(hooks.url("ok"))
+    _css(browser, "#create-form button[type=submit]")[0].click()
+    problem = _wait(browser, "the refusal", lambda d: _css(d, "#create-form p.error")[0].text)
+    assert "HTTP 422" in problem and "spec.cron" in problem
+
+    # A payload that is not JSON is refused before anything is sent.
+    _css(browser, "#c-when")[0].clear()
+    _css(browser, "#c-when")[0].send_keys("0 * * * *")
+    _css(browser, "#c-payload")[0].send_keys("{not json")
+    _css(browser, "#create-form button[type=submit]")[0].click()
+    _wait(
+        browser,
+        "the payload refusal",
+        lambda d: "The payload is not JSON" in _css(d, "#create-form p.error")[0].text,
+    )
+    assert call("GET", f"{stack}/schedules")["schedules"] == []
+    assert "#/schedules/" not in browser.current_url
+    # The one refused request is the 422 (logged by the browser as a failed load).
+    assert [e for e in _errors(browser) if "422" not in e["message"]] == []

@@ -390,3 +390,21 @@ def test_the_signature_names_the_region_of_the_api_url_over_the_default_one(
     other = "https://api.example.com/v1"
     signed = SigningClient(other)._signed("GET", other + "/health", None, {})
     assert "/us-east-1/execute-api/aws4_request" in signed["Authorization"]
+
+
+def test_duetime_console_says_when_its_port_is_taken(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import socket
+
+    from cli.main import main
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code = main(["console", "--api-url", "https://example.com/v1", "--port", str(port)])
+    assert code == 2
+    assert f"cannot listen on 127.0.0.1:{port}" in capsys.readouterr().err
