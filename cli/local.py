@@ -475,6 +475,7 @@ class LocalStack:
         return store
 
     def _start_api(self) -> None:
+        from cli.console import console_page
         from handlers import api
         from handlers.local_http import ApiServer
 
@@ -484,7 +485,9 @@ class LocalStack:
         # The port first: a port in use stops the start before anything is opened.
         try:
             access_log = getattr(self.args, "access_log", False)
-            server = ApiServer(call, HOST, self.args.port, log=log, access_log=access_log)
+            server = ApiServer(
+                call, HOST, self.args.port, log=log, access_log=access_log, pages=console_page
+            )
         except OSError as error:
             raise CannotStart(
                 f"the API cannot listen on {HOST}:{self.args.port}: {error.strerror or error}"
@@ -756,6 +759,7 @@ class LocalStack:
         lines.append(f"  running:  {', '.join(running)}")
         if self.api_url:
             lines.append(f"  api:      {self.api_url}  (OpenAPI at {self.api_url}/openapi.json)")
+            lines.append(f"  console:  {self.api_url}/console  (in your browser)")
         if self.echo_url:
             lines.append(f"  receiver: {self.echo_url}  (logs each webhook it gets)")
         if self.api_url:
