@@ -21,10 +21,22 @@ table          pk                      sk
 =============  ======================  ==============================
 Schedules      ``S#<schedule_id>``     ``HEAD`` / ``V#<version:08d>``
 Schedules      ``K#<idempotency key>`` ``CREATE``
-Occurrences    ``<schedule_id>``       ``O#<occurrence_id>`` (record)
-Occurrences    ``<schedule_id>``       ``B#<business key>`` (claim)
+Runs           ``<schedule_id>``       ``B#<business key>`` (record)
+Runs           ``<schedule_id>``       ``T#<scheduled_at>#<occurrence_id>`` (key)
 Leases         ``L#<shard:06d>`` / ``H#<component>``
 =============  ======================  ==============================
+
+An occurrence is two items, each written once by a conditional put: its
+*record*, keyed by its business key (the slot it fills), holds the run and is
+the only item a transition writes; its *key*, keyed by its instant and id,
+holds the business key and kind, so an occurrence id leads to its record and a
+schedule's occurrences are listed by time from the table itself. A key whose
+record is missing or holds another occurrence id (a put that was refused or
+interrupted) is a *stray*: every read through a key checks the record's id.
+
+While a record is pending it has ``pending_shard`` and ``outbox_key``
+(``<bucket:012d>#<scheduled_at>#<occurrence_id>``), the keys of the sparse
+``outbox`` index.
 """
 
 from __future__ import annotations
@@ -37,6 +49,8 @@ from typing import Any, Final
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
+from domain.errors import InvalidSchedule
+from domain.identity import parse_occurrence_id
 from domain.run import AttemptRecord, Run, RunKind, RunStatus
 from domain.schedule import (
     Schedule,
@@ -128,22 +142,56 @@ def create_key(idempotency_key: str) -> Item:
     return attrs({"pk": f"K#{idempotency_key}", "sk": CREATE})
 
 
-def schedule_of_occurrence(occurrence_id: str) -> str:
-    """An occurrence id starts with its schedule id (which holds no ``.``)."""
-    return occurrence_id.split(".", 1)[0]
-
-
 def schedule_of_business_key(business_key: str) -> str:
     """A business key starts with its schedule id (which holds no ``#``)."""
     return business_key.split("#", 1)[0]
 
 
-def record_key(occurrence_id: str) -> Item:
-    return attrs({"pk": schedule_of_occurrence(occurrence_id), "sk": f"O#{occurrence_id}"})
+RECORD_PREFIX: Final = "B#"
+KEY_PREFIX: Final = "T#"
 
 
-def claim_key(schedule_id: str, business_key: str) -> Item:
-    return attrs({"pk": schedule_id, "sk": f"B#{business_key}"})
+def record_key(schedule_id: str, business_key: str) -> Item:
+    """The record of the occurrence that fills a slot."""
+    return {"pk": {"S": schedule_id}, "sk": {"S": RECORD_PREFIX + business_key}}
+
+
+def key_sort_key(scheduled_at: datetime, occurrence_id: str) -> str:
+    return f"{KEY_PREFIX}{iso(scheduled_at)}#{occurrence_id}"
+
+
+def key_key(schedule_id: str, scheduled_at: datetime, occurrence_id: str) -> Item:
+    return {"pk": {"S": schedule_id}, "sk": {"S": key_sort_key(scheduled_at, occurrence_id)}}
+
+
+def key_key_of(occurrence_id: str) -> Item | None:
+    """The key item of an occurrence id (which names its schedule and
+    instant), or None for text that is not an occurrence id."""
+    try:
+        identity = parse_occurrence_id(occurrence_id)
+    except InvalidSchedule:
+        return None
+    return key_key(identity.schedule_id, identity.scheduled_at, occurrence_id)
+
+
+def _key_instant(run: Run) -> datetime:
+    """The instant a run's key item is filed under: the one its id names (so
+    ``key_key_of`` finds it), or its ``scheduled_at`` for an id of another form."""
+    try:
+        return parse_occurrence_id(run.occurrence_id).scheduled_at
+    except InvalidSchedule:
+        return run.scheduled_at
+
+
+def record_key_of_key(item: Mapping[str, Any]) -> Item:
+    """The record a key item leads to."""
+    return record_key(str(item["pk"]["S"]), str(item["business_key"]["S"]))
+
+
+def scheduled_at_of_key(item: Mapping[str, Any]) -> datetime:
+    """The instant in a key item's sort key ``T#<scheduled_at>#<occurrence_id>``."""
+    sort_key = str(item["sk"]["S"])
+    return from_iso(sort_key[len(KEY_PREFIX) : sort_key.index("#", len(KEY_PREFIX))])
 
 
 def lease_key(shard: int) -> Item:
@@ -163,13 +211,13 @@ def due_key(next_due: datetime, schedule_id: str) -> str:
     return f"{iso(next_due)}#{schedule_id}"
 
 
-def scheduled_key(scheduled_at: datetime, occurrence_id: str) -> str:
-    return f"{iso(scheduled_at)}#{occurrence_id}"
+def outbox_bucket(bucket: int) -> str:
+    """A bucket as the fixed-width prefix of an ``outbox_key`` (text order is bucket order)."""
+    return f"{bucket:012d}"
 
 
-def partition(bucket: int, shard: int) -> str:
-    """The pending index's partition ``"<bucket>#<shard>"`` (as domain.partition names it)."""
-    return f"{bucket}#{shard}"
+def outbox_key(bucket: int, scheduled_at: datetime, occurrence_id: str) -> str:
+    return f"{outbox_bucket(bucket)}#{iso(scheduled_at)}#{occurrence_id}"
 
 
 # --- schedules ----------------------------------------------------------------------------
@@ -261,10 +309,10 @@ def attempt_entry(attempt: AttemptRecord, *, numbered: bool = True) -> dict[str,
 
 
 def record_item(run: Run, retention: timedelta) -> Item:
-    """A run's record. ``partition`` and ``pending_shard`` exist only while it is pending."""
+    """A run's record. ``outbox_key`` and ``pending_shard`` exist only while it is pending."""
     expires = add_clamped(run.scheduled_at, retention)  # year 9999 does not overflow
     return {
-        **record_key(run.occurrence_id),
+        **record_key(run.schedule_id, run.business_key),
         **attrs(
             {
                 "occurrence_id": run.occurrence_id,
@@ -273,12 +321,15 @@ def record_item(run: Run, retention: timedelta) -> Item:
                 "version": run.version,
                 "kind": run.kind.value,
                 "scheduled_at": iso(run.scheduled_at),
-                "scheduled_key": scheduled_key(run.scheduled_at, run.occurrence_id),
                 "wall": run.wall.isoformat(),
                 "fold": run.fold,
                 "bucket": run.bucket,
                 "shard": run.shard,
-                "partition": partition(run.bucket, run.shard) if run.pending else None,
+                "outbox_key": (
+                    outbox_key(run.bucket, run.scheduled_at, run.occurrence_id)
+                    if run.pending
+                    else None
+                ),
                 "pending_shard": run.shard if run.pending else None,
                 "status": run.status.value,
                 "materialized_at": opt_iso(run.materialized_at),
@@ -299,14 +350,17 @@ def record_item(run: Run, retention: timedelta) -> Item:
     }
 
 
-def claim_item(run: Run, retention: timedelta) -> Item:
-    """The claim of a business key: names the one occurrence that fills the slot."""
+def key_item(run: Run, retention: timedelta) -> Item:
+    """An occurrence's key: its id, the slot it fills and its kind, filed by
+    instant. Written once, never changed; expires with its record."""
     expires = add_clamped(run.scheduled_at, retention)  # year 9999 does not overflow
     return {
-        **claim_key(run.schedule_id, run.business_key),
+        **key_key(run.schedule_id, _key_instant(run), run.occurrence_id),
         **attrs(
             {
                 "occurrence_id": run.occurrence_id,
+                "business_key": run.business_key,
+                "kind": run.kind.value,
                 "expires_at_epoch": int(expires.timestamp()),
             }
         ),
@@ -340,7 +394,7 @@ def run_from_item(item: Mapping[str, Any]) -> Run:
         bucket=int(v["bucket"]),
         shard=int(v["shard"]),
         status=RunStatus(v["status"]),
-        pending="partition" in v,
+        pending="outbox_key" in v,
         materialized_at=_opt_from_iso(v.get("materialized_at")),
         attempts=int(v.get("attempts", 0)),
         admitted_at=_opt_from_iso(v.get("admitted_at")),

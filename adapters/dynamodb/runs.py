@@ -1,9 +1,11 @@
 """The run transitions over the DynamoDB store's occurrence records.
 
-Each transition is one conditional ``UpdateItem`` on the record at
-``O#<occurrence_id>`` that repeats the port's condition (status, attempt
-number, run lease, token hash) in its ``ConditionExpression`` and returns the
-record as written (``ALL_NEW``); a failed condition answers None. No
+Each transition is one conditional ``UpdateItem`` on the record (keyed by
+its business key; the store finds it from the occurrence id through the
+occurrence's key item, or remembers it from the ``get_run`` the worker starts
+with) that repeats the port's condition (status, attempt number, run lease,
+token hash) and the occurrence id in its ``ConditionExpression`` and returns
+the record as written (``ALL_NEW``); a failed condition answers None. No
 transition reads the record before it writes, except:
 
 - ``start_attempt`` over a run whose worker is gone: the first update (from
@@ -30,7 +32,7 @@ from typing import Any, Final
 from botocore.exceptions import ClientError
 
 from adapters.dynamodb import items as it
-from adapters.dynamodb.store import DynamoStore, TableSettings
+from adapters.dynamodb.store import OUTBOX_ATTRIBUTES, DynamoStore, TableSettings
 from domain.run import AttemptRecord, Run, RunStatus
 from domain.schedule import ScheduleVersion
 from service.run_ports import ATTEMPT_ACCEPTED, ATTEMPT_LOST, FINISHED, RunStore
@@ -38,7 +40,7 @@ from service.run_ports import ATTEMPT_ACCEPTED, ATTEMPT_LOST, FINISHED, RunStore
 # How many earlier records of a schedule the overlap check looks through
 # (newest first) before it concludes nothing earlier is in progress.
 RUNNING_BEFORE_LOOKBACK: Final = 200
-_PAGE: Final = 50
+_PAGE: Final = 25
 _RUNNING: Final = RunStatus.RUNNING.value
 _LEASE_EXPIRED_ERROR: Final = "run lease expired"
 
@@ -128,12 +130,18 @@ class DynamoRunStore(RunStore):
     ) -> tuple[Run | None, dict[str, Any] | None]:
         """Apply ``update`` if ``condition`` holds: (the run as written, None),
         or (None, the item as it was, when asked for and it exists)."""
+        key = self.store.record_keys([occurrence_id]).get(occurrence_id)
+        if key is None:
+            return None, None
         params: dict[str, Any] = {
             "TableName": self.table,
-            "Key": it.record_key(occurrence_id),
+            "Key": key,
             "UpdateExpression": update.expression(),
-            # The record exists: an update never creates one.
-            "ConditionExpression": f"attribute_exists(pk) AND ({condition})",
+            # The record exists and is this occurrence's: an update never
+            # creates one, and a stray key cannot lead it to another's.
+            "ConditionExpression": (
+                f"{update.n('occurrence_id')} = {update.v(occurrence_id)} AND ({condition})"
+            ),
             "ExpressionAttributeNames": update.names,
             "ReturnValues": "ALL_NEW",
         }
@@ -161,7 +169,7 @@ class DynamoRunStore(RunStore):
         u.field("status", status.value)
         u.field("finished_at", it.iso(now))
         u.field("reason", reason)
-        u.remove("run_lease_expires_at", "run_token_hash", "partition", "pending_shard")
+        u.remove("run_lease_expires_at", "run_token_hash", *OUTBOX_ATTRIBUTES)
 
     # --- transitions ------------------------------------------------------------------
 
@@ -345,36 +353,30 @@ class DynamoRunStore(RunStore):
         return self._write(occurrence_id, u, condition)[0]
 
     def running_before(self, run: Run, now: datetime) -> Run | None:
-        request: dict[str, Any] = {
-            "TableName": self.table,
-            "IndexName": "by_scheduled_at",
-            "KeyConditionExpression": "pk = :pk AND #scheduled_key < :key",
-            "FilterExpression": ("(#status = :running AND #lease > :now) OR #status = :retrying"),
-            "ExpressionAttributeNames": {
-                "#scheduled_key": "scheduled_key",
-                "#status": "status",
-                "#lease": "run_lease_expires_at",
-            },
-            "ExpressionAttributeValues": {
-                ":pk": {"S": run.schedule_id},
-                ":key": {"S": it.scheduled_key(run.scheduled_at, run.occurrence_id)},
-                ":running": {"S": _RUNNING},
-                ":retrying": {"S": RunStatus.RETRYING.value},
-                ":now": {"S": it.iso(now)},
-            },
-            "ScanIndexForward": False,  # newest first
-            "ConsistentRead": True,  # a local index can be read consistently
-            "Limit": _PAGE,
-        }
-        looked_at = 0
-        while looked_at < RUNNING_BEFORE_LOOKBACK:
-            answer = self.client.query(**request)
-            found = answer.get("Items", [])
-            if found:
-                return it.run_from_item(found[0])
-            looked_at += int(answer.get("ScannedCount", _PAGE))
-            last = answer.get("LastEvaluatedKey")
-            if not last:
-                return None
-            request["ExclusiveStartKey"] = last
+        """The newest earlier record of the schedule still in progress: through
+        its key items, newest first (read consistently), a page at a time."""
+        keys = self.store.keys_newest_first(
+            run.schedule_id,
+            before=it.key_sort_key(run.scheduled_at, run.occurrence_id),
+            consistent=True,
+            page=_PAGE,
+        )
+        chunk: list[dict[str, Any]] = []
+        for looked_at, item in enumerate(keys, start=1):
+            chunk.append(item)
+            if len(chunk) == _PAGE or looked_at >= RUNNING_BEFORE_LOOKBACK:
+                found = self._in_progress(chunk, now)
+                if found is not None or looked_at >= RUNNING_BEFORE_LOOKBACK:
+                    return found
+                chunk = []
+        return self._in_progress(chunk, now)
+
+    def _in_progress(self, key_items: list[dict[str, Any]], now: datetime) -> Run | None:
+        for record in self.store.records_of_keys(key_items):
+            earlier = it.run_from_item(record)
+            lease = earlier.run_lease_expires_at
+            if earlier.status is RunStatus.RETRYING or (
+                earlier.status is RunStatus.RUNNING and lease is not None and lease > now
+            ):
+                return earlier
         return None

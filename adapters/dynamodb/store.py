@@ -7,25 +7,29 @@ never a read followed by a blind write:
   each on ``attribute_not_exists``;
 - edit: the HEAD update (conditioned on the version read, ``next_due`` and
   not deleted) and the put of the new version item, in one transaction;
-- materialize: the HEAD update (conditioned on version, ``next_due`` and
-  active) and, per occurrence, the put of its record and of the claim of its
-  business key (both on ``attribute_not_exists``), in one transaction. A
-  cancelled transaction's ``CancellationReasons`` tell "the schedule moved"
-  (the HEAD's condition failed: nothing is written) from "that slot is
-  already taken" (an occurrence's condition failed: the transaction is sent
-  again without it);
+- an occurrence: two conditional puts, no transaction (see items): its key
+  (``attribute_not_exists``, or the same business key again) refuses a
+  second occurrence with one id, then its record (``attribute_not_exists``)
+  refuses a second occurrence for one slot. A key whose record was refused
+  is deleted; one left by a crash is a stray, which reads recognise;
+- materialize: a consistent read of the HEAD (nothing is written for a
+  schedule that moved), the occurrences, then the HEAD's advance conditioned
+  on version, ``next_due`` and active. Refused, it withdraws the occurrences
+  it wrote (deleted unless a dispatcher changed them in between);
 - admission, closing and mark-sent: one conditional update of the record
-  each (``status = scheduled`` for the first two), so a pause that closes
-  pending records and a tick that admits them cannot both win;
+  each (``status = scheduled`` for the first two, and its occurrence id), so
+  a pause that closes pending records and a tick that admits them cannot
+  both win;
 - leases: conditional updates (free, expired or mine); a takeover increments
   the epoch; a checkpoint write is conditioned on owner and epoch.
 
-The pending indexes are sparse: a record is in them while it has the
-``partition`` and ``pending_shard`` attributes, which admission keeps and
-``mark_sent`` or a closure removes. Index reads are eventually consistent;
-every decision taken on them is re-checked by a conditional write, and the
-dispatcher only moves a checkpoint past buckets that closed a bucket width
-plus a safety margin ago.
+The outbox index is sparse and KEYS_ONLY: a record is in it while it has
+``outbox_key`` and ``pending_shard``, which it gets when stored and loses when
+``mark_sent`` or a closure removes them; admission does not touch it. Index
+reads are eventually consistent; the records they lead to are read
+consistently, every decision taken on them is re-checked by a conditional
+write, and the dispatcher only moves a checkpoint past buckets that closed a
+bucket width plus a safety margin ago.
 
 Page tokens are base64 JSON of the next query's ExclusiveStartKey.
 """
@@ -48,7 +52,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from adapters.dynamodb import items as it
-from domain.run import PendingOccurrence, Run, RunStatus
+from domain.run import PendingOccurrence, Run, RunKind, RunStatus
 from domain.schedule import (
     Quarantine,
     QuarantineComponent,
@@ -67,8 +71,13 @@ from service.ports import (
     Store,
 )
 
-# A transaction holds at most 100 writes: the HEAD and two per occurrence.
-OCCURRENCES_PER_TRANSACTION: Final = 49
+# A long materialization (a backlog) advances the HEAD after every this many
+# occurrences, so a crash halfway redoes at most one chunk.
+OCCURRENCES_PER_ADVANCE: Final = 49
+# Occurrence ids whose record keys one store object remembers.
+RECORD_KEY_CACHE_SIZE: Final = 65536
+# A record's attributes that put it in the outbox index (see items).
+OUTBOX_ATTRIBUTES: Final = ("outbox_key", "pending_shard")
 # How many partitions of the "due" index the HEADs spread over. A deployment
 # constant: every writer and reader of one table must use the same value.
 DUE_SHARDS: Final = 16
@@ -241,6 +250,8 @@ class DynamoStore(Store):
         self._versions_lock = threading.Lock()
         # Versions whose stored form no rule reads any more, with the error (bounded).
         self._unreadable: dict[tuple[str, int], Exception] = {}
+        self._record_keys: OrderedDict[str, tuple[str, str]] = OrderedDict()
+        self._keys_lock = threading.Lock()
 
     @classmethod
     def from_settings(cls, settings: TableSettings, session: Any = None) -> DynamoStore:
@@ -687,155 +698,369 @@ class DynamoStore(Store):
         return self._each(lambda item: self._materialize_one(item, now), batch)
 
     def _materialize_one(self, item: Materialization, now: datetime) -> MaterializeOutcome:
+        """Write the occurrences, then advance the HEAD on the materialization's
+        condition: an idempotent sequence, not a transaction. A crash between
+        the two leaves occurrences ahead of ``next_due``; the next pass plans
+        the same slots again, finds them written and advances. When the
+        advance is refused (the schedule moved meanwhile), the occurrences
+        this call wrote for it are withdrawn."""
+        if not self._head_allows(item):
+            return MaterializeOutcome(item.schedule_id, False)
         runs = list(item.occurrences)
-        size = OCCURRENCES_PER_TRANSACTION
+        size = OCCURRENCES_PER_ADVANCE
         chunks = [runs[i : i + size] for i in range(0, len(runs), size)] or [[]]
-        expected_due: datetime | None = item.expected_next_due
+        expected_due = item.expected_next_due
         inserted: list[str] = []
         for index, chunk in enumerate(chunks):
             last = index + 1 == len(chunks)
-            # Written chunk by chunk, next_due always names the first slot not
+            # Advanced chunk by chunk, next_due always names the first slot not
             # yet written, so a crash halfway leaves a consistent schedule.
             next_due = item.next_due if last else chunks[index + 1][0].scheduled_at
             last_at = item.last_materialized_at if last else chunk[-1].scheduled_at
-            assert expected_due is not None
-            written = self._materialize_chunk(item, expected_due, next_due, last_at, chunk, now)
-            if written is None:
+            written = [run for run in chunk if self._put_occurrence(run)]
+            if not self._advance(item, expected_due, next_due, last_at, now):
+                self._withdraw(written)
                 return MaterializeOutcome(item.schedule_id, False, tuple(inserted))
-            inserted += written
-            expected_due = next_due
+            inserted += [run.occurrence_id for run in written]
+            assert next_due is not None or last
+            if next_due is not None:
+                expected_due = next_due
         return MaterializeOutcome(item.schedule_id, True, tuple(inserted))
 
-    def _materialize_chunk(
+    def _head_allows(self, item: Materialization) -> bool:
+        """Whether the materialization's condition holds now (a strongly
+        consistent read of the HEAD). It saves the writes of a materialization
+        bound to be refused; the advance's own condition decides."""
+        answer = self.client.get_item(
+            TableName=self.tables.schedules,
+            Key=it.head_key(item.schedule_id),
+            ConsistentRead=True,
+        )
+        head = answer.get("Item")
+        if head is None:
+            return False
+        v = it.plain(head)
+        return (
+            int(v["version"]) == item.expected_version
+            and v.get("next_due") == it.iso(item.expected_next_due)
+            and not v.get("paused", False)
+            and "deleted_at" not in v
+            and "quarantine" not in v
+        )
+
+    def _advance(
         self,
         item: Materialization,
         expected_due: datetime,
         next_due: datetime | None,
         last_at: datetime | None,
-        runs: list[Run],
         now: datetime,
-    ) -> list[str] | None:
-        """Write ``runs`` and advance the HEAD, in one transaction. The ids
-        written, or None when the schedule moved (nothing written)."""
-        t = self.tables
-        head = self._update_op(
-            t.schedules,
-            it.head_key(item.schedule_id),
-            set_={
-                **self._next_due_fields(item.schedule_id, next_due),
-                "last_materialized_at": it.opt_iso(last_at),
-                "updated_at": it.iso(now),
-            },
-            condition=(
-                "#version = :expected_version AND #next_due = :expected_due AND "
-                "#paused = :false AND attribute_not_exists(#deleted_at) AND "
-                "attribute_not_exists(#quarantine)"
-            ),
-            names={
-                "#version": "version",
-                "#paused": "paused",
-                "#deleted_at": "deleted_at",
-                "#quarantine": "quarantine",
-            },
-            values={
-                ":expected_version": {"N": str(item.expected_version)},
-                ":expected_due": {"S": it.iso(expected_due)},
-                ":false": {"BOOL": False},
-            },
+    ) -> bool:
+        return (
+            self._update(
+                self.tables.schedules,
+                it.head_key(item.schedule_id),
+                set_={
+                    **self._next_due_fields(item.schedule_id, next_due),
+                    "last_materialized_at": it.opt_iso(last_at),
+                    "updated_at": it.iso(now),
+                },
+                condition=(
+                    "#version = :expected_version AND #next_due = :expected_due AND "
+                    "#paused = :false AND attribute_not_exists(#deleted_at) AND "
+                    "attribute_not_exists(#quarantine)"
+                ),
+                names={
+                    "#version": "version",
+                    "#paused": "paused",
+                    "#deleted_at": "deleted_at",
+                    "#quarantine": "quarantine",
+                },
+                values={
+                    ":expected_version": {"N": str(item.expected_version)},
+                    ":expected_due": {"S": it.iso(expected_due)},
+                    ":false": {"BOOL": False},
+                },
+            )
+            is not None
         )
-        remaining = list(runs)
-        while True:
-            operations = [head]
-            for run in remaining:
-                operations.append(
-                    self._put_new(t.occurrences, it.claim_item(run, self.history_retention))
-                )
-                operations.append(
-                    self._put_new(t.occurrences, it.record_item(run, self.history_retention))
-                )
-            reasons = self._transact(operations)
-            if reasons is None:
-                return [run.occurrence_id for run in remaining]
-            if reasons[0] == "ConditionalCheckFailed":
-                return None  # edited, paused, deleted, or another planner got here first
-            # A slot (or an occurrence id) already taken: leave that one out.
-            taken = {
-                (i - 1) // 2
-                for i, reason in enumerate(reasons)
-                if i > 0 and reason == "ConditionalCheckFailed"
-            }
-            if not taken:
-                raise RuntimeError(f"materialization cancelled: {reasons}")
-            remaining = [run for i, run in enumerate(remaining) if i not in taken]
 
     # --- occurrences -----------------------------------------------------------------
 
-    def insert(self, runs: Sequence[Run]) -> list[str]:
+    def _put_occurrence(self, run: Run) -> bool:
+        """Write one occurrence, key first, then record, each by a conditional
+        put; True if this call wrote its record.
+
+        The key's put refuses an occurrence id filed for another slot, and
+        passes again for the same slot (so a write interrupted between the
+        two puts is finished by the next). The record's put refuses a slot
+        already filled. A key left by a refused record is withdrawn; one left
+        by a crash is a stray that every read through a key checks for.
+        """
         t = self.tables.occurrences
-        written: list[str] = []
-        for run in runs:
-            reasons = self._transact(
-                [
-                    self._put_new(t, it.claim_item(run, self.history_retention)),
-                    self._put_new(t, it.record_item(run, self.history_retention)),
-                ]
+        key = it.key_item(run, self.history_retention)
+        try:
+            self.client.put_item(
+                TableName=t,
+                Item=key,
+                ConditionExpression="attribute_not_exists(pk) OR #business_key = :business_key",
+                ExpressionAttributeNames={"#business_key": "business_key"},
+                ExpressionAttributeValues={":business_key": key["business_key"]},
             )
-            if reasons is None:
-                written.append(run.occurrence_id)
-        return written
+        except ClientError as error:
+            if _failed_condition(error):
+                return False  # the occurrence id names another slot's occurrence
+            raise
+        record = it.record_item(run, self.history_retention)
+        try:
+            self.client.put_item(
+                TableName=t,
+                Item=record,
+                ConditionExpression="attribute_not_exists(pk)",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as error:
+            if not _failed_condition(error):
+                raise
+            holder = (error.response.get("Item") or {}).get("occurrence_id")
+            if holder is None or it.value(holder) != run.occurrence_id:
+                self._delete_stray_key(key)  # the slot is another occurrence's
+            return False  # written already (same id), or the slot is taken
+        self._remember_key(run.occurrence_id, run.schedule_id, run.business_key)
+        return True
+
+    def _delete_stray_key(self, key: Mapping[str, Any]) -> None:
+        try:
+            self.client.delete_item(
+                TableName=self.tables.occurrences,
+                Key={"pk": key["pk"], "sk": key["sk"]},
+                ConditionExpression="#business_key = :business_key",
+                ExpressionAttributeNames={"#business_key": "business_key"},
+                ExpressionAttributeValues={":business_key": key["business_key"]},
+            )
+        except ClientError as error:
+            if not _failed_condition(error):
+                raise
+
+    def _withdraw(self, runs: Sequence[Run]) -> None:
+        """Delete occurrences this store just wrote for a materialization that
+        was then refused, unless something changed them since (a dispatcher
+        that admitted one in between keeps it)."""
+        t = self.tables.occurrences
+        for run in runs:
+            self._forget_key(run.occurrence_id)
+            try:
+                self.client.delete_item(
+                    TableName=t,
+                    Key=it.record_key(run.schedule_id, run.business_key),
+                    ConditionExpression="#occurrence_id = :occurrence_id AND #status = :status",
+                    ExpressionAttributeNames={
+                        "#occurrence_id": "occurrence_id",
+                        "#status": "status",
+                    },
+                    ExpressionAttributeValues={
+                        ":occurrence_id": {"S": run.occurrence_id},
+                        ":status": {"S": run.status.value},
+                    },
+                )
+            except ClientError as error:
+                if not _failed_condition(error):
+                    raise
+                continue
+            self._delete_stray_key(it.key_item(run, self.history_retention))
+
+    # Occurrence id -> the key of its record (schedule id, business key), for
+    # the ids this store wrote or read a record of: a transition, admission or
+    # mark-sent by id then costs no read of the key item. Bounded.
+    def _remember_key(self, occurrence_id: str, schedule_id: str, business_key: str) -> None:
+        with self._keys_lock:
+            self._record_keys[occurrence_id] = (schedule_id, business_key)
+            self._record_keys.move_to_end(occurrence_id)
+            while len(self._record_keys) > RECORD_KEY_CACHE_SIZE:
+                self._record_keys.popitem(last=False)
+
+    def _forget_key(self, occurrence_id: str) -> None:
+        with self._keys_lock:
+            self._record_keys.pop(occurrence_id, None)
+
+    def _remember_record(self, record: Mapping[str, Any]) -> None:
+        self._remember_key(
+            str(it.value(record["occurrence_id"])),
+            str(it.value(record["schedule_id"])),
+            str(it.value(record["business_key"])),
+        )
+
+    def record_keys(self, occurrence_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The record key of each occurrence id whose key item exists (unknown
+        ids are left out). A key item may be a stray: every write through a
+        record key is conditioned on the record's occurrence id."""
+        found: dict[str, dict[str, Any]] = {}
+        with self._keys_lock:
+            for oid in occurrence_ids:
+                known = self._record_keys.get(oid)
+                if known is not None:
+                    found[oid] = it.record_key(*known)
+        wanted: dict[tuple[str, str], str] = {}
+        for oid in occurrence_ids:
+            if oid in found:
+                continue
+            key = it.key_key_of(oid)
+            if key is not None:
+                wanted[(key["pk"]["S"], key["sk"]["S"])] = oid
+        if wanted:
+            keys = [{"pk": {"S": pk}, "sk": {"S": sk}} for pk, sk in wanted]
+            for item in self._batch_get(self.tables.occurrences, keys):
+                oid = wanted[(item["pk"]["S"], item["sk"]["S"])]
+                found[oid] = it.record_key_of_key(item)
+        return found
+
+    def records_of_keys(self, key_items: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """The records the key items lead to, in their order; strays left out."""
+        if not key_items:
+            return []
+        wanted = {}
+        for item in key_items:
+            record_key = it.record_key_of_key(item)
+            wanted[(record_key["pk"]["S"], record_key["sk"]["S"])] = record_key
+        records = {
+            (item["pk"]["S"], item["sk"]["S"]): item
+            for item in self._batch_get(self.tables.occurrences, list(wanted.values()))
+        }
+        found = []
+        for item in key_items:
+            record_key = it.record_key_of_key(item)
+            record = records.get((record_key["pk"]["S"], record_key["sk"]["S"]))
+            if record is not None and record["occurrence_id"] == item["occurrence_id"]:
+                self._remember_record(record)
+                found.append(record)
+        return found
+
+    def insert(self, runs: Sequence[Run]) -> list[str]:
+        return [run.occurrence_id for run in runs if self._put_occurrence(run)]
 
     def get_run(self, occurrence_id: str) -> Run | None:
+        key = self.record_keys([occurrence_id]).get(occurrence_id)
+        if key is None:
+            return None
         answer = self.client.get_item(
-            TableName=self.tables.occurrences,
-            Key=it.record_key(occurrence_id),
-            ConsistentRead=True,
+            TableName=self.tables.occurrences, Key=key, ConsistentRead=True
         )
-        item = answer.get("Item")
-        return None if item is None else it.run_from_item(item)
+        record = answer.get("Item")
+        if record is None or it.value(record["occurrence_id"]) != occurrence_id:
+            self._forget_key(occurrence_id)  # a stray key: the slot is another's
+            return None
+        self._remember_record(record)
+        return it.run_from_item(record)
 
     def get_by_business_key(self, key: str) -> Run | None:
         answer = self.client.get_item(
             TableName=self.tables.occurrences,
-            Key=it.claim_key(it.schedule_of_business_key(key), key),
+            Key=it.record_key(it.schedule_of_business_key(key), key),
             ConsistentRead=True,
         )
-        claim = answer.get("Item")
-        if claim is None:
-            return None
-        return self.get_run(str(it.value(claim["occurrence_id"])))
+        record = answer.get("Item")
+        return None if record is None else it.run_from_item(record)
+
+    def keys_newest_first(
+        self,
+        schedule_id: str,
+        *,
+        before: str | None = None,
+        up_to: datetime | None = None,
+        consistent: bool = False,
+        page: int = 100,
+        kind: str | None = None,
+        start: Mapping[str, Any] | None = None,
+    ) -> Iterator[dict[str, Any]]:
+        """A schedule's key items, newest instant first: those before the sort
+        key ``before``, or up to ``up_to``; of one ``kind`` if given."""
+        condition = "pk = :pk AND sk BETWEEN :low AND :high"
+        if before is not None:
+            high = before
+        else:
+            high = it.KEY_PREFIX + (
+                it.KEY_CEILING if up_to is None else f"{it.iso(up_to)}#{it.KEY_CEILING}"
+            )
+        request: dict[str, Any] = {
+            "TableName": self.tables.occurrences,
+            "KeyConditionExpression": condition,
+            "ExpressionAttributeValues": {
+                ":pk": {"S": schedule_id},
+                ":low": {"S": it.KEY_PREFIX},
+                ":high": {"S": high},
+            },
+            "ScanIndexForward": False,
+            "ConsistentRead": consistent,
+            "Limit": page,
+        }
+        if kind is not None:
+            request["FilterExpression"] = "#kind = :kind"
+            request["ExpressionAttributeNames"] = {"#kind": "kind"}
+            request["ExpressionAttributeValues"][":kind"] = {"S": kind}
+        if start is not None:
+            request["ExclusiveStartKey"] = dict(start)
+        for item in self._query(request):
+            if before is not None and item["sk"]["S"] >= before:
+                continue  # BETWEEN includes its upper bound
+            yield item
 
     def runs(self, schedule_id: str, limit: int, token: str | None = None) -> Page[Run]:
-        found, next_token = self._query_page(
-            {
-                "TableName": self.tables.occurrences,
-                "IndexName": "by_scheduled_at",
-                "KeyConditionExpression": "pk = :pk",
-                "ExpressionAttributeValues": {":pk": {"S": schedule_id}},
-                "ScanIndexForward": False,
-            },
-            limit,
-            token,
-            ("pk", "sk", "scheduled_key"),
+        if limit < 1:
+            raise ValueError("limit must be at least 1")
+        keys = self.keys_newest_first(
+            schedule_id,
+            page=limit + 1,
+            start=None if token is None else _untoken(token),
         )
-        return Page(tuple(it.run_from_item(item) for item in found), next_token)
+        # (key item, record) pairs, one more than a page when there is a next one.
+        found: list[tuple[dict[str, Any], dict[str, Any]]] = []
+        chunk: list[dict[str, Any]] = []
+        for item in keys:
+            chunk.append(item)
+            if len(found) + len(chunk) > limit:
+                found += self._pairs(chunk)
+                chunk = []
+                if len(found) > limit:
+                    break
+        found += self._pairs(chunk)
+        page = found[:limit]
+        next_token = None
+        if len(found) > limit:
+            last = page[-1][0]
+            next_token = _token({"pk": last["pk"], "sk": last["sk"]})
+        return Page(tuple(it.run_from_item(record) for _, record in page), next_token)
+
+    def _pairs(
+        self, key_items: Sequence[dict[str, Any]]
+    ) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        records = {str(it.value(r["occurrence_id"])): r for r in self.records_of_keys(key_items)}
+        return [
+            (item, records[oid])
+            for item in key_items
+            if (oid := str(it.value(item["occurrence_id"]))) in records
+        ]
 
     def pending_due(
         self, shard: int, from_bucket: int, to_bucket: int, due_by: datetime, limit: int
     ) -> list[PendingOccurrence]:
-        upper = f"{it.iso(due_by)}#{it.KEY_CEILING}"
+        tail = f"#{it.iso(due_by)}#{it.KEY_CEILING}"
 
         def one(bucket: int) -> list[dict[str, Any]]:
+            prefix = it.outbox_bucket(bucket)
             request = {
                 "TableName": self.tables.occurrences,
-                "IndexName": "pending",
-                "KeyConditionExpression": "#partition = :partition AND #scheduled_key <= :upper",
+                "IndexName": "outbox",
+                "KeyConditionExpression": (
+                    "#pending_shard = :shard AND #outbox_key BETWEEN :low AND :high"
+                ),
                 "ExpressionAttributeNames": {
-                    "#partition": "partition",
-                    "#scheduled_key": "scheduled_key",
+                    "#pending_shard": "pending_shard",
+                    "#outbox_key": "outbox_key",
                 },
                 "ExpressionAttributeValues": {
-                    ":partition": {"S": it.partition(bucket, shard)},
-                    ":upper": {"S": upper},
+                    ":shard": {"N": str(shard)},
+                    ":low": {"S": prefix + "#"},
+                    ":high": {"S": prefix + tail},
                 },
                 "Limit": limit,
             }
@@ -848,130 +1073,161 @@ class DynamoStore(Store):
 
         buckets = range(from_bucket, to_bucket + 1)
         found = [item for items in self._each(one, buckets) for item in items]
-        found.sort(key=lambda item: str(it.value(item["scheduled_key"])))
-        return [PendingOccurrence.of(it.run_from_item(item)) for item in found[:limit]]
+        # Oldest first by (scheduled_at, occurrence_id): the key after "<bucket>#".
+        found.sort(key=lambda item: item["outbox_key"]["S"].split("#", 1)[1])
+        chosen = found[:limit]
+        if not chosen:
+            return []
+        records = {
+            (item["pk"]["S"], item["sk"]["S"]): item
+            for item in self._batch_get(
+                self.tables.occurrences, [{"pk": i["pk"], "sk": i["sk"]} for i in chosen]
+            )
+        }
+        due: list[PendingOccurrence] = []
+        for entry in chosen:
+            record = records.get((entry["pk"]["S"], entry["sk"]["S"]))
+            # Left out: a record that left the outbox since the index was read.
+            if record is None or record.get("outbox_key") != entry["outbox_key"]:
+                continue
+            self._remember_record(record)
+            due.append(PendingOccurrence.of(it.run_from_item(record)))
+        return due
 
     def earliest_pending_bucket(self, shard: int, from_bucket: int | None = None) -> int | None:
         names = {"#pending_shard": "pending_shard"}
         values: dict[str, Any] = {":shard": {"N": str(shard)}}
         condition = "#pending_shard = :shard"
         if from_bucket is not None:
-            names["#bucket"] = "bucket"
-            values[":from"] = {"N": str(from_bucket)}
-            condition += " AND #bucket >= :from"
+            names["#outbox_key"] = "outbox_key"
+            values[":from"] = {"S": it.outbox_bucket(from_bucket)}
+            condition += " AND #outbox_key >= :from"
         answer = self.client.query(
             TableName=self.tables.occurrences,
-            IndexName="pending_buckets",
+            IndexName="outbox",
             KeyConditionExpression=condition,
             ExpressionAttributeNames=names,
             ExpressionAttributeValues=values,
             Limit=1,
         )
         found = answer.get("Items", [])
-        return int(it.value(found[0]["bucket"])) if found else None
+        return int(found[0]["outbox_key"]["S"].split("#", 1)[0]) if found else None
 
     def latest_scheduled_at(
         self, schedule_ids: Sequence[str], up_to: datetime
     ) -> dict[str, datetime]:
-        upper = f"{it.iso(up_to)}#{it.KEY_CEILING}"
-
         def one(schedule_id: str) -> datetime | None:
-            request = {
-                "TableName": self.tables.occurrences,
-                "IndexName": "by_scheduled_at",
-                "KeyConditionExpression": "pk = :pk AND #scheduled_key <= :upper",
-                "FilterExpression": "#kind = :scheduled",
-                "ProjectionExpression": "#scheduled_at",
-                "ExpressionAttributeNames": {
-                    "#scheduled_key": "scheduled_key",
-                    "#kind": "kind",
-                    "#scheduled_at": "scheduled_at",
-                },
-                "ExpressionAttributeValues": {
-                    ":pk": {"S": schedule_id},
-                    ":upper": {"S": upper},
-                    ":scheduled": {"S": "scheduled"},
-                },
-                "ScanIndexForward": False,
-                "Limit": 25,
-            }
-            for item in self._query(request):
-                return it.from_iso(str(it.value(item["scheduled_at"])))
+            keys = self.keys_newest_first(
+                schedule_id, up_to=up_to, kind=RunKind.SCHEDULED.value, page=25
+            )
+            for item in keys:
+                if self.records_of_keys([item]):  # not a stray
+                    return it.scheduled_at_of_key(item)
             return None
 
         ids = list(dict.fromkeys(schedule_ids))
         return {sid: at for sid, at in zip(ids, self._each(one, ids), strict=True) if at}
 
-    def admit(self, occurrences: Sequence[PendingOccurrence], now: datetime) -> list[str]:
-        def one(occurrence: PendingOccurrence) -> str | None:
+    def _transition(
+        self,
+        occurrence_ids: Sequence[str],
+        *,
+        set_: Callable[[str], Mapping[str, Any]],
+        remove: Iterable[str] = (),
+        condition: str,
+        names: Mapping[str, str] | None = None,
+        values: Mapping[str, Any] | None = None,
+    ) -> list[str]:
+        """One conditional update per occurrence (on its record, and on its
+        id, so a stray key cannot lead a write to another occurrence); the ids
+        it changed, in order."""
+        keys = self.record_keys(occurrence_ids)
+
+        def one(occurrence_id: str) -> str | None:
+            key = keys.get(occurrence_id)
+            if key is None:
+                return None
             item = self._update(
                 self.tables.occurrences,
-                it.record_key(occurrence.occurrence_id),
-                set_={"status": RunStatus.ADMITTED.value, "admitted_at": it.iso(now)},
-                condition="#status = :scheduled",
-                values={":scheduled": {"S": _SCHEDULED}},
+                key,
+                set_=set_(occurrence_id),
+                remove=remove,
+                condition=f"#occurrence_id = :occurrence_id AND ({condition})",
+                names={"#occurrence_id": "occurrence_id", **(names or {})},
+                values={":occurrence_id": {"S": occurrence_id}, **(values or {})},
             )
-            return None if item is None else occurrence.occurrence_id
+            return None if item is None else occurrence_id
 
-        return [oid for oid in self._each(one, occurrences) if oid is not None]
+        return [oid for oid in self._each(one, list(occurrence_ids)) if oid is not None]
+
+    def admit(self, occurrences: Sequence[PendingOccurrence], now: datetime) -> list[str]:
+        return self._transition(
+            [o.occurrence_id for o in occurrences],
+            set_=lambda _: {"status": RunStatus.ADMITTED.value, "admitted_at": it.iso(now)},
+            condition="#status = :scheduled",
+            values={":scheduled": {"S": _SCHEDULED}},
+        )
 
     def close_runs(self, closures: Sequence[Closure], now: datetime) -> list[str]:
-        def one(closure: Closure) -> str | None:
-            item = self._update(
-                self.tables.occurrences,
-                it.record_key(closure.occurrence_id),
-                set_={
-                    "status": closure.status.value,
-                    "reason": closure.reason,
-                    "finished_at": it.iso(now),
-                },
-                remove=("partition", "pending_shard"),
-                condition="#status = :scheduled",
-                values={":scheduled": {"S": _SCHEDULED}},
-            )
-            return None if item is None else closure.occurrence_id
-
-        return [oid for oid in self._each(one, closures) if oid is not None]
+        by_id = {closure.occurrence_id: closure for closure in closures}
+        return self._transition(
+            [closure.occurrence_id for closure in closures],
+            set_=lambda oid: {
+                "status": by_id[oid].status.value,
+                "reason": by_id[oid].reason,
+                "finished_at": it.iso(now),
+            },
+            remove=OUTBOX_ATTRIBUTES,
+            condition="#status = :scheduled",
+            values={":scheduled": {"S": _SCHEDULED}},
+        )
 
     def close_scheduled(
         self, schedule_id: str, status: RunStatus, reason: str, now: datetime
     ) -> int:
-        waiting = [
-            str(it.value(item["occurrence_id"]))
-            for item in self._query(
+        """Waiting records are in the outbox: the schedule's shard's part of it
+        (the shard read off its newest record), filtered to the schedule."""
+        shard = None
+        for record in self.records_of_keys(list(self.keys_newest_first(schedule_id, page=5))[:5]):
+            shard = int(it.value(record["shard"]))
+            break
+        if shard is None:
+            return 0
+        entries = list(
+            self._query(
                 {
                     "TableName": self.tables.occurrences,
-                    "IndexName": "by_scheduled_at",
-                    "KeyConditionExpression": "pk = :pk",
-                    "FilterExpression": "#status = :scheduled",
-                    "ProjectionExpression": "#occurrence_id",
-                    "ExpressionAttributeNames": {
-                        "#status": "status",
-                        "#occurrence_id": "occurrence_id",
-                    },
+                    "IndexName": "outbox",
+                    "KeyConditionExpression": "#pending_shard = :shard",
+                    "FilterExpression": "pk = :pk",
+                    "ExpressionAttributeNames": {"#pending_shard": "pending_shard"},
                     "ExpressionAttributeValues": {
+                        ":shard": {"N": str(shard)},
                         ":pk": {"S": schedule_id},
-                        ":scheduled": {"S": _SCHEDULED},
                     },
                 }
             )
+        )
+        waiting = [
+            str(it.value(record["occurrence_id"]))
+            for record in self._batch_get(
+                self.tables.occurrences, [{"pk": e["pk"], "sk": e["sk"]} for e in entries]
+            )
+            if record.get("status") == {"S": _SCHEDULED}
         ]
         return len(self.close_runs([Closure(oid, status, reason) for oid in waiting], now))
 
     def mark_sent(self, occurrence_ids: Sequence[str], now: datetime) -> int:
-        def one(occurrence_id: str) -> bool:
-            item = self._update(
-                self.tables.occurrences,
-                it.record_key(occurrence_id),
-                set_={"sent_at": it.iso(now)},
-                remove=("partition", "pending_shard"),
-                condition="attribute_exists(#partition) AND #status <> :scheduled",
+        return len(
+            self._transition(
+                occurrence_ids,
+                set_=lambda _: {"sent_at": it.iso(now)},
+                remove=OUTBOX_ATTRIBUTES,
+                condition="attribute_exists(#outbox_key) AND #status <> :scheduled",
                 names={"#status": "status"},
                 values={":scheduled": {"S": _SCHEDULED}},
             )
-            return item is not None
-
-        return sum(self._each(one, occurrence_ids))
+        )
 
     # --- leases and heartbeats -----------------------------------------------------------
 

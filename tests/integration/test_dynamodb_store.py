@@ -1,5 +1,7 @@
 """What the DynamoDB store does beyond the shared contract: its item shapes,
-transactions larger than one DynamoDB transaction, and its page tokens."""
+the two conditional puts of an occurrence (no transaction) and what an
+interrupted one leaves, materializations longer than one advance, and its
+page tokens."""
 
 from __future__ import annotations
 
@@ -14,9 +16,9 @@ from moto import mock_aws
 
 from adapters.dynamodb import items
 from adapters.dynamodb.local import create_store_tables
-from adapters.dynamodb.store import OCCURRENCES_PER_TRANSACTION, DynamoStore
+from adapters.dynamodb.store import OCCURRENCES_PER_ADVANCE, DynamoStore
 from domain.partition import Partitioning
-from domain.run import AttemptRecord, Run, RunStatus, new_occurrence
+from domain.run import AttemptRecord, PendingOccurrence, Run, RunStatus, new_occurrence
 from domain.spec import Slot
 from service.ports import Materialization
 from tests.conftest import build_schedule, utc
@@ -77,18 +79,18 @@ def test_a_run_with_every_field_survives_the_round_trip() -> None:
         (run.scheduled_at + timedelta(days=90)).timestamp()
     )
     closed = replace(run, pending=False)
-    assert "partition" not in items.record_item(closed, timedelta(days=1))
+    assert "outbox_key" not in items.record_item(closed, timedelta(days=1))
 
 
-def test_a_materialization_larger_than_one_transaction_is_written_in_order(
+def test_a_materialization_longer_than_one_advance_is_written_in_order(
     store: DynamoStore,
 ) -> None:
     schedule = build_schedule(NOW, spec={"every": "PT1M", "start_at": "2026-12-01T08:00:00Z"})
     store.create(schedule)
     sid = schedule.schedule_id
-    count = OCCURRENCES_PER_TRANSACTION * 2 + 3
+    count = OCCURRENCES_PER_ADVANCE * 2 + 3
     runs = tuple(_run(sid, (NOW + timedelta(minutes=i)).isoformat()) for i in range(count))
-    # One slot in the second transaction is taken already (a trigger, a backfill).
+    # One slot in the second chunk is taken already (a trigger, a backfill).
     assert store.insert([runs[60]]) == [runs[60].occurrence_id]
     [outcome] = store.materialize(
         [
@@ -159,3 +161,180 @@ def test_from_settings_reads_the_table_names(client: Any) -> None:
     store = DynamoStore.from_settings(Settings(), boto3.session.Session(region_name="us-east-1"))
     assert store.tables == names
     assert store.acquire(0, "tick-a", NOW, timedelta(seconds=30)) is not None
+
+
+# --- the occurrence's two items ----------------------------------------------------------
+
+
+def _items(client: Any, store: DynamoStore, schedule_id: str) -> dict[str, dict[str, Any]]:
+    """Every item of a schedule's partition in the runs table, by sort key."""
+    answer = client.query(
+        TableName=store.tables.occurrences,
+        KeyConditionExpression="pk = :pk",
+        ExpressionAttributeValues={":pk": {"S": schedule_id}},
+        ConsistentRead=True,
+    )
+    return {item["sk"]["S"]: item for item in answer["Items"]}
+
+
+def _operations(client: Any) -> list[str]:
+    calls: list[str] = []
+    client.meta.events.register(
+        "before-call.dynamodb.*", lambda model, **_: calls.append(model.name)
+    )
+    return calls
+
+
+def test_an_occurrence_is_a_record_by_slot_and_a_key_by_instant_written_without_a_transaction(
+    client: Any, store: DynamoStore
+) -> None:
+    schedule = build_schedule(NOW)
+    store.create(schedule)
+    run = _run(schedule.schedule_id, "2026-12-01T09:00:00Z")
+    calls = _operations(client)
+    [outcome] = store.materialize(
+        [Materialization(schedule.schedule_id, 1, schedule.next_due, None, None, (run,))], NOW
+    )
+    assert outcome.applied and outcome.inserted == (run.occurrence_id,)
+    assert "TransactWriteItems" not in calls
+    assert calls.count("PutItem") == 2 and calls.count("UpdateItem") == 1
+    found = _items(client, store, schedule.schedule_id)
+    key_sk = f"T#2026-12-01T09:00:00.000000Z#{run.occurrence_id}"
+    assert sorted(found) == sorted([f"B#{run.business_key}", key_sk])
+    assert items.plain(found[key_sk]) == {
+        "pk": schedule.schedule_id,
+        "sk": key_sk,
+        "occurrence_id": run.occurrence_id,
+        "business_key": run.business_key,
+        "kind": "scheduled",
+        "expires_at_epoch": int((run.scheduled_at + timedelta(days=90)).timestamp()),
+    }
+    record = items.plain(found[f"B#{run.business_key}"])
+    assert record["occurrence_id"] == run.occurrence_id
+    assert record["outbox_key"] == f"{run.bucket:012d}#2026-12-01T09:00:00.000000Z#" + (
+        run.occurrence_id
+    )
+    described = client.describe_table(TableName=store.tables.occurrences)["Table"]
+    assert not described.get("LocalSecondaryIndexes")
+
+
+def test_a_gap_shifted_slot_is_found_by_its_occurrence_id_and_its_business_key(
+    store: DynamoStore,
+) -> None:
+    # 02:30 on 2026-03-08 does not exist in New York; dst_gap "shift" runs it at
+    # 03:30 EDT (07:30Z), whose wall time is not the slot's.
+    sid = "sch_gapshifted"
+    store.create(build_schedule(NOW, schedule_id=sid))
+    at = utc("2026-03-08T07:30:00Z")
+    run = new_occurrence(
+        sid,
+        1,
+        Slot(at, utc("2026-03-08T02:30:00Z").replace(tzinfo=None)),
+        bucket=PARTS.bucket(at),
+        shard=PARTS.shard(sid),
+        materialized_at=NOW,
+    )
+    assert store.insert([run]) == [run.occurrence_id]
+    assert store.get_run(run.occurrence_id) == run
+    assert store.get_by_business_key(f"{sid}#2026-03-08T02:30:00#0") == run
+    # A fresh store (a worker in another process) finds it through the key item.
+    other = DynamoStore(store.client, store.tables)
+    assert other.get_run(run.occurrence_id) == run
+
+
+def test_a_write_interrupted_after_its_key_is_finished_by_the_next_and_not_read_before(
+    client: Any, store: DynamoStore
+) -> None:
+    sid = "sch_interrupted"
+    store.create(build_schedule(NOW, schedule_id=sid))
+    run = _run(sid, "2026-12-01T09:00:00Z")
+    client.put_item(TableName=store.tables.occurrences, Item=items.key_item(run, timedelta(1)))
+    assert store.get_run(run.occurrence_id) is None
+    assert store.runs(sid, 10).items == ()
+    assert store.latest_scheduled_at([sid], utc("2026-12-02T00:00:00Z")) == {}
+    assert store.insert([run]) == [run.occurrence_id]
+    assert store.get_run(run.occurrence_id) == run
+    assert [r.occurrence_id for r in store.runs(sid, 10).items] == [run.occurrence_id]
+
+
+def test_a_stray_key_never_leads_a_read_or_a_write_to_another_occurrence(
+    client: Any, store: DynamoStore
+) -> None:
+    sid = "sch_strays"
+    store.create(build_schedule(NOW, schedule_id=sid))
+    held = _run(sid, "2026-12-01T09:00:00Z")
+    assert store.insert([held]) == [held.occurrence_id]
+    # Version 2's occurrence of the same slot, whose record put never happened.
+    stray = replace(held, occurrence_id=f"{sid}.v2.20261201T080000Z", version=2)
+    client.put_item(TableName=store.tables.occurrences, Item=items.key_item(stray, timedelta(1)))
+    fresh = DynamoStore(client, store.tables)
+    assert fresh.get_run(stray.occurrence_id) is None
+    assert fresh.admit([PendingOccurrence.of(stray)], NOW) == []
+    assert fresh.mark_sent([stray.occurrence_id], NOW) == 0
+    assert fresh.get_run(held.occurrence_id) == held
+    assert [r.occurrence_id for r in fresh.runs(sid, 10).items] == [held.occurrence_id]
+    assert fresh.latest_scheduled_at([sid], utc("2026-12-02T00:00:00Z")) == {
+        sid: held.scheduled_at
+    }
+
+
+def test_a_refused_put_leaves_no_key_behind(client: Any, store: DynamoStore) -> None:
+    sid = "sch_refused"
+    store.create(build_schedule(NOW, schedule_id=sid))
+    held = _run(sid, "2026-12-01T09:00:00Z")
+    store.insert([held])
+    twin = replace(held, occurrence_id=f"{sid}.v2.20261201T080000Z", version=2)
+    assert store.insert([twin]) == []
+    assert sorted(_items(client, store, sid)) == sorted(
+        [f"B#{held.business_key}", f"T#2026-12-01T09:00:00.000000Z#{held.occurrence_id}"]
+    )
+
+
+def test_a_schedule_that_moves_while_its_occurrences_are_written_gets_them_withdrawn(
+    client: Any, store: DynamoStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    schedule = build_schedule(NOW)
+    store.create(schedule)
+    sid = schedule.schedule_id
+    run = _run(sid, "2026-12-01T09:00:00Z")
+    put = store._put_occurrence
+
+    def put_then_pause(written: Run) -> bool:
+        done = put(written)
+        assert store.pause(sid, "paused meanwhile", NOW)
+        return done
+
+    monkeypatch.setattr(store, "_put_occurrence", put_then_pause)
+    [outcome] = store.materialize(
+        [Materialization(sid, 1, schedule.next_due, None, None, (run,))], NOW
+    )
+    assert not outcome.applied and outcome.inserted == ()
+    assert store.get_run(run.occurrence_id) is None
+    assert _items(client, store, sid) == {}
+    head = store.get(sid)
+    assert head is not None and head.next_due == schedule.next_due
+
+
+def test_admission_leaves_a_record_in_the_outbox_and_sending_takes_it_out(
+    client: Any, store: DynamoStore
+) -> None:
+    sid = "sch_outbox"
+    store.create(build_schedule(NOW, schedule_id=sid))
+    run = _run(sid, "2026-12-01T08:01:00Z")
+    store.insert([run])
+    entry = f"{run.bucket:012d}#2026-12-01T08:01:00.000000Z#{run.occurrence_id}"
+
+    def outbox() -> list[str]:
+        answer = client.query(
+            TableName=store.tables.occurrences,
+            IndexName="outbox",
+            KeyConditionExpression="pending_shard = :shard",
+            ExpressionAttributeValues={":shard": {"N": str(run.shard)}},
+        )
+        return [item["outbox_key"]["S"] for item in answer["Items"]]
+
+    assert outbox() == [entry]
+    store.admit([PendingOccurrence.of(run)], NOW)
+    assert outbox() == [entry]
+    assert store.mark_sent([run.occurrence_id], NOW) == 1
+    assert outbox() == []
