@@ -273,9 +273,7 @@ def test_a_stray_key_never_leads_a_read_or_a_write_to_another_occurrence(
     assert fresh.mark_sent([stray.occurrence_id], NOW) == 0
     assert fresh.get_run(held.occurrence_id) == held
     assert [r.occurrence_id for r in fresh.runs(sid, 10).items] == [held.occurrence_id]
-    assert fresh.latest_scheduled_at([sid], utc("2026-12-02T00:00:00Z")) == {
-        sid: held.scheduled_at
-    }
+    assert fresh.latest_scheduled_at([sid], utc("2026-12-02T00:00:00Z")) == {sid: held.scheduled_at}
 
 
 def test_a_refused_put_leaves_no_key_behind(client: Any, store: DynamoStore) -> None:
