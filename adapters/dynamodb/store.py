@@ -703,7 +703,8 @@ class DynamoStore(Store):
         the two leaves occurrences ahead of ``next_due``; the next pass plans
         the same slots again, finds them written and advances. When the
         advance is refused (the schedule moved meanwhile), the occurrences
-        this call wrote for it are withdrawn."""
+        this call wrote for it, and no other planner's advance covered, are
+        withdrawn."""
         if not self._head_allows(item):
             return MaterializeOutcome(item.schedule_id, False)
         runs = list(item.occurrences)
@@ -719,13 +720,29 @@ class DynamoStore(Store):
             last_at = item.last_materialized_at if last else chunk[-1].scheduled_at
             written = [run for run in chunk if self._put_occurrence(run)]
             if not self._advance(item, expected_due, next_due, last_at, now):
-                self._withdraw(written)
+                self._withdraw(self._uncovered(item.schedule_id, written))
                 return MaterializeOutcome(item.schedule_id, False, tuple(inserted))
             inserted += [run.occurrence_id for run in written]
             assert next_due is not None or last
             if next_due is not None:
                 expected_due = next_due
         return MaterializeOutcome(item.schedule_id, True, tuple(inserted))
+
+    def _uncovered(self, schedule_id: str, written: Sequence[Run]) -> list[Run]:
+        """Of the occurrences a refused materialization wrote, those no advance
+        has covered: past the HEAD's ``last_materialized_at``. Another planner
+        that wrote the same slots (and found these written) advanced past
+        them, so they stay; a pause, delete or edit leaves them uncovered."""
+        if not written:
+            return []
+        answer = self.client.get_item(
+            TableName=self.tables.schedules,
+            Key=it.head_key(schedule_id),
+            ConsistentRead=True,
+        )
+        last = (answer.get("Item") or {}).get("last_materialized_at")
+        covered = None if last is None else it.from_iso(str(it.value(last)))
+        return [run for run in written if covered is None or run.scheduled_at > covered]
 
     def _head_allows(self, item: Materialization) -> bool:
         """Whether the materialization's condition holds now (a strongly

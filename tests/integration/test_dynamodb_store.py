@@ -336,3 +336,28 @@ def test_admission_leaves_a_record_in_the_outbox_and_sending_takes_it_out(
     assert outbox() == [entry]
     assert store.mark_sent([run.occurrence_id], NOW) == 1
     assert outbox() == []
+
+
+def test_a_planner_that_loses_the_advance_keeps_the_occurrences_the_winner_found_written(
+    client: Any, store: DynamoStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    schedule = build_schedule(NOW)
+    store.create(schedule)
+    sid = schedule.schedule_id
+    run = _run(sid, "2026-12-01T09:00:00Z")
+    plan = Materialization(sid, 1, schedule.next_due, None, run.scheduled_at, (run,))
+    winner = DynamoStore(client, store.tables)
+    put = store._put_occurrence
+    outcomes = []
+
+    def put_then_other_planner(written: Run) -> bool:
+        done = put(written)
+        # The other planner finds the record written and advances first.
+        outcomes.extend(winner.materialize([plan], NOW))
+        return done
+
+    monkeypatch.setattr(store, "_put_occurrence", put_then_other_planner)
+    [lost] = store.materialize([plan], NOW)
+    assert outcomes == [(sid, True, ())]
+    assert not lost.applied
+    assert store.get_run(run.occurrence_id) == run
