@@ -720,7 +720,10 @@ class DynamoStore(Store):
             last_at = item.last_materialized_at if last else chunk[-1].scheduled_at
             written = [run for run in chunk if self._put_occurrence(run)]
             if not self._advance(item, expected_due, next_due, last_at, now):
-                self._withdraw(self._uncovered(item.schedule_id, written))
+                uncovered = self._uncovered(item.schedule_id, written)
+                self._withdraw(uncovered)
+                # Kept: written by this call, covered by another planner's advance.
+                inserted += [r.occurrence_id for r in written if r not in uncovered]
                 return MaterializeOutcome(item.schedule_id, False, tuple(inserted))
             inserted += [run.occurrence_id for run in written]
             assert next_due is not None or last

@@ -359,5 +359,6 @@ def test_a_planner_that_loses_the_advance_keeps_the_occurrences_the_winner_found
     monkeypatch.setattr(store, "_put_occurrence", put_then_other_planner)
     [lost] = store.materialize([plan], NOW)
     assert outcomes == [(sid, True, ())]
-    assert not lost.applied
+    # Not applied, but the occurrence it wrote stays, and is reported as its own.
+    assert lost == (sid, False, (run.occurrence_id,))
     assert store.get_run(run.occurrence_id) == run
