@@ -195,14 +195,27 @@ class HotKey:
 
 def worst_minute(schedules: int, pace: Pace | None = None) -> list[HotKey]:
     """Per table or index, the most written partition key of each phase when
-    ``schedules`` schedules fire at one instant; hottest first."""
+    ``schedules`` schedules fire at one instant; hottest first.
+
+    Schedules that share their shard and due shard write the same index keys,
+    so one of each such group is replayed and its index writes are counted
+    once per member; a key that names the schedule itself (its partition of
+    a table) is written by that schedule alone.
+    """
     pace = pace or Pace()
     at = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
-    counts: Counter[tuple[str, str, str]] = Counter()
+    groups: dict[tuple[int, str], list[str]] = {}
     for n in range(schedules):
-        for write in occurrence_writes(f"sch_{n:016x}", at, pace):
+        sid = f"sch_{n:016x}"
+        signature = (zlib.crc32(sid.encode()) % pace.shards, it.due_shard(sid, pace.due_shards))
+        groups.setdefault(signature, []).append(sid)
+    counts: Counter[tuple[str, str, str]] = Counter()
+    for members in groups.values():
+        sid = members[0]
+        for write in occurrence_writes(sid, at, pace):
             for name, key, units in key_writes(write):
-                counts[(write.phase, name, key)] += units
+                own = sid in key  # a key of this schedule alone
+                counts[(write.phase, name, key)] += units if own else units * len(members)
     hottest: dict[tuple[str, str], HotKey] = {}
     for (phase, name, key), units in counts.items():
         seconds = schedules * PHASE_REQUESTS[phase] / pace.tick_requests_per_s
