@@ -37,6 +37,7 @@ Page tokens are base64 JSON of the next query's ExclusiveStartKey.
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import logging
 import threading
@@ -76,6 +77,9 @@ from service.ports import (
 OCCURRENCES_PER_ADVANCE: Final = 49
 # Occurrence ids whose record keys one store object remembers.
 RECORD_KEY_CACHE_SIZE: Final = 65536
+# How many of a schedule's newest records a pause or delete reads consistently
+# besides the outbox (whose index may lag a record written just before).
+NEWEST_CHECKED: Final = 25
 # A record's attributes that put it in the outbox index (see items).
 OUTBOX_ATTRIBUTES: Final = ("outbox_key", "pending_shard")
 # How many partitions of the "due" index the HEADs spread over. A deployment
@@ -1206,35 +1210,40 @@ class DynamoStore(Store):
         self, schedule_id: str, status: RunStatus, reason: str, now: datetime
     ) -> int:
         """Waiting records are in the outbox: the schedule's shard's part of it
-        (the shard read off its newest record), filtered to the schedule."""
-        shard = None
-        for record in self.records_of_keys(list(self.keys_newest_first(schedule_id, page=5))[:5]):
-            shard = int(it.value(record["shard"]))
-            break
-        if shard is None:
-            return 0
-        entries = list(
-            self._query(
-                {
-                    "TableName": self.tables.occurrences,
-                    "IndexName": "outbox",
-                    "KeyConditionExpression": "#pending_shard = :shard",
-                    "FilterExpression": "pk = :pk",
-                    "ExpressionAttributeNames": {"#pending_shard": "pending_shard"},
-                    "ExpressionAttributeValues": {
-                        ":shard": {"N": str(shard)},
-                        ":pk": {"S": schedule_id},
-                    },
-                }
+        (the shard read off its newest record), filtered to the schedule. The
+        index lags its writes a little, so the newest records are also read
+        consistently: one written just before a pause is closed by it too."""
+        newest = self.records_of_keys(
+            list(
+                itertools.islice(
+                    self.keys_newest_first(schedule_id, consistent=True, page=NEWEST_CHECKED),
+                    NEWEST_CHECKED,
+                )
             )
         )
-        waiting = [
+        if not newest:
+            return 0
+        entries = self._query(
+            {
+                "TableName": self.tables.occurrences,
+                "IndexName": "outbox",
+                "KeyConditionExpression": "#pending_shard = :shard",
+                "FilterExpression": "pk = :pk",
+                "ExpressionAttributeNames": {"#pending_shard": "pending_shard"},
+                "ExpressionAttributeValues": {
+                    ":shard": {"N": str(it.value(newest[0]["shard"]))},
+                    ":pk": {"S": schedule_id},
+                },
+            }
+        )
+        outboxed = self._batch_get(
+            self.tables.occurrences, [{"pk": e["pk"], "sk": e["sk"]} for e in entries]
+        )
+        waiting = dict.fromkeys(
             str(it.value(record["occurrence_id"]))
-            for record in self._batch_get(
-                self.tables.occurrences, [{"pk": e["pk"], "sk": e["sk"]} for e in entries]
-            )
+            for record in (*newest, *outboxed)
             if record.get("status") == {"S": _SCHEDULED}
-        ]
+        )
         return len(self.close_runs([Closure(oid, status, reason) for oid in waiting], now))
 
     def mark_sent(self, occurrence_ids: Sequence[str], now: datetime) -> int:

@@ -362,3 +362,23 @@ def test_a_planner_that_loses_the_advance_keeps_the_occurrences_the_winner_found
     # Not applied, but the occurrence it wrote stays, and is reported as its own.
     assert lost == (sid, False, (run.occurrence_id,))
     assert store.get_run(run.occurrence_id) == run
+
+
+def test_a_pause_closes_a_record_the_outbox_index_does_not_show_yet(
+    store: DynamoStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sid = "sch_lagging"
+    store.create(build_schedule(NOW, schedule_id=sid))
+    run = _run(sid, "2026-12-01T08:01:00Z")
+    store.insert([run])
+    query = store._query
+
+    def index_behind(params: Any) -> Any:
+        if params.get("IndexName") == "outbox":
+            return iter(())  # the index has not caught up with the put yet
+        return query(params)
+
+    monkeypatch.setattr(store, "_query", index_behind)
+    assert store.close_scheduled(sid, RunStatus.SKIPPED, "paused", NOW) == 1
+    closed = store.get_run(run.occurrence_id)
+    assert closed is not None and closed.status is RunStatus.SKIPPED and not closed.pending
