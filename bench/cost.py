@@ -399,7 +399,8 @@ def measure(schedules: int, slots: int) -> dict[str, Any]:
             )
             ids.append(schedule.schedule_id)
         worker = RunWorker(
-            DynamoRunStore(store),
+            # Its own store, as the worker function has (nothing cached from the tick).
+            DynamoRunStore(DynamoStore(dynamodb, tables, lease_shards=settings.shards)),
             Succeeds(),
             clock,
             random.Random(0),
