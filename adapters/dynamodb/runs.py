@@ -155,7 +155,9 @@ class DynamoRunStore(RunStore):
             if error.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
                 raise
             old = error.response.get("Item") if old_on_failure else None
-            return None, (dict(old) if old else None)
+            if not old or old.get("occurrence_id") != {"S": occurrence_id}:
+                return None, None  # no record, or another occurrence's (a stray key)
+            return None, dict(old)
         return it.run_from_item(answer["Attributes"]), None
 
     @staticmethod

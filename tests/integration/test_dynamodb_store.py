@@ -382,3 +382,24 @@ def test_a_pause_closes_a_record_the_outbox_index_does_not_show_yet(
     assert store.close_scheduled(sid, RunStatus.SKIPPED, "paused", NOW) == 1
     closed = store.get_run(run.occurrence_id)
     assert closed is not None and closed.status is RunStatus.SKIPPED and not closed.pending
+
+
+def test_a_worker_holding_an_intent_of_a_stray_key_starts_nothing(
+    client: Any, store: DynamoStore
+) -> None:
+    from adapters.dynamodb.runs import DynamoRunStore
+
+    sid = "sch_strayworker"
+    store.create(build_schedule(NOW, schedule_id=sid))
+    held = replace(_run(sid, "2026-12-01T09:00:00Z"), status=RunStatus.ADMITTED, admitted_at=NOW)
+    store.insert([held])
+    stray = replace(held, occurrence_id=f"{sid}.v2.20261201T080000Z", version=2)
+    client.put_item(TableName=store.tables.occurrences, Item=items.key_item(stray, timedelta(1)))
+    runs = DynamoRunStore(DynamoStore(client, store.tables))
+    later = NOW + timedelta(minutes=5)
+    assert runs.get_run(stray.occurrence_id) is None
+    assert (
+        runs.start_attempt(stray.occurrence_id, now=later, lease_until=later, run_token_hash=None)
+        is None
+    )
+    assert runs.get_run(held.occurrence_id) == held
