@@ -403,3 +403,24 @@ def test_a_worker_holding_an_intent_of_a_stray_key_starts_nothing(
         is None
     )
     assert runs.get_run(held.occurrence_id) == held
+
+
+def test_pages_of_runs_are_full_and_in_order_around_stray_keys(
+    client: Any, store: DynamoStore
+) -> None:
+    sid = "sch_pagedstrays"
+    store.create(build_schedule(NOW, schedule_id=sid))
+    runs = [_run(sid, f"2026-12-01T0{h}:00:00Z") for h in range(1, 8)]
+    store.insert(runs)
+    for h in (2, 4, 5, 7):  # strays between and around them (records never written)
+        lost = _run(sid, f"2026-12-01T0{h}:30:00Z")
+        client.put_item(TableName=store.tables.occurrences, Item=items.key_item(lost, timedelta(1)))
+    pages, token = [], None
+    while True:
+        page = store.runs(sid, 3, token)
+        pages.append([r.occurrence_id for r in page.items])
+        token = page.next_token
+        if token is None:
+            break
+    newest_first = [r.occurrence_id for r in reversed(runs)]
+    assert pages == [newest_first[0:3], newest_first[3:6], newest_first[6:]]
