@@ -1228,16 +1228,15 @@ class DynamoStore(Store):
                 "TableName": self.tables.occurrences,
                 "IndexName": "outbox",
                 "KeyConditionExpression": "#pending_shard = :shard",
-                "FilterExpression": "pk = :pk",
                 "ExpressionAttributeNames": {"#pending_shard": "pending_shard"},
-                "ExpressionAttributeValues": {
-                    ":shard": {"N": str(it.value(newest[0]["shard"]))},
-                    ":pk": {"S": schedule_id},
-                },
+                "ExpressionAttributeValues": {":shard": {"N": str(it.value(newest[0]["shard"]))}},
             }
         )
+        # Filtered here: a filter expression may not name a key attribute (the
+        # table's ``pk`` is one), and a filter would read the same units.
         outboxed = self._batch_get(
-            self.tables.occurrences, [{"pk": e["pk"], "sk": e["sk"]} for e in entries]
+            self.tables.occurrences,
+            [{"pk": e["pk"], "sk": e["sk"]} for e in entries if e["pk"] == {"S": schedule_id}],
         )
         waiting = dict.fromkeys(
             str(it.value(record["occurrence_id"]))
