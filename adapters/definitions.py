@@ -68,14 +68,14 @@ SCHEDULES = TableDefinition(
 # two items per occurrence, both written once by a conditional put and never
 # by a transaction:
 #
-# - the record, sort key "B#<business key>": the whole run, and the only item
-#   any later transition writes. Its put refuses a second occurrence for one
-#   slot, whatever the version;
-# - the key, sort key "T#<scheduled_at>#<occurrence_id>": the occurrence id,
-#   its business key and kind (about 150 bytes, never rewritten). Its put
-#   refuses a second occurrence with one id, and it orders a schedule's
-#   occurrences by time (a query of the table itself: no local index, so no
-#   10 GB item-collection cap) and leads from an occurrence id to its record.
+# - the record, sort key "R#<scheduled_at>#<occurrence_id>": the whole run,
+#   and the only item any later transition writes. Its put refuses a second
+#   occurrence with one id; its key follows from the id, and orders a
+#   schedule's records by time (a query of the table itself: no local index,
+#   so no 10 GB item-collection cap);
+# - the claim, sort key "B#<business key>": the occurrence id that fills the
+#   slot (about 100 bytes, never rewritten). Its put refuses a second
+#   occurrence for one slot, whatever the version.
 #
 # The sparse, KEYS_ONLY "outbox" index holds the records that still need
 # admission or their delivery intent, by shard and "<bucket>#<scheduled_at>#

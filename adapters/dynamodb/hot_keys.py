@@ -9,7 +9,7 @@ table definition which keys every write touches (a sparse index only where
 the item has its key attributes), and divides the writes each key receives by
 the time the writers need to make them:
 
-- the tick's phases (plan: read the HEAD, put the key, put the record, advance
+- the tick's phases (plan: read the HEAD, put the record, put the claim, advance
   the HEAD; dispatch: admit, mark sent) run in at most ``tick_processes``
   processes with ``requests_in_flight`` requests each, a request taking at
   least ``request_s``: so a phase of ``r`` requests per occurrence lasts at
@@ -169,8 +169,8 @@ def occurrence_writes(schedule_id: str, at: datetime, pace: Pace) -> list[Write]
         return it.record_item(r, retention)
 
     return [
-        Write("plan", OCCURRENCES, None, it.key_item(run, retention)),
         Write("plan", OCCURRENCES, None, record(run)),
+        Write("plan", OCCURRENCES, None, it.claim_item(run, retention)),
         Write("plan", SCHEDULES, due_before, due_after),
         Write("dispatch", OCCURRENCES, record(run), record(admitted)),
         Write("dispatch", OCCURRENCES, record(admitted), record(sent)),

@@ -21,18 +21,20 @@ table          pk                      sk
 =============  ======================  ==============================
 Schedules      ``S#<schedule_id>``     ``HEAD`` / ``V#<version:08d>``
 Schedules      ``K#<idempotency key>`` ``CREATE``
-Runs           ``<schedule_id>``       ``B#<business key>`` (record)
-Runs           ``<schedule_id>``       ``T#<scheduled_at>#<occurrence_id>`` (key)
+Runs           ``<schedule_id>``       ``R#<scheduled_at>#<occurrence_id>`` (record)
+Runs           ``<schedule_id>``       ``B#<business key>`` (claim)
 Leases         ``L#<shard:06d>`` / ``H#<component>``
 =============  ======================  ==============================
 
 An occurrence is two items, each written once by a conditional put: its
-*record*, keyed by its business key (the slot it fills), holds the run and is
-the only item a transition writes; its *key*, keyed by its instant and id,
-holds the business key and kind, so an occurrence id leads to its record and a
-schedule's occurrences are listed by time from the table itself. A key whose
-record is missing or holds another occurrence id (a put that was refused or
-interrupted) is a *stray*: every read through a key checks the record's id.
+*record*, filed by instant and id, holds the run and is the only item a
+transition writes (its key follows from the occurrence id, which names the
+schedule and the instant; a schedule's records are listed by time from the
+table itself); its *claim*, keyed by its business key (the slot it fills),
+names the occurrence id and is never changed. The record is written first,
+the claim second: a record whose claim is missing (a write interrupted
+between the two) is claimed, or closed as a duplicate, before its intent is
+sent (``DynamoStore.pending_due``).
 
 While a record is pending it has ``pending_shard`` and ``outbox_key``
 (``<bucket:012d>#<scheduled_at>#<occurrence_id>``), the keys of the sparse
@@ -147,51 +149,47 @@ def schedule_of_business_key(business_key: str) -> str:
     return business_key.split("#", 1)[0]
 
 
-RECORD_PREFIX: Final = "B#"
-KEY_PREFIX: Final = "T#"
+RECORD_PREFIX: Final = "R#"
+CLAIM_PREFIX: Final = "B#"
 
 
-def record_key(schedule_id: str, business_key: str) -> Item:
-    """The record of the occurrence that fills a slot."""
-    return {"pk": {"S": schedule_id}, "sk": {"S": RECORD_PREFIX + business_key}}
+def record_sort_key(scheduled_at: datetime, occurrence_id: str) -> str:
+    return f"{RECORD_PREFIX}{iso(scheduled_at)}#{occurrence_id}"
 
 
-def key_sort_key(scheduled_at: datetime, occurrence_id: str) -> str:
-    return f"{KEY_PREFIX}{iso(scheduled_at)}#{occurrence_id}"
+def record_key(schedule_id: str, scheduled_at: datetime, occurrence_id: str) -> Item:
+    """The record of an occurrence: filed by instant, then id."""
+    return {
+        "pk": {"S": schedule_id},
+        "sk": {"S": record_sort_key(scheduled_at, occurrence_id)},
+    }
 
 
-def key_key(schedule_id: str, scheduled_at: datetime, occurrence_id: str) -> Item:
-    return {"pk": {"S": schedule_id}, "sk": {"S": key_sort_key(scheduled_at, occurrence_id)}}
-
-
-def key_key_of(occurrence_id: str) -> Item | None:
-    """The key item of an occurrence id (which names its schedule and
-    instant), or None for text that is not an occurrence id."""
+def record_key_of(occurrence_id: str) -> Item | None:
+    """The record key an occurrence id names (its schedule and instant), or
+    None for text that is not an occurrence id."""
     try:
         identity = parse_occurrence_id(occurrence_id)
     except InvalidSchedule:
         return None
-    return key_key(identity.schedule_id, identity.scheduled_at, occurrence_id)
+    return record_key(identity.schedule_id, identity.scheduled_at, occurrence_id)
 
 
-def _key_instant(run: Run) -> datetime:
-    """The instant a run's key item is filed under: the one its id names (so
-    ``key_key_of`` finds it), or its ``scheduled_at`` for an id of another form."""
-    try:
-        return parse_occurrence_id(run.occurrence_id).scheduled_at
-    except InvalidSchedule:
-        return run.scheduled_at
+def record_key_of_run(run: Run) -> Item:
+    """A run's record key: the instant its id names (so ``record_key_of``
+    finds it), or its ``scheduled_at`` for an id of another form."""
+    return record_key_of(run.occurrence_id) or record_key(
+        run.schedule_id, run.scheduled_at, run.occurrence_id
+    )
 
 
-def record_key_of_key(item: Mapping[str, Any]) -> Item:
-    """The record a key item leads to."""
-    return record_key(str(item["pk"]["S"]), str(item["business_key"]["S"]))
+def claim_key(schedule_id: str, business_key: str) -> Item:
+    """The claim of a slot: names the one occurrence that fills it."""
+    return {"pk": {"S": schedule_id}, "sk": {"S": CLAIM_PREFIX + business_key}}
 
 
-def scheduled_at_of_key(item: Mapping[str, Any]) -> datetime:
-    """The instant in a key item's sort key ``T#<scheduled_at>#<occurrence_id>``."""
-    sort_key = str(item["sk"]["S"])
-    return from_iso(sort_key[len(KEY_PREFIX) : sort_key.index("#", len(KEY_PREFIX))])
+def claim_key_of_record(record: Mapping[str, Any]) -> Item:
+    return claim_key(str(record["pk"]["S"]), str(record["business_key"]["S"]))
 
 
 def lease_key(shard: int) -> Item:
@@ -312,7 +310,7 @@ def record_item(run: Run, retention: timedelta) -> Item:
     """A run's record. ``outbox_key`` and ``pending_shard`` exist only while it is pending."""
     expires = add_clamped(run.scheduled_at, retention)  # year 9999 does not overflow
     return {
-        **record_key(run.schedule_id, run.business_key),
+        **record_key_of_run(run),
         **attrs(
             {
                 "occurrence_id": run.occurrence_id,
@@ -350,17 +348,15 @@ def record_item(run: Run, retention: timedelta) -> Item:
     }
 
 
-def key_item(run: Run, retention: timedelta) -> Item:
-    """An occurrence's key: its id, the slot it fills and its kind, filed by
-    instant. Written once, never changed; expires with its record."""
+def claim_item(run: Run, retention: timedelta) -> Item:
+    """The claim of a run's slot (its business key): the occurrence that fills
+    it. Written once, never changed; expires with its record."""
     expires = add_clamped(run.scheduled_at, retention)  # year 9999 does not overflow
     return {
-        **key_key(run.schedule_id, _key_instant(run), run.occurrence_id),
+        **claim_key(run.schedule_id, run.business_key),
         **attrs(
             {
                 "occurrence_id": run.occurrence_id,
-                "business_key": run.business_key,
-                "kind": run.kind.value,
                 "expires_at_epoch": int(expires.timestamp()),
             }
         ),

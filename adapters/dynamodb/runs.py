@@ -1,12 +1,11 @@
 """The run transitions over the DynamoDB store's occurrence records.
 
-Each transition is one conditional ``UpdateItem`` on the record (keyed by
-its business key; the store finds it from the occurrence id through the
-occurrence's key item, or remembers it from the ``get_run`` the worker starts
-with) that repeats the port's condition (status, attempt number, run lease,
-token hash) and the occurrence id in its ``ConditionExpression`` and returns
-the record as written (``ALL_NEW``); a failed condition answers None. No
-transition reads the record before it writes, except:
+Each transition is one conditional ``UpdateItem`` on the record (whose key
+the occurrence id names: ``R#<scheduled_at>#<occurrence_id>``) that repeats
+the port's condition (status, attempt number, run lease, token hash) in its
+``ConditionExpression`` and returns the record as written (``ALL_NEW``); a
+failed condition answers None. No transition reads the record before it
+writes, except:
 
 - ``start_attempt`` over a run whose worker is gone: the first update (from
   ``admitted`` or ``retrying``) fails and returns the record as it was
@@ -40,7 +39,7 @@ from service.run_ports import ATTEMPT_ACCEPTED, ATTEMPT_LOST, FINISHED, RunStore
 # How many earlier records of a schedule the overlap check looks through
 # (newest first) before it concludes nothing earlier is in progress.
 RUNNING_BEFORE_LOOKBACK: Final = 200
-_PAGE: Final = 25
+_PAGE: Final = 50
 _RUNNING: Final = RunStatus.RUNNING.value
 _LEASE_EXPIRED_ERROR: Final = "run lease expired"
 
@@ -130,18 +129,15 @@ class DynamoRunStore(RunStore):
     ) -> tuple[Run | None, dict[str, Any] | None]:
         """Apply ``update`` if ``condition`` holds: (the run as written, None),
         or (None, the item as it was, when asked for and it exists)."""
-        key = self.store.record_keys([occurrence_id]).get(occurrence_id)
+        key = it.record_key_of(occurrence_id)
         if key is None:
             return None, None
         params: dict[str, Any] = {
             "TableName": self.table,
             "Key": key,
             "UpdateExpression": update.expression(),
-            # The record exists and is this occurrence's: an update never
-            # creates one, and a stray key cannot lead it to another's.
-            "ConditionExpression": (
-                f"{update.n('occurrence_id')} = {update.v(occurrence_id)} AND ({condition})"
-            ),
+            # The record exists: an update never creates one.
+            "ConditionExpression": f"attribute_exists(pk) AND ({condition})",
             "ExpressionAttributeNames": update.names,
             "ReturnValues": "ALL_NEW",
         }
@@ -155,9 +151,7 @@ class DynamoRunStore(RunStore):
             if error.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
                 raise
             old = error.response.get("Item") if old_on_failure else None
-            if not old or old.get("occurrence_id") != {"S": occurrence_id}:
-                return None, None  # no record, or another occurrence's (a stray key)
-            return None, dict(old)
+            return None, (dict(old) if old else None)
         return it.run_from_item(answer["Attributes"]), None
 
     @staticmethod
@@ -355,30 +349,29 @@ class DynamoRunStore(RunStore):
         return self._write(occurrence_id, u, condition)[0]
 
     def running_before(self, run: Run, now: datetime) -> Run | None:
-        """The newest earlier record of the schedule still in progress: through
-        its key items, newest first (read consistently), a page at a time."""
-        keys = self.store.keys_newest_first(
-            run.schedule_id,
-            before=it.key_sort_key(run.scheduled_at, run.occurrence_id),
-            consistent=True,
-            page=_PAGE,
-        )
-        chunk: list[dict[str, Any]] = []
-        for looked_at, item in enumerate(keys, start=1):
-            chunk.append(item)
-            if len(chunk) == _PAGE or looked_at >= RUNNING_BEFORE_LOOKBACK:
-                found = self._in_progress(chunk, now)
-                if found is not None or looked_at >= RUNNING_BEFORE_LOOKBACK:
-                    return found
-                chunk = []
-        return self._in_progress(chunk, now)
-
-    def _in_progress(self, key_items: list[dict[str, Any]], now: datetime) -> Run | None:
-        for record in self.store.records_of_keys(key_items):
-            earlier = it.run_from_item(record)
-            lease = earlier.run_lease_expires_at
-            if earlier.status is RunStatus.RETRYING or (
-                earlier.status is RunStatus.RUNNING and lease is not None and lease > now
-            ):
-                return earlier
+        own = it.record_key_of_run(run)["sk"]["S"]
+        request: dict[str, Any] = {
+            **self.store.records_newest_first(
+                run.schedule_id, before=own, consistent=True, page=_PAGE
+            ),
+            "FilterExpression": ("(#status = :running AND #lease > :now) OR #status = :retrying"),
+            "ExpressionAttributeNames": {"#status": "status", "#lease": "run_lease_expires_at"},
+        }
+        request["ExpressionAttributeValues"] = {
+            **request["ExpressionAttributeValues"],
+            ":running": {"S": _RUNNING},
+            ":retrying": {"S": RunStatus.RETRYING.value},
+            ":now": {"S": it.iso(now)},
+        }
+        looked_at = 0
+        while looked_at < RUNNING_BEFORE_LOOKBACK:
+            answer = self.client.query(**request)
+            for item in answer.get("Items", []):
+                if item["sk"]["S"] != own:
+                    return it.run_from_item(item)
+            looked_at += int(answer.get("ScannedCount", _PAGE))
+            last = answer.get("LastEvaluatedKey")
+            if not last:
+                return None
+            request["ExclusiveStartKey"] = last
         return None

@@ -59,6 +59,7 @@ from domain.schedule import (
     QuarantineComponent,
     Schedule,
     ScheduleVersion,
+    add_clamped,
     quarantine_to_text,
 )
 from service.ports import (
@@ -75,8 +76,6 @@ from service.ports import (
 # A long materialization (a backlog) advances the HEAD after every this many
 # occurrences, so a crash halfway redoes at most one chunk.
 OCCURRENCES_PER_ADVANCE: Final = 49
-# Occurrence ids whose record keys one store object remembers.
-RECORD_KEY_CACHE_SIZE: Final = 65536
 # How many of a schedule's newest records a pause or delete reads consistently
 # besides the outbox (whose index may lag a record written just before).
 NEWEST_CHECKED: Final = 25
@@ -254,8 +253,6 @@ class DynamoStore(Store):
         self._versions_lock = threading.Lock()
         # Versions whose stored form no rule reads any more, with the error (bounded).
         self._unreadable: dict[tuple[str, int], Exception] = {}
-        self._record_keys: OrderedDict[str, tuple[str, str]] = OrderedDict()
-        self._keys_lock = threading.Lock()
 
     @classmethod
     def from_settings(cls, settings: TableSettings, session: Any = None) -> DynamoStore:
@@ -812,180 +809,120 @@ class DynamoStore(Store):
     # --- occurrences -----------------------------------------------------------------
 
     def _put_occurrence(self, run: Run) -> bool:
-        """Write one occurrence, key first, then record, each by a conditional
-        put; True if this call wrote its record.
+        """Write one occurrence, record first, then claim, each by a
+        conditional put; True if this call wrote its record.
 
-        The key's put refuses an occurrence id filed for another slot, and
-        passes again for the same slot (so a write interrupted between the
-        two puts is finished by the next). The record's put refuses a slot
-        already filled. A key left by a refused record is withdrawn; one left
-        by a crash is a stray that every read through a key checks for.
+        The record's put refuses an occurrence id already written (its key
+        holds the id); the claim's put refuses a slot another occurrence
+        fills, and passes again for the same one, so a write interrupted
+        between the two is finished by the next. A record whose claim is
+        refused is withdrawn; one left unclaimed by a crash is claimed or
+        closed before its intent is sent (``pending_due``).
         """
         t = self.tables.occurrences
-        key = it.key_item(run, self.history_retention)
         try:
             self.client.put_item(
                 TableName=t,
-                Item=key,
-                ConditionExpression="attribute_not_exists(pk) OR #business_key = :business_key",
-                ExpressionAttributeNames={"#business_key": "business_key"},
-                ExpressionAttributeValues={":business_key": key["business_key"]},
+                Item=it.record_item(run, self.history_retention),
+                ConditionExpression="attribute_not_exists(pk)",
+            )
+            written = True
+        except ClientError as error:
+            if not _failed_condition(error):
+                raise
+            written = False  # written already: finish its claim, if it is missing
+        expires = int(add_clamped(run.scheduled_at, self.history_retention).timestamp())
+        if self._claim(run.schedule_id, run.business_key, run.occurrence_id, expires):
+            return written
+        self._withdraw([run], claimed=False)  # the slot is another occurrence's
+        return False
+
+    def _claim(
+        self, schedule_id: str, business_key: str, occurrence_id: str, expires_epoch: int
+    ) -> bool:
+        """Claim a slot for an occurrence (or find it claimed for that one already)."""
+        key = it.claim_key(schedule_id, business_key)
+        try:
+            self.client.put_item(
+                TableName=self.tables.occurrences,
+                Item={
+                    **key,
+                    **it.attrs(
+                        {
+                            "occurrence_id": occurrence_id,
+                            "expires_at_epoch": expires_epoch,
+                        }
+                    ),
+                },
+                ConditionExpression="attribute_not_exists(pk) OR #occurrence_id = :occurrence_id",
+                ExpressionAttributeNames={"#occurrence_id": "occurrence_id"},
+                ExpressionAttributeValues={":occurrence_id": {"S": occurrence_id}},
             )
         except ClientError as error:
             if _failed_condition(error):
-                return False  # the occurrence id names another slot's occurrence
+                return False
             raise
-        record = it.record_item(run, self.history_retention)
-        try:
-            self.client.put_item(
-                TableName=t,
-                Item=record,
-                ConditionExpression="attribute_not_exists(pk)",
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-            )
-        except ClientError as error:
-            if not _failed_condition(error):
-                raise
-            holder = (error.response.get("Item") or {}).get("occurrence_id")
-            if holder is None or it.value(holder) != run.occurrence_id:
-                self._delete_stray_key(key)  # the slot is another occurrence's
-            return False  # written already (same id), or the slot is taken
-        self._remember_key(run.occurrence_id, run.schedule_id, run.business_key)
         return True
 
-    def _delete_stray_key(self, key: Mapping[str, Any]) -> None:
+    def _delete(self, key: Mapping[str, Any], condition: str, values: Mapping[str, Any]) -> bool:
+        names = {n: n[1:] for n in ("#occurrence_id", "#status") if n in condition}
         try:
             self.client.delete_item(
                 TableName=self.tables.occurrences,
-                Key={"pk": key["pk"], "sk": key["sk"]},
-                ConditionExpression="#business_key = :business_key",
-                ExpressionAttributeNames={"#business_key": "business_key"},
-                ExpressionAttributeValues={":business_key": key["business_key"]},
+                Key=dict(key),
+                ConditionExpression=condition,
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=dict(values),
             )
         except ClientError as error:
-            if not _failed_condition(error):
-                raise
+            if _failed_condition(error):
+                return False
+            raise
+        return True
 
-    def _withdraw(self, runs: Sequence[Run]) -> None:
-        """Delete occurrences this store just wrote for a materialization that
-        was then refused, unless something changed them since (a dispatcher
-        that admitted one in between keeps it)."""
-        t = self.tables.occurrences
+    def _withdraw(self, runs: Sequence[Run], *, claimed: bool = True) -> None:
+        """Delete occurrences this store wrote, as it wrote them (one that
+        something changed since, a dispatcher that admitted it in between,
+        stays), and their claims."""
         for run in runs:
-            self._forget_key(run.occurrence_id)
-            try:
-                self.client.delete_item(
-                    TableName=t,
-                    Key=it.record_key(run.schedule_id, run.business_key),
-                    ConditionExpression="#occurrence_id = :occurrence_id AND #status = :status",
-                    ExpressionAttributeNames={
-                        "#occurrence_id": "occurrence_id",
-                        "#status": "status",
-                    },
-                    ExpressionAttributeValues={
-                        ":occurrence_id": {"S": run.occurrence_id},
-                        ":status": {"S": run.status.value},
-                    },
+            if not self._delete(
+                it.record_key_of_run(run),
+                "#occurrence_id = :occurrence_id AND #status = :status",
+                {":occurrence_id": {"S": run.occurrence_id}, ":status": {"S": run.status.value}},
+            ):
+                continue
+            if claimed:
+                self._delete(
+                    it.claim_key(run.schedule_id, run.business_key),
+                    "#occurrence_id = :occurrence_id",
+                    {":occurrence_id": {"S": run.occurrence_id}},
                 )
-            except ClientError as error:
-                if not _failed_condition(error):
-                    raise
-                continue
-            self._delete_stray_key(it.key_item(run, self.history_retention))
-
-    # Occurrence id -> the key of its record (schedule id, business key), for
-    # the ids this store wrote or read a record of: a transition, admission or
-    # mark-sent by id then costs no read of the key item. Bounded.
-    def _remember_key(self, occurrence_id: str, schedule_id: str, business_key: str) -> None:
-        with self._keys_lock:
-            self._record_keys[occurrence_id] = (schedule_id, business_key)
-            self._record_keys.move_to_end(occurrence_id)
-            while len(self._record_keys) > RECORD_KEY_CACHE_SIZE:
-                self._record_keys.popitem(last=False)
-
-    def _forget_key(self, occurrence_id: str) -> None:
-        with self._keys_lock:
-            self._record_keys.pop(occurrence_id, None)
-
-    def _remember_record(self, record: Mapping[str, Any]) -> None:
-        self._remember_key(
-            str(it.value(record["occurrence_id"])),
-            str(it.value(record["schedule_id"])),
-            str(it.value(record["business_key"])),
-        )
-
-    def record_keys(self, occurrence_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-        """The record key of each occurrence id whose key item exists (unknown
-        ids are left out). A key item may be a stray: every write through a
-        record key is conditioned on the record's occurrence id."""
-        found: dict[str, dict[str, Any]] = {}
-        with self._keys_lock:
-            for oid in occurrence_ids:
-                known = self._record_keys.get(oid)
-                if known is not None:
-                    found[oid] = it.record_key(*known)
-        wanted: dict[tuple[str, str], str] = {}
-        for oid in occurrence_ids:
-            if oid in found:
-                continue
-            key = it.key_key_of(oid)
-            if key is not None:
-                wanted[(key["pk"]["S"], key["sk"]["S"])] = oid
-        if wanted:
-            keys = [{"pk": {"S": pk}, "sk": {"S": sk}} for pk, sk in wanted]
-            for item in self._batch_get(self.tables.occurrences, keys):
-                oid = wanted[(item["pk"]["S"], item["sk"]["S"])]
-                found[oid] = it.record_key_of_key(item)
-        return found
-
-    def records_of_keys(self, key_items: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-        """The records the key items lead to, in their order; strays left out."""
-        if not key_items:
-            return []
-        wanted = {}
-        for item in key_items:
-            record_key = it.record_key_of_key(item)
-            wanted[(record_key["pk"]["S"], record_key["sk"]["S"])] = record_key
-        records = {
-            (item["pk"]["S"], item["sk"]["S"]): item
-            for item in self._batch_get(self.tables.occurrences, list(wanted.values()))
-        }
-        found = []
-        for item in key_items:
-            record_key = it.record_key_of_key(item)
-            record = records.get((record_key["pk"]["S"], record_key["sk"]["S"]))
-            if record is not None and record["occurrence_id"] == item["occurrence_id"]:
-                self._remember_record(record)
-                found.append(record)
-        return found
 
     def insert(self, runs: Sequence[Run]) -> list[str]:
         return [run.occurrence_id for run in runs if self._put_occurrence(run)]
 
     def get_run(self, occurrence_id: str) -> Run | None:
-        key = self.record_keys([occurrence_id]).get(occurrence_id)
+        key = it.record_key_of(occurrence_id)
         if key is None:
             return None
         answer = self.client.get_item(
             TableName=self.tables.occurrences, Key=key, ConsistentRead=True
         )
         record = answer.get("Item")
-        if record is None or it.value(record["occurrence_id"]) != occurrence_id:
-            self._forget_key(occurrence_id)  # a stray key: the slot is another's
-            return None
-        self._remember_record(record)
-        return it.run_from_item(record)
+        return None if record is None else it.run_from_item(record)
 
     def get_by_business_key(self, key: str) -> Run | None:
         answer = self.client.get_item(
             TableName=self.tables.occurrences,
-            Key=it.record_key(it.schedule_of_business_key(key), key),
+            Key=it.claim_key(it.schedule_of_business_key(key), key),
             ConsistentRead=True,
         )
-        record = answer.get("Item")
-        return None if record is None else it.run_from_item(record)
+        claim = answer.get("Item")
+        if claim is None:
+            return None
+        return self.get_run(str(it.value(claim["occurrence_id"])))
 
-    def keys_newest_first(
+    def records_newest_first(
         self,
         schedule_id: str,
         *,
@@ -993,76 +930,33 @@ class DynamoStore(Store):
         up_to: datetime | None = None,
         consistent: bool = False,
         page: int = 100,
-        kind: str | None = None,
-        start: Mapping[str, Any] | None = None,
-    ) -> Iterator[dict[str, Any]]:
-        """A schedule's key items, newest instant first: those before the sort
-        key ``before``, or up to ``up_to``; of one ``kind`` if given."""
-        condition = "pk = :pk AND sk BETWEEN :low AND :high"
+    ) -> dict[str, Any]:
+        """The query of a schedule's records, newest instant first: up to the
+        record sort key ``before`` (itself included: the caller skips it), or
+        up to the instant ``up_to``."""
+        high = it.RECORD_PREFIX + it.KEY_CEILING
         if before is not None:
             high = before
-        else:
-            high = it.KEY_PREFIX + (
-                it.KEY_CEILING if up_to is None else f"{it.iso(up_to)}#{it.KEY_CEILING}"
-            )
-        request: dict[str, Any] = {
+        elif up_to is not None:
+            high = f"{it.RECORD_PREFIX}{it.iso(up_to)}#{it.KEY_CEILING}"
+        return {
             "TableName": self.tables.occurrences,
-            "KeyConditionExpression": condition,
+            "KeyConditionExpression": "pk = :pk AND sk BETWEEN :low AND :high",
             "ExpressionAttributeValues": {
                 ":pk": {"S": schedule_id},
-                ":low": {"S": it.KEY_PREFIX},
+                ":low": {"S": it.RECORD_PREFIX},
                 ":high": {"S": high},
             },
             "ScanIndexForward": False,
             "ConsistentRead": consistent,
             "Limit": page,
         }
-        if kind is not None:
-            request["FilterExpression"] = "#kind = :kind"
-            request["ExpressionAttributeNames"] = {"#kind": "kind"}
-            request["ExpressionAttributeValues"][":kind"] = {"S": kind}
-        if start is not None:
-            request["ExclusiveStartKey"] = dict(start)
-        for item in self._query(request):
-            if before is not None and item["sk"]["S"] >= before:
-                continue  # BETWEEN includes its upper bound
-            yield item
 
     def runs(self, schedule_id: str, limit: int, token: str | None = None) -> Page[Run]:
-        if limit < 1:
-            raise ValueError("limit must be at least 1")
-        keys = self.keys_newest_first(
-            schedule_id,
-            page=limit + 1,
-            start=None if token is None else _untoken(token),
+        found, next_token = self._query_page(
+            self.records_newest_first(schedule_id), limit, token, ("pk", "sk")
         )
-        # (key item, record) pairs, one more than a page when there is a next one.
-        found: list[tuple[dict[str, Any], dict[str, Any]]] = []
-        chunk: list[dict[str, Any]] = []
-        for item in keys:
-            chunk.append(item)
-            if len(found) + len(chunk) > limit:
-                found += self._pairs(chunk)
-                chunk = []
-                if len(found) > limit:
-                    break
-        found += self._pairs(chunk)
-        page = found[:limit]
-        next_token = None
-        if len(found) > limit:
-            last = page[-1][0]
-            next_token = _token({"pk": last["pk"], "sk": last["sk"]})
-        return Page(tuple(it.run_from_item(record) for _, record in page), next_token)
-
-    def _pairs(
-        self, key_items: Sequence[dict[str, Any]]
-    ) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-        records = {str(it.value(r["occurrence_id"])): r for r in self.records_of_keys(key_items)}
-        return [
-            (item, records[oid])
-            for item in key_items
-            if (oid := str(it.value(item["occurrence_id"]))) in records
-        ]
+        return Page(tuple(it.run_from_item(item) for item in found), next_token)
 
     def pending_due(
         self, shard: int, from_bucket: int, to_bucket: int, due_by: datetime, limit: int
@@ -1103,20 +997,69 @@ class DynamoStore(Store):
         if not chosen:
             return []
         records = {
-            (item["pk"]["S"], item["sk"]["S"]): item
+            item["sk"]["S"]: item
             for item in self._batch_get(
                 self.tables.occurrences, [{"pk": i["pk"], "sk": i["sk"]} for i in chosen]
             )
         }
-        due: list[PendingOccurrence] = []
-        for entry in chosen:
-            record = records.get((entry["pk"]["S"], entry["sk"]["S"]))
-            # Left out: a record that left the outbox since the index was read.
-            if record is None or record.get("outbox_key") != entry["outbox_key"]:
-                continue
-            self._remember_record(record)
-            due.append(PendingOccurrence.of(it.run_from_item(record)))
-        return due
+        # Left out: a record that left the outbox since the index was read.
+        waiting = [
+            record
+            for entry in chosen
+            if (record := records.get(entry["sk"]["S"])) is not None
+            and record.get("outbox_key") == entry["outbox_key"]
+        ]
+        return [PendingOccurrence.of(it.run_from_item(r)) for r in self._claimed(waiting)]
+
+    def _claimed(self, records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The records whose slot they hold. A record whose claim is missing
+        (its write was interrupted) is claimed now; one whose slot another
+        occurrence holds is closed as skipped, never sent."""
+        if not records:
+            return []
+        keys = {
+            (key["pk"]["S"], key["sk"]["S"]): key
+            for key in (it.claim_key_of_record(r) for r in records)
+        }
+        claims = {
+            (item["pk"]["S"], item["sk"]["S"]): item
+            for item in self._batch_get(self.tables.occurrences, list(keys.values()))
+        }
+        held: list[dict[str, Any]] = []
+        for record in records:
+            key = it.claim_key_of_record(record)
+            claim = claims.get((key["pk"]["S"], key["sk"]["S"]))
+            if claim is None:
+                mine = self._claim(
+                    str(it.value(record["schedule_id"])),
+                    str(it.value(record["business_key"])),
+                    str(it.value(record["occurrence_id"])),
+                    int(it.value(record["expires_at_epoch"])),
+                )
+            else:
+                mine = claim["occurrence_id"] == record["occurrence_id"]
+            if mine:
+                held.append(record)
+            else:
+                self._close_duplicate(record)
+        return held
+
+    def _close_duplicate(self, record: Mapping[str, Any]) -> None:
+        self._update(
+            self.tables.occurrences,
+            {"pk": record["pk"], "sk": record["sk"]},
+            set_={
+                "status": RunStatus.SKIPPED.value,
+                "reason": "duplicate: another occurrence fills this slot",
+                "finished_at": it.iso(datetime.now(UTC)),
+            },
+            remove=OUTBOX_ATTRIBUTES,
+            condition="attribute_exists(#outbox_key) AND #status IN (:scheduled, :admitted)",
+            values={
+                ":scheduled": {"S": _SCHEDULED},
+                ":admitted": {"S": RunStatus.ADMITTED.value},
+            },
+        )
 
     def earliest_pending_bucket(self, shard: int, from_bucket: int | None = None) -> int | None:
         names = {"#pending_shard": "pending_shard"}
@@ -1141,12 +1084,18 @@ class DynamoStore(Store):
         self, schedule_ids: Sequence[str], up_to: datetime
     ) -> dict[str, datetime]:
         def one(schedule_id: str) -> datetime | None:
-            keys = self.keys_newest_first(
-                schedule_id, up_to=up_to, kind=RunKind.SCHEDULED.value, page=25
-            )
-            for item in keys:
-                if self.records_of_keys([item]):  # not a stray
-                    return it.scheduled_at_of_key(item)
+            request = {
+                **self.records_newest_first(schedule_id, up_to=up_to, page=25),
+                "FilterExpression": "#kind = :scheduled",
+                "ProjectionExpression": "#scheduled_at",
+                "ExpressionAttributeNames": {"#kind": "kind", "#scheduled_at": "scheduled_at"},
+            }
+            request["ExpressionAttributeValues"] = {
+                **request["ExpressionAttributeValues"],
+                ":scheduled": {"S": RunKind.SCHEDULED.value},
+            }
+            for item in self._query(request):
+                return it.from_iso(str(it.value(item["scheduled_at"])))
             return None
 
         ids = list(dict.fromkeys(schedule_ids))
@@ -1162,13 +1111,11 @@ class DynamoStore(Store):
         names: Mapping[str, str] | None = None,
         values: Mapping[str, Any] | None = None,
     ) -> list[str]:
-        """One conditional update per occurrence (on its record, and on its
-        id, so a stray key cannot lead a write to another occurrence); the ids
-        it changed, in order."""
-        keys = self.record_keys(occurrence_ids)
+        """One conditional update of each occurrence's record; the ids it
+        changed, in order."""
 
         def one(occurrence_id: str) -> str | None:
-            key = keys.get(occurrence_id)
+            key = it.record_key_of(occurrence_id)
             if key is None:
                 return None
             item = self._update(
@@ -1176,9 +1123,9 @@ class DynamoStore(Store):
                 key,
                 set_=set_(occurrence_id),
                 remove=remove,
-                condition=f"#occurrence_id = :occurrence_id AND ({condition})",
-                names={"#occurrence_id": "occurrence_id", **(names or {})},
-                values={":occurrence_id": {"S": occurrence_id}, **(values or {})},
+                condition=f"attribute_exists(pk) AND ({condition})",
+                names=names,
+                values=values,
             )
             return None if item is None else occurrence_id
 
@@ -1213,12 +1160,12 @@ class DynamoStore(Store):
         (the shard read off its newest record), filtered to the schedule. The
         index lags its writes a little, so the newest records are also read
         consistently: one written just before a pause is closed by it too."""
-        newest = self.records_of_keys(
-            list(
-                itertools.islice(
-                    self.keys_newest_first(schedule_id, consistent=True, page=NEWEST_CHECKED),
-                    NEWEST_CHECKED,
-                )
+        newest = list(
+            itertools.islice(
+                self._query(
+                    self.records_newest_first(schedule_id, consistent=True, page=NEWEST_CHECKED)
+                ),
+                NEWEST_CHECKED,
             )
         )
         if not newest:

@@ -185,7 +185,7 @@ def _operations(client: Any) -> list[str]:
     return calls
 
 
-def test_an_occurrence_is_a_record_by_slot_and_a_key_by_instant_written_without_a_transaction(
+def test_an_occurrence_is_a_record_by_instant_and_a_claim_by_slot_written_without_a_transaction(
     client: Any, store: DynamoStore
 ) -> None:
     schedule = build_schedule(NOW)
@@ -199,17 +199,16 @@ def test_an_occurrence_is_a_record_by_slot_and_a_key_by_instant_written_without_
     assert "TransactWriteItems" not in calls
     assert calls.count("PutItem") == 2 and calls.count("UpdateItem") == 1
     found = _items(client, store, schedule.schedule_id)
-    key_sk = f"T#2026-12-01T09:00:00.000000Z#{run.occurrence_id}"
-    assert sorted(found) == sorted([f"B#{run.business_key}", key_sk])
-    assert items.plain(found[key_sk]) == {
+    record_sk = f"R#2026-12-01T09:00:00.000000Z#{run.occurrence_id}"
+    claim_sk = f"B#{run.business_key}"
+    assert sorted(found) == sorted([record_sk, claim_sk])
+    assert items.plain(found[claim_sk]) == {
         "pk": schedule.schedule_id,
-        "sk": key_sk,
+        "sk": claim_sk,
         "occurrence_id": run.occurrence_id,
-        "business_key": run.business_key,
-        "kind": "scheduled",
         "expires_at_epoch": int((run.scheduled_at + timedelta(days=90)).timestamp()),
     }
-    record = items.plain(found[f"B#{run.business_key}"])
+    record = items.plain(found[record_sk])
     assert record["occurrence_id"] == run.occurrence_id
     assert record["outbox_key"] == f"{run.bucket:012d}#2026-12-01T09:00:00.000000Z#" + (
         run.occurrence_id
@@ -237,54 +236,70 @@ def test_a_gap_shifted_slot_is_found_by_its_occurrence_id_and_its_business_key(
     assert store.insert([run]) == [run.occurrence_id]
     assert store.get_run(run.occurrence_id) == run
     assert store.get_by_business_key(f"{sid}#2026-03-08T02:30:00#0") == run
-    # A fresh store (a worker in another process) finds it through the key item.
-    other = DynamoStore(store.client, store.tables)
-    assert other.get_run(run.occurrence_id) == run
 
 
-def test_a_write_interrupted_after_its_key_is_finished_by_the_next_and_not_read_before(
+def _unclaimed(client: Any, store: DynamoStore, run: Run) -> None:
+    """A record whose write stopped before its claim (a crash between the puts)."""
+    client.put_item(
+        TableName=store.tables.occurrences, Item=items.record_item(run, timedelta(days=1))
+    )
+
+
+def test_a_record_left_unclaimed_is_claimed_before_its_intent_is_sent(
     client: Any, store: DynamoStore
 ) -> None:
-    sid = "sch_interrupted"
+    sid = "sch_unclaimed"
     store.create(build_schedule(NOW, schedule_id=sid))
-    run = _run(sid, "2026-12-01T09:00:00Z")
-    client.put_item(TableName=store.tables.occurrences, Item=items.key_item(run, timedelta(1)))
-    assert store.get_run(run.occurrence_id) is None
-    assert store.runs(sid, 10).items == ()
-    assert store.latest_scheduled_at([sid], utc("2026-12-02T00:00:00Z")) == {}
-    assert store.insert([run]) == [run.occurrence_id]
-    assert store.get_run(run.occurrence_id) == run
-    assert [r.occurrence_id for r in store.runs(sid, 10).items] == [run.occurrence_id]
+    run = _run(sid, "2026-12-01T08:01:00Z")
+    _unclaimed(client, store, run)
+    due = store.pending_due(run.shard, run.bucket, run.bucket, utc("2026-12-01T08:02:00Z"), 10)
+    assert due == [PendingOccurrence.of(run)]
+    assert store.get_by_business_key(run.business_key) == run
+    # And a second write of it finishes the same way.
+    other = _run(sid, "2026-12-01T08:03:00Z")
+    _unclaimed(client, store, other)
+    assert store.insert([other]) == []
+    assert store.get_by_business_key(other.business_key) == other
 
 
-def test_a_stray_key_never_leads_a_read_or_a_write_to_another_occurrence(
+def test_a_record_left_unclaimed_on_a_slot_another_holds_is_closed_never_sent(
     client: Any, store: DynamoStore
 ) -> None:
-    sid = "sch_strays"
+    sid = "sch_duplicate"
     store.create(build_schedule(NOW, schedule_id=sid))
-    held = _run(sid, "2026-12-01T09:00:00Z")
-    assert store.insert([held]) == [held.occurrence_id]
-    # Version 2's occurrence of the same slot, whose record put never happened.
-    stray = replace(held, occurrence_id=f"{sid}.v2.20261201T080000Z", version=2)
-    client.put_item(TableName=store.tables.occurrences, Item=items.key_item(stray, timedelta(1)))
-    fresh = DynamoStore(client, store.tables)
-    assert fresh.get_run(stray.occurrence_id) is None
-    assert fresh.admit([PendingOccurrence.of(stray)], NOW) == []
-    assert fresh.mark_sent([stray.occurrence_id], NOW) == 0
-    assert fresh.get_run(held.occurrence_id) == held
-    assert [r.occurrence_id for r in fresh.runs(sid, 10).items] == [held.occurrence_id]
-    assert fresh.latest_scheduled_at([sid], utc("2026-12-02T00:00:00Z")) == {sid: held.scheduled_at}
+    held = _run(sid, "2026-12-01T08:01:00Z")
+    store.insert([held])
+    # Version 2's occurrence of the same slot, whose claim put never happened.
+    twin = replace(
+        held,
+        occurrence_id=f"{sid}.v2.20261201T080100.500000Z",
+        version=2,
+        scheduled_at=utc("2026-12-01T08:01:00.5Z"),
+    )
+    _unclaimed(client, store, twin)
+    at = utc("2026-12-01T08:02:00Z")
+    due = store.pending_due(held.shard, held.bucket, held.bucket, at, 10)
+    assert due == [PendingOccurrence.of(held)]
+    closed = store.get_run(twin.occurrence_id)
+    assert closed is not None and closed.status is RunStatus.SKIPPED and not closed.pending
+    assert closed.reason is not None and "another occurrence" in closed.reason
+    assert store.get_by_business_key(held.business_key) == held
 
 
-def test_a_refused_put_leaves_no_key_behind(client: Any, store: DynamoStore) -> None:
+def test_a_refused_claim_leaves_no_record_behind(client: Any, store: DynamoStore) -> None:
     sid = "sch_refused"
     store.create(build_schedule(NOW, schedule_id=sid))
     held = _run(sid, "2026-12-01T09:00:00Z")
     store.insert([held])
-    twin = replace(held, occurrence_id=f"{sid}.v2.20261201T080000Z", version=2)
+    twin = replace(
+        held,
+        occurrence_id=f"{sid}.v2.20261201T080000Z",
+        version=2,
+        scheduled_at=utc("2026-12-01T08:00:00Z"),
+    )
     assert store.insert([twin]) == []
     assert sorted(_items(client, store, sid)) == sorted(
-        [f"B#{held.business_key}", f"T#2026-12-01T09:00:00.000000Z#{held.occurrence_id}"]
+        [f"B#{held.business_key}", f"R#2026-12-01T09:00:00.000000Z#{held.occurrence_id}"]
     )
 
 
@@ -382,45 +397,3 @@ def test_a_pause_closes_a_record_the_outbox_index_does_not_show_yet(
     assert store.close_scheduled(sid, RunStatus.SKIPPED, "paused", NOW) == 1
     closed = store.get_run(run.occurrence_id)
     assert closed is not None and closed.status is RunStatus.SKIPPED and not closed.pending
-
-
-def test_a_worker_holding_an_intent_of_a_stray_key_starts_nothing(
-    client: Any, store: DynamoStore
-) -> None:
-    from adapters.dynamodb.runs import DynamoRunStore
-
-    sid = "sch_strayworker"
-    store.create(build_schedule(NOW, schedule_id=sid))
-    held = replace(_run(sid, "2026-12-01T09:00:00Z"), status=RunStatus.ADMITTED, admitted_at=NOW)
-    store.insert([held])
-    stray = replace(held, occurrence_id=f"{sid}.v2.20261201T080000Z", version=2)
-    client.put_item(TableName=store.tables.occurrences, Item=items.key_item(stray, timedelta(1)))
-    runs = DynamoRunStore(DynamoStore(client, store.tables))
-    later = NOW + timedelta(minutes=5)
-    assert runs.get_run(stray.occurrence_id) is None
-    assert (
-        runs.start_attempt(stray.occurrence_id, now=later, lease_until=later, run_token_hash=None)
-        is None
-    )
-    assert runs.get_run(held.occurrence_id) == held
-
-
-def test_pages_of_runs_are_full_and_in_order_around_stray_keys(
-    client: Any, store: DynamoStore
-) -> None:
-    sid = "sch_pagedstrays"
-    store.create(build_schedule(NOW, schedule_id=sid))
-    runs = [_run(sid, f"2026-12-01T0{h}:00:00Z") for h in range(1, 8)]
-    store.insert(runs)
-    for h in (2, 4, 5, 7):  # strays between and around them (records never written)
-        lost = _run(sid, f"2026-12-01T0{h}:30:00Z")
-        client.put_item(TableName=store.tables.occurrences, Item=items.key_item(lost, timedelta(1)))
-    pages, token = [], None
-    while True:
-        page = store.runs(sid, 3, token)
-        pages.append([r.occurrence_id for r in page.items])
-        token = page.next_token
-        if token is None:
-            break
-    newest_first = [r.occurrence_id for r in reversed(runs)]
-    assert pages == [newest_first[0:3], newest_first[3:6], newest_first[6:]]
