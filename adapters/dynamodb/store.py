@@ -7,27 +7,27 @@ never a read followed by a blind write:
   each on ``attribute_not_exists``;
 - edit: the HEAD update (conditioned on the version read, ``next_due`` and
   not deleted) and the put of the new version item, in one transaction;
-- an occurrence: two conditional puts, no transaction (see items): its key
-  (``attribute_not_exists``, or the same business key again) refuses a
-  second occurrence with one id, then its record (``attribute_not_exists``)
-  refuses a second occurrence for one slot. A key whose record was refused
-  is deleted; one left by a crash is a stray, which reads recognise;
+- an occurrence: two conditional puts, no transaction (see items): its
+  record (``attribute_not_exists``) refuses a second occurrence with one id,
+  then the claim of its slot (``attribute_not_exists``, or the same
+  occurrence id again) refuses a second occurrence for one slot. A record
+  whose claim was refused is deleted; one left unclaimed by a crash is
+  claimed, or closed as a duplicate, before its intent is sent;
 - materialize: a consistent read of the HEAD (nothing is written for a
   schedule that moved), the occurrences, then the HEAD's advance conditioned
   on version, ``next_due`` and active. Refused, it withdraws the occurrences
   it wrote (deleted unless a dispatcher changed them in between);
 - admission, closing and mark-sent: one conditional update of the record
-  each (``status = scheduled`` for the first two, and its occurrence id), so
-  a pause that closes pending records and a tick that admits them cannot
-  both win;
+  each (``status = scheduled`` for the first two), so a pause that closes
+  pending records and a tick that admits them cannot both win;
 - leases: conditional updates (free, expired or mine); a takeover increments
   the epoch; a checkpoint write is conditioned on owner and epoch.
 
 The outbox index is sparse and KEYS_ONLY: a record is in it while it has
 ``outbox_key`` and ``pending_shard``, which it gets when stored and loses when
 ``mark_sent`` or a closure removes them; admission does not touch it. Index
-reads are eventually consistent; the records they lead to are read
-consistently, every decision taken on them is re-checked by a conditional
+reads are eventually consistent; the records (and claims) they lead to are
+read consistently, every decision taken on them is re-checked by a conditional
 write, and the dispatcher only moves a checkpoint past buckets that closed a
 bucket width plus a safety margin ago.
 

@@ -45,7 +45,7 @@ def test_one_occurrence_writes_eleven_units_on_the_happy_path() -> None:
     for write in writes:
         for name, _, units in key_writes(write):
             per_target[name] = per_target.get(name, 0) + units
-    # Runs: key, record, admit, mark sent, start, finish; the outbox: in once,
+    # Runs: record, claim, admit, mark sent, start, finish; the outbox: in once,
     # out once (admission does not touch a KEYS_ONLY index); the HEAD's
     # advance moves its due-index entry (out and in).
     assert per_target == {"Runs": 6, "Runs.outbox": 2, "Schedules": 1, "Schedules.due": 2}
