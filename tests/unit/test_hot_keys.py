@@ -49,3 +49,16 @@ def test_one_occurrence_writes_eleven_units_on_the_happy_path() -> None:
     # out once (admission does not touch a KEYS_ONLY index); the HEAD's
     # advance moves its due-index entry (out and in).
     assert per_target == {"Runs": 6, "Runs.outbox": 2, "Schedules": 1, "Schedules.due": 2}
+
+
+def test_the_pace_is_the_deployments_own_defaults() -> None:
+    from adapters.dynamodb.store import CONCURRENCY, DUE_SHARDS
+    from handlers.settings import Settings
+    from infra.settings import Settings as StackSettings
+
+    pace = Pace()
+    assert pace.shards == Settings().shards
+    assert pace.bucket_s == Settings().bucket_s
+    assert pace.due_shards == DUE_SHARDS
+    assert pace.requests_in_flight == CONCURRENCY
+    assert pace.tick_processes == StackSettings().tick_reserved_concurrency
