@@ -243,6 +243,7 @@ FUNCTION_ENV: dict[str, tuple[str, ...]] = {
         SCHEDULES.env_var,
         OCCURRENCES.env_var,
         LEASES.env_var,
+        DELIVERY_QUEUE.env_var,  # POST /runs/{id}/retry sends the intent again
         ENV_SHARDS,
         ENV_BUCKET_S,
         ENV_SECRETS_PREFIX,

@@ -14,7 +14,8 @@ and, on Linux, killed with it.
 
 ``--store emulator`` runs the API, tick, worker and watchdog over moto in
 server mode with the DynamoDB, SQS and Secrets Manager adapters, to try the
-AWS code paths locally.
+AWS code paths locally. Moto keeps its data in memory: it lives only as long
+as the process, and the banner says so.
 
 Each part runs under a supervisor: a part that fails is logged and restarted
 after 0.5 s, 1 s, 2 s ... up to 30 s (back to 0.5 s after a minute of good
@@ -144,7 +145,13 @@ def add_parser(subparsers: Any) -> None:
         help="a webhook receiver on 127.0.0.1 that logs what it gets (default: API port + 1; "
         "0 turns it off)",
     )
-    parser.add_argument("--store", choices=("sqlite", "emulator"), default="sqlite")
+    parser.add_argument(
+        "--store",
+        choices=("sqlite", "emulator"),
+        default="sqlite",
+        help="sqlite (default): one file in --data-dir, kept across restarts; emulator: "
+        "the AWS adapters over moto, in memory, lost when the process stops",
+    )
     parser.add_argument("--emulator-port", type=int, default=4566)
     parser.add_argument(
         "--workers",
@@ -717,7 +724,8 @@ class LocalStack:
     def banner(self) -> str:
         lines = ["duetime local stack"]
         store = (
-            f"moto server at http://{HOST}:{self.args.emulator_port} (DynamoDB + SQS adapters)"
+            f"moto server at http://{HOST}:{self.args.emulator_port} (DynamoDB + SQS adapters; "
+            "in memory)"
             if self.args.store == "emulator"
             else f"{self.db_path} (SQLite)"
         )
@@ -760,9 +768,19 @@ class LocalStack:
                 "Then watch its runs:",
                 f"  .venv/bin/duetime runs list <id> --api-url {self.api_url}",
                 "",
-                "Ctrl-C stops; starting again with the same --data-dir loses nothing.",
+                self._persistence(),
             ]
         return "\n".join(lines)
+
+    def _persistence(self) -> str:
+        """What a restart keeps: the SQLite file does; the emulator keeps nothing."""
+        if self.args.store == "emulator":
+            return (
+                "Ctrl-C stops. The emulator holds its data in memory: it lives only as long "
+                "as this process, and a restart starts empty (use the SQLite store, the "
+                "default, for data that lasts)."
+            )
+        return "Ctrl-C stops; starting again with the same --data-dir loses nothing."
 
     def shutdown(self) -> None:
         self.stop.set()

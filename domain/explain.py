@@ -65,6 +65,12 @@ def _explain_slot(slot: Slot, zone: ZoneInfo) -> ExplainedOccurrence:
     )
 
 
+def slot_note(slot: Slot, zone: ZoneInfo) -> str | None:
+    """Why a slot's instant is not simply its wall time read with one offset
+    (a DST gap or fold), in words; None for an ordinary slot."""
+    return _note_text(slot, slot.scheduled_at.astimezone(zone))
+
+
 def _note_text(slot: Slot, local: datetime) -> str | None:
     wall = slot.wall.strftime("%H:%M")
     when = local.strftime("%H:%M %Z")

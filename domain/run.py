@@ -13,6 +13,7 @@ A run moves through these states::
                     |           \\-> retrying -> running ...
                     \\-> (worker) expired | skipped | cancelled
     scheduled -> skipped | expired | cancelled   (never admitted)
+    failed | expired -> admitted                 (a user's retry: attempts go on)
 
 ``scheduled`` is the only state a dispatcher admits from, by a conditional
 write, so an occurrence is admitted at most once. Every state after
@@ -76,6 +77,9 @@ class Reason:
     OVERLAP = "overlap"
     # Slots beyond the bound an edit records when it finds them due and unplanned.
     EDITED_UNPLANNED = "superseded: the schedule was edited before a tick planned them"
+    # A run a user asked to run again (POST /runs/{id}/retry): its reason
+    # until it ends again, so the worker does not judge it overdue a second time.
+    RETRIED = "retried on request"
 
     @staticmethod
     def expired(late_by_s: float, window_s: float) -> str:
@@ -140,6 +144,11 @@ class Run:
     @property
     def terminal(self) -> bool:
         return self.status in TERMINAL
+
+    @property
+    def retried(self) -> bool:
+        """Admitted again on a user's request after it failed or expired."""
+        return self.status is RunStatus.ADMITTED and (self.reason or "").startswith(Reason.RETRIED)
 
     @property
     def lag_s(self) -> float | None:

@@ -23,7 +23,8 @@ The policy says how occurrences behave when things are not on time:
 - ``retry``: attempts and backoff for transient delivery failures.
 - ``run_timeout``: how long one attempt may take before it counts as failed.
 - ``grace``: how late a success may be before the watchdog calls the
-  schedule overdue (``None``: one interval).
+  schedule overdue (``None``: the expected interval, at least two minutes,
+  at most the run timeout plus two minutes; see ``domain.watch``).
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ from datetime import datetime
 from functools import lru_cache
 from http import HTTPStatus
 from pathlib import Path
-from typing import Annotated, Any, Final, TypeVar
+from typing import Annotated, Any, Final, Literal, TypeVar, get_type_hints
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
 from aws_lambda_powertools.event_handler.openapi.exceptions import (
@@ -42,31 +42,42 @@ from pydantic import BaseModel
 from adapters.secrets import SecretNotFound, SecretStore, new_secret
 from domain.errors import DuetimeError, InvalidSchedule
 from domain.partition import Partitioning
+from domain.run import RunKind, RunStatus
 from domain.schedule import Schedule
 from domain.spec import ScheduleSpec
 from domain.targets import WebhookTarget
 from domain.text import forbidden_surrogate
 from domain.timeparse import format_instant, parse_instant
 from handlers.api_models import (
+    SINCE_PATTERN,
+    UNTIL_PATTERN,
+    AcknowledgeIn,
     BackfillIn,
     BackfillOut,
     CompleteIn,
+    DeadLetterListOut,
+    DeadLetterOut,
     ErrorDetail,
     ErrorOut,
     HealthOut,
     PauseIn,
     ProgressIn,
+    RetryRunIn,
     RunListOut,
     RunOut,
     ScheduleIn,
     ScheduleListOut,
     ScheduleOut,
+    VersionListOut,
+    VersionOut,
     WatchOut,
     run_out,
     schedule_out,
+    version_out,
 )
 from handlers.observability import logger
 from handlers.settings import Settings
+from service import overview
 from service.clock import SystemClock
 from service.errors import (
     Contention,
@@ -75,10 +86,19 @@ from service.errors import (
     ScheduleNotFound,
     VersionConflict,
 )
+from service.overview import VersionNotFound
 from service.ports import Clock
+from service.run_views import (
+    DeadLetters,
+    DeadLettersUnavailable,
+    InvalidListing,
+    NotRetryable,
+    RetryUnavailable,
+    RunViews,
+)
 from service.runs import RunReports, RunTokenRefused
-from service.schedules import ScheduleService, local_time
-from service.watchdog import watch_component
+from service.schedules import ScheduleService, TargetSupport, local_time
+from service.watchdog import NothingToAcknowledge, Watchdog, watch_component
 
 API_TITLE: Final = "duetime"
 API_VERSION: Final = "1"
@@ -102,11 +122,15 @@ class ApiServices:
     schedule then still gets a signing secret, returned once, but duetime
     keeps no copy to sign with. ``runs`` takes the progress and completion
     reports of long jobs; where it is None those routes answer 501.
+    ``views`` lists runs with filters, retries them and reads the dead
+    letters; where it is None, runs are still listed (over the schedule
+    store), and the retry and the dead letters answer 501.
     """
 
     schedules: ScheduleService
     secrets: SecretStore | None = None
     runs: RunReports | None = None
+    views: RunViews | None = None
 
 
 # --- errors the API itself raises -------------------------------------------------------
@@ -185,10 +209,13 @@ def _schedule_body(
     services: ApiServices, schedule: Schedule, *, webhook_secret: str | None = None
 ) -> ScheduleOut:
     spec = schedule.current.spec
+    slots = services.schedules.next_occurrences(schedule, NEXT_OCCURRENCES)
     return schedule_out(
         schedule,
-        services.schedules.next_occurrences(schedule, NEXT_OCCURRENCES),
+        slots,
         lambda instant: local_time(spec, instant),
+        status=overview.status(schedule, services.schedules.clock.now()).value,
+        dst_notes=[item.dst_note for item in overview.upcoming_occurrences(schedule, slots)],
         webhook_secret=webhook_secret,
     )
 
@@ -251,6 +278,120 @@ def _expected_version(if_match: str | None) -> int:
     return int(text)
 
 
+# --- run listings: their query parameters ----------------------------------------------
+
+_STATUS_NAMES: Final = tuple(status.value for status in RunStatus)
+_KIND_NAMES: Final = tuple(kind.value for kind in RunKind)
+
+
+def _names_pattern(names: tuple[str, ...]) -> str:
+    """A comma-separated list of ``names``, as the document describes it (the
+    route reads it itself, so that a refusal names the unknown one)."""
+    one = f"({'|'.join(names)})"
+    return f"^{one}(,{one}){{0,{len(names) - 1}}}$"
+
+
+_StatusQuery = Annotated[
+    str | None,
+    Query(
+        max_length=200,
+        description=f"one or several run statuses, comma-separated: {', '.join(_STATUS_NAMES)}",
+        examples=["failed,expired"],
+        json_schema_extra={"pattern": _names_pattern(_STATUS_NAMES)},
+    ),
+]
+_KindQuery = Annotated[
+    str | None,
+    Query(
+        max_length=100,
+        description=f"one or several kinds, comma-separated: {', '.join(_KIND_NAMES)}",
+        json_schema_extra={"pattern": _names_pattern(_KIND_NAMES)},
+    ),
+]
+_SinceQuery = Annotated[
+    str | None,
+    Query(
+        max_length=64,
+        description=(
+            "scheduled_at at or after this instant (ISO 8601 with an offset), before until; "
+            "shown here before 2090 (see until), any instant from 1970 to 2200 is accepted"
+        ),
+        json_schema_extra={"pattern": SINCE_PATTERN},
+    ),
+]
+_UntilQuery = Annotated[
+    str | None,
+    Query(
+        max_length=64,
+        description=(
+            "scheduled_at before this instant (ISO 8601 with an offset), after since; "
+            "shown here from 2100, any instant from 1970 to 2200 is accepted"
+        ),
+        json_schema_extra={"pattern": UNTIL_PATTERN},
+    ),
+]
+_OrderQuery = Annotated[
+    Literal["newest", "oldest"], Query(description="by scheduled_at: newest (default) or oldest")
+]
+_IncludeQuery = Annotated[
+    Literal["planned"] | None,
+    Query(description="planned: also the occurrences whose scheduled_at is still in the future"),
+]
+
+
+def _names(text: str | None, field: str, known: tuple[str, ...]) -> frozenset[str]:
+    """A comma-separated list of names, each one of ``known`` (422 naming ``field``)."""
+    if text is None:
+        return frozenset()
+    names = [part.strip() for part in text.split(",")]
+    for name in names:
+        if name not in known:
+            shown = repr(name) if name else "an empty name"
+            raise InvalidListing(field, f"{shown} is not one of {', '.join(known)}")
+    return frozenset(names)
+
+
+def _views(services: ApiServices) -> RunViews:
+    """The run views; where none are wired, listings over the schedule store
+    (retry and dead letters then answer 501)."""
+    if services.views is not None:
+        return services.views
+    schedules = services.schedules
+    return RunViews(schedules.store, None, schedules.clock, schedules.partitioning)
+
+
+def _run_listing(
+    schedule_id: str | None,
+    status: str | None,
+    kind: str | None,
+    since: str | None,
+    until: str | None,
+    order: str,
+    include: str | None,
+    limit: int,
+    next_token: str | None,
+) -> RunListOut:
+    services = _services()
+    statuses = frozenset(RunStatus(s) for s in _names(status, "status", _STATUS_NAMES))
+    kinds = frozenset(RunKind(k) for k in _names(kind, "kind", _KIND_NAMES))
+    start = None if since is None else parse_instant(since, "since")
+    end = None if until is None else parse_instant(until, "until")
+    if start is not None and end is not None and start >= end:
+        raise InvalidListing("since", "must be before until")
+    page = _views(services).list(
+        schedule_id=schedule_id,
+        statuses=statuses,
+        kinds=kinds,
+        since=start,
+        until=end,
+        newest_first=order != "oldest",
+        include_planned=include == "planned",
+        limit=limit,
+        token=next_token,
+    )
+    return RunListOut(runs=_runs_body(services, page.items), next_token=page.next_token)
+
+
 # --- routes -----------------------------------------------------------------------------
 
 
@@ -311,11 +452,68 @@ def list_schedules(
 def get_schedule(schedule_id: str) -> Response[ScheduleOut]:
     services = _services()
     schedule = services.schedules.get(schedule_id)
+    return Response(
+        HTTPStatus.OK, _JSON, _described(services, schedule), headers={"ETag": _etag(schedule)}
+    )
+
+
+# --- schedules: the whole picture, versions, acknowledging a failure ------------------
+
+
+def _described(services: ApiServices, schedule: Schedule) -> ScheduleOut:
+    """A schedule as GET /schedules/{id} shows it: with its watch verdict, its
+    recent runs and what is still planned under an older version."""
     body = _schedule_body(services, schedule)
-    verdict = services.schedules.store.heartbeat(watch_component(schedule_id))
+    verdict = services.schedules.store.heartbeat(watch_component(schedule.schedule_id))
     if verdict is not None:
         body.watch = WatchOut.model_validate(dict(verdict.detail))
-    return Response(HTTPStatus.OK, _JSON, body, headers={"ETag": _etag(schedule)})
+    seen = overview.overview(services.schedules.store, schedule, services.schedules.clock.now())
+    body.recent_runs = _runs_body(services, seen.recent_runs)
+    body.planned_under_older_versions = _runs_body(services, seen.planned_under_older_versions)
+    return body
+
+
+@app.get(
+    "/schedules/<schedule_id>/versions",
+    summary="A schedule's versions, oldest first, each with what it changed",
+    responses=_responses(200, VersionListOut, "one page; pass next_token for the next"),
+)
+def list_versions(
+    schedule_id: str,
+    limit: Annotated[int, Query(ge=1, le=100, description="page size")] = 50,
+    next_token: Annotated[str | None, Query(description="from the previous page")] = None,
+) -> VersionListOut:
+    page = overview.versions(_services().schedules.store, schedule_id, limit, next_token)
+    return VersionListOut(
+        versions=[version_out(view.version, view.changed) for view in page.items],
+        next_token=page.next_token,
+    )
+
+
+@app.get(
+    "/schedules/<schedule_id>/versions/<number>",
+    summary="One version of a schedule, with what it changed",
+    responses=_responses(200, VersionOut, "the version as it was saved"),
+)
+def get_version(schedule_id: str, number: int) -> VersionOut:
+    view = overview.version(_services().schedules.store, schedule_id, number)
+    return version_out(view.version, view.changed)
+
+
+@app.post(
+    "/schedules/<schedule_id>/acknowledge",
+    summary="Acknowledge its newest failed run, so the watchdog stops calling it overdue",
+    responses=_responses(200, ScheduleOut, "the schedule, its watch verdict judged again", 409),
+)
+def acknowledge_schedule(
+    schedule_id: str, body: Annotated[AcknowledgeIn | None, Body()] = None
+) -> ScheduleOut:
+    services = _services()
+    schedule = services.schedules.get(schedule_id)
+    Watchdog(services.schedules.store, services.schedules.clock).acknowledge(
+        schedule, None if body is None else body.note
+    )
+    return _described(services, schedule)
 
 
 @app.put(
@@ -410,17 +608,87 @@ def backfill_schedule(schedule_id: str, body: Annotated[BackfillIn, Body()]) -> 
 
 @app.get(
     "/schedules/<schedule_id>/runs",
-    summary="A schedule's runs, newest first",
+    summary="A schedule's runs, newest first, planned ones left out (filters: docs/api.md)",
     responses=_responses(200, RunListOut, "one page; pass next_token for the next"),
 )
 def list_runs(
     schedule_id: str,
+    status: _StatusQuery = None,
+    kind: _KindQuery = None,
+    since: _SinceQuery = None,
+    until: _UntilQuery = None,
+    order: _OrderQuery = "newest",
+    include: _IncludeQuery = None,
     limit: Annotated[int, Query(ge=1, le=100, description="page size")] = 50,
     next_token: Annotated[str | None, Query(description="from the previous page")] = None,
 ) -> RunListOut:
+    return _run_listing(schedule_id, status, kind, since, until, order, include, limit, next_token)
+
+
+@app.get(
+    "/runs",
+    summary="Runs of every schedule, with the filters of a schedule's runs (docs/api.md)",
+    responses=_responses(200, RunListOut, "one page; pass next_token for the next"),
+)
+def list_all_runs(
+    status: _StatusQuery = None,
+    kind: _KindQuery = None,
+    since: _SinceQuery = None,
+    until: _UntilQuery = None,
+    order: _OrderQuery = "newest",
+    include: _IncludeQuery = None,
+    limit: Annotated[int, Query(ge=1, le=100, description="page size")] = 50,
+    next_token: Annotated[str | None, Query(description="from the previous page")] = None,
+) -> RunListOut:
+    return _run_listing(None, status, kind, since, until, order, include, limit, next_token)
+
+
+@app.post(
+    "/runs/<occurrence_id>/retry",
+    summary="Run a failed or expired run again: same occurrence id and key, one more attempt",
+    responses=_responses(202, RunOut, "the run, admitted again; its intent is sent", 409, 501),
+)
+def retry_run(
+    occurrence_id: str, body: Annotated[RetryRunIn | None, Body()] = None
+) -> Response[RunOut]:
+    del body  # no fields: an empty object or no body
     services = _services()
-    page = services.schedules.runs(schedule_id, limit, next_token)
-    return RunListOut(runs=_runs_body(services, page.items), next_token=page.next_token)
+    run = _views(services).retry(occurrence_id)
+    return Response(
+        HTTPStatus.ACCEPTED,
+        _JSON,
+        _runs_body(services, (run,))[0],
+        headers={"Location": f"/runs/{run.occurrence_id}"},
+    )
+
+
+@app.get(
+    "/dead-letters",
+    summary="Delivery intents that ended in the dead-letter queue, newest first",
+    responses=_responses(200, DeadLetterListOut, "one page; pass next_token for the next", 501),
+)
+def list_dead_letters(
+    limit: Annotated[int, Query(ge=1, le=100, description="page size")] = 50,
+    next_token: Annotated[str | None, Query(description="from the previous page")] = None,
+) -> DeadLetterListOut:
+    page = _views(_services()).dead_letter_page(limit, next_token)
+    return DeadLetterListOut(
+        dead_letters=[
+            DeadLetterOut(
+                id=letter.id,
+                occurrence_id=letter.occurrence_id,
+                schedule_id=letter.schedule_id,
+                reason=letter.reason,
+                dead_lettered_at=None
+                if letter.dead_lettered_at is None
+                else format_instant(letter.dead_lettered_at),
+                receive_count=letter.receive_count,
+                body=letter.body,
+            )
+            for letter in page.items
+        ],
+        next_token=page.next_token,
+    )
 
 
 @app.get(
@@ -540,6 +808,16 @@ def _schedule_not_found(error: ScheduleNotFound) -> Response[str]:
     return error_response(404, "schedule_not_found", str(error))
 
 
+@_maps(VersionNotFound)
+def _version_not_found(error: VersionNotFound) -> Response[str]:
+    return error_response(404, "version_not_found", str(error))
+
+
+@_maps(NothingToAcknowledge)
+def _nothing_to_acknowledge(error: NothingToAcknowledge) -> Response[str]:
+    return error_response(409, "nothing_to_acknowledge", str(error))
+
+
 @_maps(RunNotFound)
 def _run_not_found(error: RunNotFound) -> Response[str]:
     return error_response(404, "run_not_found", str(error))
@@ -568,6 +846,21 @@ def _not_active(error: ScheduleNotActive) -> Response[str]:
 @_maps(RunTokenRefused)
 def _token_refused(error: RunTokenRefused) -> Response[str]:
     return error_response(409, "run_token_refused", str(error), "run_token")
+
+
+@_maps(InvalidListing)
+def _invalid_listing(error: InvalidListing) -> Response[str]:
+    return error_response(422, "validation_error", str(error), error.field)
+
+
+@_maps(NotRetryable)
+def _not_retryable(error: NotRetryable) -> Response[str]:
+    return error_response(409, "not_retryable", str(error), "status")
+
+
+@_maps(DeadLettersUnavailable, RetryUnavailable)
+def _run_view_unavailable(error: DuetimeError) -> Response[str]:
+    return error_response(501, "not_available", str(error))
 
 
 @_maps(NotAvailable)
@@ -794,6 +1087,71 @@ def _early_refusal(event: Mapping[str, Any]) -> Response[str] | None:
     return None
 
 
+@lru_cache(maxsize=128)
+def _query_names(route: Callable[..., Any]) -> tuple[str, ...]:
+    """The query parameters a route function declares (``Query`` annotations), in order."""
+    names: list[str] = []
+    for name, hint in get_type_hints(route, include_extras=True).items():
+        for meta in getattr(hint, "__metadata__", ()):
+            if isinstance(meta, Query):
+                names.append(meta.alias or name)
+    return tuple(names)
+
+
+def _unknown_query_parameter(method: str, event: Mapping[str, Any]) -> Response[str] | None:
+    """A query parameter the route does not take: 422 naming it and the ones it
+    takes; one it takes, given twice: 422 too (which one would count is a guess).
+
+    Applies to every route (a misspelt filter must not come back as the
+    unfiltered list). A path no route serves is left to the 404.
+    """
+    given = [
+        *(event.get("queryStringParameters") or {}),
+        *(event.get("multiValueQueryStringParameters") or {}),
+    ]
+    if not given:
+        return None
+    path = app._remove_prefix(str(event.get("path") or "/"))
+    route = next(
+        (
+            r
+            for r in (*app._static_routes, *app._dynamic_routes)
+            if r.method == method and r.rule.match(path)
+        ),
+        None,
+    )
+    if route is None:
+        return None
+    takes = _query_names(route.func)
+    repeated = {
+        name: len(values)
+        for name, values in (event.get("multiValueQueryStringParameters") or {}).items()
+        if isinstance(values, list) and len(values) > 1
+    }
+    for name in dict.fromkeys(given):
+        if name in takes and name in repeated:
+            return error_response(
+                422,
+                "validation_error",
+                f"query parameter {name!r} is given {repeated[name]} times; give it once "
+                "(several values of a filter go in one, comma-separated: status=failed,expired)",
+                str(name),
+            )
+        if name not in takes:
+            listed = (
+                f"this route takes: {', '.join(takes)}"
+                if takes
+                else "this route takes no query parameters"
+            )
+            return error_response(
+                422,
+                "validation_error",
+                f"unknown query parameter {name!r}; {listed}",
+                str(name),
+            )
+    return None
+
+
 def _plain_json_content_type(event: dict[str, Any]) -> dict[str, Any]:
     """The event with its (accepted) Content-Type written as the resolver reads it.
 
@@ -822,14 +1180,31 @@ def _proxy_response(response: Response[str]) -> dict[str, Any]:
     }
 
 
+# What the SQLite stack's worker delivers to (handlers.worker.build_sqlite_worker
+# builds the webhook sender only); a schedule naming another type is refused when
+# saved there, rather than accepted and then failed at every run.
+SQLITE_TARGETS: Final = TargetSupport(
+    frozenset({"webhook"}),
+    "deploy duetime to AWS (cdk deploy), or try them on this machine with "
+    "`duetime local --store emulator`, which delivers them to its own emulated "
+    "services, not to AWS",
+)
+
+
 def build_services(
     settings: Settings,
     *,
     data_dir: str | Path | None = None,
     clock: Clock | None = None,
     secrets: SecretStore | None = None,
+    target_support: TargetSupport | None = None,
 ) -> ApiServices:
-    """The use cases over SQLite (with ``data_dir``) or DynamoDB (without)."""
+    """The use cases over SQLite (with ``data_dir``) or DynamoDB (without).
+
+    ``target_support`` says which target types the deployment delivers to;
+    by default SQLITE_TARGETS over SQLite, and every type over DynamoDB (the
+    AWS worker and the emulator's build senders for all of them).
+    """
     partitioning = Partitioning(shards=settings.shards, bucket_s=settings.bucket_s)
     clock = clock or SystemClock()
     if data_dir is not None:
@@ -843,10 +1218,14 @@ def build_services(
             from adapters.sqlite.secrets import SqliteSecretStore
 
             secrets = SqliteSecretStore(directory / SQLITE_FILE)
+        run_store = SqliteRunStore(store)
         return ApiServices(
-            ScheduleService(store, clock, partitioning),
+            ScheduleService(
+                store, clock, partitioning, target_support=target_support or SQLITE_TARGETS
+            ),
             secrets,
-            RunReports(SqliteRunStore(store), clock),
+            RunReports(run_store, clock),
+            _sqlite_views(store, run_store, clock, partitioning),
         )
     from adapters.dynamodb.runs import DynamoRunStore
     from adapters.dynamodb.store import DynamoStore
@@ -858,11 +1237,35 @@ def build_services(
 
         secrets = SecretsManagerSecretStore(boto3.client("secretsmanager"), settings.secrets_prefix)
     dynamo = DynamoStore.from_settings(settings)
+    dynamo_runs = DynamoRunStore(dynamo)
     return ApiServices(
-        ScheduleService(dynamo, clock, partitioning),
+        ScheduleService(dynamo, clock, partitioning, target_support=target_support),
         secrets,
-        RunReports(DynamoRunStore(dynamo), clock),
+        RunReports(dynamo_runs, clock),
+        _aws_views(settings, dynamo, dynamo_runs, clock, partitioning),
     )
+
+
+def _sqlite_views(store: Any, run_store: Any, clock: Clock, partitioning: Partitioning) -> RunViews:
+    """Listings, retries (sent on the SQLite delivery queue) and the queue's dead letters."""
+    from adapters.sqlite.dead_letters import SqliteDeadLetters
+    from adapters.sqlite.queue import SqliteQueue
+
+    queue = SqliteQueue(store.path, clock=clock, connection_of=store)
+    dead: DeadLetters = SqliteDeadLetters(store.path, connection_of=store)
+    return RunViews(store, run_store, clock, partitioning, queue=queue, dead_letters=dead)
+
+
+def _aws_views(
+    settings: Settings, store: Any, run_store: Any, clock: Clock, partitioning: Partitioning
+) -> RunViews:
+    """Listings and retries (sent on the SQS delivery queue); dead letters answer 501."""
+    queue = None
+    if settings.delivery_queue_url:
+        from adapters.sqs import SqsDeliveryQueue
+
+        queue = SqsDeliveryQueue.from_settings(settings)
+    return RunViews(store, run_store, clock, partitioning, queue=queue)
 
 
 @lru_cache(maxsize=1)
@@ -883,6 +1286,10 @@ def handler(
     head = str(event.get("httpMethod") or "").upper() == "HEAD"
     if head:  # answered as GET, without the body
         event = {**event, "httpMethod": "GET"}
+    unknown = _unknown_query_parameter(str(event.get("httpMethod") or "").upper(), event)
+    if unknown is not None:
+        refusal = _proxy_response(unknown)
+        return {**refusal, "body": ""} if head else refusal
     app.context["services"] = service or _default_services()
     try:
         answer = app.resolve(event, context)

@@ -30,8 +30,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInf
 from domain.backoff import MAX_ATTEMPTS_LIMIT
 from domain.cron import MAX_CRON_CHARS
 from domain.errors import InvalidSchedule
-from domain.run import Run
-from domain.schedule import MAX_NAME_CHARS, Schedule, policy_to_dict
+from domain.run import AttemptRecord, Run
+from domain.schedule import MAX_NAME_CHARS, Schedule, ScheduleVersion, policy_to_dict
 from domain.spec import MAX_EVERY, MIN_EVERY, ScheduleSpec, Slot, spec_to_dict
 from domain.targets import MAX_TARGET_TIMEOUT_S, MAX_URL_CHARS, MAX_WEBHOOK_HEADERS, target_to_dict
 from domain.text import NAME_PATTERN, TEXT_PATTERN, check_text
@@ -101,6 +101,9 @@ def _instant_pattern(year: str, *, offset: bool = True) -> str:
 
 
 INSTANT_PATTERN = _instant_pattern(_ANY_YEAR)
+# A run listing's since and until, shown apart so that since < until always.
+SINCE_PATTERN = _instant_pattern(_START_YEAR)
+UNTIL_PATTERN = _instant_pattern(_END_YEAR)
 _DAYS_366 = r"(36[0-6]|3[0-5][0-9]|[12][0-9]{2}|[1-9]?[0-9])"
 EVERY_PATTERN = r"^(P(36[0-6]|3[0-5][0-9]|[12][0-9]{2}|[1-9][0-9]?)D|PT[1-9][0-9]{0,2}[HMS])$"
 WINDOW_PATTERN = f"^(P{_DAYS_366}D|PT[0-9]{{1,3}}[HMS])$"
@@ -620,12 +623,30 @@ class TargetOut(_Out):
 class OccurrenceOut(_Out):
     scheduled_at: Instant
     local: LocalTime
+    version: int = Field(description="the schedule version it will run under")
+    dst_note: str | None = Field(
+        default=None,
+        description=(
+            "set when its wall time falls in a daylight-saving gap or fold: what "
+            "happens to it by policy.dst_gap / dst_fold"
+        ),
+        examples=["02:30 does not exist (clocks jumped forward); runs at the first valid time"],
+    )
+
+
+ScheduleStatusName = Literal["active", "paused", "ended", "deleted", "quarantined"]
 
 
 class ScheduleOut(_Out):
     id: str
     name: str
     version: int
+    status: ScheduleStatusName = Field(
+        description=(
+            "the schedule as a whole: ended when no occurrence will come (a one-off "
+            "that came due, an end_at gone by); deleted, quarantined, paused, else active"
+        )
+    )
     state: StateOut
     spec: SpecOut
     policy: PolicyOut
@@ -649,6 +670,21 @@ class ScheduleOut(_Out):
     quarantine: QuarantineOut | None = Field(
         default=None,
         description="why duetime set this schedule aside (null when healthy); an edit clears it",
+    )
+    recent_runs: list[RunOut] | None = Field(
+        default=None,
+        description=(
+            "GET /schedules/{id} only (null elsewhere, list items included): its last 5 "
+            "runs, newest first, occurrences still to come left out"
+        ),
+    )
+    planned_under_older_versions: list[RunOut] | None = Field(
+        default=None,
+        description=(
+            "GET /schedules/{id} only (null elsewhere): occurrences materialized under a "
+            "version older than the current one and not handed to a worker yet, oldest "
+            "first; they run with their own version's parameters"
+        ),
     )
 
 
@@ -706,6 +742,13 @@ class RunOut(_Out):
     reason: str | None
     result: dict[str, Any] | None
     progress: dict[str, Any] | None
+    attempts_log: list[AttemptOut] = Field(
+        default_factory=list, description="every attempt, oldest first (from the stored log)"
+    )
+    late_s: float | None = Field(
+        default=None,
+        description="first attempt's start minus scheduled_at, in seconds (null before it)",
+    )
 
 
 class RunListOut(_Out):
@@ -716,6 +759,36 @@ class RunListOut(_Out):
 class BackfillOut(_Out):
     runs: list[RunOut] = Field(description="the occurrences this call created")
     created: int
+
+
+class VersionOut(_Out):
+    """One saved version of a schedule, as it was written (kept forever)."""
+
+    version: int
+    created_at: Instant
+    name: str
+    spec: SpecOut
+    policy: PolicyOut
+    target: TargetOut
+    payload: dict[str, Any]
+    changed: list[str] = Field(
+        description=(
+            "the fields this version changed from the one before, sorted "
+            "(empty for version 1); an every spec's anchor_at moves with each version"
+        ),
+        examples=[["name", "spec.cron"]],
+    )
+
+
+class VersionListOut(_Out):
+    versions: list[VersionOut] = Field(description="oldest first")
+    next_token: str | None
+
+
+class AcknowledgeIn(_In):
+    note: Text | None = Field(
+        default=None, max_length=1000, description="why; kept with the acknowledgement"
+    )
 
 
 class HealthOut(_Out):
@@ -730,9 +803,14 @@ def _instant(value: datetime | None) -> str | None:
     return None if value is None else format_instant(value)
 
 
-def occurrence_out(slot: Slot, local: Callable[[datetime], datetime]) -> OccurrenceOut:
+def occurrence_out(
+    slot: Slot, local: Callable[[datetime], datetime], version: int, dst_note: str | None = None
+) -> OccurrenceOut:
     return OccurrenceOut(
-        scheduled_at=format_instant(slot.scheduled_at), local=local(slot.scheduled_at).isoformat()
+        scheduled_at=format_instant(slot.scheduled_at),
+        local=local(slot.scheduled_at).isoformat(),
+        version=version,
+        dst_note=dst_note,
     )
 
 
@@ -741,19 +819,28 @@ def schedule_out(
     upcoming: Sequence[Slot],
     local: Callable[[datetime], datetime],
     *,
+    status: ScheduleStatusName,
+    dst_notes: Sequence[str | None] = (),
     webhook_secret: str | None = None,
 ) -> ScheduleOut:
+    """A schedule; ``upcoming`` run under its current version, ``dst_notes``
+    (when given) say what DST does to each of them, in the same order."""
     current = schedule.current
+    notes = list(dst_notes) or [None] * len(upcoming)
     return ScheduleOut(
         id=schedule.schedule_id,
         name=current.name,
         version=schedule.version,
+        status=status,
         state=StateOut(paused=schedule.state.paused, note=schedule.state.note),
         spec=SpecOut.model_validate(spec_to_dict(current.spec)),
         policy=PolicyOut.model_validate(policy_to_dict(current.policy)),
         target=TargetOut.model_validate(target_to_dict(current.target)),
         payload=dict(current.payload),
-        next_occurrences=[occurrence_out(slot, local) for slot in upcoming],
+        next_occurrences=[
+            occurrence_out(slot, local, schedule.version, note)
+            for slot, note in zip(upcoming, notes, strict=True)
+        ],
         next_due=_instant(schedule.next_due),
         created_at=format_instant(schedule.created_at),
         updated_at=format_instant(schedule.updated_at),
@@ -785,4 +872,93 @@ def run_out(
         reason=run.reason,
         result=None if run.result is None else dict(run.result),
         progress=None if run.progress is None else dict(run.progress),
+        attempts_log=attempts_out(run),
+        late_s=None
+        if run.started_at is None
+        else round((run.started_at - run.scheduled_at).total_seconds(), 6),
     )
+
+
+def version_out(version: ScheduleVersion, changed: Sequence[str]) -> VersionOut:
+    return VersionOut(
+        version=version.version,
+        created_at=format_instant(version.created_at),
+        name=version.name,
+        spec=SpecOut.model_validate(spec_to_dict(version.spec)),
+        policy=PolicyOut.model_validate(policy_to_dict(version.policy)),
+        target=TargetOut.model_validate(target_to_dict(version.target)),
+        payload=dict(version.payload),
+        changed=list(changed),
+    )
+
+
+# --- runs: attempts and dead letters (issue 14) -------------------------------------
+
+
+class AttemptOut(_Out):
+    number: int = Field(description="from 1; numbers go on across a retry")
+    started_at: Instant
+    finished_at: Instant | None = Field(description="null while the attempt is in flight")
+    outcome: str | None = Field(
+        description=(
+            'how it ended: "succeeded", "failed", "transient" (failed, retried), '
+            '"permanent", "accepted" (202: the job reports completion), '
+            '"lost" (its worker stopped or timed out); null while in flight'
+        )
+    )
+    status_code: int | None = Field(
+        description="the target's HTTP status, where the store kept it (the latest attempt)"
+    )
+    error: str | None
+    wait_s: float | None = Field(
+        description="seconds from this attempt's end to the next one's start (null for the last)"
+    )
+
+
+def attempts_out(run: Run) -> list[AttemptOut]:
+    """The attempt log as served. The store keeps the target's status code once,
+    in the run's ``result``, for the latest attempt: earlier ones show null."""
+    log: tuple[AttemptRecord, ...] = run.attempt_log
+    code = (run.result or {}).get("status_code")
+    latest_code = code if isinstance(code, int) and not isinstance(code, bool) else None
+    out: list[AttemptOut] = []
+    for position, attempt in enumerate(log):
+        following = log[position + 1] if position + 1 < len(log) else None
+        wait_s = None
+        if following is not None and attempt.finished_at is not None:
+            gap = (following.started_at - attempt.finished_at).total_seconds()
+            wait_s = round(max(0.0, gap), 6)
+        out.append(
+            AttemptOut(
+                number=attempt.number,
+                started_at=format_instant(attempt.started_at),
+                finished_at=_instant(attempt.finished_at),
+                outcome=attempt.outcome,
+                status_code=latest_code if following is None else None,
+                error=attempt.error,
+                wait_s=wait_s,
+            )
+        )
+    return out
+
+
+class DeadLetterOut(_Out):
+    id: str = Field(description="the queue's message id")
+    occurrence_id: str | None = Field(description="the run it was for, when the body names one")
+    schedule_id: str | None
+    reason: str | None = Field(description="why it was dead-lettered")
+    dead_lettered_at: Instant | None
+    receive_count: int
+    body: str = Field(description="the message body as sent (a delivery intent, JSON)")
+
+
+class DeadLetterListOut(_Out):
+    dead_letters: list[DeadLetterOut]
+    next_token: str | None
+
+
+class RetryRunIn(_In):
+    """A retry takes no fields: send no body, or ``{}``."""
+
+
+RunOut.model_rebuild()

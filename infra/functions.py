@@ -215,6 +215,11 @@ class Functions(Construct):
         tables.grant_withdraw(self.api.role, OCCURRENCES)
         tables.grant_read(self.api.role, LEASES)
         secrets.grant_write(self.api.role)
+        # A retried run's delivery intent (POST /runs/{id}/retry); nothing else
+        # of the queues (dead letters are not listed on AWS: docs/api.md).
+        self.api.role.add_to_principal_policy(
+            iam.PolicyStatement(actions=["sqs:SendMessage"], resources=[queues.queue.queue_arn])
+        )
 
         # tick: plans and admits occurrences under shard leases, sends intents.
         # Reserved concurrency caps overlapping passes (and keeps a burst of

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
-from domain.run import DeliveryIntent, PendingOccurrence, Run, RunStatus
+from domain.run import DeliveryIntent, PendingOccurrence, Run, RunKind, RunStatus
 from domain.schedule import Quarantine, Schedule, SchedulePolicy, ScheduleVersion
 from domain.spec import ScheduleSpec
 
@@ -29,6 +29,12 @@ T = TypeVar("T")
 class Page(Generic[T]):
     items: tuple[T, ...]
     next_token: str | None = None
+
+
+def _version_token(token: str) -> int:
+    if not (token.isascii() and token.isdigit()) or len(token) > 12:
+        raise ValueError("not a version page token")
+    return int(token)
 
 
 class Clock(Protocol):
@@ -126,6 +132,24 @@ class ScheduleStore(ABC):
     ) -> dict[tuple[str, int], ScheduleVersion]:
         """Several versions at once (batched); missing keys are left out."""
 
+    def versions(
+        self, schedule_id: str, limit: int, token: str | None = None
+    ) -> Page[ScheduleVersion]:
+        """A schedule's versions (live or deleted), oldest first, ``limit`` a page.
+
+        Unknown schedule: an empty page. A token this store did not hand out
+        raises ``ValueError``. Both adapters read them with one query; this
+        default (for fakes) reads the head, then the versions by key.
+        """
+        after = 0 if token is None else _version_token(token)
+        head = self.get(schedule_id)
+        if head is None or limit < 1:
+            return Page(())
+        last = min(head.version, after + limit)
+        found = self.get_versions((schedule_id, n) for n in range(after + 1, last + 1))
+        items = tuple(found[key] for key in sorted(found))
+        return Page(items, str(last) if last < head.version else None)
+
     def policies(self, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], SchedulePolicy]:
         """The policies of several versions (what dispatch needs); an adapter may
         read them more cheaply than whole versions."""
@@ -215,6 +239,44 @@ class Closure:
     reason: str
 
 
+@dataclass(frozen=True)
+class RunQuery:
+    """Which runs a listing wants: a conjunction of optional filters.
+
+    ``schedule_id`` None means every schedule not deleted (a deleted
+    schedule's history stays readable through its own listing). ``statuses``
+    and ``kinds`` empty mean any.
+    ``since`` (inclusive) and ``until`` (exclusive) bound ``scheduled_at``.
+    ``newest_first`` orders by ``scheduled_at`` (then occurrence id) from the
+    newest; otherwise from the oldest.
+    """
+
+    schedule_id: str | None = None
+    statuses: frozenset[RunStatus] = frozenset()
+    kinds: frozenset[RunKind] = frozenset()
+    since: datetime | None = None
+    until: datetime | None = None
+    newest_first: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("since", "until"):
+            value = getattr(self, name)
+            if value is not None and value.tzinfo is None:
+                raise ValueError(f"{name} must be aware")
+        if self.since is not None and self.until is not None and self.since >= self.until:
+            raise ValueError("since must be before until")
+
+    def matches(self, run: Run) -> bool:
+        """Whether ``run`` passes every filter (what an adapter's query keeps)."""
+        return (
+            (self.schedule_id is None or run.schedule_id == self.schedule_id)
+            and (not self.statuses or run.status in self.statuses)
+            and (not self.kinds or run.kind in self.kinds)
+            and (self.since is None or run.scheduled_at >= self.since)
+            and (self.until is None or run.scheduled_at < self.until)
+        )
+
+
 class OccurrenceStore(ABC):
     @abstractmethod
     def insert(self, runs: Sequence[Run]) -> list[str]:
@@ -233,6 +295,21 @@ class OccurrenceStore(ABC):
     @abstractmethod
     def runs(self, schedule_id: str, limit: int, token: str | None = None) -> Page[Run]:
         """A schedule's records, newest ``scheduled_at`` first."""
+
+    @abstractmethod
+    def find_runs(self, query: RunQuery, limit: int, token: str | None = None) -> Page[Run]:
+        """At most ``limit`` records matching ``query``, and a token when more may follow.
+
+        With ``query.schedule_id``: that schedule's records in ``scheduled_at``
+        order (``newest_first`` or oldest first, ties by occurrence id), every
+        page full but the last. Without: every schedule's records; each
+        schedule's records come in that order, but an adapter may walk the
+        schedules one after another instead of merging them (DynamoDB does,
+        SQLite orders across schedules), and may end a page early, even
+        empty, with a token, to bound the reads of one call. Following the
+        tokens returns each matching record once. A token is only valid with
+        the query that made it (``ValueError`` for one this adapter did not make).
+        """
 
     @abstractmethod
     def pending_due(

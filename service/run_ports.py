@@ -27,6 +27,8 @@ from domain.schedule import ScheduleVersion
 STARTABLE = frozenset({RunStatus.ADMITTED, RunStatus.RETRYING})
 # Statuses ``finish`` may end a run in.
 FINISHED = frozenset({RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.EXPIRED, RunStatus.SKIPPED})
+# Statuses a user may ask to run again (``RunStore.retry``).
+RETRYABLE = frozenset({RunStatus.FAILED, RunStatus.EXPIRED})
 
 # Outcomes stamped on an attempt record.
 ATTEMPT_ACCEPTED = "accepted"  # 202: waiting for the job to report completion
@@ -152,6 +154,20 @@ class RunStore(ABC):
         Condition: status ``running``, the token hash matches and the run lease
         (the attempt's deadline) is still live at ``now``. Closes the attempt
         and the run as ``finish`` does.
+        """
+
+    @abstractmethod
+    def retry(self, occurrence_id: str, *, now: datetime, bucket: int, reason: str) -> Run | None:
+        """Run an occurrence that ended badly once more (a user asked for it).
+
+        Condition: status ``failed`` or ``expired``. Sets status ``admitted``,
+        ``admitted_at = now`` and ``reason``, clears ``finished_at`` and
+        ``sent_at``, and makes the record pending again in bucket ``bucket``
+        of its shard (its intent is to be sent: by the caller, or by a
+        dispatcher that finds it pending). Keeps ``attempts``, the attempt
+        log, ``started_at`` and ``result``, so the next attempt is number
+        ``attempts + 1`` under the same occurrence id and idempotency key.
+        Returns the run as stored, or None when the condition failed.
         """
 
     @abstractmethod

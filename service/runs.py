@@ -235,7 +235,8 @@ class RunWorker:
             self._fail_without_attempt(run, reason, now)
             return Decision.dead_letter(reason)
 
-        if run.status is RunStatus.ADMITTED and run.attempts == 0:
+        if run.status is RunStatus.ADMITTED and run.attempts == 0 and not run.retried:
+            # (A run a user retried was already judged: it runs whatever its lateness.)
             early = self._closed_at_start(run, version, now)
             if early is not None:
                 return early

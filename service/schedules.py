@@ -89,6 +89,28 @@ class Definition:
     payload: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class TargetSupport:
+    """The target types the running deployment can deliver to, and what
+    would enable the others (said in the refusal of a schedule that names one).
+
+    ``None`` in place of a TargetSupport means every type is delivered.
+    """
+
+    types: frozenset[str]
+    enable: str  # e.g. "deploy to AWS (cdk deploy), or run `duetime local --store emulator`"
+
+    def check(self, target_type: str) -> None:
+        """Refuse (naming ``target.type``) a type this deployment cannot deliver to."""
+        if target_type not in self.types:
+            accepted = ", ".join(sorted(self.types)) or "none"
+            raise InvalidSchedule(
+                "target.type",
+                f"{target_type} targets cannot be delivered by this deployment "
+                f"(it delivers to: {accepted}); to use them, {self.enable}",
+            )
+
+
 def parse_definition(body: object, *, now: datetime) -> Definition:
     """The schedule an API body describes; refusals name the field."""
     if not isinstance(body, Mapping):
@@ -148,11 +170,14 @@ class ScheduleService:
         partitioning: Partitioning | None = None,
         *,
         new_id: Callable[[], str] = new_schedule_id,
+        target_support: TargetSupport | None = None,
     ) -> None:
         self.store = store
         self.clock = clock
         self.partitioning = partitioning or Partitioning()
         self._new_id = new_id
+        # None: every target type is delivered (see TargetSupport).
+        self.target_support = target_support
 
     # --- reading ----------------------------------------------------------------------
 
@@ -378,13 +403,16 @@ class ScheduleService:
     def _version(
         self, schedule_id: str, number: int, definition: Definition, now: datetime
     ) -> ScheduleVersion:
+        target = parse_target(definition.target_data)
+        if self.target_support is not None:
+            self.target_support.check(target.type)
         return ScheduleVersion(
             schedule_id=schedule_id,
             version=number,
             name=definition.name,
             spec=definition.spec,
             policy=parse_policy(definition.policy_data),
-            target=parse_target(definition.target_data),
+            target=target,
             payload=definition.payload,
             created_at=now,
         )

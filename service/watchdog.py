@@ -17,12 +17,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Final
 
-from domain.run import Reason, RunStatus
+from domain.errors import DuetimeError
+from domain.run import Reason, Run, RunStatus
 from domain.schedule import QuarantineComponent, Schedule
-from domain.timeparse import format_instant
+from domain.timeparse import format_instant, parse_instant
 from domain.watch import Watch, WatchStatus, watch
 from service.ports import Clock, Heartbeat, Store
 from service.quarantine import quarantine_schedule
@@ -54,6 +55,32 @@ def watch_component(schedule_id: str) -> str:
     return WATCH_PREFIX + schedule_id
 
 
+# A user's acknowledgement of a schedule's failure: the heartbeat ``ack:<schedule_id>``
+# holds the scheduled instant of the newest failure acknowledged ("until").
+ACK_PREFIX: Final = "ack:"
+ACK_REFRESH: Final = timedelta(days=1)
+# What can be acknowledged: the runs that end badly and leave the slot without success.
+ACKNOWLEDGEABLE: Final = frozenset({RunStatus.FAILED, RunStatus.EXPIRED})
+
+
+def ack_component(schedule_id: str) -> str:
+    return ACK_PREFIX + schedule_id
+
+
+class NothingToAcknowledge(DuetimeError):
+    def __init__(self, schedule_id: str, why: str) -> None:
+        super().__init__(f"schedule {schedule_id!r} {why}")
+        self.schedule_id = schedule_id
+
+
+@dataclass(frozen=True)
+class Acknowledged:
+    run: Run  # the failure acknowledged
+    at: datetime
+    note: str | None
+    verdict: Watch | None  # judged again at once (None: quarantined, not judged)
+
+
 class Watchdog:
     def __init__(self, store: Store, clock: Clock) -> None:
         self.store = store
@@ -64,21 +91,89 @@ class Watchdog:
         return watch(schedule, last_success, now, accounted)
 
     def _evidence(self, schedule: Schedule) -> tuple[datetime | None, datetime | None]:
-        """The schedule's last success, and the newest slot skipped while paused."""
+        """The schedule's last success, and the newest slot otherwise accounted
+        for: skipped while paused, or a failure a user acknowledged."""
         last_success: datetime | None = None
         accounted: datetime | None = None
+        failed_since_success = False
         page = self.store.runs(schedule.schedule_id, RUNS_SEARCHED)
         for run in page.items:  # newest scheduled_at first
             if run.status is RunStatus.SUCCEEDED:
                 last_success = run.scheduled_at
                 break
+            if run.status in ACKNOWLEDGEABLE:
+                failed_since_success = True
             if (
                 accounted is None
                 and run.status is RunStatus.SKIPPED
                 and run.reason == Reason.PAUSED
             ):
                 accounted = run.scheduled_at
+        if failed_since_success:  # only then can an acknowledgement matter (one more read)
+            acknowledged = self._acknowledged(schedule.schedule_id)
+            if acknowledged is not None and (accounted is None or acknowledged > accounted):
+                accounted = acknowledged
         return last_success, accounted
+
+    # --- acknowledging a failure ----------------------------------------------------
+
+    def _acknowledged(self, schedule_id: str) -> datetime | None:
+        """The scheduled instant of the newest failure acknowledged, if any.
+
+        The record is beaten again when a day old: a heartbeat item expires a
+        week after its last beat on DynamoDB, and an acknowledgement must
+        last as long as the failure it covers is among the newest runs.
+        """
+        beat = self.store.heartbeat(ack_component(schedule_id))
+        if beat is None:
+            return None
+        until = beat.detail.get("until")
+        if not isinstance(until, str):
+            return None
+        now = self.clock.now()
+        if now - beat.at > ACK_REFRESH:
+            self.store.beat(Heartbeat(beat.component, now, dict(beat.detail)))
+        return parse_instant(until, "until")
+
+    def acknowledge(self, schedule: Schedule, note: str | None = None) -> Acknowledged:
+        """Acknowledge the schedule's newest failed or expired run (newer than
+        its last success), so that the verdict stops counting it: a failed
+        one-off then shows ``ended``, a recurring schedule waits for its next
+        slot. The verdict is judged again at once and recorded.
+
+        Refused (NothingToAcknowledge) when there is no such run, or it is
+        acknowledged already. Nothing is written then.
+        """
+        now = self.clock.now()
+        failure: Run | None = None
+        for run in self.store.runs(schedule.schedule_id, RUNS_SEARCHED).items:
+            if run.status is RunStatus.SUCCEEDED:
+                break
+            if run.status in ACKNOWLEDGEABLE and run.scheduled_at <= now:
+                failure = run
+                break
+        if failure is None:
+            raise NothingToAcknowledge(
+                schedule.schedule_id,
+                "has no failed or expired run since its last success to acknowledge",
+            )
+        previous = self._acknowledged(schedule.schedule_id)
+        if previous is not None and previous >= failure.scheduled_at:
+            raise NothingToAcknowledge(
+                schedule.schedule_id,
+                f"has its newest failed run ({failure.occurrence_id}) acknowledged already",
+            )
+        detail: dict[str, object] = {
+            "until": format_instant(failure.scheduled_at),
+            "occurrence_id": failure.occurrence_id,
+            "note": note,
+        }
+        self.store.beat(Heartbeat(ack_component(schedule.schedule_id), now, detail))
+        verdict: Watch | None = None
+        if schedule.quarantine is None:  # a quarantined schedule is not judged
+            verdict = self.check(schedule, now)
+            self.store.beat(Heartbeat(watch_component(schedule.schedule_id), now, _detail(verdict)))
+        return Acknowledged(failure, now, note, verdict)
 
     def run(self, time_left: Callable[[], float] | None = None) -> WatchReport:
         """Judge the schedules; with ``time_left`` (seconds), resume from the

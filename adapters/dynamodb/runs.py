@@ -12,6 +12,9 @@ writes, except:
   (``ReturnValuesOnConditionCheckFailure``); when that record is ``running``
   under an expired lease, a second update takes it over, conditioned on that
   attempt number and the lease still being expired;
+- ``retry`` reads the record for its shard (the pending index's partition
+  names it), then writes on the condition that it is still failed or
+  expired in that shard;
 - ``complete`` merges the job's result into the result stored at 202, which
   is JSON text: it reads the record, then writes on the condition that the
   status, attempt, token, live lease and that result are still what it read.
@@ -34,7 +37,7 @@ from adapters.dynamodb import items as it
 from adapters.dynamodb.store import OUTBOX_ATTRIBUTES, DynamoStore, TableSettings
 from domain.run import AttemptRecord, Run, RunStatus
 from domain.schedule import ScheduleVersion
-from service.run_ports import ATTEMPT_ACCEPTED, ATTEMPT_LOST, FINISHED, RunStore
+from service.run_ports import ATTEMPT_ACCEPTED, ATTEMPT_LOST, FINISHED, RETRYABLE, RunStore
 
 # How many earlier records of a schedule the overlap check looks through
 # (newest first) before it concludes nothing earlier is in progress.
@@ -346,6 +349,24 @@ class DynamoRunStore(RunStore):
             f"{u.n('run_token_hash')} = {u.v(run_token_hash)} AND "
             f"{u.n('run_lease_expires_at')} > {u.v(it.iso(now))} AND {same_result}"
         )
+        return self._write(occurrence_id, u, condition)[0]
+
+    def retry(self, occurrence_id: str, *, now: datetime, bucket: int, reason: str) -> Run | None:
+        # The shard is part of the record; the pending attributes are set from
+        # it in the same update (``items.record_item`` writes them so too).
+        found = self.store.get_run(occurrence_id)
+        if found is None or found.status not in RETRYABLE:
+            return None
+        u = _Update()
+        u.field("status", RunStatus.ADMITTED.value)
+        u.field("admitted_at", it.iso(now))
+        u.field("reason", reason)
+        u.field("bucket", bucket)
+        u.field("partition", it.partition(bucket, found.shard))
+        u.field("pending_shard", found.shard)
+        u.remove("finished_at", "sent_at", "run_lease_expires_at", "run_token_hash")
+        statuses = ", ".join(u.v(status.value) for status in sorted(RETRYABLE))
+        condition = f"{u.n('status')} IN ({statuses}) AND {u.n('shard')} = {u.v(found.shard)}"
         return self._write(occurrence_id, u, condition)[0]
 
     def running_before(self, run: Run, now: datetime) -> Run | None:

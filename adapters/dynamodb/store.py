@@ -70,6 +70,7 @@ from service.ports import (
     Materialization,
     MaterializeOutcome,
     Page,
+    RunQuery,
     Store,
 )
 
@@ -495,6 +496,37 @@ class DynamoStore(Store):
                 self._remember(value)
                 found[(value.schedule_id, value.version)] = value
         return found
+
+    def versions(
+        self, schedule_id: str, limit: int, token: str | None = None
+    ) -> Page[ScheduleVersion]:
+        """One query on the schedule's partition, version items (``V#...``) in
+        key order, which is version order (the number is zero-padded)."""
+        pk = it.schedule_pk(schedule_id)
+        if token is not None:
+            start = _untoken(token)
+            if set(start) != {"pk", "sk"} or start.get("pk") != {"S": pk}:
+                raise ValueError("not a page token from this store")
+            sk = start["sk"]
+            if not isinstance(sk, dict) or not str(sk.get("S", "")).startswith("V#"):
+                raise ValueError("not a page token from this store")
+        found, next_token = self._query_page(
+            {
+                "TableName": self.tables.schedules,
+                "KeyConditionExpression": "pk = :pk AND begins_with(sk, :v)",
+                "ExpressionAttributeValues": {":pk": {"S": pk}, ":v": {"S": "V#"}},
+                "ConsistentRead": True,
+            },
+            limit,
+            token,
+            ("pk", "sk"),
+        )
+        items: list[ScheduleVersion] = []
+        for item in found:
+            value = it.version_from_item(item)
+            self._remember(value)
+            items.append(value)
+        return Page(tuple(items), next_token)
 
     def _remember(self, version: ScheduleVersion) -> None:
         with self._versions_lock:
@@ -957,6 +989,12 @@ class DynamoStore(Store):
             self.records_newest_first(schedule_id), limit, token, ("pk", "sk")
         )
         return Page(tuple(it.run_from_item(item) for item in found), next_token)
+
+    def find_runs(self, query: RunQuery, limit: int, token: str | None = None) -> Page[Run]:
+        """See adapters/dynamodb/run_listing.py (no index of its own: no write cost)."""
+        from adapters.dynamodb import run_listing
+
+        return run_listing.find_runs(self, query, limit, token)
 
     def pending_due(
         self, shard: int, from_bucket: int, to_bucket: int, due_by: datetime, limit: int

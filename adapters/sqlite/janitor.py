@@ -106,7 +106,7 @@ class Janitor:
 
     def run_once(self) -> JanitorReport:
         from service.tick import MEMBER_PREFIX
-        from service.watchdog import WATCH_PREFIX
+        from service.watchdog import ACK_PREFIX, WATCH_PREFIX
 
         if isinstance(self.between_batches, _Pacer):
             self.between_batches.reset()
@@ -116,4 +116,5 @@ class Janitor:
         dead = self.queue.purge_dead(before)
         beats = self.store.purge_heartbeats(MEMBER_PREFIX, now - MEMBER_STALE)
         beats += self.store.purge_orphan_heartbeats(WATCH_PREFIX)
+        beats += self.store.purge_orphan_heartbeats(ACK_PREFIX)
         return JanitorReport(runs, dead, beats)

@@ -24,7 +24,7 @@ from typing import Any
 from adapters.sqlite.store import _RUN_COLUMNS, SqliteStore, _json, run_from_row, run_row, us
 from domain.run import AttemptRecord, Run, RunStatus
 from domain.schedule import ScheduleVersion
-from service.run_ports import ATTEMPT_ACCEPTED, ATTEMPT_LOST, FINISHED, RunStore
+from service.run_ports import ATTEMPT_ACCEPTED, ATTEMPT_LOST, FINISHED, RETRYABLE, RunStore
 
 # run_row's columns, in order, as an UPDATE's SET list.
 _SET_ALL = ", ".join(f"{name.strip()} = ?" for name in _RUN_COLUMNS.split(","))
@@ -343,6 +343,25 @@ class SqliteRunStore(RunStore):
             where = "AND run_token_hash = ? AND run_lease_expires_at > ?"
             ok = self._rewrite(db, run, after, where, (run_token_hash, us(now)))
             return after if ok else None
+
+    def retry(self, occurrence_id: str, *, now: datetime, bucket: int, reason: str) -> Run | None:
+        with self.store._write() as db:
+            row = db.execute(
+                "UPDATE occurrences SET status = ?, admitted_at = ?, reason = ?, "
+                "finished_at = NULL, sent_at = NULL, run_lease_expires_at = NULL, "
+                "run_token_hash = NULL, pending = 1, bucket = ? "
+                "WHERE occurrence_id = ? AND status IN (?, ?) "
+                f"RETURNING {_RUN_COLUMNS}",
+                (
+                    RunStatus.ADMITTED.value,
+                    us(now),
+                    reason,
+                    bucket,
+                    occurrence_id,
+                    *sorted(status.value for status in RETRYABLE),
+                ),
+            ).fetchone()
+        return None if row is None else run_from_row(row)
 
     def running_before(self, run: Run, now: datetime) -> Run | None:
         rows = self.store._read(

@@ -32,6 +32,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from adapters.sqlite import run_listing
 from adapters.sqlite.database import Database
 from domain.errors import InvalidSchedule
 from domain.identity import wall_text
@@ -59,6 +60,7 @@ from service.ports import (
     Materialization,
     MaterializeOutcome,
     Page,
+    RunQuery,
     Store,
 )
 
@@ -146,6 +148,8 @@ CREATE INDEX IF NOT EXISTS occurrences_pending_bucket ON occurrences (shard, buc
     WHERE pending = 1;
 CREATE INDEX IF NOT EXISTS occurrences_by_schedule
     ON occurrences (schedule_id, scheduled_at, occurrence_id);
+-- Run listings across schedules, by scheduled_at (adapters/sqlite/run_listing.py).
+CREATE INDEX IF NOT EXISTS occurrences_by_time ON occurrences (scheduled_at, occurrence_id);
 CREATE TABLE IF NOT EXISTS leases (
     shard INTEGER PRIMARY KEY,
     owner TEXT NOT NULL,
@@ -619,6 +623,22 @@ class SqliteStore(Database, Store):
                 found[(row[0], row[1])] = self._version_from_row(row[0], row[1], row[2:8])
         return found
 
+    def versions(
+        self, schedule_id: str, limit: int, token: str | None = None
+    ) -> Page[ScheduleVersion]:
+        after = _untoken(token) if token else [0]
+        if len(after) != 1 or not isinstance(after[0], int) or isinstance(after[0], bool):
+            raise ValueError("not a page token from this store")
+        rows = self._read(
+            "SELECT schedule_id, version, created_at, name, spec, policy, target, payload "
+            "FROM schedule_versions WHERE schedule_id = ? AND version > ? "
+            "ORDER BY version LIMIT ?",
+            (schedule_id, after[0], max(limit, 0) + 1),
+        )
+        items = tuple(self._version_from_row(r[0], r[1], r[2:8]) for r in rows[:limit])
+        next_token = _token([rows[limit - 1][1]]) if len(rows) > limit else None
+        return Page(items, next_token)
+
     def policies(self, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], SchedulePolicy]:
         found: dict[tuple[str, int], SchedulePolicy] = {}
         wanted: list[tuple[str, int]] = []
@@ -860,6 +880,11 @@ class SqliteStore(Database, Store):
         items = tuple(run_from_row(r) for r in rows[:limit])
         next_token = _token([rows[limit - 1][5], rows[limit - 1][0]]) if len(rows) > limit else None
         return Page(items, next_token)
+
+    def find_runs(self, query: RunQuery, limit: int, token: str | None = None) -> Page[Run]:
+        return run_listing.find_runs(
+            self._read, _RUN_COLUMNS, run_from_row, us, query, limit, token
+        )
 
     def pending_due(
         self, shard: int, from_bucket: int, to_bucket: int, due_by: datetime, limit: int

@@ -26,9 +26,11 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
 
+from domain.targets import TARGET_TYPES
 from handlers.api import ApiServices, build_services, handler
 from handlers.local_http import from_response, to_event
 from handlers.settings import Settings
+from service.schedules import TargetSupport
 
 pytestmark = pytest.mark.fuzz
 
@@ -149,12 +151,19 @@ class _LazyApi:
         if self._directory is not None:
             self._directory.cleanup()
         self._directory = tempfile.TemporaryDirectory(prefix="duetime-fuzz-")
+        # Every target type accepted: the document is the same for every
+        # deployment, and nothing here delivers. That the SQLite stack refuses
+        # the types its worker cannot deliver to (422 naming target.type) is
+        # tests/handlers/test_api_target_support.py's to say.
         services = build_services(
-            Settings(allow_private_targets=True), data_dir=self._directory.name
+            Settings(allow_private_targets=True),
+            data_dir=self._directory.name,
+            target_support=EVERY_TARGET_TYPE,
         )
         self._app = serve_api(services)
 
 
+EVERY_TARGET_TYPE = TargetSupport(frozenset(TARGET_TYPES), "")
 API = _LazyApi()
 schema = schemathesis.openapi.from_wsgi(
     "/openapi.json", API, config=schemathesis.Config.from_dict(CONFIG)

@@ -160,8 +160,18 @@ def test_create_returns_the_schedule_with_its_next_occurrences_in_utc_and_local(
     assert body["policy"]["overdue"] == "latest_only"
     assert body["policy"]["retry"] == {"max_attempts": 5, "base": "PT1S", "cap": "PT30S"}
     assert body["next_occurrences"][:2] == [
-        {"scheduled_at": "2026-12-01T14:00:00Z", "local": "2026-12-01T09:00:00-05:00"},
-        {"scheduled_at": "2026-12-02T14:00:00Z", "local": "2026-12-02T09:00:00-05:00"},
+        {
+            "scheduled_at": "2026-12-01T14:00:00Z",
+            "local": "2026-12-01T09:00:00-05:00",
+            "version": 1,
+            "dst_note": None,
+        },
+        {
+            "scheduled_at": "2026-12-02T14:00:00Z",
+            "local": "2026-12-02T09:00:00-05:00",
+            "version": 1,
+            "dst_note": None,
+        },
     ]
     assert len(body["next_occurrences"]) == 5
     assert body["created_at"] == "2026-12-01T08:00:00Z"
@@ -206,7 +216,12 @@ def test_create_with_every_policy_and_at_specs(api: Api) -> None:
         }
     ).body
     assert at["next_occurrences"] == [
-        {"scheduled_at": "2026-12-24T17:00:00Z", "local": "2026-12-24T18:00:00+01:00"}
+        {
+            "scheduled_at": "2026-12-24T17:00:00Z",
+            "local": "2026-12-24T18:00:00+01:00",
+            "version": 1,
+            "dst_note": None,
+        }
     ]
 
 
@@ -251,9 +266,14 @@ def test_get_returns_the_schedule_and_its_version_as_etag(api: Api) -> None:
     answer = api.call("GET", f"/schedules/{created['id']}")
     assert answer.status == 200
     assert answer.headers["ETag"] == '"1"'
-    assert {k: v for k, v in answer.body.items() if k not in ("webhook_secret", "watch")} == {
-        k: v for k, v in created.items() if k not in ("webhook_secret", "watch")
+    # GET adds the watch verdict, the recent runs and what is planned under older versions.
+    only_get = ("webhook_secret", "watch", "recent_runs", "planned_under_older_versions")
+    assert {k: v for k, v in answer.body.items() if k not in only_get} == {
+        k: v for k, v in created.items() if k not in only_get
     }
+    assert answer.body["recent_runs"] == []
+    assert answer.body["planned_under_older_versions"] == []
+    assert created["recent_runs"] is None
 
 
 def test_get_shows_the_watchdogs_last_verdict(api: Api) -> None:
@@ -339,6 +359,8 @@ def test_put_with_the_current_version_writes_the_next_one(api: Api) -> None:
     assert answer.body["next_occurrences"][0] == {
         "scheduled_at": "2026-12-02T07:30:00Z",
         "local": "2026-12-02T07:30:00+00:00",
+        "version": 2,
+        "dst_note": None,
     }
     # A bare number and a weak ETag name a version too.
     answer = api.call("PUT", f"/schedules/{created['id']}", edited, headers={"if-match": "2"})

@@ -64,8 +64,13 @@ def test_api_manages_schedules_and_runs_and_only_reads_leases(
     assert not can(t, ids.api, "secretsmanager:GetSecretValue", SECRETS)
 
 
-def test_api_cannot_send_delivery_intents(template: dict[str, Any], ids: Ids) -> None:
-    assert not any(a.startswith("sqs:") for a in actions(template, ids.api))
+def test_api_may_only_send_retried_intents_to_the_delivery_queue(
+    template: dict[str, Any], ids: Ids
+) -> None:
+    # POST /runs/{id}/retry sends the intent again; nothing else of a queue.
+    assert {a for a in actions(template, ids.api) if a.startswith("sqs:")} == {"sqs:SendMessage"}
+    assert can(template, ids.api, "sqs:SendMessage", ids.delivery)
+    assert not can(template, ids.api, "sqs:SendMessage", ids.dlq)
 
 
 def test_tick_reads_and_writes_all_tables_and_sends_intents(

@@ -198,3 +198,85 @@ def _record(message: dict[str, Any]) -> dict[str, Any]:
         "eventSourceARN": "arn:aws:sqs:eu-west-1:123456789012:Delivery-delivery",
         "awsRegion": "eu-west-1",
     }
+
+
+def test_every_request_of_the_api_is_granted(
+    template: dict[str, Any], aws: tuple[Recorder, dict[str, str]]
+) -> None:
+    import json
+    from datetime import UTC, datetime, timedelta
+
+    from adapters.dynamodb.runs import DynamoRunStore
+    from adapters.dynamodb.store import DynamoStore
+    from domain.run import PendingOccurrence, RunStatus
+    from handlers import api
+    from handlers.settings import Settings
+    from tests.handlers.test_api import rest_event
+
+    recorder, _ = aws
+    api._default_services.cache_clear()
+    role = function_role(template, "handlers.api.handler")
+    ids = {
+        **{
+            d.logical_id: logical_id(template, "AWS::DynamoDB::Table", f"Tables{d.logical_id}")
+            for d in TABLES
+        },
+        "Delivery-delivery": next(
+            k
+            for k, q in resources(template, "AWS::SQS::Queue").items()
+            if "RedrivePolicy" in q["Properties"]
+        ),
+    }
+
+    def call(method: str, path: str, body: Any = None, query: Any = None) -> dict[str, Any]:
+        event = rest_event(
+            method,
+            path,
+            body=None if body is None else json.dumps(body),
+            headers={"Content-Type": "application/json"},
+            query=query,
+        )
+        answer = api.handler(event, None)
+        assert answer["statusCode"] < 300, answer
+        return dict(json.loads(answer["body"]))
+
+    schedule = call(
+        "POST",
+        "/schedules",
+        {
+            "name": "r",
+            "spec": {"every": "PT1M"},
+            "target": {"type": "webhook", "url": "https://example.com/h"},
+        },
+    )
+    run = call("POST", f"/schedules/{schedule['id']}/trigger")
+    # A worker's part, not the API's: admit, attempt and fail it.
+    store = DynamoStore.from_settings(Settings.from_env())
+    now = datetime.now(UTC)
+    pending = store.get_run(run["occurrence_id"])
+    assert pending is not None
+    store.admit([PendingOccurrence.of(pending)], now)
+    runs = DynamoRunStore(store)
+    runs.start_attempt(
+        run["occurrence_id"], now=now, lease_until=now + timedelta(minutes=1), run_token_hash=None
+    )
+    runs.finish(run["occurrence_id"], attempt=1, status=RunStatus.FAILED, now=now, reason="x")
+
+    recorder.requests = set()
+    call(
+        "GET",
+        f"/schedules/{schedule['id']}/runs",
+        query={"status": "failed", "since": "2026-01-01T00:00:00Z"},
+    )
+    call("GET", "/runs", query={"status": "failed,expired", "order": "oldest"})
+    call("POST", f"/runs/{run['occurrence_id']}/retry")
+    call("GET", f"/runs/{run['occurrence_id']}")
+    assert ("sqs:SendMessage", "Delivery-delivery", None) in recorder.requests
+    refused = [
+        (action, resource, index)
+        for action, resource, index in sorted(recorder.requests, key=str)
+        if resource in ids and not allowed(template, role, action, ids[resource], index)
+    ]
+    assert refused == [], refused
+    assert {r[1] for r in recorder.requests} <= set(ids)
+    api._default_services.cache_clear()  # its clients belong to this moto

@@ -115,7 +115,8 @@ def all_runs(api: str, schedule_id: str) -> list[dict[str, Any]]:
     runs: list[dict[str, Any]] = []
     token = None
     while True:
-        query = "?limit=100" + (f"&next_token={token}" if token else "")
+        # Every record, the planned ones (scheduled_at still ahead) included.
+        query = "?limit=100&include=planned" + (f"&next_token={token}" if token else "")
         page = call("GET", f"{api}/schedules/{schedule_id}/runs{query}")
         runs += page["runs"]
         token = page.get("next_token")

@@ -1,0 +1,71 @@
+"""The dead letters of the one-machine delivery queue, read without consuming them.
+
+Dead messages are rows of ``delivery_queue`` in state ``dead`` (see
+adapters/sqlite/queue.py); nothing receives them, so reading them changes
+nothing. Newest first, by the queue's sequence number; a page token is the
+sequence number of the last row returned.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from adapters.sqlite.database import Database
+from adapters.sqlite.queue import SCHEMA
+from adapters.sqlite.store import from_us
+from service.ports import Page
+from service.run_views import DeadLetter, DeadLetters
+
+
+def _intent_ids(body: str) -> tuple[str | None, str | None]:
+    """The occurrence and schedule a body names, when it is a delivery intent."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return None, None
+    if not isinstance(data, dict):
+        return None, None
+    occurrence, schedule = data.get("occurrence_id"), data.get("schedule_id")
+    return (
+        occurrence if isinstance(occurrence, str) else None,
+        schedule if isinstance(schedule, str) else None,
+    )
+
+
+class SqliteDeadLetters(Database, DeadLetters):
+    def __init__(self, path: str | Path, *, connection_of: Database | None = None) -> None:
+        super().__init__(path, SCHEMA, connection_of=connection_of)
+
+    def page(self, limit: int, token: str | None = None) -> Page[DeadLetter]:
+        if limit < 1:
+            raise ValueError("limit must be at least 1")
+        before = 2**62
+        if token:
+            if not (token.isascii() and token.isdigit() and len(token) <= 19):
+                raise ValueError("not a page token from this queue")
+            before = int(token)
+        with self._lock:
+            rows: list[Any] = self._db.execute(
+                "SELECT seq, message_id, body, dead_reason, dead_at, receive_count "
+                "FROM delivery_queue WHERE state = 'dead' AND seq < ? ORDER BY seq DESC LIMIT ?",
+                (before, limit + 1),
+            ).fetchall()
+        letters = []
+        for seq, message_id, body, reason, dead_at, receive_count in rows[:limit]:
+            del seq
+            occurrence_id, schedule_id = _intent_ids(body)
+            letters.append(
+                DeadLetter(
+                    id=message_id,
+                    occurrence_id=occurrence_id,
+                    schedule_id=schedule_id,
+                    reason=reason,
+                    dead_lettered_at=None if dead_at is None else from_us(dead_at),
+                    receive_count=int(receive_count),
+                    body=body,
+                )
+            )
+        next_token = str(rows[limit - 1][0]) if len(rows) > limit else None
+        return Page(tuple(letters), next_token)
