@@ -157,6 +157,12 @@ def record_sort_key(scheduled_at: datetime, occurrence_id: str) -> str:
     return f"{RECORD_PREFIX}{iso(scheduled_at)}#{occurrence_id}"
 
 
+def record_bound(instant: datetime) -> str:
+    """``R#<instant>``: after every record key before ``instant``, before every
+    record key at or after it (no record key is this text itself)."""
+    return f"{RECORD_PREFIX}{iso(instant)}"
+
+
 def record_key(schedule_id: str, scheduled_at: datetime, occurrence_id: str) -> Item:
     """The record of an occurrence: filed by instant, then id."""
     return {

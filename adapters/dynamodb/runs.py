@@ -12,9 +12,9 @@ writes, except:
   (``ReturnValuesOnConditionCheckFailure``); when that record is ``running``
   under an expired lease, a second update takes it over, conditioned on that
   attempt number and the lease still being expired;
-- ``retry`` reads the record for its shard (the pending index's partition
-  names it), then writes on the condition that it is still failed or
-  expired in that shard;
+- ``retry`` reads the record for its shard and ``scheduled_at`` (the outbox
+  entry it writes back is keyed by them), then writes on the condition that
+  it is still failed or expired;
 - ``complete`` merges the job's result into the result stored at 202, which
   is JSON text: it reads the record, then writes on the condition that the
   status, attempt, token, live lease and that result are still what it read.
@@ -352,8 +352,10 @@ class DynamoRunStore(RunStore):
         return self._write(occurrence_id, u, condition)[0]
 
     def retry(self, occurrence_id: str, *, now: datetime, bucket: int, reason: str) -> Run | None:
-        # The shard is part of the record; the pending attributes are set from
-        # it in the same update (``items.record_item`` writes them so too).
+        # Back in the outbox, as ``items.record_item`` puts a pending record:
+        # its entry is keyed by the record's shard and instant, read here
+        # (both are fixed when the record is written, so the condition need
+        # not repeat them).
         found = self.store.get_run(occurrence_id)
         if found is None or found.status not in RETRYABLE:
             return None
@@ -362,12 +364,11 @@ class DynamoRunStore(RunStore):
         u.field("admitted_at", it.iso(now))
         u.field("reason", reason)
         u.field("bucket", bucket)
-        u.field("partition", it.partition(bucket, found.shard))
+        u.field("outbox_key", it.outbox_key(bucket, found.scheduled_at, found.occurrence_id))
         u.field("pending_shard", found.shard)
         u.remove("finished_at", "sent_at", "run_lease_expires_at", "run_token_hash")
         statuses = ", ".join(u.v(status.value) for status in sorted(RETRYABLE))
-        condition = f"{u.n('status')} IN ({statuses}) AND {u.n('shard')} = {u.v(found.shard)}"
-        return self._write(occurrence_id, u, condition)[0]
+        return self._write(occurrence_id, u, f"{u.n('status')} IN ({statuses})")[0]
 
     def running_before(self, run: Run, now: datetime) -> Run | None:
         own = it.record_key_of_run(run)["sk"]["S"]
