@@ -80,9 +80,10 @@ SCHEDULES = TableDefinition(
 # The sparse, KEYS_ONLY "outbox" index holds the records that still need
 # admission or their delivery intent, by shard and "<bucket>#<scheduled_at>#
 # <occurrence_id>": a record is written into it once, when it is stored, and
-# leaves it once, when its intent is sent or it is closed. Old history
-# expires by TTL. (This table replaces "Occurrences", which had a local index:
-# see docs/decisions.md for the upgrade.)
+# leaves it once, when its intent is sent or it is closed (once more for a
+# run a user retries). Old history expires by TTL. (This table replaces
+# "Occurrences", which had a local index: see docs/decisions.md for the
+# upgrade.)
 OCCURRENCES = TableDefinition(
     logical_id="Runs",
     env_var="DUETIME_OCCURRENCES_TABLE",

@@ -24,8 +24,9 @@ never a read followed by a blind write:
   the epoch; a checkpoint write is conditioned on owner and epoch.
 
 The outbox index is sparse and KEYS_ONLY: a record is in it while it has
-``outbox_key`` and ``pending_shard``, which it gets when stored and loses when
-``mark_sent`` or a closure removes them; admission does not touch it. Index
+``outbox_key`` and ``pending_shard``, which it gets when stored (and again
+when a user retries it: ``DynamoRunStore.retry``) and loses when ``mark_sent``
+or a closure removes them; admission does not touch it. Index
 reads are eventually consistent; the records (and claims) they lead to are
 read consistently, every decision taken on them is re-checked by a conditional
 write, and the dispatcher only moves a checkpoint past buckets that closed a
