@@ -48,6 +48,7 @@ import os
 import platform
 import random
 import sys
+import threading
 import time
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
@@ -193,11 +194,12 @@ class Meter:
         self.phase = "setup"
         self.requests: Counter[tuple[str, str, str]] = Counter()
         self.units: defaultdict[tuple[str, str], float] = defaultdict(float)
-        self._batch_consistent: dict[str, bool] = {}
-        self._consistent = False  # (phase, "wru" | "rru" | "sqs")
         self.largest_item = 0
-        # The items the DynamoDB write in flight touches, as they were before it.
-        self._pending: list[tuple[str, Any, int, dict[str, Any] | None]] = []
+        # Per thread (the worker runs a batch's records at once): the request in
+        # flight's consistency, and the items a DynamoDB write in flight
+        # touches, as they were before it.
+        self._local = threading.local()
+        self._lock = threading.Lock()
 
     def attach(self, client: Any) -> None:
         events = client.meta.events
@@ -240,19 +242,23 @@ class Meter:
     def _before_call(self, model: Any, params: Mapping[str, Any], **kwargs: Any) -> None:
         if model.service_model.service_name != "dynamodb":
             return
-        self._consistent = bool(params.get("ConsistentRead", False))
+        self._local.consistent = bool(params.get("ConsistentRead", False))
         # BatchGetItem asks for consistency per table.
-        self._batch_consistent = {
+        self._local.batch_consistent = {
             table: bool(spec.get("ConsistentRead", False))
             for table, spec in params.get("RequestItems", {}).items()
             if isinstance(spec, Mapping)
         }
-        self._pending = [
+        self._local.pending = [
             (table, key, mult, self._get(table, key))
             for table, key, mult in self._targets(model.name, params)
         ]
 
     def _after_call(self, model: Any, parsed: Mapping[str, Any], **kwargs: Any) -> None:
+        with self._lock:
+            self._counted(model, parsed)
+
+    def _counted(self, model: Any, parsed: Mapping[str, Any]) -> None:
         service = model.service_model.service_name
         operation = model.name
         self.requests[(self.phase, service, operation)] += 1
@@ -262,7 +268,7 @@ class Meter:
             return
         if service != "dynamodb":
             return
-        pending, self._pending = self._pending, []
+        pending, self._local.pending = getattr(self._local, "pending", []), []
         if pending:
             for table, key, mult, old in pending:
                 self._count_write(table, key, old, mult, failed)
@@ -305,13 +311,14 @@ class Meter:
     def _count_read(self, operation: str, parsed: Mapping[str, Any]) -> None:
         # A strongly consistent read costs a unit per 4 KB, an eventually
         # consistent one half that.
-        factor = 1.0 if self._consistent else 0.5
+        factor = 1.0 if getattr(self._local, "consistent", False) else 0.5
         if operation == "GetItem":
             size = item_size(parsed.get("Item"))
             self.units[(self.phase, "rru")] += factor * max(1, math.ceil(size / READ_UNIT_BYTES))
         elif operation == "BatchGetItem":
             for table, items in parsed.get("Responses", {}).items():
-                per_table = 1.0 if self._batch_consistent.get(table, True) else 0.5
+                consistent = getattr(self._local, "batch_consistent", {})
+                per_table = 1.0 if consistent.get(table, True) else 0.5
                 for item in items:
                     self.units[(self.phase, "rru")] += per_table * max(
                         1, math.ceil(item_size(item) / READ_UNIT_BYTES)
@@ -402,7 +409,8 @@ def measure(schedules: int, slots: int) -> dict[str, Any]:
             )
             ids.append(schedule.schedule_id)
         worker = RunWorker(
-            DynamoRunStore(store),
+            # Its own store, as the worker function has (nothing cached from the tick).
+            DynamoRunStore(DynamoStore(dynamodb, tables, lease_shards=settings.shards)),
             Succeeds(),
             worker_clock,
             random.Random(0),

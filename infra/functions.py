@@ -218,6 +218,7 @@ class Functions(Construct):
         self.api = make("Api", API)
         tables.grant_read_write(self.api.role, SCHEDULES)
         tables.grant_read_write(self.api.role, OCCURRENCES)
+        tables.grant_withdraw(self.api.role, OCCURRENCES)
         tables.grant_read(self.api.role, LEASES)
         secrets.grant_write(self.api.role)
         # Those intents, and a retried run's (POST /runs/{id}/retry): SendMessage
@@ -233,6 +234,7 @@ class Functions(Construct):
         self.tick = make("Tick", tick_spec(settings), settings.tick_reserved_concurrency or None)
         for definition in (SCHEDULES, OCCURRENCES, LEASES):
             tables.grant_read_write(self.tick.role, definition)
+        tables.grant_withdraw(self.tick.role, OCCURRENCES)
         queues.queue.grant_send_messages(self.tick.role)
 
         # worker: runs occurrences from the delivery queue and calls targets.
