@@ -64,28 +64,34 @@ SCHEDULES = TableDefinition(
     ),
 )
 
-# Occurrences and their runs: partition "<schedule_id>". Each occurrence is
-# two items written together: its record (sort key "O#<occurrence_id>") and
-# the claim of its business key (sort key "B#<business key>"), so a
-# conditional put refuses a second occurrence for one slot across versions,
-# and a second record for one occurrence id. The local index orders a
-# schedule's records by "<scheduled_at>#<occurrence_id>"; the sparse "pending"
-# index holds the records that still need admission or their delivery intent,
-# by partition "(bucket, shard)" and the same key, and the sparse
-# "pending_buckets" index finds a shard's lowest pending bucket. Old history
-# expires by TTL.
+# Runs (occurrences and what happened to them): partition "<schedule_id>",
+# two items per occurrence, both written once by a conditional put and never
+# by a transaction:
+#
+# - the record, sort key "R#<scheduled_at>#<occurrence_id>": the whole run,
+#   and the only item any later transition writes. Its put refuses a second
+#   occurrence with one id; its key follows from the id, and orders a
+#   schedule's records by time (a query of the table itself: no local index,
+#   so no 10 GB item-collection cap);
+# - the claim, sort key "B#<business key>": the occurrence id that fills the
+#   slot (about 100 bytes, never rewritten). Its put refuses a second
+#   occurrence for one slot, whatever the version.
+#
+# The sparse, KEYS_ONLY "outbox" index holds the records that still need
+# admission or their delivery intent, by shard and "<bucket>#<scheduled_at>#
+# <occurrence_id>": a record is written into it once, when it is stored, and
+# leaves it once, when its intent is sent or it is closed (once more for a
+# run a user retries). Old history expires by TTL. (This table replaces
+# "Occurrences", which had a local index: see docs/decisions.md for the
+# upgrade.)
 OCCURRENCES = TableDefinition(
-    logical_id="Occurrences",
+    logical_id="Runs",
     env_var="DUETIME_OCCURRENCES_TABLE",
     partition_key=Key("pk"),
     sort_key=Key("sk"),
     global_indexes=(
-        Index("pending", Key("partition"), Key("scheduled_key")),
-        Index(
-            "pending_buckets", Key("pending_shard", "N"), Key("bucket", "N"), projection="KEYS_ONLY"
-        ),
+        Index("outbox", Key("pending_shard", "N"), Key("outbox_key"), projection="KEYS_ONLY"),
     ),
-    local_indexes=(Index("by_scheduled_at", Key("pk"), Key("scheduled_key")),),
     ttl_attribute="expires_at_epoch",
 )
 
@@ -238,9 +244,13 @@ FUNCTION_ENV: dict[str, tuple[str, ...]] = {
         SCHEDULES.env_var,
         OCCURRENCES.env_var,
         LEASES.env_var,
-        DELIVERY_QUEUE.env_var,  # POST /runs/{id}/retry sends the intent again
+        # Planning at the call (a slot due within the lookahead of a create,
+        # edit or resume, and a trigger) and POST /runs/{id}/retry send
+        # delivery intents themselves.
+        DELIVERY_QUEUE.env_var,
         ENV_SHARDS,
         ENV_BUCKET_S,
+        ENV_LOOKAHEAD_S,
         ENV_SECRETS_PREFIX,
     ),
     "tick": (

@@ -10,14 +10,16 @@ next chunks are still tried.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any, Final, Protocol
 
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 from domain.run import DeliveryIntent
-from service.ports import DeliveryQueue
+from service.ports import DeliveryQueue, delay_s
 
 MAX_BATCH: Final = 10  # SQS's limit per SendMessageBatch
 
@@ -32,6 +34,18 @@ class QueueSettings(Protocol):
 def body(intent: DeliveryIntent) -> str:
     """The message body a worker reads back with ``DeliveryIntent.from_dict``."""
     return json.dumps(intent.to_dict(), separators=(",", ":"))
+
+
+def entry(index: int, intent: DeliveryIntent, now: datetime | None) -> dict[str, Any]:
+    """One SendMessageBatch entry: the intent, held back until its due second
+    (``DelaySeconds`` is whole seconds: rounded up, so never visible early)."""
+    found: dict[str, Any] = {"Id": str(index), "MessageBody": body(intent)}
+    if now is None:
+        return found
+    delay = math.ceil(delay_s(intent.scheduled_at, now))
+    if delay > 0:
+        found["DelaySeconds"] = delay
+    return found
 
 
 class SqsDeliveryQueue(DeliveryQueue):
@@ -53,12 +67,18 @@ class SqsDeliveryQueue(DeliveryQueue):
         return cls(session.client("sqs", config=config), settings.delivery_queue_url)
 
     def send_batch(self, intents: Sequence[DeliveryIntent]) -> list[str]:
+        return self._send(intents, None)
+
+    def send_ahead(self, intents: Sequence[DeliveryIntent], now: datetime) -> list[str]:
+        return self._send(intents, now)
+
+    def _send(self, intents: Sequence[DeliveryIntent], now: datetime | None) -> list[str]:
         failed: list[str] = []
         for start in range(0, len(intents), MAX_BATCH):
             chunk = intents[start : start + MAX_BATCH]
             # Entry ids only need to be unique within one call; an occurrence
             # id holds dots, which SQS refuses in an entry id.
-            entries = [{"Id": str(i), "MessageBody": body(x)} for i, x in enumerate(chunk)]
+            entries = [entry(i, x, now) for i, x in enumerate(chunk)]
             try:
                 answer = self.client.send_message_batch(QueueUrl=self.queue_url, Entries=entries)
             except (ClientError, BotoCoreError):

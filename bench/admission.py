@@ -17,10 +17,14 @@ Two paths, each with its own ceiling:
 - ``ahead``: a pass a minute before 09:00 materialized them (untimed), as the
   default 90 s lookahead does; timed is the dispatch at 09:00, which reads
   them back from the pending index, admits, and enqueues.
+- ``queued``: the deployed pass (``TickConfig.queue_ahead``), timed a minute
+  before 09:00: planned, admitted by the write that stores them, and enqueued
+  to become visible at 09:00. Its ceiling is the direct one (the same writes).
 
     .venv/bin/python bench/admission.py            # both paths, 10,000 and 100,000, 3 rounds
     .venv/bin/python bench/admission.py --quick    # 2,000 and 10,000, 1 round
     .venv/bin/python bench/admission.py --path direct --sizes 10000 --rounds 9
+    .venv/bin/python bench/admission.py --path queued --sizes 10000 --rounds 3
 
 The queue is an outbox table in the same database file (one INSERT per
 intent, batched), so "enqueued" means durably written, as the local stack's
@@ -122,7 +126,7 @@ def seed(path: str, n: int) -> None:
 
 
 def run_tick(
-    path: str, n: int, *, trace: bool = False, ahead: bool = False
+    path: str, n: int, *, trace: bool = False, ahead: bool = False, queued: bool = False
 ) -> tuple[float, int, int]:
     """One tick process: passes until every occurrence is admitted and enqueued.
 
@@ -139,8 +143,9 @@ def run_tick(
     config = TickConfig(
         partitioning=Partitioning(shards=16, bucket_s=60),
         lookahead=timedelta(seconds=90),
+        queue_ahead=queued,
     )
-    clock = FixedClock(DUE + timedelta(seconds=1))
+    clock = FixedClock(DUE - timedelta(seconds=60) if queued else DUE + timedelta(seconds=1))
     ticker = Ticker(store, queue, clock, config, owner="bench")
     planned = admitted = 0
     if ahead:
@@ -292,7 +297,7 @@ def raw_ceiling_ahead(path: str, n: int, batch: int = 500) -> float:
     return elapsed
 
 
-def memory(n: int, *, ahead: bool = False) -> tuple[float, float, float]:
+def memory(n: int, *, ahead: bool = False, queued: bool = False) -> tuple[float, float, float]:
     """Peak memory of one tick over N due, in a fresh process so that nothing
     else (seeding, earlier rounds) is counted: the tick's traced Python peak, and
     the process's peak RSS before and after the tick (MiB). RSS also holds
@@ -308,7 +313,7 @@ def memory(n: int, *, ahead: bool = False) -> tuple[float, float, float]:
                 "--memory-child",
                 str(n),
                 db,
-                "ahead" if ahead else "direct",
+                "ahead" if ahead else "queued" if queued else "direct",
             ],
             check=True,
             capture_output=True,
@@ -330,13 +335,13 @@ def _peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**10
 
 
-def _memory_child(n: int, db: str, ahead: bool) -> None:
+def _memory_child(n: int, db: str, path: str) -> None:
     before = _peak_rss_mib()
-    _, traced, _ = run_tick(db, n, trace=True, ahead=ahead)
+    _, traced, _ = run_tick(db, n, trace=True, ahead=path == "ahead", queued=path == "queued")
     print(traced / 2**20, before, _peak_rss_mib())
 
 
-def measure(n: int, rounds: int, *, ahead: bool = False) -> dict[str, float]:
+def measure(n: int, rounds: int, *, ahead: bool = False, queued: bool = False) -> dict[str, float]:
     """Rounds of tick and raw ceiling side by side on fresh files, alternating
     which goes first; the ratio is taken per round, then the median."""
     ceiling = raw_ceiling_ahead if ahead else raw_ceiling
@@ -349,14 +354,14 @@ def measure(n: int, rounds: int, *, ahead: bool = False) -> dict[str, float]:
             seed(raw_db, n)
             if i % 2:
                 raw_s = ceiling(raw_db, n)
-                tick_s = run_tick(tick_db, n, ahead=ahead)[0]
+                tick_s = run_tick(tick_db, n, ahead=ahead, queued=queued)[0]
             else:
-                tick_s = run_tick(tick_db, n, ahead=ahead)[0]
+                tick_s = run_tick(tick_db, n, ahead=ahead, queued=queued)[0]
                 raw_s = ceiling(raw_db, n)
         ticks.append(tick_s)
         ceilings.append(raw_s)
         ratios.append(raw_s / tick_s)
-    traced, rss_before, rss_after = memory(n, ahead=ahead)
+    traced, rss_before, rss_after = memory(n, ahead=ahead, queued=queued)
     tick_s = statistics.median(ticks)
     return {
         "n": n,
@@ -379,7 +384,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=None)
     parser.add_argument(
         "--path",
-        choices=("direct", "ahead", "both"),
+        choices=("direct", "ahead", "queued", "both"),
         default="both",
         help="direct: due when first planned; ahead: materialized a minute before, then "
         "dispatched (default: both)",
@@ -390,7 +395,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.memory_child:
         n, db, path = args.memory_child
-        _memory_child(int(n), db, path == "ahead")
+        _memory_child(int(n), db, path)
         return
     sizes = args.sizes or ((2_000, 10_000) if args.quick else (10_000, 100_000))
     rounds = args.rounds or (1 if args.quick else 3)
@@ -403,7 +408,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     print("{:>6} {:>10} {:>7} {:>8} {:>9} {:>6} {:>9} {:>7} {:>13}".format(*header, "rss"))
     for path in paths:
         for n in sizes:
-            r = measure(n, rounds, ahead=path == "ahead")
+            r = measure(n, rounds, ahead=path == "ahead", queued=path == "queued")
             spread = f"{r['ratio_min']:.0%}-{r['ratio_max']:.0%}"
             rss = f"{r['rss_before_mib']:.0f}->{r['rss_after_mib']:.0f}"
             print(

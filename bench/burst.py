@@ -6,9 +6,9 @@ Per round:
 1. a fresh SQLite data directory gets N schedules (``0 9 * * *`` in UTC, one
    webhook secret each), written in bulk through the store, not one API call
    each;
-2. a receiver starts in a process of its own: a small asyncio HTTP/1.1 server
-   with keep-alive that answers 200 and records the arrival time and the
-   ``Idempotency-Key`` of every request;
+2. a receiver starts in a process of its own: a small HTTP/1.1 server (one
+   thread, ``selectors``) with keep-alive that answers 200 and records the
+   arrival time and the ``Idempotency-Key`` of every request;
 3. the tick loop (one pass a second, the local stack's settings) and the
    worker pool (``--workers`` threads) run in this process, as
    ``duetime local --only tick,worker`` runs them, until every run succeeded.
@@ -26,18 +26,20 @@ max, and deliveries a second (N over the time from 09:00 to the last arrival).
     .venv/bin/python bench/burst.py      # 1,000 and 10,000; 1, 4, 8, 16 workers; 3 rounds
     .venv/bin/python bench/burst.py --sizes 2000 --workers 8 --rounds 1
     .venv/bin/python bench/burst.py --sizes 2000 --workers 8 --profile   # where the time goes
+    .venv/bin/python bench/burst.py --sizes 10000 --workers 8 --thread-cpu   # CPU by thread
     .venv/bin/python bench/burst.py --parts 2000   # CPU per call of each part of a run
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import cProfile
 import json
 import os
 import pstats
+import selectors
 import signal
+import socket
 import sqlite3
 import statistics
 import subprocess
@@ -61,49 +63,71 @@ LEAD_S = 3.0  # the burst is due this long after the tick and workers start
 # --- the receiver (its own process) --------------------------------------------------------
 
 
-class _Receiver(asyncio.Protocol):
-    """Minimal HTTP/1.1: Content-Length bodies, keep-alive, 200 to everything."""
+def _requests(buffer: bytearray, records: list[tuple[float, str]]) -> int:
+    """Take every complete request off the front of ``buffer`` (HTTP/1.1,
+    ``Content-Length`` bodies), record its arrival; how many there were."""
+    count = 0
+    while True:
+        end = buffer.find(b"\r\n\r\n")
+        if end < 0:
+            return count
+        length, key = 0, ""
+        for line in bytes(buffer[:end]).split(b"\r\n")[1:]:
+            name, _, value = line.partition(b":")
+            name = name.strip().lower()
+            if name == b"content-length":
+                length = int(value)
+            elif name == b"idempotency-key":
+                key = value.strip().decode("latin-1")
+        if len(buffer) < end + 4 + length:
+            return count
+        del buffer[: end + 4 + length]
+        records.append((time.time(), key))
+        count += 1
 
-    records: list[tuple[float, str]] = []
 
-    def connection_made(self, transport: Any) -> None:
-        self.transport = transport
-        self.buffer = b""
-
-    def data_received(self, data: bytes) -> None:
-        self.buffer += data
-        while True:
-            end = self.buffer.find(b"\r\n\r\n")
-            if end < 0:
-                return
-            head = self.buffer[:end].decode("latin-1").split("\r\n")
-            headers = {}
-            for line in head[1:]:
-                name, _, value = line.partition(":")
-                headers[name.strip().lower()] = value.strip()
-            length = int(headers.get("content-length", "0"))
-            if len(self.buffer) < end + 4 + length:
-                return
-            self.buffer = self.buffer[end + 4 + length :]
-            self.records.append((time.time(), headers.get("idempotency-key", "")))
-            self.transport.write(
-                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
-            )
+_ANSWER = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
 
 
 def receiver_main(port_file: str, out_file: str) -> None:
-    async def serve() -> None:
-        loop = asyncio.get_running_loop()
-        server = await loop.create_server(_Receiver, "127.0.0.1", 0, backlog=1024)
-        port = server.sockets[0].getsockname()[1]
-        Path(port_file).write_text(str(port))
-        done = asyncio.Event()
-        loop.add_signal_handler(signal.SIGTERM, done.set)
-        await done.wait()
-        server.close()
-        Path(out_file).write_text(json.dumps(_Receiver.records))
-
-    asyncio.run(serve())
+    """An HTTP/1.1 server on one thread and ``selectors``: keep-alive,
+    ``Content-Length`` bodies, 200 to every request, arrival time and
+    ``Idempotency-Key`` recorded. Lean on purpose: it shares the two cores
+    with what is measured (its CPU per request is reported)."""
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
+    records: list[tuple[float, str]] = []
+    selector = selectors.DefaultSelector()
+    server = socket.socket()
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    server.bind(("127.0.0.1", 0))
+    server.listen(1024)
+    selector.register(server, selectors.EVENT_READ, None)
+    started_cpu = time.process_time()
+    Path(port_file).write_text(str(server.getsockname()[1]))
+    while not stop.is_set():
+        for key, _ in selector.select(0.2):
+            if key.data is None:
+                connection, _ = server.accept()
+                connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                selector.register(connection, selectors.EVENT_READ, bytearray())
+                continue
+            connection = key.fileobj  # type: ignore[assignment]
+            try:
+                data = connection.recv(65536)
+            except OSError:
+                data = b""
+            if not data:
+                selector.unregister(connection)
+                connection.close()
+                continue
+            key.data.extend(data)
+            answered = _requests(key.data, records)
+            if answered:
+                connection.sendall(_ANSWER * answered)
+    Path(out_file).write_text(
+        json.dumps({"cpu_s": time.process_time() - started_cpu, "records": records})
+    )
 
 
 def start_receiver(workdir: Path) -> tuple[subprocess.Popen[bytes], int, Path]:
@@ -124,14 +148,21 @@ def start_receiver(workdir: Path) -> tuple[subprocess.Popen[bytes], int, Path]:
 
 def worker_process_main(db: str, offset_s: float, workers: int, cpu_file: str) -> None:
     from adapters.sqlite.secrets import SqliteSecretStore
-    from handlers.worker import build_sqlite_worker, run_worker_loop
+    from handlers.worker import SQLITE_RECEIVE_BATCH, build_sqlite_worker, run_worker_loop
 
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
     sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - the attempt lines, as redirected
     clock = ShiftedClock(timedelta(seconds=offset_s))
     worker, queue = build_sqlite_worker(db, SqliteSecretStore(db), clock=clock)
-    run_worker_loop(worker, queue, stop=stop, workers=workers, wait_s=0.5)
+    run_worker_loop(
+        worker,
+        queue,
+        stop=stop,
+        workers=workers,
+        wait_s=0.5,
+        max_messages=SQLITE_RECEIVE_BATCH,
+    )
     Path(cpu_file).write_text(str(time.process_time()))
 
 
@@ -231,6 +262,44 @@ class ThreadProfiles:
         for profile in self.profiles[1:]:
             stats.add(profile)
         stats.sort_stats("tottime").print_stats(top)
+        if os.environ.get("BURST_PROFILE_OUT"):
+            stats.dump_stats(os.environ["BURST_PROFILE_OUT"])
+
+
+class ThreadCpu:
+    """The CPU time of every thread started while it is on, by thread name
+    (worker threads together), without a profiler's cost."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._original = threading.Thread.run
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> ThreadCpu:
+        seconds, original, lock = self.seconds, self._original, self._lock
+
+        def run(thread: threading.Thread) -> None:
+            try:
+                original(thread)
+            finally:
+                name = thread.name
+                if name.startswith("duetime-worker-"):
+                    name = "duetime-worker-*"
+                with lock:
+                    seconds[name] = seconds.get(name, 0.0) + time.thread_time()
+
+        threading.Thread.run = run  # type: ignore[method-assign]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        threading.Thread.run = self._original  # type: ignore[method-assign]
+
+    def print(self, n: int, process_s: float) -> None:
+        print(f"CPU ms a run by thread (this process, {n:,} runs)", file=sys.stderr)
+        for name, spent in sorted(self.seconds.items(), key=lambda item: -item[1]):
+            print(f"  {name}: {1000 * spent / n:.3f}", file=sys.stderr)
+        rest = process_s - sum(self.seconds.values())
+        print(f"  the rest (main thread, interpreter): {1000 * rest / n:.3f}", file=sys.stderr)
 
 
 # --- one round -----------------------------------------------------------------------------
@@ -255,14 +324,14 @@ def percentile(values: Sequence[float], p: float) -> float:
 
 
 def one_round(
-    n: int, workers: int, *, processes: int = 1, profile: bool = False
+    n: int, workers: int, *, processes: int = 1, profile: bool = False, thread_cpu: bool = False
 ) -> dict[str, float]:
     from adapters.sqlite.queue import SqliteQueue
     from adapters.sqlite.secrets import SqliteSecretStore
     from adapters.sqlite.store import from_us
     from handlers.settings import Settings
     from handlers.tick import build_sqlite_ticker
-    from handlers.worker import build_sqlite_worker, run_worker_loop
+    from handlers.worker import SQLITE_RECEIVE_BATCH, build_sqlite_worker, run_worker_loop
 
     with tempfile.TemporaryDirectory(prefix="duetime-burst-") as tmp:
         workdir = Path(tmp)
@@ -291,7 +360,12 @@ def one_round(
                 threading.Thread(
                     target=run_worker_loop,
                     args=(worker, work_queue),
-                    kwargs={"stop": stop, "workers": workers, "wait_s": 0.5},
+                    kwargs={
+                        "stop": stop,
+                        "workers": workers,
+                        "wait_s": 0.5,
+                        "max_messages": SQLITE_RECEIVE_BATCH,
+                    },
                     daemon=True,
                 ),
             ]
@@ -306,6 +380,9 @@ def one_round(
             profiles = ThreadProfiles() if profile else None
             if profiles is not None:
                 profiles.__enter__()
+            by_thread = ThreadCpu() if thread_cpu else None
+            if by_thread is not None:
+                by_thread.__enter__()
             cpu_before = time.process_time()
             for thread in threads:
                 thread.start()
@@ -333,6 +410,9 @@ def one_round(
             if profiles is not None:
                 profiles.__exit__()
                 profiles.print()
+            if by_thread is not None:
+                by_thread.__exit__()
+                by_thread.print(n, time.process_time() - cpu_before)
             rows = check.execute(
                 "SELECT occurrence_id, scheduled_at, started_at FROM occurrences"
             ).fetchall()
@@ -341,7 +421,8 @@ def one_round(
         finally:
             receiver.send_signal(signal.SIGTERM)
             receiver.wait(30)
-        arrivals = json.loads(arrivals_file.read_text())
+        received = json.loads(arrivals_file.read_text())
+        arrivals = received["records"]
 
     scheduled = {occ: from_us(at) for occ, at, _ in rows}
     start_late = [(from_us(started) - from_us(at)).total_seconds() for _, at, started in rows]
@@ -365,6 +446,7 @@ def one_round(
         "per_s": n / last if last > 0 else float("inf"),
         "duplicates": len(arrivals) - len(first_arrival),
         "cpu_ms": 1000 * cpu_s / n,
+        "receiver_cpu_ms": 1000 * received["cpu_s"] / n,
     }
 
 
@@ -488,6 +570,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--profile", action="store_true", help="profile every thread, print the hottest functions"
     )
     parser.add_argument(
+        "--thread-cpu", action="store_true", help="print the CPU time of each thread (this process)"
+    )
+    parser.add_argument(
         "--parts", type=int, metavar="N", help="only time each part of a run, N calls each"
     )
     args = parser.parse_args(argv)
@@ -502,17 +587,25 @@ def main(argv: Sequence[str] | None = None) -> None:
     print()
     print(
         "| schedules | workers | start p50 | start p99 | start max "
-        "| arrival p50 | arrival p99 | arrival max | deliveries/s | CPU ms/run |"
+        "| arrival p50 | arrival p99 | arrival max | deliveries/s | CPU ms/run "
+        "| receiver CPU ms/run | load |"
     )
-    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for n in args.sizes:
         for processes in args.processes:
             for workers in args.workers:
-                row(n, workers, processes, args.rounds, args.profile)
+                row(n, workers, processes, args.rounds, args.profile, args.thread_cpu)
 
 
-def row(n: int, workers: int, processes: int, rounds: int, profile: bool) -> None:
-    results = [one_round(n, workers, processes=processes, profile=profile) for _ in range(rounds)]
+def row(
+    n: int, workers: int, processes: int, rounds: int, profile: bool, thread_cpu: bool = False
+) -> None:
+    load_before = os.getloadavg()[0]
+    results = [
+        one_round(n, workers, processes=processes, profile=profile, thread_cpu=thread_cpu)
+        for _ in range(rounds)
+    ]
+    load_after = os.getloadavg()[0]
 
     def med(name: str) -> float:
         return statistics.median(r[name] for r in results)
@@ -521,7 +614,8 @@ def row(n: int, workers: int, processes: int, rounds: int, profile: bool) -> Non
         f"| {n:,} | {workers_text(workers, processes)} | {med('start_p50'):.2f} "
         f"| {med('start_p99'):.2f} | {med('start_max'):.2f} | {med('arrive_p50'):.2f} "
         f"| {med('arrive_p99'):.2f} | {med('arrive_max'):.2f} | {med('per_s'):,.0f} "
-        f"| {med('cpu_ms'):.2f} |",
+        f"| {med('cpu_ms'):.2f} | {med('receiver_cpu_ms'):.3f} "
+        f"| {load_before:.1f}-{load_after:.1f} |",
         flush=True,
     )
 

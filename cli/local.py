@@ -475,6 +475,7 @@ class LocalStack:
         return store
 
     def _start_api(self) -> None:
+        from cli.console import console_page
         from handlers import api
         from handlers.local_http import ApiServer
 
@@ -484,7 +485,9 @@ class LocalStack:
         # The port first: a port in use stops the start before anything is opened.
         try:
             access_log = getattr(self.args, "access_log", False)
-            server = ApiServer(call, HOST, self.args.port, log=log, access_log=access_log)
+            server = ApiServer(
+                call, HOST, self.args.port, log=log, access_log=access_log, pages=console_page
+            )
         except OSError as error:
             raise CannotStart(
                 f"the API cannot listen on {HOST}:{self.args.port}: {error.strerror or error}"
@@ -548,8 +551,14 @@ class LocalStack:
 
     def _worker_loop(self) -> Callable[[], None]:
         from adapters.sqlite.queue import HELD_VISIBILITY_S
-        from handlers.worker import build_aws_worker, build_sqlite_worker, run_worker_loop
+        from handlers.worker import (
+            SQLITE_RECEIVE_BATCH,
+            build_aws_worker,
+            build_sqlite_worker,
+            run_worker_loop,
+        )
 
+        batch = 10  # SQS's most
         if self.args.store == "emulator":
             from adapters.targets import AddressPolicy
 
@@ -566,11 +575,14 @@ class LocalStack:
         else:
             worker, queue = build_sqlite_worker(self.db_path, self._secrets())
             wait_s = 0.5
+            batch = SQLITE_RECEIVE_BATCH
         workers = self.args.workers
 
         def loop() -> None:
             log("worker started", workers=workers, pid=os.getpid())
-            run_worker_loop(worker, queue, stop=self.stop, wait_s=wait_s, workers=workers)
+            run_worker_loop(
+                worker, queue, stop=self.stop, wait_s=wait_s, workers=workers, max_messages=batch
+            )
 
         return loop
 
@@ -747,6 +759,7 @@ class LocalStack:
         lines.append(f"  running:  {', '.join(running)}")
         if self.api_url:
             lines.append(f"  api:      {self.api_url}  (OpenAPI at {self.api_url}/openapi.json)")
+            lines.append(f"  console:  {self.api_url}/console  (in your browser)")
         if self.echo_url:
             lines.append(f"  receiver: {self.echo_url}  (logs each webhook it gets)")
         if self.api_url:

@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from cli import commands, demo, explain, local, smoke
+from cli import commands, console, demo, explain, local, smoke
 from domain.errors import DuetimeError
 
 EVERYDAY = """\
@@ -40,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     local.add_parser(subparsers)
     demo.add_parser(subparsers)
     smoke.add_parser(subparsers)
+    console.add_parser(subparsers)
     return parser
 
 

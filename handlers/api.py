@@ -1207,9 +1207,14 @@ def build_services(
     """
     partitioning = Partitioning(shards=settings.shards, bucket_s=settings.bucket_s)
     clock = clock or SystemClock()
+    from handlers.tick import tick_config
+    from service.tick import PlanNow
+
+    config = tick_config(settings)
     if data_dir is not None:
         directory = Path(data_dir)
         directory.mkdir(parents=True, exist_ok=True)
+        from adapters.sqlite.queue import SqliteQueue
         from adapters.sqlite.runs import SqliteRunStore
         from adapters.sqlite.store import SqliteStore
 
@@ -1219,9 +1224,16 @@ def build_services(
 
             secrets = SqliteSecretStore(directory / SQLITE_FILE)
         run_store = SqliteRunStore(store)
+        # Planning at the call: the local tick's queue is a table in the same file.
+        queue = SqliteQueue(directory / SQLITE_FILE, clock=clock, connection_of=store)
+        planning = PlanNow(store, queue, clock, config)
         return ApiServices(
             ScheduleService(
-                store, clock, partitioning, target_support=target_support or SQLITE_TARGETS
+                store,
+                clock,
+                partitioning,
+                target_support=target_support or SQLITE_TARGETS,
+                planning=planning,
             ),
             secrets,
             RunReports(run_store, clock),
@@ -1238,8 +1250,15 @@ def build_services(
         secrets = SecretsManagerSecretStore(boto3.client("secretsmanager"), settings.secrets_prefix)
     dynamo = DynamoStore.from_settings(settings)
     dynamo_runs = DynamoRunStore(dynamo)
+    aws_planning: PlanNow | None = None
+    if settings.delivery_queue_url:
+        from adapters.sqs import SqsDeliveryQueue
+
+        aws_planning = PlanNow(dynamo, SqsDeliveryQueue.from_settings(settings), clock, config)
     return ApiServices(
-        ScheduleService(dynamo, clock, partitioning, target_support=target_support),
+        ScheduleService(
+            dynamo, clock, partitioning, target_support=target_support, planning=aws_planning
+        ),
         secrets,
         RunReports(dynamo_runs, clock),
         _aws_views(settings, dynamo, dynamo_runs, clock, partitioning),

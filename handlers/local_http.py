@@ -42,6 +42,9 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import uvicorn
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
+# Files served beside the API (the console): given a method and a path, the
+# status, headers and body to answer, or None when the path is not one of them.
+Pages = Callable[[str, str], "tuple[int, list[tuple[str, str]], bytes] | None"]
 LogLine = Callable[..., None]
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -242,6 +245,9 @@ class ApiServer:
 
     ``log(event, **fields)`` gets one call per uvicorn warning or error, and
     with ``access_log`` one per request.
+
+    ``pages`` answers the paths it knows (the console's files) without the
+    handler, after the same Host and Origin checks as every request.
     """
 
     def __init__(
@@ -253,6 +259,7 @@ class ApiServer:
         log: LogLine = _quiet,
         access_log: bool = False,
         backlog: int = BACKLOG,
+        pages: Pages | None = None,
     ) -> None:
         if not _is_loopback(host):
             raise ValueError(f"the local API serves a loopback address only, not {host!r}")
@@ -261,6 +268,7 @@ class ApiServer:
         self.log = log
         self.access_log = access_log
         self.backlog = backlog
+        self.pages = pages
         self._family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self._socket = self._bind(host, port)
         bound: int = self._socket.getsockname()[1]
@@ -395,6 +403,14 @@ class _LocalApp:
             # Closing spares reading a body that will not be used.
             await _respond(send, status, json_type, error_body(code, message), close=True)
             return status
+        if self.server.pages is not None:
+            page = self.server.pages(scope["method"], scope["path"])
+            if page is not None:
+                status, page_headers, data = page
+                # A body sent to a page is not read: the connection closes after the answer.
+                close = scope["method"] not in ("GET", "HEAD")
+                await _respond(send, status, page_headers, data, close=close)
+                return status
         declared = next((v for k, v in headers if k == "content-length"), None)
         too_large = declared is not None and int(declared) > READ_LIMIT
         body = None

@@ -26,6 +26,8 @@ class Settings(BaseModel):
     # Slots due less than this long ago when planned are admitted by the write
     # that stores them (docs/decisions.md); 0 sends every slot through dispatch.
     direct_window_s: int = Field(default=60, ge=0, le=3600)
+    # How long ``run_tick`` repeats passes; the Lambda handler runs one pass
+    # per invocation, and the stack sizes the tick's timeout from it.
     tick_budget_s: float = Field(default=50.0, ge=0)
     lease_ttl_s: float = Field(default=30.0, gt=0, le=3600)
     allow_private_targets: bool = False

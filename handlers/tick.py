@@ -1,12 +1,16 @@
 """The dispatcher: EventBridge Scheduler invokes this every minute.
 
-Each invocation loops plan + dispatch passes for most of its time budget, so
-an occurrence waits seconds, not a minute. Every pass emits a heartbeat metric
-and the dispatch lag (``admitted_at - scheduled_at``), and the ticker records a
-heartbeat item in the store for the watchdog.
+Each invocation is one short pass (docs/decisions.md, "Why the tick looks the
+way it does"): it plans the slots due before the next invocation plus a
+margin (the lookahead), admits each in the write that stores it, and sends
+its delivery intent with a delay, so the message becomes visible at its due
+second; then it releases what it holds and ends, in about a second. The
+pass emits a heartbeat metric and the dispatch lag (how late an intent was
+queued: 0 for one queued ahead), and the ticker records a heartbeat item in
+the store for the watchdog.
 
-``run_tick`` is the loop itself, shared with the local stack, which builds its
-ticker over SQLite with ``build_sqlite_ticker``.
+``run_tick`` runs passes for a budget (one, on Lambda); the local stack runs
+the same pass on its own interval over SQLite (``build_sqlite_ticker``).
 """
 
 from __future__ import annotations
@@ -30,9 +34,6 @@ from service.clock import SystemClock
 from service.ports import Clock, DeliveryQueue
 from service.tick import TickConfig, Ticker, TickReport
 
-# Time kept back from the Lambda timeout for the last pass and the metric flush.
-SAFETY_MARGIN_S = 5.0
-
 
 def new_owner() -> str:
     """A name for this tick process, unique among processes sharing a store."""
@@ -53,11 +54,14 @@ def container_ticker(settings: Settings) -> Ticker:
 
 
 def tick_config(settings: Settings) -> TickConfig:
+    """The pass of a deployment (AWS or local): it queues ahead, up to the
+    lookahead, so it needs to run only once per lookahead less a margin."""
     return TickConfig(
         partitioning=Partitioning(shards=settings.shards, bucket_s=settings.bucket_s),
         lookahead=timedelta(seconds=settings.lookahead_s),
         direct_window=timedelta(seconds=settings.direct_window_s),
         lease_ttl=timedelta(seconds=settings.lease_ttl_s),
+        queue_ahead=True,
     )
 
 
@@ -193,22 +197,18 @@ def stands_for(event: Any) -> datetime | None:
 
 
 def handler(event: dict[str, Any], context: Any, service: Ticker | None = None) -> dict[str, Any]:
-    """One invocation. What it plans and admits comes from durable state
-    (each schedule's ``next_due``, each shard's checkpoint), not from the
+    """One invocation, one pass. What it plans and admits comes from durable
+    state (each schedule's ``next_due``, the pending records), not from the
     minute the invocation stands for, so a late or retried invocation still
     covers everything that fell due; how late it started is logged
     (``invocation_late_s``) from the event's ``scheduled_at``."""
     settings = Settings.from_env()
     ticker = service or container_ticker(settings)
-    budget_s = settings.tick_budget_s
-    remaining_ms = getattr(context, "get_remaining_time_in_millis", None)
-    if callable(remaining_ms):
-        budget_s = min(budget_s, max(0.0, remaining_ms() / 1000 - SAFETY_MARGIN_S))
     nominal = stands_for(event)
     late_s = None if nominal is None else (ticker.clock.now() - nominal).total_seconds()
     return run_tick(
         ticker,
-        budget_s,
+        0.0,
         fields={
             "stands_for": None if nominal is None else nominal.isoformat(),
             "invocation_late_s": late_s,

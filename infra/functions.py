@@ -51,16 +51,19 @@ class FunctionSpec:
     async_retries: int | None = None
 
 
-# The worker receives a batch of up to WORKER_BATCH_SIZE delivery intents,
-# waiting at most WORKER_BATCH_WINDOW to fill it, and runs them at once; its
-# timeout covers the slowest target call it allows (a Lambda RequestResponse
-# target, adapters.targets.aws.LAMBDA_TARGET_READ_TIMEOUT_S) plus the margin
-# the handler keeps to record outcomes and answer. AWS advises a queue
+# The worker receives a batch of up to WORKER_BATCH_SIZE delivery intents and
+# runs them at once. It does not wait to fill a batch (WORKER_BATCH_WINDOW 0):
+# the tick queues each intent to become visible at its due second, and a
+# batching window would add up to its length to every start (5 s measured in
+# the simulator's mixed day), for the few cents a million of fuller batches
+# (docs/cost.md). Its timeout covers the slowest target call it allows (a
+# Lambda RequestResponse target, adapters.targets.aws.LAMBDA_TARGET_READ_TIMEOUT_S)
+# plus the margin the handler keeps to record outcomes and answer. AWS advises a queue
 # visibility timeout of at least six times the function timeout plus the
 # batching window, so a message is not redelivered while a throttled or
 # retried invocation still holds it.
 WORKER_BATCH_SIZE: Final = 10
-WORKER_BATCH_WINDOW: Final = Duration.seconds(5)
+WORKER_BATCH_WINDOW: Final = Duration.seconds(0)
 WORKER_TIMEOUT: Final = Duration.seconds(150)
 
 API: Final = FunctionSpec("api", "handlers.api.handler", "duetime HTTP API", Duration.seconds(29))
@@ -78,7 +81,8 @@ WATCHDOG: Final = FunctionSpec(
 
 
 def tick_spec(settings: Settings) -> FunctionSpec:
-    # The tick loops for its budget, then needs time to checkpoint and flush.
+    # The tick runs one pass per invocation, normally about a second; the budget
+    # bounds a large one (every schedule due at 09:00), plus time to flush.
     return FunctionSpec(
         "tick",
         "handlers.tick.handler",
@@ -209,13 +213,17 @@ class Functions(Construct):
             )
 
         # api: manages schedules and reads runs; shows lease state read-only.
+        # It plans a schedule whose next slot is due within the lookahead (and
+        # a trigger) itself, so it sends those delivery intents.
         self.api = make("Api", API)
         tables.grant_read_write(self.api.role, SCHEDULES)
         tables.grant_read_write(self.api.role, OCCURRENCES)
+        tables.grant_withdraw(self.api.role, OCCURRENCES)
         tables.grant_read(self.api.role, LEASES)
         secrets.grant_write(self.api.role)
-        # A retried run's delivery intent (POST /runs/{id}/retry); nothing else
-        # of the queues (dead letters are not listed on AWS: docs/api.md).
+        # Those intents, and a retried run's (POST /runs/{id}/retry): SendMessage
+        # (SendMessageBatch is authorized as it) and nothing else of the queues
+        # (dead letters are not listed on AWS: docs/api.md).
         self.api.role.add_to_principal_policy(
             iam.PolicyStatement(actions=["sqs:SendMessage"], resources=[queues.queue.queue_arn])
         )
@@ -226,6 +234,7 @@ class Functions(Construct):
         self.tick = make("Tick", tick_spec(settings), settings.tick_reserved_concurrency or None)
         for definition in (SCHEDULES, OCCURRENCES, LEASES):
             tables.grant_read_write(self.tick.role, definition)
+        tables.grant_withdraw(self.tick.role, OCCURRENCES)
         queues.queue.grant_send_messages(self.tick.role)
 
         # worker: runs occurrences from the delivery queue and calls targets.

@@ -68,6 +68,10 @@ class Settings:
         if not 1 <= self.tick_budget_s <= 55:
             # The tick fires every minute; one pass must end before the next.
             raise SettingError(f"{PREFIX}tickBudgetS: must be between 1 and 55 seconds")
+        if not 60 <= self.lookahead_s <= 900:
+            # The tick plans once a minute what falls due before the next pass and
+            # queues it with SQS's DelaySeconds, at most 15 minutes.
+            raise SettingError(f"{PREFIX}lookaheadS: must be between 60 and 900 seconds")
         if not 0 <= self.direct_window_s <= 3600:
             raise SettingError(f"{PREFIX}directWindowS: must be between 0 and 3600 seconds")
         if self.tick_reserved_concurrency < 0:

@@ -21,11 +21,15 @@ READ_ACTIONS: Final = (
 )
 # Writes, on the table only (indexes are never written directly). A
 # TransactWriteItems call is authorized item by item with these actions.
-# Nothing deletes an item: old records leave by TTL.
+# Old records leave by TTL.
 WRITE_ACTIONS: Final = (
     "dynamodb:PutItem",
     "dynamodb:UpdateItem",
 )
+# The one delete: the runs table's writers (api, tick) withdraw, by a
+# conditional delete, the key of an occurrence whose record was refused and
+# the occurrences of a materialization that was refused.
+WITHDRAW_ACTIONS: Final = ("dynamodb:DeleteItem",)
 
 _ATTRIBUTE_TYPES: Final = {
     "S": dynamodb.AttributeType.STRING,
@@ -69,6 +73,13 @@ class Tables(Construct):
         grantee.grant_principal.add_to_principal_policy(
             iam.PolicyStatement(
                 actions=list(WRITE_ACTIONS), resources=[self.table(definition).table_arn]
+            )
+        )
+
+    def grant_withdraw(self, grantee: iam.IGrantable, definition: TableDefinition) -> None:
+        grantee.grant_principal.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=list(WITHDRAW_ACTIONS), resources=[self.table(definition).table_arn]
             )
         )
 

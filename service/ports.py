@@ -16,7 +16,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Generic, NamedTuple, Protocol, TypeVar
+from typing import Any, Final, Generic, NamedTuple, Protocol, TypeVar
 
 from domain.run import DeliveryIntent, PendingOccurrence, Run, RunKind, RunStatus
 from domain.schedule import Quarantine, Schedule, SchedulePolicy, ScheduleVersion
@@ -432,5 +432,26 @@ class Store(ScheduleStore, OccurrenceStore, LeaseStore, ABC):
 class DeliveryQueue(ABC):
     @abstractmethod
     def send_batch(self, intents: Sequence[DeliveryIntent]) -> list[str]:
-        """Send delivery intents (at-least-once). Returns the occurrence ids
-        that could not be sent; the dispatcher sends them again on a later pass."""
+        """Send delivery intents (at-least-once), visible at once. Returns the
+        occurrence ids that could not be sent; the dispatcher sends them again
+        on a later pass."""
+
+    def send_ahead(self, intents: Sequence[DeliveryIntent], now: datetime) -> list[str]:
+        """``send_batch``, each intent whose ``scheduled_at`` is after ``now``
+        held back by the queue until then (never visible earlier: SQS rounds
+        its ``DelaySeconds`` up to the next whole second; at most
+        ``MAX_DELAY`` ahead). A queue that cannot hold messages back sends
+        them at once, as this default does: the worker then sends an early
+        intent back until it is due."""
+        return self.send_batch(intents)
+
+
+# How far ahead a queue holds a message back: SQS's DelaySeconds limit.
+MAX_DELAY: Final = timedelta(seconds=900)
+
+
+def delay_s(scheduled_at: datetime, now: datetime) -> float:
+    """How long a queue holds back an intent due at ``scheduled_at``, sent at
+    ``now``: up to its due time, at least 0, at most ``MAX_DELAY``."""
+    ahead = (scheduled_at - now).total_seconds()
+    return min(max(0.0, ahead), MAX_DELAY.total_seconds())

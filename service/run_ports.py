@@ -18,7 +18,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from domain.run import Run, RunStatus
 from domain.schedule import ScheduleVersion
@@ -26,13 +26,30 @@ from domain.schedule import ScheduleVersion
 # Statuses a run may start an attempt from (besides running with an expired lease).
 STARTABLE = frozenset({RunStatus.ADMITTED, RunStatus.RETRYING})
 # Statuses ``finish`` may end a run in.
-FINISHED = frozenset({RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.EXPIRED, RunStatus.SKIPPED})
+FINISHED = frozenset(
+    {
+        RunStatus.SUCCEEDED,
+        RunStatus.FAILED,
+        RunStatus.EXPIRED,
+        RunStatus.SKIPPED,
+        RunStatus.CANCELLED,
+    }
+)
 # Statuses a user may ask to run again (``RunStore.retry``).
 RETRYABLE = frozenset({RunStatus.FAILED, RunStatus.EXPIRED})
 
 # Outcomes stamped on an attempt record.
 ATTEMPT_ACCEPTED = "accepted"  # 202: waiting for the job to report completion
 ATTEMPT_LOST = "lost"  # the worker died or timed out; its lease expired
+
+
+class ScheduleNow(NamedTuple):
+    """What the worker reads of a schedule before a run's first attempt: an
+    intent may have waited in the queue since the tick sent it ahead."""
+
+    version: int  # the current version
+    paused: bool
+    deleted: bool
 
 
 class RunStore(ABC):
@@ -44,6 +61,11 @@ class RunStore(ABC):
     @abstractmethod
     def get_version(self, schedule_id: str, version: int) -> ScheduleVersion | None:
         """The parameters of the version a run was created under (immutable)."""
+
+    @abstractmethod
+    def schedule_now(self, schedule_id: str) -> ScheduleNow | None:
+        """The schedule's state as it is now, read strongly (None: no such
+        schedule): what the worker checks before a run's first attempt."""
 
     @abstractmethod
     def start_attempt(
@@ -78,12 +100,13 @@ class RunStore(ABC):
         outcome: str | None = None,
         error: str | None = None,
     ) -> Run | None:
-        """End the run with ``status`` (succeeded, failed, expired or skipped).
+        """End the run with ``status`` (succeeded, failed, expired, skipped or
+        cancelled).
 
         With ``attempt``: condition status ``running`` and ``attempts ==
         attempt``; the attempt record is closed with ``outcome`` and ``error``.
-        Without (a run ended before any new attempt: expired or skipped at
-        start, or failed once attempts are exhausted): condition status
+        Without (a run ended before any new attempt: expired, skipped or
+        cancelled at start, or failed once attempts are exhausted): condition status
         ``admitted`` or ``retrying``. Stamps ``finished_at``, sets ``reason``
         and ``result``, clears the run lease, the token and ``pending``.
         """

@@ -19,9 +19,14 @@ The rules, in the order they are checked:
    this message comes back when that lease ends. If the lease expired, its
    worker died (or its 202 job missed the run timeout) and a new attempt
    starts, with the same idempotency key (the occurrence id).
-3. Before the first attempt, the overdue policy ``expire`` is checked again
-   (the message may have waited in the queue), then the overlap policy
-   ``skip`` (the previous occurrence of the schedule is still running).
+3. Before the first attempt: an intent that became visible before its
+   ``scheduled_at`` goes back until then; a schedule paused since the intent
+   was queued skips the run (``skipped``, paused), a deleted one cancels it
+   (so a pause or delete after the tick queued an intent ahead of its time
+   runs nothing, and a short pause skips only what came due during it);
+   the overdue policy ``expire`` is checked again (the message may have
+   waited in the queue), then the overlap policy ``skip`` (the previous
+   occurrence of the schedule is still running).
 4. The attempt starts by a conditional write (``RunStore.start_attempt``), so
    two workers holding copies of one intent cannot both start it.
 5. The target's answer decides: 2xx succeeded; 202 accepted (the job reports
@@ -61,6 +66,10 @@ from service.run_ports import (
 )
 
 Action = Literal["delete", "retry", "dead_letter"]
+
+# An intent that becomes visible more than this before its scheduled_at (a
+# queue that rounds, a clock a little ahead) goes back until it is due.
+EARLY_TOLERANCE_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -237,6 +246,9 @@ class RunWorker:
 
         if run.status is RunStatus.ADMITTED and run.attempts == 0 and not run.retried:
             # (A run a user retried was already judged: it runs whatever its lateness.)
+            ahead_s = (run.scheduled_at - now).total_seconds()
+            if ahead_s > EARLY_TOLERANCE_S:
+                return Decision.retry_after(ahead_s, "not due yet")
             early = self._closed_at_start(run, version, now)
             if early is not None:
                 return early
@@ -252,7 +264,12 @@ class RunWorker:
         policy = version.policy
         status: RunStatus | None = None
         reason: str | None = None
-        if policy.overdue is Overdue.EXPIRE:
+        schedule = self.runs.schedule_now(run.schedule_id)
+        if schedule is None or schedule.deleted:
+            status, reason = RunStatus.CANCELLED, Reason.DELETED
+        elif schedule.paused:
+            status, reason = RunStatus.SKIPPED, Reason.PAUSED
+        if status is None and policy.overdue is Overdue.EXPIRE:
             verdict = overdue_verdict(policy, run.scheduled_at, now, superseded=False)
             if verdict.status is RunStatus.EXPIRED:
                 status, reason = RunStatus.EXPIRED, verdict.reason

@@ -25,10 +25,10 @@ Rules they keep:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any, Final, TypeVar
+from typing import Any, Final, Protocol, TypeVar
 
 from domain.errors import InvalidSchedule
 from domain.identity import new_schedule_id, occurrence_id
@@ -62,7 +62,7 @@ from service.errors import (
     ScheduleNotFound,
     VersionConflict,
 )
-from service.ports import Clock, Page, Store
+from service.ports import Clock, DueSchedule, Page, Store
 
 MAX_BACKFILL: Final = 1000
 MAX_PAGE: Final = 100
@@ -162,6 +162,22 @@ def shown_slots(schedule: Schedule, count: int, after: datetime) -> list[Slot]:
     return slots
 
 
+class Planning(Protocol):
+    """Planning at the API call (``service.tick.PlanNow``): where the tick
+    comes once a minute, a schedule created, edited or resumed less than the
+    horizon before its next slot, and a trigger, are not left waiting for it."""
+
+    horizon: timedelta
+
+    def plan(self, schedule: DueSchedule) -> bool:
+        """Plan the schedule's slots within the horizon; True if anything was written."""
+        ...
+
+    def send(self, runs: Sequence[Run]) -> object:
+        """Send the intents of records just stored admitted."""
+        ...
+
+
 class ScheduleService:
     def __init__(
         self,
@@ -171,6 +187,7 @@ class ScheduleService:
         *,
         new_id: Callable[[], str] = new_schedule_id,
         target_support: TargetSupport | None = None,
+        planning: Planning | None = None,
     ) -> None:
         self.store = store
         self.clock = clock
@@ -178,6 +195,7 @@ class ScheduleService:
         self._new_id = new_id
         # None: every target type is delivered (see TargetSupport).
         self.target_support = target_support
+        self.planning = planning
 
     # --- reading ----------------------------------------------------------------------
 
@@ -251,7 +269,10 @@ class ScheduleService:
             updated_at=now,
         )
         _check_shown(schedule, now)
-        return self.store.create(schedule, idempotency_key)
+        stored, created = self.store.create(schedule, idempotency_key)
+        if created:
+            stored = self._plan_now(stored)
+        return stored, created
 
     def edit(self, schedule_id: str, expected_version: int, body: object) -> Schedule:
         """Write version N+1 if the schedule is still at ``expected_version``."""
@@ -284,7 +305,7 @@ class ScheduleService:
             if self.store.save_version(
                 new, expected_next_due=schedule.next_due, next_due=next_due, now=now
             ):
-                return self.get(schedule_id)
+                return self._plan_now(self.get(schedule_id))
             # Refused: another edit won (VersionConflict on the next read), the
             # schedule was deleted, or a planner moved next_due (try again).
         raise Contention(f"schedule {schedule_id!r} kept changing; try again")
@@ -316,7 +337,7 @@ class ScheduleService:
             if self.store.resume(
                 schedule_id, expected_next_due=schedule.next_due, next_due=next_due, now=now
             ):
-                return self.get(schedule_id)
+                return self._plan_now(self.get(schedule_id))
         raise Contention(f"schedule {schedule_id!r} kept changing; try again")
 
     def delete(self, schedule_id: str) -> Schedule:
@@ -327,7 +348,9 @@ class ScheduleService:
         return self.get(schedule_id, include_deleted=True)
 
     def trigger(self, schedule_id: str) -> Run:
-        """One extra occurrence now, with its own identity; the next tick admits it."""
+        """One extra occurrence now, with its own identity. With planning at the
+        call, it is stored admitted and its intent sent at once; without, the
+        next tick admits it."""
         schedule = self._active(schedule_id)
         now = self.clock.now()
         at = now
@@ -346,7 +369,11 @@ class ScheduleService:
                 kind=RunKind.TRIGGER,
                 materialized_at=now,
             )
+            if self.planning is not None:
+                run = run.admitted(now)
             if self.store.insert([run]):
+                if self.planning is not None:
+                    self._send_now(run)
                 return run
             # The instant is taken (a slot or another trigger): one microsecond later.
             at += _EPSILON
@@ -387,6 +414,42 @@ class ScheduleService:
         ]
         written = set(self.store.insert(runs))
         return [run for run in runs if run.occurrence_id in written]
+
+    # --- planning at the call --------------------------------------------------------------
+
+    def _plan_now(self, schedule: Schedule) -> Schedule:
+        """Plan ``schedule`` now if its next slot falls within the horizon
+        (see ``Planning``); the schedule as stored after it. A failure is
+        logged and left to the tick, which plans or resends what is missing:
+        the call that stored the schedule still succeeds."""
+        planning = self.planning
+        if (
+            planning is None
+            or schedule.next_due is None
+            or not schedule.active
+            or schedule.quarantine is not None
+            or schedule.next_due > self.clock.now() + planning.horizon
+        ):
+            return schedule
+        try:
+            changed = planning.plan(DueSchedule.of(schedule))
+        except Exception as error:  # the tick plans it instead
+            _log.warning(
+                "planning at the call failed; the tick plans the schedule",
+                extra={"schedule_id": schedule.schedule_id, "error": f"{error!r}"[:500]},
+            )
+            return schedule
+        return self.get(schedule.schedule_id) if changed else schedule
+
+    def _send_now(self, run: Run) -> None:
+        assert self.planning is not None
+        try:
+            self.planning.send([run])
+        except Exception as error:  # admitted and pending: dispatch sends it
+            _log.warning(
+                "sending a trigger failed; the tick sends it",
+                extra={"occurrence_id": run.occurrence_id, "error": f"{error!r}"[:500]},
+            )
 
     # --- helpers ---------------------------------------------------------------------------
 

@@ -40,6 +40,21 @@ occurrence is never admitted twice. Then the checkpoint moves as far as
 **Leases.** Several tick processes share the shards: each counts the live
 tick processes from their heartbeats, keeps or takes free and expired shards
 up to its fair share, and releases the rest.
+
+**Queue ahead** (``TickConfig.queue_ahead``, what deployments run: one pass a
+minute on AWS, the same pass on the local stack's interval). Every slot
+within the lookahead (at most ``MAX_QUEUE_AHEAD``) that the overdue policy
+admits is admitted by the write that stores it, in shards whose lease this
+pass holds and that have no due backlog, and its intent is sent with
+``DeliveryQueue.send_ahead``: the queue holds it back until its due time.
+Dispatch reads each shard's earliest pending bucket first and leases and walks
+only the shards with pending work due within the lookahead, from that bucket
+(no checkpoint is written), admitting waiting records ahead and resending
+admitted ones that were never marked sent. So an idle pass takes no lease and
+writes nothing but its heartbeat. Pause and delete after an intent is queued
+are decided by the worker before the first attempt. ``PlanNow`` is the same
+planning for one schedule, run by the API call that created, edited or
+resumed it (and the send of a trigger's intent).
 """
 
 from __future__ import annotations
@@ -70,6 +85,7 @@ from domain.schedule import (
 )
 from domain.spec import Slot, slots_after
 from service.ports import (
+    MAX_DELAY,
     Clock,
     Closure,
     DeliveryQueue,
@@ -86,6 +102,9 @@ _EPSILON: Final = timedelta(microseconds=1)
 # its generated __new__, for the values made once per schedule planned.
 _new_tuple: Final = tuple.__new__
 TICK_COMPONENT: Final = "tick"
+# The longest a queue holds a message back before it becomes visible (SQS's
+# DelaySeconds is at most 15 minutes): a slot further ahead waits unadmitted.
+MAX_QUEUE_AHEAD: Final = MAX_DELAY
 MEMBER_PREFIX: Final = "tick/"
 
 
@@ -103,6 +122,19 @@ class TickConfig:
     # write that materializes them (see the module's docstring); zero turns
     # direct admission off.
     direct_window: timedelta = timedelta(seconds=60)
+    # Queue ahead (the one-pass tick, see the module's docstring): every slot
+    # within the lookahead (at most MAX_QUEUE_AHEAD) is admitted when it is
+    # planned, or by dispatch when that pass meets it waiting, and its intent
+    # is sent with a delay up to its due second. Off: a slot is admitted when
+    # it is due, which needs a pass every second or so.
+    queue_ahead: bool = False
+
+    @property
+    def ahead(self) -> timedelta:
+        """How far ahead of its due time a pass admits and queues a slot."""
+        if not self.queue_ahead:
+            return timedelta(0)
+        return min(self.lookahead, MAX_QUEUE_AHEAD)
 
 
 @dataclass
@@ -206,7 +238,7 @@ class Planner:
 
     def plan(self, direct: DirectAdmission | None = None) -> PlanReport:
         """Materialize what falls within the horizon; with ``direct``, admit
-        the slots that are due already in the shards it allows."""
+        the slots that may be admitted now in the shards it allows."""
         report = PlanReport()
         now = self.clock.now()
         self._memo, self._by_value = {}, {}
@@ -216,53 +248,80 @@ class Planner:
             self.config.max_planned_per_pass
         ):
             page = self.store.due(horizon, self.config.page_size, token)
-            report.schedules += len(page.items)
-            planned: list[tuple[Materialization, _PlannedSlots, int]] = []
-            for schedule in page.items:
-                # One schedule whose slots cannot be computed is quarantined;
-                # the page, and the pass, carry on with the others.
-                try:
-                    made = self._materialization(schedule, now, horizon, direct)
-                except _Unplannable as unplannable:
-                    if quarantine_schedule(
-                        self.store,
-                        schedule.schedule_id,
-                        schedule.version,
-                        unplannable.error,
-                        QuarantineComponent.PLAN,
-                        now,
-                    ):
-                        report.quarantined.append(schedule.schedule_id)
-                    continue
-                if made is not None:
-                    planned.append(made)
-            outcomes = self.store.materialize([p[0] for p in planned], now)
-            admitted: list[Run] = []
-            skipped = expired = waiting = 0
-            for (item, slots, taken), outcome in zip(planned, outcomes, strict=True):
-                if not outcome.applied:
-                    report.conflicts += 1
-                skipped += slots.skipped
-                expired += slots.expired
-                waiting += slots.waiting
-                if not taken or not outcome.inserted:
-                    continue
-                runs = item.occurrences
-                if taken != len(runs):
-                    runs = tuple([r for r in runs if r.status is RunStatus.ADMITTED])
-                if len(outcome.inserted) != len(item.occurrences):  # some slots were taken
-                    inserted = set(outcome.inserted)
-                    runs = tuple([r for r in runs if r.occurrence_id in inserted])
-                admitted += runs
-            report.skipped += skipped
-            report.expired += expired
-            report.materialized += waiting
-            if admitted and direct is not None:
-                direct.deliver(admitted, now)
+            self._plan_page(page.items, now, horizon, direct, report)
             token = page.next_token
             if token is None:
                 break
         return report
+
+    def plan_schedules(
+        self, schedules: Sequence[DueSchedule], direct: DirectAdmission | None = None
+    ) -> PlanReport:
+        """Plan these schedules now, as a pass would (the API, after a create,
+        edit or resume whose next slot falls within the horizon): the ones
+        whose ``next_due`` is beyond it are left to the tick."""
+        report = PlanReport()
+        now = self.clock.now()
+        self._memo, self._by_value = {}, {}
+        horizon = now + self.config.lookahead
+        due = [s for s in schedules if s.next_due <= horizon]
+        if due:
+            self._plan_page(due, now, horizon, direct, report)
+        return report
+
+    def _plan_page(
+        self,
+        schedules: Sequence[DueSchedule],
+        now: datetime,
+        horizon: datetime,
+        direct: DirectAdmission | None,
+        report: PlanReport,
+    ) -> None:
+        report.schedules += len(schedules)
+        planned: list[tuple[Materialization, _PlannedSlots, int]] = []
+        for schedule in schedules:
+            # One schedule whose slots cannot be computed is quarantined;
+            # the page, and the pass, carry on with the others.
+            try:
+                made = self._materialization(schedule, now, horizon, direct)
+            except _Unplannable as unplannable:
+                if quarantine_schedule(
+                    self.store,
+                    schedule.schedule_id,
+                    schedule.version,
+                    unplannable.error,
+                    QuarantineComponent.PLAN,
+                    now,
+                ):
+                    report.quarantined.append(schedule.schedule_id)
+                continue
+            if made is not None:
+                planned.append(made)
+        if not planned:
+            return
+        outcomes = self.store.materialize([p[0] for p in planned], now)
+        admitted: list[Run] = []
+        skipped = expired = waiting = 0
+        for (item, slots, taken), outcome in zip(planned, outcomes, strict=True):
+            if not outcome.applied:
+                report.conflicts += 1
+            skipped += slots.skipped
+            expired += slots.expired
+            waiting += slots.waiting
+            if not taken or not outcome.inserted:
+                continue
+            runs = item.occurrences
+            if taken != len(runs):
+                runs = tuple([r for r in runs if r.status is RunStatus.ADMITTED])
+            if len(outcome.inserted) != len(item.occurrences):  # some slots were taken
+                inserted = set(outcome.inserted)
+                runs = tuple([r for r in runs if r.occurrence_id in inserted])
+            admitted += runs
+        report.skipped += skipped
+        report.expired += expired
+        report.materialized += waiting
+        if admitted and direct is not None:
+            direct.deliver(admitted, now)
 
     def _materialization(
         self,
@@ -331,6 +390,7 @@ class Planner:
         policy = schedule.policy
         parts = self.config.partitioning
         fresh_from = now - self.config.direct_window
+        ahead_until = now + self.config.ahead
         taken: list[Slot] = []
         following: Slot | None = None
         for slot in slots_after(schedule.spec, policy.dst, schedule.next_due - _EPSILON):
@@ -359,6 +419,10 @@ class Planner:
                     admitted = OccurrenceMold(
                         slot, bucket=bucket, materialized_at=now, admitted_at=now
                     )
+            elif slot.scheduled_at <= ahead_until:
+                # Not due yet, and due before the next pass (plus a margin):
+                # admitted now, its intent held back by the queue until then.
+                admitted = OccurrenceMold(slot, bucket=bucket, materialized_at=now, admitted_at=now)
             mold = OccurrenceMold(slot, bucket=bucket, materialized_at=now, closed=closed)
             planned.append((admitted, mold))
         return _PlannedSlots(
@@ -388,6 +452,9 @@ class Dispatcher:
         self.owner = owner
         self._held: dict[int, Lease] = {}
         self._spent: dict[int, int] = {}  # direct admissions this pass, per shard
+        # Intents this pass sent: an index read just after the mark may still
+        # show them pending (DynamoDB's indexes are eventually consistent).
+        self._sent_ids: set[str] = set()
         self._beaten_at: datetime | None = None
         self._order = list(range(config.partitioning.shards))
         random.Random(owner).shuffle(self._order)
@@ -458,12 +525,49 @@ class Dispatcher:
         now = self.clock.now()
         if report is None:
             report = DispatchReport()
-        leases = self.acquire_leases(now)
-        report.shards = [lease.shard for lease in leases]
-        for lease in leases:
-            self._dispatch_shard(lease, now, report)
+        if self.config.queue_ahead:
+            self._dispatch_ahead(now, report)
+        else:
+            leases = self.acquire_leases(now)
+            report.shards = [lease.shard for lease in leases]
+            for lease in leases:
+                self._dispatch_shard(lease, now, report)
         self._spent = {}
+        self._sent_ids = set()
         return report
+
+    def _dispatch_ahead(self, now: datetime, report: DispatchReport) -> None:
+        """Dispatch for a pass that queues ahead: per shard, one read of its
+        earliest pending bucket; only a shard with pending work due before the
+        next pass (plus the margin) is leased and walked, from that bucket, so
+        an idle pass writes no lease and no checkpoint."""
+        parts = self.config.partitioning
+        due_by = now + self.config.ahead
+        to_bucket = parts.bucket(due_by)
+        for shard in self._order:
+            earliest = self.store.earliest_pending_bucket(shard)
+            if earliest is None or earliest > to_bucket:
+                continue
+            lease = self._lease(shard, now)
+            if lease is None:
+                continue  # another process holds it; it dispatches the shard
+            report.shards.append(shard)
+            self._walk(shard, earliest, to_bucket, due_by, now, report)
+        report.shards.sort()
+
+    def _lease(self, shard: int, now: datetime) -> Lease | None:
+        """This process's live lease on ``shard`` (taken or renewed when less
+        than half its TTL is left), or None when another process holds it."""
+        ttl = self.config.lease_ttl
+        held = self._held.get(shard)
+        if held is not None and held.expires_at - now > ttl / 2:
+            return held
+        lease = self.store.acquire(shard, self.owner, now, ttl)
+        if lease is None:
+            self._held.pop(shard, None)
+            return None
+        self._held[shard] = lease
+        return lease
 
     def direct_admission(self, report: DispatchReport) -> DirectAdmission:
         """For one pass: which shards the planner may admit into directly
@@ -477,6 +581,8 @@ class Dispatcher:
         def ready(shard: int) -> int:
             nonlocal held
             now = self.clock.now()
+            if self.config.queue_ahead:
+                return self._ready_ahead(shard, now)
             if held is None:
                 held = {lease.shard: lease for lease in self.acquire_leases(now)}
             lease = held.get(shard)
@@ -498,6 +604,23 @@ class Dispatcher:
 
         return DirectAdmission(ready, deliver)
 
+    def _ready_ahead(self, shard: int, now: datetime) -> int:
+        """Room to admit into ``shard`` as the planner writes (queue-ahead
+        passes): its lease, and nothing pending there that is already due (a
+        backlog goes first, through dispatch)."""
+        if self._lease(shard, now) is None:
+            return 0
+        parts = self.config.partitioning
+        earliest = self.store.earliest_pending_bucket(shard)
+        to_bucket = parts.bucket(now)
+        if (
+            earliest is not None
+            and earliest <= to_bucket
+            and self.store.pending_due(shard, earliest, to_bucket, now, 1)
+        ):
+            return 0
+        return self.config.admit_limit
+
     def _start_bucket(self, lease: Lease, now: datetime) -> int:
         """The bucket dispatch starts from: the lease's checkpoint, or for a
         shard never checkpointed, the earliest pending one (or the first open)."""
@@ -514,18 +637,7 @@ class Dispatcher:
         if not lease.live(now):
             return  # lost it while stalled; acquire_leases decides again next pass
         checkpoint = self._start_bucket(lease, now)
-        to_bucket = parts.bucket(now)
-        # Direct admissions this pass count against the shard's limit.
-        handled = self._spent.get(shard, 0)
-        while handled < self.config.admit_limit:
-            limit = min(self.config.batch_size, self.config.admit_limit - handled)
-            due = self.store.pending_due(shard, checkpoint, to_bucket, now, limit)
-            if not due:
-                break
-            progress = self._dispatch_batch(due, now, report)
-            handled += len(due)
-            if not progress or len(due) < limit:
-                break
+        self._walk(shard, checkpoint, parts.bucket(now), now, now, report)
         earliest = self.store.earliest_pending_bucket(shard, checkpoint)
         target = parts.next_checkpoint(checkpoint, earliest, now)
         if target != lease.checkpoint and not self.store.set_checkpoint(
@@ -533,12 +645,39 @@ class Dispatcher:
         ):
             report.checkpoint_refused.append(shard)
 
+    def _walk(
+        self,
+        shard: int,
+        from_bucket: int,
+        to_bucket: int,
+        due_by: datetime,
+        now: datetime,
+        report: DispatchReport,
+    ) -> None:
+        """Admit, close or resend the shard's pending records due by ``due_by``,
+        oldest first, in batches, up to the shard's ``admit_limit`` for the pass."""
+        # Direct admissions this pass count against the shard's limit.
+        handled = self._spent.get(shard, 0)
+        while handled < self.config.admit_limit:
+            limit = min(self.config.batch_size, self.config.admit_limit - handled)
+            due = self.store.pending_due(shard, from_bucket, to_bucket, due_by, limit)
+            if not due:
+                break
+            progress = self._dispatch_batch(due, now, report)
+            handled += len(due)
+            if not progress or len(due) < limit:
+                break
+
     def _dispatch_batch(
         self, due: list[PendingOccurrence], now: datetime, report: DispatchReport
     ) -> bool:
         """Admit, close or resend one batch. True if anything changed."""
         waiting = [r for r in due if r.status is RunStatus.SCHEDULED]
-        resend = [r for r in due if r.status is not RunStatus.SCHEDULED]
+        resend = [
+            r
+            for r in due
+            if r.status is not RunStatus.SCHEDULED and r.occurrence_id not in self._sent_ids
+        ]
         policies = self.store.policies({(r.schedule_id, r.version) for r in waiting})
         latest_only = [
             r.schedule_id
@@ -621,19 +760,37 @@ class Dispatcher:
     def _send(
         self, runs: Sequence[Run | PendingOccurrence], now: datetime, report: DispatchReport
     ) -> bool:
-        if not runs:
-            return False
-        failed = set(self.queue.send_batch([DeliveryIntent.for_run(r) for r in runs]))
-        sent = [r.occurrence_id for r in runs if r.occurrence_id not in failed]
-        report.send_failures += len(failed)
+        sent = send_intents(self.store, self.queue, runs, now, report)
         if sent:
-            self.store.mark_sent(sent, now)
-        report.sent += len(sent)
-        return bool(sent)
+            self._sent_ids.update(r.occurrence_id for r in runs)
+        return sent
+
+
+def send_intents(
+    store: Store,
+    queue: DeliveryQueue,
+    runs: Sequence[Run | PendingOccurrence],
+    now: datetime,
+    report: DispatchReport,
+) -> bool:
+    """Send the intents of admitted records, each held back until its due
+    time, then mark the sent ones sent (the outbox: one not marked stays
+    pending, and dispatch sends it again). True if any was sent."""
+    if not runs:
+        return False
+    failed = set(queue.send_ahead([DeliveryIntent.for_run(r) for r in runs], now))
+    sent = [r.occurrence_id for r in runs if r.occurrence_id not in failed]
+    report.send_failures += len(failed)
+    if sent:
+        store.mark_sent(sent, now)
+    report.sent += len(sent)
+    return bool(sent)
 
 
 def _note_lag(report: DispatchReport, lag: float) -> None:
-    """A running maximum: the report does not grow with the number admitted."""
+    """A running maximum: the report does not grow with the number admitted.
+    A slot admitted ahead of its time has no lag (0, not negative)."""
+    lag = max(0.0, lag)
     report.max_lag_s = lag if report.max_lag_s is None else max(report.max_lag_s, lag)
 
 
@@ -662,7 +819,7 @@ class Ticker:
     def tick_once(self) -> TickReport:
         dispatch = DispatchReport()
         direct = None
-        if self.config.direct_window > timedelta(0):
+        if self.config.direct_window > timedelta(0) or self.config.queue_ahead:
             direct = self.dispatcher.direct_admission(dispatch)
         plan = self.planner.plan(direct)
         self.dispatcher.dispatch(dispatch)
@@ -688,3 +845,47 @@ class Ticker:
     def ticks(self) -> Iterator[TickReport]:
         while True:
             yield self.tick_once()
+
+
+class PlanNow:
+    """What the API does after a create, edit or resume whose next slot falls
+    within the horizon, and after a trigger: the tick that comes once a
+    minute would be late for them, so the call plans the schedule itself, as
+    a pass would (its slots within the horizon admitted and queued ahead),
+    and sends a trigger's intent at once.
+
+    No lease is taken: one schedule's slots overtake no backlog of its own
+    (a backlog is what dispatch admits oldest first), and the
+    materialization's condition (version, ``next_due``, active) makes this
+    and a concurrent tick plan each slot once between them. A failure here
+    leaves the work to the tick: an occurrence admitted but not sent stays
+    pending for dispatch, a slot not planned is planned by the next pass."""
+
+    def __init__(
+        self, store: Store, queue: DeliveryQueue, clock: Clock, config: TickConfig
+    ) -> None:
+        self.store = store
+        self.queue = queue
+        self.clock = clock
+        self.config = config
+        self.planner = Planner(store, clock, config)
+        self.horizon = config.lookahead
+
+    def plan(self, schedule: DueSchedule) -> bool:
+        """Plan one schedule's slots within the horizon now. True when
+        anything was written (the schedule's ``next_due`` moved)."""
+        report = DispatchReport()
+        limit = self.config.admit_limit
+
+        def deliver(runs: list[Run], now: datetime) -> None:
+            report.admitted += len(runs)
+            send_intents(self.store, self.queue, runs, now, report)
+
+        plan = self.planner.plan_schedules([schedule], DirectAdmission(lambda _: limit, deliver))
+        return bool(plan.materialized or plan.skipped or plan.expired or report.admitted)
+
+    def send(self, runs: Sequence[Run]) -> DispatchReport:
+        """Send the intents of records just stored admitted (a trigger)."""
+        report = DispatchReport()
+        send_intents(self.store, self.queue, runs, self.clock.now(), report)
+        return report

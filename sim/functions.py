@@ -191,10 +191,14 @@ def reset_containers() -> None:
 
 def _clear_caches(module_name: str) -> None:
     module = sys.modules.get(module_name)
-    for value in vars(module).values() if module is not None else ():
+    for name, value in list(vars(module).items()) if module is not None else ():
         clear = getattr(value, "cache_clear", None)
         if callable(clear) and getattr(value, "__module__", None) == module_name:
             clear()
+        elif name.startswith("_container_") and value is not None:
+            # A handler's per-container object (the tick's ticker, the worker and its
+            # queue), kept in a module global: another function's container starts cold.
+            setattr(module, name, None)
 
 
 def _drop_unflushed_metrics() -> None:

@@ -288,7 +288,16 @@ def faults(templates: dict[str, Any], options: Options) -> dict[str, Any]:
         )
         sim.engine.at(start.timestamp() + 130, lambda: sim.account.faults.append(stall))
         events.append("2m10s: one tick request stalls 90 s (the tick is cut off at its timeout)")
-        # 2. At 4m20s, a second tick invocation overlaps the running one.
+        # 2. A tick pass takes about a second; so that invocations overlap, the
+        # scheduled one at 4m and the extra one at 4m20s each spend 30 s on a request.
+        overlap = _once(
+            lambda a, s, o, p: is_tick(a) and s == "dynamodb" and o == "Query",
+            lambda _: 30.0,
+            times=2,
+        )
+        sim.engine.at(start.timestamp() + 239, lambda: sim.account.faults.append(overlap))
+        events.append("4m, 4m20s: two tick passes spend 30 s on one request each")
+        # At 4m20s, a second tick invocation overlaps the running one.
         sim.engine.at(
             start.timestamp() + 260,
             lambda: _ignore(tick.invoke(sim.engine, {"source": "sim.extra"}, "manual")),

@@ -21,10 +21,24 @@ table          pk                      sk
 =============  ======================  ==============================
 Schedules      ``S#<schedule_id>``     ``HEAD`` / ``V#<version:08d>``
 Schedules      ``K#<idempotency key>`` ``CREATE``
-Occurrences    ``<schedule_id>``       ``O#<occurrence_id>`` (record)
-Occurrences    ``<schedule_id>``       ``B#<business key>`` (claim)
+Runs           ``<schedule_id>``       ``R#<scheduled_at>#<occurrence_id>`` (record)
+Runs           ``<schedule_id>``       ``B#<business key>`` (claim)
 Leases         ``L#<shard:06d>`` / ``H#<component>``
 =============  ======================  ==============================
+
+An occurrence is two items, each written once by a conditional put: its
+*record*, filed by instant and id, holds the run and is the only item a
+transition writes (its key follows from the occurrence id, which names the
+schedule and the instant; a schedule's records are listed by time from the
+table itself); its *claim*, keyed by its business key (the slot it fills),
+names the occurrence id and is never changed. The record is written first,
+the claim second: a record whose claim is missing (a write interrupted
+between the two) is claimed, or closed as a duplicate, before its intent is
+sent (``DynamoStore.pending_due``).
+
+While a record is pending it has ``pending_shard`` and ``outbox_key``
+(``<bucket:012d>#<scheduled_at>#<occurrence_id>``), the keys of the sparse
+``outbox`` index.
 """
 
 from __future__ import annotations
@@ -37,6 +51,8 @@ from typing import Any, Final
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
+from domain.errors import InvalidSchedule
+from domain.identity import parse_occurrence_id
 from domain.run import AttemptRecord, Run, RunKind, RunStatus
 from domain.schedule import (
     Schedule,
@@ -128,22 +144,58 @@ def create_key(idempotency_key: str) -> Item:
     return attrs({"pk": f"K#{idempotency_key}", "sk": CREATE})
 
 
-def schedule_of_occurrence(occurrence_id: str) -> str:
-    """An occurrence id starts with its schedule id (which holds no ``.``)."""
-    return occurrence_id.split(".", 1)[0]
-
-
 def schedule_of_business_key(business_key: str) -> str:
     """A business key starts with its schedule id (which holds no ``#``)."""
     return business_key.split("#", 1)[0]
 
 
-def record_key(occurrence_id: str) -> Item:
-    return attrs({"pk": schedule_of_occurrence(occurrence_id), "sk": f"O#{occurrence_id}"})
+RECORD_PREFIX: Final = "R#"
+CLAIM_PREFIX: Final = "B#"
+
+
+def record_sort_key(scheduled_at: datetime, occurrence_id: str) -> str:
+    return f"{RECORD_PREFIX}{iso(scheduled_at)}#{occurrence_id}"
+
+
+def record_bound(instant: datetime) -> str:
+    """``R#<instant>``: after every record key before ``instant``, before every
+    record key at or after it (no record key is this text itself)."""
+    return f"{RECORD_PREFIX}{iso(instant)}"
+
+
+def record_key(schedule_id: str, scheduled_at: datetime, occurrence_id: str) -> Item:
+    """The record of an occurrence: filed by instant, then id."""
+    return {
+        "pk": {"S": schedule_id},
+        "sk": {"S": record_sort_key(scheduled_at, occurrence_id)},
+    }
+
+
+def record_key_of(occurrence_id: str) -> Item | None:
+    """The record key an occurrence id names (its schedule and instant), or
+    None for text that is not an occurrence id."""
+    try:
+        identity = parse_occurrence_id(occurrence_id)
+    except InvalidSchedule:
+        return None
+    return record_key(identity.schedule_id, identity.scheduled_at, occurrence_id)
+
+
+def record_key_of_run(run: Run) -> Item:
+    """A run's record key: the instant its id names (so ``record_key_of``
+    finds it), or its ``scheduled_at`` for an id of another form."""
+    return record_key_of(run.occurrence_id) or record_key(
+        run.schedule_id, run.scheduled_at, run.occurrence_id
+    )
 
 
 def claim_key(schedule_id: str, business_key: str) -> Item:
-    return attrs({"pk": schedule_id, "sk": f"B#{business_key}"})
+    """The claim of a slot: names the one occurrence that fills it."""
+    return {"pk": {"S": schedule_id}, "sk": {"S": CLAIM_PREFIX + business_key}}
+
+
+def claim_key_of_record(record: Mapping[str, Any]) -> Item:
+    return claim_key(str(record["pk"]["S"]), str(record["business_key"]["S"]))
 
 
 def lease_key(shard: int) -> Item:
@@ -163,13 +215,13 @@ def due_key(next_due: datetime, schedule_id: str) -> str:
     return f"{iso(next_due)}#{schedule_id}"
 
 
-def scheduled_key(scheduled_at: datetime, occurrence_id: str) -> str:
-    return f"{iso(scheduled_at)}#{occurrence_id}"
+def outbox_bucket(bucket: int) -> str:
+    """A bucket as the fixed-width prefix of an ``outbox_key`` (text order is bucket order)."""
+    return f"{bucket:012d}"
 
 
-def partition(bucket: int, shard: int) -> str:
-    """The pending index's partition ``"<bucket>#<shard>"`` (as domain.partition names it)."""
-    return f"{bucket}#{shard}"
+def outbox_key(bucket: int, scheduled_at: datetime, occurrence_id: str) -> str:
+    return f"{outbox_bucket(bucket)}#{iso(scheduled_at)}#{occurrence_id}"
 
 
 # --- schedules ----------------------------------------------------------------------------
@@ -261,10 +313,10 @@ def attempt_entry(attempt: AttemptRecord, *, numbered: bool = True) -> dict[str,
 
 
 def record_item(run: Run, retention: timedelta) -> Item:
-    """A run's record. ``partition`` and ``pending_shard`` exist only while it is pending."""
+    """A run's record. ``outbox_key`` and ``pending_shard`` exist only while it is pending."""
     expires = add_clamped(run.scheduled_at, retention)  # year 9999 does not overflow
     return {
-        **record_key(run.occurrence_id),
+        **record_key_of_run(run),
         **attrs(
             {
                 "occurrence_id": run.occurrence_id,
@@ -273,12 +325,15 @@ def record_item(run: Run, retention: timedelta) -> Item:
                 "version": run.version,
                 "kind": run.kind.value,
                 "scheduled_at": iso(run.scheduled_at),
-                "scheduled_key": scheduled_key(run.scheduled_at, run.occurrence_id),
                 "wall": run.wall.isoformat(),
                 "fold": run.fold,
                 "bucket": run.bucket,
                 "shard": run.shard,
-                "partition": partition(run.bucket, run.shard) if run.pending else None,
+                "outbox_key": (
+                    outbox_key(run.bucket, run.scheduled_at, run.occurrence_id)
+                    if run.pending
+                    else None
+                ),
                 "pending_shard": run.shard if run.pending else None,
                 "status": run.status.value,
                 "materialized_at": opt_iso(run.materialized_at),
@@ -300,7 +355,8 @@ def record_item(run: Run, retention: timedelta) -> Item:
 
 
 def claim_item(run: Run, retention: timedelta) -> Item:
-    """The claim of a business key: names the one occurrence that fills the slot."""
+    """The claim of a run's slot (its business key): the occurrence that fills
+    it. Written once, never changed; expires with its record."""
     expires = add_clamped(run.scheduled_at, retention)  # year 9999 does not overflow
     return {
         **claim_key(run.schedule_id, run.business_key),
@@ -340,7 +396,7 @@ def run_from_item(item: Mapping[str, Any]) -> Run:
         bucket=int(v["bucket"]),
         shard=int(v["shard"]),
         status=RunStatus(v["status"]),
-        pending="partition" in v,
+        pending="outbox_key" in v,
         materialized_at=_opt_from_iso(v.get("materialized_at")),
         attempts=int(v.get("attempts", 0)),
         admitted_at=_opt_from_iso(v.get("admitted_at")),

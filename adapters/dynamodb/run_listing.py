@@ -1,12 +1,13 @@
-"""Run listings with filters over the occurrences table (``Store.find_runs``).
+"""Run listings with filters over the runs table (``Store.find_runs``).
 
-No index is added for them, so a run costs no more writes than before:
+No index serves them, so a run costs no write for them:
 
-- a schedule's listing is a Query of that schedule's partition on the local
-  index ``by_scheduled_at`` (``<scheduled_at>#<occurrence_id>``): ``since``
-  and ``until`` are its key condition, the order its scan direction, status
-  and kind a filter expression (read units count the records the key range
-  holds, matching or not);
+- a schedule's listing is a Query of that schedule's partition in the table
+  itself, whose records are keyed ``R#<scheduled_at>#<occurrence_id>`` (see
+  items): ``since`` and ``until`` bound the sort key, the order is the scan
+  direction, status and kind a filter expression (read units count the
+  records the key range holds, matching or not; the claims, ``B#...``, sort
+  before every record and are never in the range);
 - a listing across schedules walks the schedules in their listing order (the
   ``listing`` index of the schedules table, keys only, which a deleted
   schedule leaves) and lists each one's records as above, one schedule after the
@@ -19,7 +20,8 @@ far (maybe none) with a token to go on. Eventually consistent reads (half the
 read units): a listing may miss a change made within the last second.
 
 A page token is base64 JSON: the order and schedule it was made for, the
-listing key of the schedule the walk is in, and the start key inside it.
+listing key of the schedule the walk is in, and the start key (a record's
+``pk`` and ``sk``) inside it.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ MAX_EVALUATED: Final = 1000
 # Schedules one call of a listing across schedules visits at most (one Query each).
 MAX_SCHEDULES: Final = 50
 _SCHEDULE_PREFIX: Final = "S#"
+# The keys of a schedule in the schedules table's ``listing`` index.
+_WALK_KEY: Final = ("pk", "sk", "entity", "created_key")
 
 
 def _encode(values: dict[str, Any]) -> str:
@@ -61,7 +65,32 @@ def _decode(token: str, query: RunQuery) -> dict[str, Any]:
         or not isinstance(values.get("start"), dict | None)
     ):
         raise ValueError("not a page token of this listing (order or schedule differ)")
+    walk, start = values["walk"], values["start"]
+    if walk is not None and (
+        set(walk) != set(_WALK_KEY)
+        or not all(_text(walk[name]) for name in _WALK_KEY)
+        or not _text(walk["pk"]).startswith(_SCHEDULE_PREFIX)
+    ):
+        raise ValueError("not a page token from this store")
+    if start is not None:
+        # A record of the schedule the listing is in (its own, or the walk's).
+        owner = query.schedule_id
+        if owner is None:
+            owner = None if walk is None else _text(walk["pk"]).removeprefix(_SCHEDULE_PREFIX)
+        if (
+            set(start) != {"pk", "sk"}
+            or _text(start["pk"]) != owner
+            or not _text(start["sk"]).startswith(it.RECORD_PREFIX)
+        ):
+            raise ValueError("not a page token from this store")
     return values
+
+
+def _text(attribute: Any) -> str:
+    """The text of a string attribute in a token ("" for anything else)."""
+    if isinstance(attribute, dict) and isinstance(attribute.get("S"), str):
+        return str(attribute["S"])
+    return ""
 
 
 class _Budget:
@@ -75,23 +104,15 @@ class _Budget:
 
 
 def _schedule_request(store: DynamoStore, schedule_id: str, query: RunQuery) -> dict[str, Any]:
-    names = {"#pk": "pk"}
-    values: dict[str, Any] = {":pk": {"S": schedule_id}}
-    condition = "#pk = :pk"
-    low = None if query.since is None else it.iso(query.since)
-    # "<until>" sorts before every "<until>#<id>": an exclusive upper bound.
-    high = None if query.until is None else it.iso(query.until)
-    if low is not None or high is not None:
-        names["#key"] = "scheduled_key"
-    if low is not None and high is not None:
-        condition += " AND #key BETWEEN :low AND :high"
-        values[":low"], values[":high"] = {"S": low}, {"S": high}
-    elif low is not None:
-        condition += " AND #key >= :low"
-        values[":low"] = {"S": low}
-    elif high is not None:
-        condition += " AND #key < :high"
-        values[":high"] = {"S": high}
+    # "R#<since>" sorts before every "R#<since>#<id>": an inclusive lower
+    # bound; "R#<until>" sorts before every "R#<until>#<id>" and is no key
+    # itself: an exclusive upper bound under BETWEEN.
+    low = it.RECORD_PREFIX if query.since is None else it.record_bound(query.since)
+    high = (
+        it.RECORD_PREFIX + it.KEY_CEILING if query.until is None else it.record_bound(query.until)
+    )
+    names = {"#pk": "pk", "#sk": "sk"}
+    values: dict[str, Any] = {":pk": {"S": schedule_id}, ":low": {"S": low}, ":high": {"S": high}}
     filters: list[str] = []
     for field, chosen in (("status", query.statuses), ("kind", query.kinds)):
         if not chosen:
@@ -104,8 +125,7 @@ def _schedule_request(store: DynamoStore, schedule_id: str, query: RunQuery) -> 
         filters.append(f"#{field} IN ({', '.join(placeholders)})")
     request: dict[str, Any] = {
         "TableName": store.tables.occurrences,
-        "IndexName": "by_scheduled_at",
-        "KeyConditionExpression": condition,
+        "KeyConditionExpression": "#pk = :pk AND #sk BETWEEN :low AND :high",
         "ExpressionAttributeNames": names,
         "ExpressionAttributeValues": values,
         "ScanIndexForward": not query.newest_first,
@@ -127,7 +147,7 @@ def _one_schedule(
     start key to go on from (None: the schedule has no more)."""
     request = _schedule_request(store, schedule_id, query)
     found: list[dict[str, Any]] = []
-    key_names = ("pk", "sk", "scheduled_key")
+    key_names = ("pk", "sk")
     while True:
         request["Limit"] = max(1, min(want + 1 - len(found), MAX_EVALUATED - budget.evaluated))
         if start:
@@ -192,7 +212,7 @@ def find_runs(store: DynamoStore, query: RunQuery, limit: int, token: str | None
             if not queue:
                 return Page(_runs(items), None)
         current = queue.pop(0)
-        walk = {name: current[name] for name in ("pk", "sk", "entity", "created_key")}
+        walk = {name: current[name] for name in _WALK_KEY}
         schedule_id = str(it.value(current["pk"])).removeprefix(_SCHEDULE_PREFIX)
         budget.schedules += 1
         found, start = _one_schedule(store, schedule_id, query, limit - len(items), start, budget)

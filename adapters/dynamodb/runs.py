@@ -1,19 +1,20 @@
 """The run transitions over the DynamoDB store's occurrence records.
 
-Each transition is one conditional ``UpdateItem`` on the record at
-``O#<occurrence_id>`` that repeats the port's condition (status, attempt
-number, run lease, token hash) in its ``ConditionExpression`` and returns the
-record as written (``ALL_NEW``); a failed condition answers None. No
-transition reads the record before it writes, except:
+Each transition is one conditional ``UpdateItem`` on the record (whose key
+the occurrence id names: ``R#<scheduled_at>#<occurrence_id>``) that repeats
+the port's condition (status, attempt number, run lease, token hash) in its
+``ConditionExpression`` and returns the record as written (``ALL_NEW``); a
+failed condition answers None. No transition reads the record before it
+writes, except:
 
 - ``start_attempt`` over a run whose worker is gone: the first update (from
   ``admitted`` or ``retrying``) fails and returns the record as it was
   (``ReturnValuesOnConditionCheckFailure``); when that record is ``running``
   under an expired lease, a second update takes it over, conditioned on that
   attempt number and the lease still being expired;
-- ``retry`` reads the record for its shard (the pending index's partition
-  names it), then writes on the condition that it is still failed or
-  expired in that shard;
+- ``retry`` reads the record for its shard and ``scheduled_at`` (the outbox
+  entry it writes back is keyed by them), then writes on the condition that
+  it is still failed or expired;
 - ``complete`` merges the job's result into the result stored at 202, which
   is JSON text: it reads the record, then writes on the condition that the
   status, attempt, token, live lease and that result are still what it read.
@@ -33,10 +34,17 @@ from typing import Any, Final
 from botocore.exceptions import ClientError
 
 from adapters.dynamodb import items as it
-from adapters.dynamodb.store import DynamoStore, TableSettings
+from adapters.dynamodb.store import OUTBOX_ATTRIBUTES, DynamoStore, TableSettings
 from domain.run import AttemptRecord, Run, RunStatus
 from domain.schedule import ScheduleVersion
-from service.run_ports import ATTEMPT_ACCEPTED, ATTEMPT_LOST, FINISHED, RETRYABLE, RunStore
+from service.run_ports import (
+    ATTEMPT_ACCEPTED,
+    ATTEMPT_LOST,
+    FINISHED,
+    RETRYABLE,
+    RunStore,
+    ScheduleNow,
+)
 
 # How many earlier records of a schedule the overlap check looks through
 # (newest first) before it concludes nothing earlier is in progress.
@@ -124,6 +132,12 @@ class DynamoRunStore(RunStore):
     def get_version(self, schedule_id: str, version: int) -> ScheduleVersion | None:
         return self.store.get_version(schedule_id, version)
 
+    def schedule_now(self, schedule_id: str) -> ScheduleNow | None:
+        schedule = self.store.get(schedule_id)
+        if schedule is None:
+            return None
+        return ScheduleNow(schedule.version, schedule.state.paused, schedule.deleted)
+
     # --- one conditional update -------------------------------------------------------
 
     def _write(
@@ -131,9 +145,12 @@ class DynamoRunStore(RunStore):
     ) -> tuple[Run | None, dict[str, Any] | None]:
         """Apply ``update`` if ``condition`` holds: (the run as written, None),
         or (None, the item as it was, when asked for and it exists)."""
+        key = it.record_key_of(occurrence_id)
+        if key is None:
+            return None, None
         params: dict[str, Any] = {
             "TableName": self.table,
-            "Key": it.record_key(occurrence_id),
+            "Key": key,
             "UpdateExpression": update.expression(),
             # The record exists: an update never creates one.
             "ConditionExpression": f"attribute_exists(pk) AND ({condition})",
@@ -164,7 +181,7 @@ class DynamoRunStore(RunStore):
         u.field("status", status.value)
         u.field("finished_at", it.iso(now))
         u.field("reason", reason)
-        u.remove("run_lease_expires_at", "run_token_hash", "partition", "pending_shard")
+        u.remove("run_lease_expires_at", "run_token_hash", *OUTBOX_ATTRIBUTES)
 
     # --- transitions ------------------------------------------------------------------
 
@@ -348,8 +365,10 @@ class DynamoRunStore(RunStore):
         return self._write(occurrence_id, u, condition)[0]
 
     def retry(self, occurrence_id: str, *, now: datetime, bucket: int, reason: str) -> Run | None:
-        # The shard is part of the record; the pending attributes are set from
-        # it in the same update (``items.record_item`` writes them so too).
+        # Back in the outbox, as ``items.record_item`` puts a pending record:
+        # its entry is keyed by the record's shard and instant, read here
+        # (both are fixed when the record is written, so the condition need
+        # not repeat them).
         found = self.store.get_run(occurrence_id)
         if found is None or found.status not in RETRYABLE:
             return None
@@ -358,41 +377,33 @@ class DynamoRunStore(RunStore):
         u.field("admitted_at", it.iso(now))
         u.field("reason", reason)
         u.field("bucket", bucket)
-        u.field("partition", it.partition(bucket, found.shard))
+        u.field("outbox_key", it.outbox_key(bucket, found.scheduled_at, found.occurrence_id))
         u.field("pending_shard", found.shard)
         u.remove("finished_at", "sent_at", "run_lease_expires_at", "run_token_hash")
         statuses = ", ".join(u.v(status.value) for status in sorted(RETRYABLE))
-        condition = f"{u.n('status')} IN ({statuses}) AND {u.n('shard')} = {u.v(found.shard)}"
-        return self._write(occurrence_id, u, condition)[0]
+        return self._write(occurrence_id, u, f"{u.n('status')} IN ({statuses})")[0]
 
     def running_before(self, run: Run, now: datetime) -> Run | None:
+        own = it.record_key_of_run(run)["sk"]["S"]
         request: dict[str, Any] = {
-            "TableName": self.table,
-            "IndexName": "by_scheduled_at",
-            "KeyConditionExpression": "pk = :pk AND #scheduled_key < :key",
+            **self.store.records_newest_first(
+                run.schedule_id, before=own, consistent=True, page=_PAGE
+            ),
             "FilterExpression": ("(#status = :running AND #lease > :now) OR #status = :retrying"),
-            "ExpressionAttributeNames": {
-                "#scheduled_key": "scheduled_key",
-                "#status": "status",
-                "#lease": "run_lease_expires_at",
-            },
-            "ExpressionAttributeValues": {
-                ":pk": {"S": run.schedule_id},
-                ":key": {"S": it.scheduled_key(run.scheduled_at, run.occurrence_id)},
-                ":running": {"S": _RUNNING},
-                ":retrying": {"S": RunStatus.RETRYING.value},
-                ":now": {"S": it.iso(now)},
-            },
-            "ScanIndexForward": False,  # newest first
-            "ConsistentRead": True,  # a local index can be read consistently
-            "Limit": _PAGE,
+            "ExpressionAttributeNames": {"#status": "status", "#lease": "run_lease_expires_at"},
+        }
+        request["ExpressionAttributeValues"] = {
+            **request["ExpressionAttributeValues"],
+            ":running": {"S": _RUNNING},
+            ":retrying": {"S": RunStatus.RETRYING.value},
+            ":now": {"S": it.iso(now)},
         }
         looked_at = 0
         while looked_at < RUNNING_BEFORE_LOOKBACK:
             answer = self.client.query(**request)
-            found = answer.get("Items", [])
-            if found:
-                return it.run_from_item(found[0])
+            for item in answer.get("Items", []):
+                if item["sk"]["S"] != own:
+                    return it.run_from_item(item)
             looked_at += int(answer.get("ScannedCount", _PAGE))
             last = answer.get("LastEvaluatedKey")
             if not last:

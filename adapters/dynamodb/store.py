@@ -7,25 +7,30 @@ never a read followed by a blind write:
   each on ``attribute_not_exists``;
 - edit: the HEAD update (conditioned on the version read, ``next_due`` and
   not deleted) and the put of the new version item, in one transaction;
-- materialize: the HEAD update (conditioned on version, ``next_due`` and
-  active) and, per occurrence, the put of its record and of the claim of its
-  business key (both on ``attribute_not_exists``), in one transaction. A
-  cancelled transaction's ``CancellationReasons`` tell "the schedule moved"
-  (the HEAD's condition failed: nothing is written) from "that slot is
-  already taken" (an occurrence's condition failed: the transaction is sent
-  again without it);
+- an occurrence: two conditional puts, no transaction (see items): its
+  record (``attribute_not_exists``) refuses a second occurrence with one id,
+  then the claim of its slot (``attribute_not_exists``, or the same
+  occurrence id again) refuses a second occurrence for one slot. A record
+  whose claim was refused is deleted; one left unclaimed by a crash is
+  claimed, or closed as a duplicate, before its intent is sent;
+- materialize: a consistent read of the HEAD (nothing is written for a
+  schedule that moved), the occurrences, then the HEAD's advance conditioned
+  on version, ``next_due`` and active. Refused, it withdraws the occurrences
+  it wrote (deleted unless a dispatcher changed them in between);
 - admission, closing and mark-sent: one conditional update of the record
   each (``status = scheduled`` for the first two), so a pause that closes
   pending records and a tick that admits them cannot both win;
 - leases: conditional updates (free, expired or mine); a takeover increments
   the epoch; a checkpoint write is conditioned on owner and epoch.
 
-The pending indexes are sparse: a record is in them while it has the
-``partition`` and ``pending_shard`` attributes, which admission keeps and
-``mark_sent`` or a closure removes. Index reads are eventually consistent;
-every decision taken on them is re-checked by a conditional write, and the
-dispatcher only moves a checkpoint past buckets that closed a bucket width
-plus a safety margin ago.
+The outbox index is sparse and KEYS_ONLY: a record is in it while it has
+``outbox_key`` and ``pending_shard``, which it gets when stored (and again
+when a user retries it: ``DynamoRunStore.retry``) and loses when ``mark_sent``
+or a closure removes them; admission does not touch it. Index
+reads are eventually consistent; the records (and claims) they lead to are
+read consistently, every decision taken on them is re-checked by a conditional
+write, and the dispatcher only moves a checkpoint past buckets that closed a
+bucket width plus a safety margin ago.
 
 Page tokens are base64 JSON of the next query's ExclusiveStartKey.
 """
@@ -33,6 +38,7 @@ Page tokens are base64 JSON of the next query's ExclusiveStartKey.
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import logging
 import threading
@@ -48,12 +54,13 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from adapters.dynamodb import items as it
-from domain.run import PendingOccurrence, Run, RunStatus
+from domain.run import PendingOccurrence, Run, RunKind, RunStatus
 from domain.schedule import (
     Quarantine,
     QuarantineComponent,
     Schedule,
     ScheduleVersion,
+    add_clamped,
     quarantine_to_text,
 )
 from service.ports import (
@@ -68,8 +75,14 @@ from service.ports import (
     Store,
 )
 
-# A transaction holds at most 100 writes: the HEAD and two per occurrence.
-OCCURRENCES_PER_TRANSACTION: Final = 49
+# A long materialization (a backlog) advances the HEAD after every this many
+# occurrences, so a crash halfway redoes at most one chunk.
+OCCURRENCES_PER_ADVANCE: Final = 49
+# How many of a schedule's newest records a pause or delete reads consistently
+# besides the outbox (whose index may lag a record written just before).
+NEWEST_CHECKED: Final = 25
+# A record's attributes that put it in the outbox index (see items).
+OUTBOX_ATTRIBUTES: Final = ("outbox_key", "pending_shard")
 # How many partitions of the "due" index the HEADs spread over. A deployment
 # constant: every writer and reader of one table must use the same value.
 DUE_SHARDS: Final = 16
@@ -719,111 +732,217 @@ class DynamoStore(Store):
         return self._each(lambda item: self._materialize_one(item, now), batch)
 
     def _materialize_one(self, item: Materialization, now: datetime) -> MaterializeOutcome:
+        """Write the occurrences, then advance the HEAD on the materialization's
+        condition: an idempotent sequence, not a transaction. A crash between
+        the two leaves occurrences ahead of ``next_due``; the next pass plans
+        the same slots again, finds them written and advances. When the
+        advance is refused (the schedule moved meanwhile), the occurrences
+        this call wrote for it, and no other planner's advance covered, are
+        withdrawn."""
+        if not self._head_allows(item):
+            return MaterializeOutcome(item.schedule_id, False)
         runs = list(item.occurrences)
-        size = OCCURRENCES_PER_TRANSACTION
+        size = OCCURRENCES_PER_ADVANCE
         chunks = [runs[i : i + size] for i in range(0, len(runs), size)] or [[]]
-        expected_due: datetime | None = item.expected_next_due
+        expected_due = item.expected_next_due
         inserted: list[str] = []
         for index, chunk in enumerate(chunks):
             last = index + 1 == len(chunks)
-            # Written chunk by chunk, next_due always names the first slot not
+            # Advanced chunk by chunk, next_due always names the first slot not
             # yet written, so a crash halfway leaves a consistent schedule.
             next_due = item.next_due if last else chunks[index + 1][0].scheduled_at
             last_at = item.last_materialized_at if last else chunk[-1].scheduled_at
-            assert expected_due is not None
-            written = self._materialize_chunk(item, expected_due, next_due, last_at, chunk, now)
-            if written is None:
+            written = [run for run in chunk if self._put_occurrence(run)]
+            if not self._advance(item, expected_due, next_due, last_at, now):
+                uncovered = self._uncovered(item.schedule_id, written)
+                self._withdraw(uncovered)
+                # Kept: written by this call, covered by another planner's advance.
+                inserted += [r.occurrence_id for r in written if r not in uncovered]
                 return MaterializeOutcome(item.schedule_id, False, tuple(inserted))
-            inserted += written
-            expected_due = next_due
+            inserted += [run.occurrence_id for run in written]
+            assert next_due is not None or last
+            if next_due is not None:
+                expected_due = next_due
         return MaterializeOutcome(item.schedule_id, True, tuple(inserted))
 
-    def _materialize_chunk(
+    def _uncovered(self, schedule_id: str, written: Sequence[Run]) -> list[Run]:
+        """Of the occurrences a refused materialization wrote, those no advance
+        has covered: past the HEAD's ``last_materialized_at``. Another planner
+        that wrote the same slots (and found these written) advanced past
+        them, so they stay; a pause, delete or edit leaves them uncovered."""
+        if not written:
+            return []
+        answer = self.client.get_item(
+            TableName=self.tables.schedules,
+            Key=it.head_key(schedule_id),
+            ConsistentRead=True,
+        )
+        last = (answer.get("Item") or {}).get("last_materialized_at")
+        covered = None if last is None else it.from_iso(str(it.value(last)))
+        return [run for run in written if covered is None or run.scheduled_at > covered]
+
+    def _head_allows(self, item: Materialization) -> bool:
+        """Whether the materialization's condition holds now (a strongly
+        consistent read of the HEAD). It saves the writes of a materialization
+        bound to be refused; the advance's own condition decides."""
+        answer = self.client.get_item(
+            TableName=self.tables.schedules,
+            Key=it.head_key(item.schedule_id),
+            ConsistentRead=True,
+        )
+        head = answer.get("Item")
+        if head is None:
+            return False
+        v = it.plain(head)
+        return (
+            int(v["version"]) == item.expected_version
+            and v.get("next_due") == it.iso(item.expected_next_due)
+            and not v.get("paused", False)
+            and "deleted_at" not in v
+            and "quarantine" not in v
+        )
+
+    def _advance(
         self,
         item: Materialization,
         expected_due: datetime,
         next_due: datetime | None,
         last_at: datetime | None,
-        runs: list[Run],
         now: datetime,
-    ) -> list[str] | None:
-        """Write ``runs`` and advance the HEAD, in one transaction. The ids
-        written, or None when the schedule moved (nothing written)."""
-        t = self.tables
-        head = self._update_op(
-            t.schedules,
-            it.head_key(item.schedule_id),
-            set_={
-                **self._next_due_fields(item.schedule_id, next_due),
-                "last_materialized_at": it.opt_iso(last_at),
-                "updated_at": it.iso(now),
-            },
-            condition=(
-                "#version = :expected_version AND #next_due = :expected_due AND "
-                "#paused = :false AND attribute_not_exists(#deleted_at) AND "
-                "attribute_not_exists(#quarantine)"
-            ),
-            names={
-                "#version": "version",
-                "#paused": "paused",
-                "#deleted_at": "deleted_at",
-                "#quarantine": "quarantine",
-            },
-            values={
-                ":expected_version": {"N": str(item.expected_version)},
-                ":expected_due": {"S": it.iso(expected_due)},
-                ":false": {"BOOL": False},
-            },
+    ) -> bool:
+        return (
+            self._update(
+                self.tables.schedules,
+                it.head_key(item.schedule_id),
+                set_={
+                    **self._next_due_fields(item.schedule_id, next_due),
+                    "last_materialized_at": it.opt_iso(last_at),
+                    "updated_at": it.iso(now),
+                },
+                condition=(
+                    "#version = :expected_version AND #next_due = :expected_due AND "
+                    "#paused = :false AND attribute_not_exists(#deleted_at) AND "
+                    "attribute_not_exists(#quarantine)"
+                ),
+                names={
+                    "#version": "version",
+                    "#paused": "paused",
+                    "#deleted_at": "deleted_at",
+                    "#quarantine": "quarantine",
+                },
+                values={
+                    ":expected_version": {"N": str(item.expected_version)},
+                    ":expected_due": {"S": it.iso(expected_due)},
+                    ":false": {"BOOL": False},
+                },
+            )
+            is not None
         )
-        remaining = list(runs)
-        while True:
-            operations = [head]
-            for run in remaining:
-                operations.append(
-                    self._put_new(t.occurrences, it.claim_item(run, self.history_retention))
-                )
-                operations.append(
-                    self._put_new(t.occurrences, it.record_item(run, self.history_retention))
-                )
-            reasons = self._transact(operations)
-            if reasons is None:
-                return [run.occurrence_id for run in remaining]
-            if reasons[0] == "ConditionalCheckFailed":
-                return None  # edited, paused, deleted, or another planner got here first
-            # A slot (or an occurrence id) already taken: leave that one out.
-            taken = {
-                (i - 1) // 2
-                for i, reason in enumerate(reasons)
-                if i > 0 and reason == "ConditionalCheckFailed"
-            }
-            if not taken:
-                raise RuntimeError(f"materialization cancelled: {reasons}")
-            remaining = [run for i, run in enumerate(remaining) if i not in taken]
 
     # --- occurrences -----------------------------------------------------------------
 
-    def insert(self, runs: Sequence[Run]) -> list[str]:
+    def _put_occurrence(self, run: Run) -> bool:
+        """Write one occurrence, record first, then claim, each by a
+        conditional put; True if this call wrote its record.
+
+        The record's put refuses an occurrence id already written (its key
+        holds the id); the claim's put refuses a slot another occurrence
+        fills, and passes again for the same one, so a write interrupted
+        between the two is finished by the next. A record whose claim is
+        refused is withdrawn; one left unclaimed by a crash is claimed or
+        closed before its intent is sent (``pending_due``).
+        """
         t = self.tables.occurrences
-        written: list[str] = []
-        for run in runs:
-            reasons = self._transact(
-                [
-                    self._put_new(t, it.claim_item(run, self.history_retention)),
-                    self._put_new(t, it.record_item(run, self.history_retention)),
-                ]
+        try:
+            self.client.put_item(
+                TableName=t,
+                Item=it.record_item(run, self.history_retention),
+                ConditionExpression="attribute_not_exists(pk)",
             )
-            if reasons is None:
-                written.append(run.occurrence_id)
-        return written
+            written = True
+        except ClientError as error:
+            if not _failed_condition(error):
+                raise
+            written = False  # written already: finish its claim, if it is missing
+        expires = int(add_clamped(run.scheduled_at, self.history_retention).timestamp())
+        if self._claim(run.schedule_id, run.business_key, run.occurrence_id, expires):
+            return written
+        self._withdraw([run], claimed=False)  # the slot is another occurrence's
+        return False
+
+    def _claim(
+        self, schedule_id: str, business_key: str, occurrence_id: str, expires_epoch: int
+    ) -> bool:
+        """Claim a slot for an occurrence (or find it claimed for that one already)."""
+        key = it.claim_key(schedule_id, business_key)
+        try:
+            self.client.put_item(
+                TableName=self.tables.occurrences,
+                Item={
+                    **key,
+                    **it.attrs(
+                        {
+                            "occurrence_id": occurrence_id,
+                            "expires_at_epoch": expires_epoch,
+                        }
+                    ),
+                },
+                ConditionExpression="attribute_not_exists(pk) OR #occurrence_id = :occurrence_id",
+                ExpressionAttributeNames={"#occurrence_id": "occurrence_id"},
+                ExpressionAttributeValues={":occurrence_id": {"S": occurrence_id}},
+            )
+        except ClientError as error:
+            if _failed_condition(error):
+                return False
+            raise
+        return True
+
+    def _delete(self, key: Mapping[str, Any], condition: str, values: Mapping[str, Any]) -> bool:
+        names = {n: n[1:] for n in ("#occurrence_id", "#status") if n in condition}
+        try:
+            self.client.delete_item(
+                TableName=self.tables.occurrences,
+                Key=dict(key),
+                ConditionExpression=condition,
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=dict(values),
+            )
+        except ClientError as error:
+            if _failed_condition(error):
+                return False
+            raise
+        return True
+
+    def _withdraw(self, runs: Sequence[Run], *, claimed: bool = True) -> None:
+        """Delete occurrences this store wrote, as it wrote them (one that
+        something changed since, a dispatcher that admitted it in between,
+        stays), and their claims."""
+        for run in runs:
+            if not self._delete(
+                it.record_key_of_run(run),
+                "#occurrence_id = :occurrence_id AND #status = :status",
+                {":occurrence_id": {"S": run.occurrence_id}, ":status": {"S": run.status.value}},
+            ):
+                continue
+            if claimed:
+                self._delete(
+                    it.claim_key(run.schedule_id, run.business_key),
+                    "#occurrence_id = :occurrence_id",
+                    {":occurrence_id": {"S": run.occurrence_id}},
+                )
+
+    def insert(self, runs: Sequence[Run]) -> list[str]:
+        return [run.occurrence_id for run in runs if self._put_occurrence(run)]
 
     def get_run(self, occurrence_id: str) -> Run | None:
+        key = it.record_key_of(occurrence_id)
+        if key is None:
+            return None
         answer = self.client.get_item(
-            TableName=self.tables.occurrences,
-            Key=it.record_key(occurrence_id),
-            ConsistentRead=True,
+            TableName=self.tables.occurrences, Key=key, ConsistentRead=True
         )
-        item = answer.get("Item")
-        return None if item is None else it.run_from_item(item)
+        record = answer.get("Item")
+        return None if record is None else it.run_from_item(record)
 
     def get_by_business_key(self, key: str) -> Run | None:
         answer = self.client.get_item(
@@ -836,18 +955,39 @@ class DynamoStore(Store):
             return None
         return self.get_run(str(it.value(claim["occurrence_id"])))
 
+    def records_newest_first(
+        self,
+        schedule_id: str,
+        *,
+        before: str | None = None,
+        up_to: datetime | None = None,
+        consistent: bool = False,
+        page: int = 100,
+    ) -> dict[str, Any]:
+        """The query of a schedule's records, newest instant first: up to the
+        record sort key ``before`` (itself included: the caller skips it), or
+        up to the instant ``up_to``."""
+        high = it.RECORD_PREFIX + it.KEY_CEILING
+        if before is not None:
+            high = before
+        elif up_to is not None:
+            high = f"{it.RECORD_PREFIX}{it.iso(up_to)}#{it.KEY_CEILING}"
+        return {
+            "TableName": self.tables.occurrences,
+            "KeyConditionExpression": "pk = :pk AND sk BETWEEN :low AND :high",
+            "ExpressionAttributeValues": {
+                ":pk": {"S": schedule_id},
+                ":low": {"S": it.RECORD_PREFIX},
+                ":high": {"S": high},
+            },
+            "ScanIndexForward": False,
+            "ConsistentRead": consistent,
+            "Limit": page,
+        }
+
     def runs(self, schedule_id: str, limit: int, token: str | None = None) -> Page[Run]:
         found, next_token = self._query_page(
-            {
-                "TableName": self.tables.occurrences,
-                "IndexName": "by_scheduled_at",
-                "KeyConditionExpression": "pk = :pk",
-                "ExpressionAttributeValues": {":pk": {"S": schedule_id}},
-                "ScanIndexForward": False,
-            },
-            limit,
-            token,
-            ("pk", "sk", "scheduled_key"),
+            self.records_newest_first(schedule_id), limit, token, ("pk", "sk")
         )
         return Page(tuple(it.run_from_item(item) for item in found), next_token)
 
@@ -860,20 +1000,24 @@ class DynamoStore(Store):
     def pending_due(
         self, shard: int, from_bucket: int, to_bucket: int, due_by: datetime, limit: int
     ) -> list[PendingOccurrence]:
-        upper = f"{it.iso(due_by)}#{it.KEY_CEILING}"
+        tail = f"#{it.iso(due_by)}#{it.KEY_CEILING}"
 
         def one(bucket: int) -> list[dict[str, Any]]:
+            prefix = it.outbox_bucket(bucket)
             request = {
                 "TableName": self.tables.occurrences,
-                "IndexName": "pending",
-                "KeyConditionExpression": "#partition = :partition AND #scheduled_key <= :upper",
+                "IndexName": "outbox",
+                "KeyConditionExpression": (
+                    "#pending_shard = :shard AND #outbox_key BETWEEN :low AND :high"
+                ),
                 "ExpressionAttributeNames": {
-                    "#partition": "partition",
-                    "#scheduled_key": "scheduled_key",
+                    "#pending_shard": "pending_shard",
+                    "#outbox_key": "outbox_key",
                 },
                 "ExpressionAttributeValues": {
-                    ":partition": {"S": it.partition(bucket, shard)},
-                    ":upper": {"S": upper},
+                    ":shard": {"N": str(shard)},
+                    ":low": {"S": prefix + "#"},
+                    ":high": {"S": prefix + tail},
                 },
                 "Limit": limit,
             }
@@ -886,52 +1030,108 @@ class DynamoStore(Store):
 
         buckets = range(from_bucket, to_bucket + 1)
         found = [item for items in self._each(one, buckets) for item in items]
-        found.sort(key=lambda item: str(it.value(item["scheduled_key"])))
-        return [PendingOccurrence.of(it.run_from_item(item)) for item in found[:limit]]
+        # Oldest first by (scheduled_at, occurrence_id): the key after "<bucket>#".
+        found.sort(key=lambda item: item["outbox_key"]["S"].split("#", 1)[1])
+        chosen = found[:limit]
+        if not chosen:
+            return []
+        records = {
+            item["sk"]["S"]: item
+            for item in self._batch_get(
+                self.tables.occurrences, [{"pk": i["pk"], "sk": i["sk"]} for i in chosen]
+            )
+        }
+        # Left out: a record that left the outbox since the index was read.
+        waiting = [
+            record
+            for entry in chosen
+            if (record := records.get(entry["sk"]["S"])) is not None
+            and record.get("outbox_key") == entry["outbox_key"]
+        ]
+        return [PendingOccurrence.of(it.run_from_item(r)) for r in self._claimed(waiting)]
+
+    def _claimed(self, records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The records whose slot they hold. A record whose claim is missing
+        (its write was interrupted) is claimed now; one whose slot another
+        occurrence holds is closed as skipped, never sent."""
+        if not records:
+            return []
+        keys = {
+            (key["pk"]["S"], key["sk"]["S"]): key
+            for key in (it.claim_key_of_record(r) for r in records)
+        }
+        claims = {
+            (item["pk"]["S"], item["sk"]["S"]): item
+            for item in self._batch_get(self.tables.occurrences, list(keys.values()))
+        }
+        held: list[dict[str, Any]] = []
+        for record in records:
+            key = it.claim_key_of_record(record)
+            claim = claims.get((key["pk"]["S"], key["sk"]["S"]))
+            if claim is None:
+                mine = self._claim(
+                    str(it.value(record["schedule_id"])),
+                    str(it.value(record["business_key"])),
+                    str(it.value(record["occurrence_id"])),
+                    int(it.value(record["expires_at_epoch"])),
+                )
+            else:
+                mine = claim["occurrence_id"] == record["occurrence_id"]
+            if mine:
+                held.append(record)
+            else:
+                self._close_duplicate(record)
+        return held
+
+    def _close_duplicate(self, record: Mapping[str, Any]) -> None:
+        self._update(
+            self.tables.occurrences,
+            {"pk": record["pk"], "sk": record["sk"]},
+            set_={
+                "status": RunStatus.SKIPPED.value,
+                "reason": "duplicate: another occurrence fills this slot",
+                "finished_at": it.iso(datetime.now(UTC)),
+            },
+            remove=OUTBOX_ATTRIBUTES,
+            condition="attribute_exists(#outbox_key) AND #status IN (:scheduled, :admitted)",
+            values={
+                ":scheduled": {"S": _SCHEDULED},
+                ":admitted": {"S": RunStatus.ADMITTED.value},
+            },
+        )
 
     def earliest_pending_bucket(self, shard: int, from_bucket: int | None = None) -> int | None:
         names = {"#pending_shard": "pending_shard"}
         values: dict[str, Any] = {":shard": {"N": str(shard)}}
         condition = "#pending_shard = :shard"
         if from_bucket is not None:
-            names["#bucket"] = "bucket"
-            values[":from"] = {"N": str(from_bucket)}
-            condition += " AND #bucket >= :from"
+            names["#outbox_key"] = "outbox_key"
+            values[":from"] = {"S": it.outbox_bucket(from_bucket)}
+            condition += " AND #outbox_key >= :from"
         answer = self.client.query(
             TableName=self.tables.occurrences,
-            IndexName="pending_buckets",
+            IndexName="outbox",
             KeyConditionExpression=condition,
             ExpressionAttributeNames=names,
             ExpressionAttributeValues=values,
             Limit=1,
         )
         found = answer.get("Items", [])
-        return int(it.value(found[0]["bucket"])) if found else None
+        return int(found[0]["outbox_key"]["S"].split("#", 1)[0]) if found else None
 
     def latest_scheduled_at(
         self, schedule_ids: Sequence[str], up_to: datetime
     ) -> dict[str, datetime]:
-        upper = f"{it.iso(up_to)}#{it.KEY_CEILING}"
-
         def one(schedule_id: str) -> datetime | None:
             request = {
-                "TableName": self.tables.occurrences,
-                "IndexName": "by_scheduled_at",
-                "KeyConditionExpression": "pk = :pk AND #scheduled_key <= :upper",
+                **self.records_newest_first(schedule_id, up_to=up_to, page=25),
                 "FilterExpression": "#kind = :scheduled",
                 "ProjectionExpression": "#scheduled_at",
-                "ExpressionAttributeNames": {
-                    "#scheduled_key": "scheduled_key",
-                    "#kind": "kind",
-                    "#scheduled_at": "scheduled_at",
-                },
-                "ExpressionAttributeValues": {
-                    ":pk": {"S": schedule_id},
-                    ":upper": {"S": upper},
-                    ":scheduled": {"S": "scheduled"},
-                },
-                "ScanIndexForward": False,
-                "Limit": 25,
+                "ExpressionAttributeNames": {"#kind": "kind", "#scheduled_at": "scheduled_at"},
+            }
+            request["ExpressionAttributeValues"] = {
+                **request["ExpressionAttributeValues"],
+                ":scheduled": {"S": RunKind.SCHEDULED.value},
             }
             for item in self._query(request):
                 return it.from_iso(str(it.value(item["scheduled_at"])))
@@ -940,76 +1140,108 @@ class DynamoStore(Store):
         ids = list(dict.fromkeys(schedule_ids))
         return {sid: at for sid, at in zip(ids, self._each(one, ids), strict=True) if at}
 
-    def admit(self, occurrences: Sequence[PendingOccurrence], now: datetime) -> list[str]:
-        def one(occurrence: PendingOccurrence) -> str | None:
+    def _transition(
+        self,
+        occurrence_ids: Sequence[str],
+        *,
+        set_: Callable[[str], Mapping[str, Any]],
+        remove: Iterable[str] = (),
+        condition: str,
+        names: Mapping[str, str] | None = None,
+        values: Mapping[str, Any] | None = None,
+    ) -> list[str]:
+        """One conditional update of each occurrence's record; the ids it
+        changed, in order."""
+
+        def one(occurrence_id: str) -> str | None:
+            key = it.record_key_of(occurrence_id)
+            if key is None:
+                return None
             item = self._update(
                 self.tables.occurrences,
-                it.record_key(occurrence.occurrence_id),
-                set_={"status": RunStatus.ADMITTED.value, "admitted_at": it.iso(now)},
-                condition="#status = :scheduled",
-                values={":scheduled": {"S": _SCHEDULED}},
+                key,
+                set_=set_(occurrence_id),
+                remove=remove,
+                condition=f"attribute_exists(pk) AND ({condition})",
+                names=names,
+                values=values,
             )
-            return None if item is None else occurrence.occurrence_id
+            return None if item is None else occurrence_id
 
-        return [oid for oid in self._each(one, occurrences) if oid is not None]
+        return [oid for oid in self._each(one, list(occurrence_ids)) if oid is not None]
+
+    def admit(self, occurrences: Sequence[PendingOccurrence], now: datetime) -> list[str]:
+        return self._transition(
+            [o.occurrence_id for o in occurrences],
+            set_=lambda _: {"status": RunStatus.ADMITTED.value, "admitted_at": it.iso(now)},
+            condition="#status = :scheduled",
+            values={":scheduled": {"S": _SCHEDULED}},
+        )
 
     def close_runs(self, closures: Sequence[Closure], now: datetime) -> list[str]:
-        def one(closure: Closure) -> str | None:
-            item = self._update(
-                self.tables.occurrences,
-                it.record_key(closure.occurrence_id),
-                set_={
-                    "status": closure.status.value,
-                    "reason": closure.reason,
-                    "finished_at": it.iso(now),
-                },
-                remove=("partition", "pending_shard"),
-                condition="#status = :scheduled",
-                values={":scheduled": {"S": _SCHEDULED}},
-            )
-            return None if item is None else closure.occurrence_id
-
-        return [oid for oid in self._each(one, closures) if oid is not None]
+        by_id = {closure.occurrence_id: closure for closure in closures}
+        return self._transition(
+            [closure.occurrence_id for closure in closures],
+            set_=lambda oid: {
+                "status": by_id[oid].status.value,
+                "reason": by_id[oid].reason,
+                "finished_at": it.iso(now),
+            },
+            remove=OUTBOX_ATTRIBUTES,
+            condition="#status = :scheduled",
+            values={":scheduled": {"S": _SCHEDULED}},
+        )
 
     def close_scheduled(
         self, schedule_id: str, status: RunStatus, reason: str, now: datetime
     ) -> int:
-        waiting = [
-            str(it.value(item["occurrence_id"]))
-            for item in self._query(
-                {
-                    "TableName": self.tables.occurrences,
-                    "IndexName": "by_scheduled_at",
-                    "KeyConditionExpression": "pk = :pk",
-                    "FilterExpression": "#status = :scheduled",
-                    "ProjectionExpression": "#occurrence_id",
-                    "ExpressionAttributeNames": {
-                        "#status": "status",
-                        "#occurrence_id": "occurrence_id",
-                    },
-                    "ExpressionAttributeValues": {
-                        ":pk": {"S": schedule_id},
-                        ":scheduled": {"S": _SCHEDULED},
-                    },
-                }
+        """Waiting records are in the outbox: the schedule's shard's part of it
+        (the shard read off its newest record), filtered to the schedule. The
+        index lags its writes a little, so the newest records are also read
+        consistently: one written just before a pause is closed by it too."""
+        newest = list(
+            itertools.islice(
+                self._query(
+                    self.records_newest_first(schedule_id, consistent=True, page=NEWEST_CHECKED)
+                ),
+                NEWEST_CHECKED,
             )
-        ]
+        )
+        if not newest:
+            return 0
+        entries = self._query(
+            {
+                "TableName": self.tables.occurrences,
+                "IndexName": "outbox",
+                "KeyConditionExpression": "#pending_shard = :shard",
+                "ExpressionAttributeNames": {"#pending_shard": "pending_shard"},
+                "ExpressionAttributeValues": {":shard": {"N": str(it.value(newest[0]["shard"]))}},
+            }
+        )
+        # Filtered here: a filter expression may not name a key attribute (the
+        # table's ``pk`` is one), and a filter would read the same units.
+        outboxed = self._batch_get(
+            self.tables.occurrences,
+            [{"pk": e["pk"], "sk": e["sk"]} for e in entries if e["pk"] == {"S": schedule_id}],
+        )
+        waiting = dict.fromkeys(
+            str(it.value(record["occurrence_id"]))
+            for record in (*newest, *outboxed)
+            if record.get("status") == {"S": _SCHEDULED}
+        )
         return len(self.close_runs([Closure(oid, status, reason) for oid in waiting], now))
 
     def mark_sent(self, occurrence_ids: Sequence[str], now: datetime) -> int:
-        def one(occurrence_id: str) -> bool:
-            item = self._update(
-                self.tables.occurrences,
-                it.record_key(occurrence_id),
-                set_={"sent_at": it.iso(now)},
-                remove=("partition", "pending_shard"),
-                condition="attribute_exists(#partition) AND #status <> :scheduled",
+        return len(
+            self._transition(
+                occurrence_ids,
+                set_=lambda _: {"sent_at": it.iso(now)},
+                remove=OUTBOX_ATTRIBUTES,
+                condition="attribute_exists(#outbox_key) AND #status <> :scheduled",
                 names={"#status": "status"},
                 values={":scheduled": {"S": _SCHEDULED}},
             )
-            return item is not None
-
-        return sum(self._each(one, occurrence_ids))
+        )
 
     # --- leases and heartbeats -----------------------------------------------------------
 

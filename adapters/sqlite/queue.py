@@ -12,7 +12,10 @@ As on SQS:
   that was too slow cannot delete a copy another worker now holds;
 - a message received more than ``max_receive_count`` times is moved to the
   dead state instead of being delivered (the redrive policy);
-- delivery is at-least-once and unordered across visibility changes.
+- delivery is at-least-once and unordered across visibility changes;
+- a delivery intent sent ahead (``send_ahead``) is held back until its
+  ``scheduled_at`` (``visible_at``, at most 15 minutes ahead, as SQS's
+  ``DelaySeconds``), to the microsecond where SQS rounds up to the second.
 
 Unlike the AWS queue (whose 15-minute visibility covers a whole Lambda
 invocation), a receive here hides a message for ``HELD_VISIBILITY_S`` only:
@@ -42,7 +45,7 @@ from adapters.sqlite.store import from_us, us
 from domain.backoff import MAX_DELAY_S
 from domain.run import DeliveryIntent
 from service.clock import SystemClock
-from service.ports import Clock, DeliveryQueue
+from service.ports import MAX_DELAY, Clock, DeliveryQueue
 from service.run_ports import QueueMessage, WorkQueue
 
 SCHEMA: Final = """
@@ -98,15 +101,33 @@ class SqliteQueue(Database, DeliveryQueue, WorkQueue):
     # --- the send side (the dispatcher) ----------------------------------------------------
 
     def send_batch(self, intents: Sequence[DeliveryIntent]) -> list[str]:
-        now = us(self.clock.now())
+        return self._send(intents, None)
+
+    def send_ahead(self, intents: Sequence[DeliveryIntent], now: datetime) -> list[str]:
+        return self._send(intents, now)
+
+    def _send(self, intents: Sequence[DeliveryIntent], now: datetime | None) -> list[str]:
+        # With ``now`` (send_ahead), an intent not due yet becomes visible at
+        # its due instant, to the microsecond (SQS rounds up to the second).
+        sent_at = us(self.clock.now())
+        rows = []
+        for intent in intents:
+            visible_at = sent_at
+            if now is not None and intent.scheduled_at > now:
+                visible_at = us(min(intent.scheduled_at, now + MAX_DELAY))
+            rows.append(
+                (
+                    uuid.uuid4().hex,
+                    json.dumps(intent.to_dict(), separators=(",", ":")),
+                    sent_at,
+                    visible_at,
+                )
+            )
         with self._write() as db:
             db.executemany(
                 "INSERT INTO delivery_queue (message_id, body, sent_at, visible_at) "
                 "VALUES (?, ?, ?, ?)",
-                [
-                    (uuid.uuid4().hex, json.dumps(i.to_dict(), separators=(",", ":")), now, now)
-                    for i in intents
-                ],
+                rows,
             )
         return []
 

@@ -11,6 +11,7 @@ import json
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import boto3
@@ -32,6 +33,7 @@ class Harness:
     queue: SqliteQueue | SqsWorkQueue
     wait: Callable[[float], None]  # let this much time pass
     dead: Callable[[], list[tuple[str, str | None]]]  # (body, reason) in the DLQ
+    now: Callable[[], datetime] = lambda: datetime.now(UTC)  # the queue's own clock
 
 
 def _sqlite(tmp_path: Path) -> Iterator[Harness]:
@@ -47,6 +49,7 @@ def _sqlite(tmp_path: Path) -> Iterator[Harness]:
         queue,
         lambda s: clock.advance(s),
         lambda: [(body, reason) for _, body, reason in queue.dead_letters()],
+        clock.now,
     )
     queue.close()
 
@@ -213,6 +216,36 @@ def test_an_empty_batch_changes_nothing(h: Harness) -> None:
     h.queue.delete_batch([])
     h.queue.change_visibility_batch([], 0)
     assert len(receive_all(h)) == 1
+
+
+def test_an_intent_sent_ahead_is_held_back_until_its_scheduled_time(h: Harness) -> None:
+    now = h.now()
+    due = DeliveryIntent("sch_q.v1.ahead", "sch_q", 1, now + timedelta(seconds=1.2))
+    ready = DeliveryIntent("sch_q.v1.ready", "sch_q", 1, now - timedelta(seconds=5))
+    assert h.queue.send_ahead([due, ready], now) == []
+    # The one already due is visible at once, the other not before its time.
+    [first] = receive_all(h)
+    assert json.loads(first.body)["occurrence_id"] == "sch_q.v1.ready"
+    h.queue.delete(first.receipt)
+    assert h.queue.receive(10, 0) == []
+    h.wait(2.1)  # SQS rounds the 1.2 s up to 2 s
+    [later] = receive_all(h)
+    assert json.loads(later.body)["occurrence_id"] == "sch_q.v1.ahead"
+
+
+def test_sqs_delays_round_up_to_the_second_and_stop_at_fifteen_minutes() -> None:
+    from adapters.sqs import entry
+
+    now = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
+
+    def delay(seconds: float) -> object:
+        found = entry(0, DeliveryIntent("o", "s", 1, now + timedelta(seconds=seconds)), now)
+        return found.get("DelaySeconds")
+
+    assert delay(-3) is None and delay(0) is None
+    assert delay(0.2) == 1 and delay(59.0) == 59 and delay(59.001) == 60
+    assert delay(3600) == 900
+    assert "DelaySeconds" not in entry(0, DeliveryIntent("o", "s", 1, now), None)
 
 
 def test_sqs_receive_asks_for_the_workers_visibility_timeout() -> None:

@@ -140,3 +140,20 @@ def test_an_event_without_a_usable_scheduled_time_still_ticks(
     result = handler({"scheduled_at": value}, Context(remaining_ms=4000), service=world.ticker())
     assert result["passes"] == 1
     assert result["invocation_late_s"] is None and result["stands_for"] is None
+
+
+def test_an_invocation_is_one_pass_whatever_time_it_has_left(
+    world: World, clock: FakeClock
+) -> None:
+    result = handler({}, Context(remaining_ms=300_000), service=world.ticker())
+    assert result["passes"] == 1
+
+
+def test_deployments_queue_ahead_up_to_the_lookahead() -> None:
+    from handlers.settings import Settings
+    from handlers.tick import tick_config
+
+    config = tick_config(Settings(lookahead_s=120))
+    assert config.queue_ahead and config.ahead == timedelta(seconds=120)
+    # Never further ahead than a queue can hold a message back (SQS: 15 minutes).
+    assert tick_config(Settings(lookahead_s=3600)).ahead == timedelta(seconds=900)

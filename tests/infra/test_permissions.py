@@ -20,7 +20,7 @@ TARGET_ACTIONS = ("lambda:InvokeFunction", "sqs:SendMessage", "events:PutEvents"
 class Ids:
     def __init__(self, template: dict[str, Any]) -> None:
         self.schedules = logical_id(template, "AWS::DynamoDB::Table", "TablesSchedules")
-        self.occurrences = logical_id(template, "AWS::DynamoDB::Table", "TablesOccurrences")
+        self.occurrences = logical_id(template, "AWS::DynamoDB::Table", "TablesRuns")
         self.leases = logical_id(template, "AWS::DynamoDB::Table", "TablesLeases")
         queues = resources(template, "AWS::SQS::Queue")
         self.delivery = next(k for k, q in queues.items() if "RedrivePolicy" in q["Properties"])
@@ -64,13 +64,16 @@ def test_api_manages_schedules_and_runs_and_only_reads_leases(
     assert not can(t, ids.api, "secretsmanager:GetSecretValue", SECRETS)
 
 
-def test_api_may_only_send_retried_intents_to_the_delivery_queue(
+def test_api_sends_delivery_intents_and_nothing_else_on_sqs(
     template: dict[str, Any], ids: Ids
 ) -> None:
-    # POST /runs/{id}/retry sends the intent again; nothing else of a queue.
-    assert {a for a in actions(template, ids.api) if a.startswith("sqs:")} == {"sqs:SendMessage"}
-    assert can(template, ids.api, "sqs:SendMessage", ids.delivery)
-    assert not can(template, ids.api, "sqs:SendMessage", ids.dlq)
+    # A create, edit or resume whose next slot is within the lookahead, a
+    # trigger, and POST /runs/{id}/retry queue their intents from the call
+    # itself (docs/decisions.md); nothing else of a queue.
+    t = template
+    assert {a for a in actions(t, ids.api) if a.startswith("sqs:")} == {"sqs:SendMessage"}
+    assert can(t, ids.api, "sqs:SendMessage", ids.delivery)
+    assert not can(t, ids.api, "sqs:SendMessage", ids.dlq)
 
 
 def test_tick_reads_and_writes_all_tables_and_sends_intents(
@@ -148,14 +151,26 @@ def test_watchdog_reads_what_it_judges_and_writes_verdicts_and_heartbeats_to_lea
 
 
 @pytest.mark.parametrize("role", ["api", "tick", "worker", "watchdog"])
-def test_no_function_may_scan_delete_or_describe_a_table(
+def test_only_the_runs_tables_writers_may_delete_and_only_there(
+    template: dict[str, Any], ids: Ids, role: str
+) -> None:
+    # api and tick withdraw refused occurrences (a conditional delete); the
+    # worker and watchdog never delete, and no table but the runs table.
+    role_id = getattr(ids, role)
+    may = role in ("api", "tick")
+    assert can(template, role_id, "dynamodb:DeleteItem", ids.occurrences) is may
+    for other in (ids.schedules, ids.leases):
+        assert not can(template, role_id, "dynamodb:DeleteItem", other)
+
+
+@pytest.mark.parametrize("role", ["api", "tick", "worker", "watchdog"])
+def test_no_function_may_scan_or_describe_a_table(
     template: dict[str, Any], ids: Ids, role: str
 ) -> None:
     # The stores read by key and query, and old records leave by TTL: a grant
     # of these would be unused.
     unused = {
         "dynamodb:Scan",
-        "dynamodb:DeleteItem",
         "dynamodb:BatchWriteItem",
         "dynamodb:ConditionCheckItem",
         "dynamodb:DescribeTable",

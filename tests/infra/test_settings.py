@@ -64,6 +64,8 @@ def test_a_json_list_on_the_command_line_is_accepted() -> None:
         ("duetime:shards", "many"),
         ("duetime:shards", 0),
         ("duetime:tickBudgetS", 60),
+        ("duetime:lookaheadS", 59),
+        ("duetime:lookaheadS", 901),
         ("duetime:directWindowS", -1),
         ("duetime:directWindowS", 3601),
         ("duetime:alarmEmail", "not-an-address"),

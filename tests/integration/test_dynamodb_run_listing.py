@@ -5,6 +5,8 @@ record once. And it only reads."""
 
 from __future__ import annotations
 
+import base64
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -51,3 +53,47 @@ def test_a_listing_only_reads(store: DynamoStore) -> None:
     store.client.meta.events.register("before-parameter-build.dynamodb.*", record)
     _all(store, RunQuery(), 3)
     assert set(calls) == {"Query"}
+
+
+def test_a_listing_reads_the_runs_table_itself_and_no_index_of_it(store: DynamoStore) -> None:
+    # Records are filed by instant in their schedule's partition; the claims
+    # (B#...) share it and are never listed.
+    sid, made = _schedule_with(store, *MIXED)
+    requests: list[dict[str, Any]] = []
+
+    def record(params: dict[str, Any], **_: Any) -> None:
+        requests.append(params)
+
+    store.client.meta.events.register("before-parameter-build.dynamodb.Query", record)
+    found, _ = _all(store, RunQuery(schedule_id=sid, newest_first=False), 3)
+    assert [r.occurrence_id for r in found] == [r.occurrence_id for r in made]
+    assert {(r["TableName"], r.get("IndexName")) for r in requests} == {
+        (store.tables.occurrences, None)
+    }
+
+
+def _token_with(token: str, **changes: Any) -> str:
+    values = json.loads(base64.urlsafe_b64decode(token.encode()))
+    values.update(changes)
+    return base64.urlsafe_b64encode(json.dumps(values).encode()).decode()
+
+
+def test_a_token_whose_start_key_is_not_a_record_of_its_schedule_is_refused(
+    store: DynamoStore,
+) -> None:
+    sid, _ = _schedule_with(store, *MIXED)
+    other, theirs = _schedule_with(store, *MIXED)
+    page = store.find_runs(RunQuery(schedule_id=sid), 2)
+    assert page.next_token is not None
+    foreign = {"pk": {"S": other}, "sk": {"S": f"R#{theirs[0].occurrence_id}"}}
+    claim = {"pk": {"S": sid}, "sk": {"S": "B#" + theirs[0].business_key}}
+    extra = {"pk": {"S": sid}, "sk": {"S": "R#x"}, "scheduled_key": {"S": "x"}}
+    for start in (foreign, claim, extra, {"pk": {"N": "1"}, "sk": {"S": "R#x"}}):
+        with pytest.raises(ValueError, match="not a page token"):
+            store.find_runs(RunQuery(schedule_id=sid), 2, _token_with(page.next_token, start=start))
+    across = store.find_runs(RunQuery(), 2)
+    assert across.next_token is not None
+    with pytest.raises(ValueError, match="not a page token"):  # a start key with no walk
+        store.find_runs(RunQuery(), 2, _token_with(across.next_token, walk=None, start=foreign))
+    with pytest.raises(ValueError, match="not a page token"):  # a walk that is no schedule
+        store.find_runs(RunQuery(), 2, _token_with(across.next_token, walk=foreign, start=None))

@@ -1,5 +1,7 @@
 """What the DynamoDB store does beyond the shared contract: its item shapes,
-transactions larger than one DynamoDB transaction, and its page tokens."""
+the two conditional puts of an occurrence (no transaction) and what an
+interrupted one leaves, materializations longer than one advance, and its
+page tokens."""
 
 from __future__ import annotations
 
@@ -14,9 +16,9 @@ from moto import mock_aws
 
 from adapters.dynamodb import items
 from adapters.dynamodb.local import create_store_tables
-from adapters.dynamodb.store import OCCURRENCES_PER_TRANSACTION, DynamoStore
+from adapters.dynamodb.store import OCCURRENCES_PER_ADVANCE, DynamoStore
 from domain.partition import Partitioning
-from domain.run import AttemptRecord, Run, RunStatus, new_occurrence
+from domain.run import AttemptRecord, PendingOccurrence, Run, RunStatus, new_occurrence
 from domain.spec import Slot
 from service.ports import Materialization
 from tests.conftest import build_schedule, utc
@@ -77,18 +79,18 @@ def test_a_run_with_every_field_survives_the_round_trip() -> None:
         (run.scheduled_at + timedelta(days=90)).timestamp()
     )
     closed = replace(run, pending=False)
-    assert "partition" not in items.record_item(closed, timedelta(days=1))
+    assert "outbox_key" not in items.record_item(closed, timedelta(days=1))
 
 
-def test_a_materialization_larger_than_one_transaction_is_written_in_order(
+def test_a_materialization_longer_than_one_advance_is_written_in_order(
     store: DynamoStore,
 ) -> None:
     schedule = build_schedule(NOW, spec={"every": "PT1M", "start_at": "2026-12-01T08:00:00Z"})
     store.create(schedule)
     sid = schedule.schedule_id
-    count = OCCURRENCES_PER_TRANSACTION * 2 + 3
+    count = OCCURRENCES_PER_ADVANCE * 2 + 3
     runs = tuple(_run(sid, (NOW + timedelta(minutes=i)).isoformat()) for i in range(count))
-    # One slot in the second transaction is taken already (a trigger, a backfill).
+    # One slot in the second chunk is taken already (a trigger, a backfill).
     assert store.insert([runs[60]]) == [runs[60].occurrence_id]
     [outcome] = store.materialize(
         [
@@ -159,3 +161,239 @@ def test_from_settings_reads_the_table_names(client: Any) -> None:
     store = DynamoStore.from_settings(Settings(), boto3.session.Session(region_name="us-east-1"))
     assert store.tables == names
     assert store.acquire(0, "tick-a", NOW, timedelta(seconds=30)) is not None
+
+
+# --- the occurrence's two items ----------------------------------------------------------
+
+
+def _items(client: Any, store: DynamoStore, schedule_id: str) -> dict[str, dict[str, Any]]:
+    """Every item of a schedule's partition in the runs table, by sort key."""
+    answer = client.query(
+        TableName=store.tables.occurrences,
+        KeyConditionExpression="pk = :pk",
+        ExpressionAttributeValues={":pk": {"S": schedule_id}},
+        ConsistentRead=True,
+    )
+    return {item["sk"]["S"]: item for item in answer["Items"]}
+
+
+def _operations(client: Any) -> list[str]:
+    calls: list[str] = []
+    client.meta.events.register(
+        "before-call.dynamodb.*", lambda model, **_: calls.append(model.name)
+    )
+    return calls
+
+
+def test_an_occurrence_is_a_record_by_instant_and_a_claim_by_slot_written_without_a_transaction(
+    client: Any, store: DynamoStore
+) -> None:
+    schedule = build_schedule(NOW)
+    store.create(schedule)
+    run = _run(schedule.schedule_id, "2026-12-01T09:00:00Z")
+    calls = _operations(client)
+    [outcome] = store.materialize(
+        [Materialization(schedule.schedule_id, 1, schedule.next_due, None, None, (run,))], NOW
+    )
+    assert outcome.applied and outcome.inserted == (run.occurrence_id,)
+    assert "TransactWriteItems" not in calls
+    assert calls.count("PutItem") == 2 and calls.count("UpdateItem") == 1
+    found = _items(client, store, schedule.schedule_id)
+    record_sk = f"R#2026-12-01T09:00:00.000000Z#{run.occurrence_id}"
+    claim_sk = f"B#{run.business_key}"
+    assert sorted(found) == sorted([record_sk, claim_sk])
+    assert items.plain(found[claim_sk]) == {
+        "pk": schedule.schedule_id,
+        "sk": claim_sk,
+        "occurrence_id": run.occurrence_id,
+        "expires_at_epoch": int((run.scheduled_at + timedelta(days=90)).timestamp()),
+    }
+    record = items.plain(found[record_sk])
+    assert record["occurrence_id"] == run.occurrence_id
+    assert record["outbox_key"] == f"{run.bucket:012d}#2026-12-01T09:00:00.000000Z#" + (
+        run.occurrence_id
+    )
+    described = client.describe_table(TableName=store.tables.occurrences)["Table"]
+    assert not described.get("LocalSecondaryIndexes")
+
+
+def test_a_gap_shifted_slot_is_found_by_its_occurrence_id_and_its_business_key(
+    store: DynamoStore,
+) -> None:
+    # 02:30 on 2026-03-08 does not exist in New York; dst_gap "shift" runs it at
+    # 03:30 EDT (07:30Z), whose wall time is not the slot's.
+    sid = "sch_gapshifted"
+    store.create(build_schedule(NOW, schedule_id=sid))
+    at = utc("2026-03-08T07:30:00Z")
+    run = new_occurrence(
+        sid,
+        1,
+        Slot(at, utc("2026-03-08T02:30:00Z").replace(tzinfo=None)),
+        bucket=PARTS.bucket(at),
+        shard=PARTS.shard(sid),
+        materialized_at=NOW,
+    )
+    assert store.insert([run]) == [run.occurrence_id]
+    assert store.get_run(run.occurrence_id) == run
+    assert store.get_by_business_key(f"{sid}#2026-03-08T02:30:00#0") == run
+
+
+def _unclaimed(client: Any, store: DynamoStore, run: Run) -> None:
+    """A record whose write stopped before its claim (a crash between the puts)."""
+    client.put_item(
+        TableName=store.tables.occurrences, Item=items.record_item(run, timedelta(days=1))
+    )
+
+
+def test_a_record_left_unclaimed_is_claimed_before_its_intent_is_sent(
+    client: Any, store: DynamoStore
+) -> None:
+    sid = "sch_unclaimed"
+    store.create(build_schedule(NOW, schedule_id=sid))
+    run = _run(sid, "2026-12-01T08:01:00Z")
+    _unclaimed(client, store, run)
+    due = store.pending_due(run.shard, run.bucket, run.bucket, utc("2026-12-01T08:02:00Z"), 10)
+    assert due == [PendingOccurrence.of(run)]
+    assert store.get_by_business_key(run.business_key) == run
+    # And a second write of it finishes the same way.
+    other = _run(sid, "2026-12-01T08:03:00Z")
+    _unclaimed(client, store, other)
+    assert store.insert([other]) == []
+    assert store.get_by_business_key(other.business_key) == other
+
+
+def test_a_record_left_unclaimed_on_a_slot_another_holds_is_closed_never_sent(
+    client: Any, store: DynamoStore
+) -> None:
+    sid = "sch_duplicate"
+    store.create(build_schedule(NOW, schedule_id=sid))
+    held = _run(sid, "2026-12-01T08:01:00Z")
+    store.insert([held])
+    # Version 2's occurrence of the same slot, whose claim put never happened.
+    twin = replace(
+        held,
+        occurrence_id=f"{sid}.v2.20261201T080100.500000Z",
+        version=2,
+        scheduled_at=utc("2026-12-01T08:01:00.5Z"),
+    )
+    _unclaimed(client, store, twin)
+    at = utc("2026-12-01T08:02:00Z")
+    due = store.pending_due(held.shard, held.bucket, held.bucket, at, 10)
+    assert due == [PendingOccurrence.of(held)]
+    closed = store.get_run(twin.occurrence_id)
+    assert closed is not None and closed.status is RunStatus.SKIPPED and not closed.pending
+    assert closed.reason is not None and "another occurrence" in closed.reason
+    assert store.get_by_business_key(held.business_key) == held
+
+
+def test_a_refused_claim_leaves_no_record_behind(client: Any, store: DynamoStore) -> None:
+    sid = "sch_refused"
+    store.create(build_schedule(NOW, schedule_id=sid))
+    held = _run(sid, "2026-12-01T09:00:00Z")
+    store.insert([held])
+    twin = replace(
+        held,
+        occurrence_id=f"{sid}.v2.20261201T080000Z",
+        version=2,
+        scheduled_at=utc("2026-12-01T08:00:00Z"),
+    )
+    assert store.insert([twin]) == []
+    assert sorted(_items(client, store, sid)) == sorted(
+        [f"B#{held.business_key}", f"R#2026-12-01T09:00:00.000000Z#{held.occurrence_id}"]
+    )
+
+
+def test_a_schedule_that_moves_while_its_occurrences_are_written_gets_them_withdrawn(
+    client: Any, store: DynamoStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    schedule = build_schedule(NOW)
+    store.create(schedule)
+    sid = schedule.schedule_id
+    run = _run(sid, "2026-12-01T09:00:00Z")
+    put = store._put_occurrence
+
+    def put_then_pause(written: Run) -> bool:
+        done = put(written)
+        assert store.pause(sid, "paused meanwhile", NOW)
+        return done
+
+    monkeypatch.setattr(store, "_put_occurrence", put_then_pause)
+    [outcome] = store.materialize(
+        [Materialization(sid, 1, schedule.next_due, None, None, (run,))], NOW
+    )
+    assert not outcome.applied and outcome.inserted == ()
+    assert store.get_run(run.occurrence_id) is None
+    assert _items(client, store, sid) == {}
+    head = store.get(sid)
+    assert head is not None and head.next_due == schedule.next_due
+
+
+def test_admission_leaves_a_record_in_the_outbox_and_sending_takes_it_out(
+    client: Any, store: DynamoStore
+) -> None:
+    sid = "sch_outbox"
+    store.create(build_schedule(NOW, schedule_id=sid))
+    run = _run(sid, "2026-12-01T08:01:00Z")
+    store.insert([run])
+    entry = f"{run.bucket:012d}#2026-12-01T08:01:00.000000Z#{run.occurrence_id}"
+
+    def outbox() -> list[str]:
+        answer = client.query(
+            TableName=store.tables.occurrences,
+            IndexName="outbox",
+            KeyConditionExpression="pending_shard = :shard",
+            ExpressionAttributeValues={":shard": {"N": str(run.shard)}},
+        )
+        return [item["outbox_key"]["S"] for item in answer["Items"]]
+
+    assert outbox() == [entry]
+    store.admit([PendingOccurrence.of(run)], NOW)
+    assert outbox() == [entry]
+    assert store.mark_sent([run.occurrence_id], NOW) == 1
+    assert outbox() == []
+
+
+def test_a_planner_that_loses_the_advance_keeps_the_occurrences_the_winner_found_written(
+    client: Any, store: DynamoStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    schedule = build_schedule(NOW)
+    store.create(schedule)
+    sid = schedule.schedule_id
+    run = _run(sid, "2026-12-01T09:00:00Z")
+    plan = Materialization(sid, 1, schedule.next_due, None, run.scheduled_at, (run,))
+    winner = DynamoStore(client, store.tables)
+    put = store._put_occurrence
+    outcomes = []
+
+    def put_then_other_planner(written: Run) -> bool:
+        done = put(written)
+        # The other planner finds the record written and advances first.
+        outcomes.extend(winner.materialize([plan], NOW))
+        return done
+
+    monkeypatch.setattr(store, "_put_occurrence", put_then_other_planner)
+    [lost] = store.materialize([plan], NOW)
+    assert outcomes == [(sid, True, ())]
+    # Not applied, but the occurrence it wrote stays, and is reported as its own.
+    assert lost == (sid, False, (run.occurrence_id,))
+    assert store.get_run(run.occurrence_id) == run
+
+
+def test_a_pause_closes_a_record_the_outbox_index_does_not_show_yet(
+    store: DynamoStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sid = "sch_lagging"
+    store.create(build_schedule(NOW, schedule_id=sid))
+    run = _run(sid, "2026-12-01T08:01:00Z")
+    store.insert([run])
+    query = store._query
+
+    def index_behind(params: Any) -> Any:
+        if params.get("IndexName") == "outbox":
+            return iter(())  # the index has not caught up with the put yet
+        return query(params)
+
+    monkeypatch.setattr(store, "_query", index_behind)
+    assert store.close_scheduled(sid, RunStatus.SKIPPED, "paused", NOW) == 1
+    closed = store.get_run(run.occurrence_id)
+    assert closed is not None and closed.status is RunStatus.SKIPPED and not closed.pending

@@ -129,3 +129,77 @@ def test_an_unknown_protocol_is_a_transient_failure(raw: list[RawServer]) -> Non
     (outcome,), _ = deliver(raw, b"HTTP/2.0 200 OK\r\nContent-Length: 0\r\n\r\n")
     assert outcome.kind == "transient"
     assert "UnknownProtocol" in (outcome.error or "")
+
+
+def test_header_names_are_read_without_regard_to_case_and_a_repeated_one_is_joined(
+    raw: list[RawServer],
+) -> None:
+    (lower, repeated, closing), server = deliver(
+        raw,
+        b"HTTP/1.1 503 Busy\r\nretry-after: 4\r\ncontent-length: 0\r\n\r\n",
+        # two Retry-After fields read as "5, 6", as http.client joins them: not a delay
+        b"HTTP/1.1 503 Busy\r\nRetry-After: 5\r\nRETRY-AFTER: 6\r\nContent-Length: 0\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nCONNECTION: Close\r\nContent-Length: 2\r\n\r\nok",
+    )
+    assert (lower.kind, lower.retry_after_s) == ("transient", 4.0)
+    assert (repeated.kind, repeated.retry_after_s) == ("transient", None)
+    assert (closing.kind, closing.excerpt) == ("succeeded", "ok")
+    assert server.connections == 1
+
+
+class _Recording:
+    """A socket that keeps what is sent on it."""
+
+    def __init__(self) -> None:
+        self.sent = b""
+
+    def sendall(self, data: bytes) -> None:
+        self.sent += data
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize(
+    ("host", "port", "path", "headers"),
+    [
+        ("example.com", 80, "/hook", {"X-Team": "sales"}),
+        ("example.com", 8443, "/hook?a=1&b=2", {}),
+        ("::1", 80, "/", {"Authorization": "Bearer t"}),
+        ("fe80::1%eth0", 9000, "/x", {}),
+        ("bücher.example", 80, "/", {}),
+    ],
+)
+def test_a_request_is_written_byte_for_byte_as_http_client_writes_it(
+    host: str, port: int, path: str, headers: dict[str, str]
+) -> None:
+    from adapters.targets.webhook import _PinnedConnection, request_block
+
+    headers = {**headers, "Content-Type": "application/json", "Idempotency-Key": "sch_a.v1.x"}
+    body = b'{"occurrence_id":"sch_a.v1.x"}'
+    connection = _PinnedConnection(host, port, "127.0.0.1", 1.0)
+    connection.sock = _Recording()  # type: ignore[assignment]
+    connection.request("POST", path, body=body, headers=headers)
+    assert request_block(connection, path, headers, body) == connection.sock.sent  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("path", "headers"),
+    [
+        ("/hook\r\nX-Injected: 1", {}),
+        ("/a b", {}),
+        ("/hook", {"X-Note": "one\r\nX-Injected: 1"}),
+        ("/hook", {"Bad Name:": "v"}),
+    ],
+)
+def test_a_request_http_client_would_refuse_is_refused(path: str, headers: dict[str, str]) -> None:
+    import http.client
+
+    from adapters.targets.webhook import _PinnedConnection, request_block
+
+    connection = _PinnedConnection("example.com", 80, "127.0.0.1", 1.0)
+    connection.sock = _Recording()  # type: ignore[assignment]
+    with pytest.raises((ValueError, http.client.InvalidURL)) as refused_by_http_client:
+        connection.request("POST", path, body=b"{}", headers=headers)
+    with pytest.raises(type(refused_by_http_client.value)):
+        request_block(connection, path, headers, b"{}")

@@ -254,6 +254,9 @@ class CrashingQueue(SqsDeliveryQueue):
     def send_batch(self, intents: Sequence[DeliveryIntent]) -> list[str]:
         raise SystemExit("killed between commit and send")
 
+    def send_ahead(self, intents: Sequence[DeliveryIntent], now: datetime) -> list[str]:
+        raise SystemExit("killed between commit and send")
+
 
 def test_a_restart_between_admission_and_send_is_repaired_by_the_next_tick(
     deployment: Deployment,

@@ -1,11 +1,18 @@
 """Write transactions wait for SQLite's write lock held by another connection,
-in short steps, up to the busy timeout; the connection's busy timeout is
-restored for every other statement."""
+and for duetime's writer lock beside the database held by another writer, up
+to the busy timeout; the connection's busy timeout stays what it was for
+every other statement."""
 
 from __future__ import annotations
 
+import fcntl
+import os
+import signal
 import sqlite3
+import subprocess
+import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -75,3 +82,75 @@ def test_an_adapter_on_another_ones_connection_shares_it_and_leaves_its_closing_
     owner.close()
     with pytest.raises(sqlite3.ProgrammingError):
         guest._db.execute("SELECT 1")
+
+
+def test_writers_of_two_connections_take_turns_and_every_write_lands(tmp_path: Path) -> None:
+    path = tmp_path / "x.db"
+    first, second = Database(path, SCHEMA), Database(path, SCHEMA)
+
+    def write(database: Database, start: int) -> None:
+        for k in range(start, start + 200):
+            with database._write() as db:
+                db.execute("INSERT INTO t VALUES (?, 'w')", (k,))
+
+    threads = [
+        threading.Thread(target=write, args=(first, 0)),
+        threading.Thread(target=write, args=(second, 1000)),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert first._db.execute("SELECT COUNT(*) FROM t").fetchone()[0] == 400
+    # duetime's writers queue on the lock file beside the database, not on
+    # SQLite's lock, so the connection's busy timeout is never changed
+    assert (tmp_path / "x.db-writer").exists()
+    assert second._db.execute("PRAGMA busy_timeout").fetchone()[0] == 30000
+
+
+def test_a_write_waits_for_the_writer_lock_and_gives_up_after_the_busy_timeout(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "x.db"
+    waiter = Database(path, SCHEMA, busy_timeout_s=0.3)
+    holder = os.open(str(path) + "-writer", os.O_RDWR)
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    try:
+        with pytest.raises(sqlite3.OperationalError, match="locked"), waiter._write() as db:
+            db.execute("INSERT INTO t VALUES (3, 'never')")
+    finally:
+        os.close(holder)
+    assert waiter._db.execute("SELECT COUNT(*) FROM t").fetchone()[0] == 0
+    with waiter._write() as db:  # the lock is free again once its holder let go
+        db.execute("INSERT INTO t VALUES (4, 'after')")
+    assert waiter._db.execute("SELECT k FROM t").fetchall() == [(4,)]
+
+
+def test_the_writer_lock_of_a_killed_process_is_free_at_once(tmp_path: Path) -> None:
+    path = tmp_path / "x.db"
+    waiter = Database(path, SCHEMA, busy_timeout_s=5.0)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import fcntl, os, sys, time\n"
+            f"fd = os.open({str(path) + '-writer'!r}, os.O_RDWR)\n"
+            "fcntl.flock(fd, fcntl.LOCK_EX)\n"
+            "print('held', flush=True)\n"
+            "time.sleep(60)\n",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(10)
+        started = time.monotonic()
+        with waiter._write() as db:
+            db.execute("INSERT INTO t VALUES (5, 'after the kill')")
+        assert time.monotonic() - started < 1.0
+    finally:
+        holder.kill()
+        holder.wait(10)
+    assert waiter._db.execute("SELECT k FROM t").fetchall() == [(5,)]

@@ -1,0 +1,250 @@
+"""The worst minute for DynamoDB partition keys, computed from the table
+definitions and the items the store writes.
+
+DynamoDB gives one partition key (of a table or of a global index) at most
+1,000 write units a second. When N schedules fire at the same instant, every
+write of their occurrences lands on some key; this module replays the write
+pattern of one occurrence with the real item builders (``items``), asks each
+table definition which keys every write touches (a sparse index only where
+the item has its key attributes), and divides the writes each key receives by
+the time the writers need to make them:
+
+- the tick's phases (plan: read the HEAD, put the record, put the claim, advance
+  the HEAD; dispatch: admit, mark sent) run in at most ``tick_processes``
+  processes with ``requests_in_flight`` requests each, a request taking at
+  least ``request_s``: so a phase of ``r`` requests per occurrence lasts at
+  least ``N * r / (tick_processes * requests_in_flight / request_s)``;
+- the worker's phase (start, finish) writes only the occurrence's own record,
+  a key of its own schedule, so its fleet's speed does not concentrate on
+  any key; it is given the tick's pace, which overstates it.
+
+    python -m adapters.dynamodb.hot_keys          # the table for 100,000 at 09:00
+
+docs/sizing.md explains the figures; tests/unit/test_hot_keys.py checks them.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final
+
+from adapters.definitions import OCCURRENCES, SCHEDULES, TABLES, TableDefinition
+from adapters.dynamodb import items as it
+from domain.run import Run, RunStatus, new_occurrence
+from domain.spec import Slot
+
+WRITE_UNITS_PER_KEY: Final = 1000  # DynamoDB's per-partition-key ceiling
+KB: Final = 1024
+
+
+@dataclass(frozen=True)
+class Pace:
+    """How fast the writers can go (the assumptions, in one place)."""
+
+    shards: int = 16  # DUETIME_SHARDS: the outbox's partitions
+    due_shards: int = 16  # DynamoStore.DUE_SHARDS: the due index's partitions
+    bucket_s: int = 60
+    tick_processes: int = 2  # the tick function's reserved concurrency
+    requests_in_flight: int = 8  # DynamoStore's CONCURRENCY
+    request_s: float = 0.004  # a fast DynamoDB request from Lambda, in-region
+
+    @property
+    def tick_requests_per_s(self) -> float:
+        return self.tick_processes * self.requests_in_flight / self.request_s
+
+
+@dataclass(frozen=True)
+class Write:
+    """One write of the pattern: a table, its item before and after."""
+
+    phase: str
+    table: TableDefinition
+    before: Mapping[str, Any] | None
+    after: Mapping[str, Any] | None
+
+
+def _key_value(item: Mapping[str, Any] | None, *names: str) -> str | None:
+    if item is None or not all(name in item for name in names):
+        return None
+    return "|".join(str(next(iter(item[name].values()))) for name in names)
+
+
+def _units(item: Mapping[str, Any] | None) -> int:
+    """Write units of an item (1 KB each), by the length of its values' text:
+    a bound above DynamoDB's own sizes for these items."""
+    if not item:
+        return 0
+    size = sum(len(name) + len(str(value)) for name, value in item.items())
+    return max(1, math.ceil(size / KB))
+
+
+def key_writes(write: Write) -> list[tuple[str, str, int]]:
+    """(table or index, partition key value, write units) for one write."""
+    table = write.table
+    units = max(_units(write.before), _units(write.after))
+    pk = _key_value(write.after or write.before, table.partition_key.name)
+    assert pk is not None
+    found = [(table.logical_id, pk, units)]
+    if table.local_indexes:
+        raise ValueError(f"{table.logical_id} has a local index: its item collections are capped")
+    for index in table.global_indexes:
+        names = [index.partition_key.name] + ([index.sort_key.name] if index.sort_key else [])
+        old = _key_value(write.before, *names)
+        new = _key_value(write.after, *names)
+        name = f"{table.logical_id}.{index.name}"
+        partition_of = index.partition_key.name
+        projected = units if index.projection == "ALL" else 1
+        if old is None and new is None:
+            continue
+        if old != new:
+            if old is not None:
+                found.append((name, str(_key_value(write.before, partition_of)), projected))
+            if new is not None:
+                found.append((name, str(_key_value(write.after, partition_of)), projected))
+        elif index.projection == "ALL" and write.before != write.after:
+            found.append((name, str(_key_value(write.after, partition_of)), projected))
+    return found
+
+
+def occurrence_writes(schedule_id: str, at: datetime, pace: Pace) -> list[Write]:
+    """Every write of one occurrence on the happy path, as the store makes them."""
+    shard = zlib.crc32(schedule_id.encode()) % pace.shards
+    bucket = int(at.timestamp()) // pace.bucket_s
+    run = new_occurrence(
+        schedule_id,
+        1,
+        Slot(at, at.replace(tzinfo=None)),
+        bucket=bucket,
+        shard=shard,
+        materialized_at=at - timedelta(seconds=60),
+    )
+    retention = timedelta(days=90)
+    due_shards = pace.due_shards
+    head = {
+        **it.head_key(schedule_id),
+        **it.attrs(
+            {
+                "schedule_id": schedule_id,
+                "version": 1,
+                "paused": False,
+                "created_at": it.iso(at - timedelta(days=30)),
+                "updated_at": it.iso(at - timedelta(days=1)),
+                "entity": it.ENTITY_SCHEDULE,
+                "created_key": f"{it.iso(at - timedelta(days=30))}#{schedule_id}",
+            }
+        ),
+    }
+    due_before = {
+        **head,
+        **it.attrs(
+            {
+                "next_due": it.iso(at),
+                "due_key": it.due_key(at, schedule_id),
+                "due_shard": it.due_shard(schedule_id, due_shards),
+            }
+        ),
+    }
+    tomorrow = at + timedelta(days=1)
+    due_after = {
+        **due_before,
+        **it.attrs(
+            {
+                "next_due": it.iso(tomorrow),
+                "due_key": it.due_key(tomorrow, schedule_id),
+                "last_materialized_at": it.iso(at),
+            }
+        ),
+    }
+    admitted = replace(run, status=RunStatus.ADMITTED, admitted_at=at)
+    sent = replace(admitted, sent_at=at, pending=False)
+    running = replace(sent, status=RunStatus.RUNNING, attempts=1, started_at=at)
+    done = replace(running, status=RunStatus.SUCCEEDED, finished_at=at)
+
+    def record(r: Run) -> dict[str, Any]:
+        return it.record_item(r, retention)
+
+    return [
+        Write("plan", OCCURRENCES, None, record(run)),
+        Write("plan", OCCURRENCES, None, it.claim_item(run, retention)),
+        Write("plan", SCHEDULES, due_before, due_after),
+        Write("dispatch", OCCURRENCES, record(run), record(admitted)),
+        Write("dispatch", OCCURRENCES, record(admitted), record(sent)),
+        Write("run", OCCURRENCES, record(sent), record(running)),
+        Write("run", OCCURRENCES, record(running), record(done)),
+    ]
+
+
+# Requests per occurrence in each phase (reads included: they take a slot in flight).
+PHASE_REQUESTS: Final = {"plan": 4, "dispatch": 2, "run": 3}
+
+
+@dataclass(frozen=True)
+class HotKey:
+    name: str  # table or "table.index"
+    key: str
+    phase: str
+    units: int  # write units the key receives in the phase
+    seconds: float  # the phase's shortest duration
+    per_s: float
+
+
+def worst_minute(schedules: int, pace: Pace | None = None) -> list[HotKey]:
+    """Per table or index, the most written partition key of each phase when
+    ``schedules`` schedules fire at one instant; hottest first.
+
+    Schedules that share their shard and due shard write the same index keys,
+    so one of each such group is replayed and its index writes are counted
+    once per member; a key that names the schedule itself (its partition of
+    a table) is written by that schedule alone.
+    """
+    pace = pace or Pace()
+    at = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
+    groups: dict[tuple[int, str], list[str]] = {}
+    for n in range(schedules):
+        sid = f"sch_{n:016x}"
+        signature = (zlib.crc32(sid.encode()) % pace.shards, it.due_shard(sid, pace.due_shards))
+        groups.setdefault(signature, []).append(sid)
+    counts: Counter[tuple[str, str, str]] = Counter()
+    for members in groups.values():
+        sid = members[0]
+        for write in occurrence_writes(sid, at, pace):
+            for name, key, units in key_writes(write):
+                own = sid in key  # a key of this schedule alone
+                counts[(write.phase, name, key)] += units if own else units * len(members)
+    hottest: dict[tuple[str, str], HotKey] = {}
+    for (phase, name, key), units in counts.items():
+        seconds = schedules * PHASE_REQUESTS[phase] / pace.tick_requests_per_s
+        candidate = HotKey(name, key, phase, units, seconds, units / seconds)
+        current = hottest.get((phase, name))
+        if current is None or candidate.units > current.units:
+            hottest[(phase, name)] = candidate
+    return sorted(hottest.values(), key=lambda h: -h.per_s)
+
+
+def local_indexes() -> list[str]:
+    return [f"{t.logical_id}.{i.name}" for t in TABLES for i in t.local_indexes]
+
+
+def main() -> None:
+    schedules = 100_000
+    pace = Pace()
+    print(
+        f"{schedules:,} schedules at one instant; tick: {pace.tick_processes} processes x "
+        f"{pace.requests_in_flight} requests in flight x {pace.request_s * 1000:g} ms "
+        f"= {pace.tick_requests_per_s:,.0f} requests/s; S = {pace.shards}, "
+        f"due shards = {pace.due_shards}"
+    )
+    print(f"{'table or index':<22} {'phase':<9} {'units':>7} {'seconds':>8} {'units/s':>8}")
+    for hot in worst_minute(schedules, pace):
+        print(
+            f"{hot.name:<22} {hot.phase:<9} {hot.units:>7,} {hot.seconds:>8.1f} {hot.per_s:>8.1f}"
+        )
+
+
+if __name__ == "__main__":
+    main()
