@@ -24,6 +24,7 @@ everyday commands (each takes --help; --json prints the API's JSON):
   duetime runs follow [ID] [--json]   runs as they happen, until Ctrl-C
   duetime runs retry OCC              run a failed or expired occurrence again
   duetime dead-letters list
+  duetime console --api-url URL       the web console of a deployed stack
 """
 
 

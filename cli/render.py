@@ -231,18 +231,23 @@ def describe_page(s: Mapping[str, Any], *, planned: Iterable[Mapping[str, Any]] 
         lines.append("  (not in this answer; see: duetime runs list " + shown(s.get("id")) + ")")
     else:
         lines.append("  none yet")
+    # Created and not started: waiting (scheduled), or queued ahead to be
+    # delivered at their instant (admitted). Older versions' have their own section.
     planned = [
         r
         for r in planned
-        if r.get("status") == "scheduled" and r.get("version") == s.get("version")
+        if r.get("status") in ("scheduled", "admitted") and r.get("version") == s.get("version")
     ]
     if planned:
         lines += ["", "Planned (already created, still to come)"]
         lines.append(
             _indent(
                 rows(
-                    ["OCCURRENCE", "KIND", "SCHEDULED (LOCAL)"],
-                    [[r.get("occurrence_id"), r.get("kind"), r.get("local")] for r in planned],
+                    ["OCCURRENCE", "STATUS", "KIND", "SCHEDULED (LOCAL)"],
+                    [
+                        [r.get("occurrence_id"), r.get("status"), r.get("kind"), r.get("local")]
+                        for r in planned
+                    ],
                 )
             )
         )

@@ -243,7 +243,7 @@ def test_describe_prints_the_page_with_the_runs_already_planned(
     assert "Recent runs" in out
     section = out.split("Planned (already created, still to come)\n")[1].splitlines()
     assert section[1].split() == [
-        planned["occurrence_id"], "scheduled", "2026-12-02T12:00:10+00:00",
+        planned["occurrence_id"], "scheduled", "scheduled", "2026-12-02T12:00:10+00:00",
     ]  # fmt: skip
     assert "Next occurrences (not created yet)" in out
     assert api.sent[1].query == {
@@ -444,7 +444,7 @@ def test_top_level_help_lists_the_commands(capsys: pytest.CaptureFixture[str]) -
         main(["--help"])
     assert stop.value.code == 0
     out = capsys.readouterr().out
-    for command in ("schedules", "runs", "dead-letters", "explain", "local"):
+    for command in ("schedules", "runs", "dead-letters", "explain", "local", "console"):
         assert command in out
     for example in ("schedules describe", "runs follow", "runs list", "runs retry"):
         assert example in out

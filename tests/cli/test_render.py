@@ -227,14 +227,18 @@ def test_describe_lists_the_runs_already_planned_before_the_next_occurrences() -
     body = answers.schedule()
     planned = [
         answers.run("20261202T120010Z", "scheduled", attempts=0, late_s=None),
+        # Queued ahead: admitted, delivered at its instant.
+        answers.run("20261202T120030Z", "admitted", attempts=0, late_s=None),
         # Another version's, or one that started meanwhile: not in this section.
         answers.run("20261202T120020Z", "scheduled", version=1, attempts=0, late_s=None),
-        answers.run("20261202T120030Z", "admitted", attempts=0, late_s=None),
+        answers.run("20261202T120040Z", "running", attempts=1, late_s=0.1),
     ]
     page = render.describe_page(body, planned=planned)
     section = page.split("Planned (already created, still to come)\n")[1].split("\n\n")[0]
-    assert section.splitlines()[1:] == [
-        f"  {SID}.v2.20261202T120010Z  scheduled  2026-12-02T12:00:10+00:00"
+    assert [row.split() for row in section.splitlines()] == [
+        ["OCCURRENCE", "STATUS", "KIND", "SCHEDULED", "(LOCAL)"],
+        [f"{SID}.v2.20261202T120010Z", "scheduled", "scheduled", "2026-12-02T12:00:10+00:00"],
+        [f"{SID}.v2.20261202T120030Z", "admitted", "scheduled", "2026-12-02T12:00:30+00:00"],
     ]
     assert "\nNext occurrences (not created yet)\n" in page
     assert "already created" not in render.describe_page(body)
