@@ -169,3 +169,14 @@ def test_deployments_queue_ahead_up_to_the_lookahead() -> None:
     assert config.queue_ahead and config.ahead == timedelta(seconds=120)
     # Never further ahead than a queue can hold a message back (SQS: 15 minutes).
     assert tick_config(Settings(lookahead_s=3600)).ahead == timedelta(seconds=900)
+
+
+def test_an_idle_pass_sends_the_heartbeat_alone(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # No schedule: every count of the pass is 0, and a 0 is not sent (each
+    # metric sent is billed for the hour), so the heartbeat alarm's metric is all.
+    result = handler({}, Context(remaining_ms=4000), service=world.ticker())
+
+    assert result["passes"] == 1 and result["materialized"] == 0 and result["admitted"] == 0
+    assert _metrics(capsys.readouterr().out) == {Metric.TICK_HEARTBEAT: [1.0]}

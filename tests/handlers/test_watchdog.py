@@ -179,3 +179,20 @@ def test_the_handler_budgets_from_the_time_the_function_has_left(
     assert (first["judged"], first["complete"]) == (100, False)
     assert (second["judged"], second["complete"]) == (50, False)
     assert watchdog_handler.handler({}, Context(120_000), watchdog=watchdog)["complete"]
+
+
+def test_an_idle_watchdog_sends_the_heartbeat_age_alone(
+    store: SqliteStore, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # No schedule: no overdue or late count to send, only the age the dashboard graphs.
+    store.beat(Heartbeat("tick", utc("2026-12-01T09:59:30Z"), {}))
+
+    watchdog_handler.handler(
+        {}, None, watchdog=Watchdog(store, FakeClock(utc("2026-12-01T10:00:00Z")))
+    )
+
+    blob = emitted(capsys)
+    assert [m["Name"] for m in blob["_aws"]["CloudWatchMetrics"][0]["Metrics"]] == [
+        "TickHeartbeatAge"
+    ]
+    assert blob["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [["service"]]
