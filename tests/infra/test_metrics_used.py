@@ -5,7 +5,8 @@ Each metric name with its dimension set is billed as one custom metric
 money for nothing, and one an alarm reads that nothing emits is an alarm that
 never sees data. The emitted set is read from the code: every place that
 adds a metric (a ``put_count`` / ``put_seconds`` call naming a
-``Metric`` constant; ``add_metric`` only inside handlers/observability.py);
+``Metric`` constant; Powertools' ``add_metric`` or ``single_metric`` and
+CloudWatch's ``put_metric_data`` only inside handlers/observability.py);
 the read set from the synthesized template's alarms and dashboard body.
 """
 
@@ -26,6 +27,8 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("adapters", "cli", "domain", "handlers", "infra", "service")
 OBSERVABILITY = ROOT / "handlers" / "observability.py"
 EMITTERS = {"put_count", "put_seconds"}
+# What else would send a custom metric: Powertools' own calls, CloudWatch's API.
+SENDERS = {"add_metric", "single_metric", "put_metric_data"}
 
 Used = set[tuple[str, tuple[str, ...]]]
 
@@ -51,8 +54,8 @@ def emitted_in_code() -> tuple[set[str], list[str]]:
                     continue
                 called = _called(node)
                 where = f"{path.relative_to(ROOT)}:{node.lineno}"
-                if called == "add_metric" and path != OBSERVABILITY:
-                    strays.append(f"{where}: add_metric outside handlers/observability.py")
+                if called in SENDERS and path != OBSERVABILITY:
+                    strays.append(f"{where}: {called} outside handlers/observability.py")
                 if called not in EMITTERS or path == OBSERVABILITY:
                     continue
                 first = node.args[0] if node.args else None
