@@ -134,6 +134,9 @@ class Run:
     attempt_log: tuple[AttemptRecord, ...] = ()
     run_token_hash: str | None = None
     progress: Mapping[str, Any] | None = None
+    # How many transitions of domain/transitions.py the stored record has
+    # been through: what a store's compare-and-set checks, besides the id.
+    revision: int = 0
 
     def __post_init__(self) -> None:
         if self.scheduled_at.tzinfo is None:
