@@ -20,6 +20,9 @@ write, so an occurrence is admitted at most once. Every state after
 ``admitted`` belongs to the worker. A run that ends badly says why in
 ``reason``.
 
+The worker's transitions (from ``admitted`` on) are pure functions in
+``domain/transitions.py``; each gives the run its next ``revision``.
+
 ``pending`` marks the records a dispatcher still has work for: admission
 (``scheduled``), or sending the delivery intent (admitted, not yet sent).
 """
