@@ -82,7 +82,7 @@ OCCURRENCES_PER_ADVANCE: Final = 49
 # besides the outbox (whose index may lag a record written just before).
 NEWEST_CHECKED: Final = 25
 # A record's attributes that put it in the outbox index (see items).
-OUTBOX_ATTRIBUTES: Final = ("outbox_key", "pending_shard")
+OUTBOX_ATTRIBUTES: Final = it.OUTBOX_ATTRIBUTES
 # How many partitions of the "due" index the HEADs spread over. A deployment
 # constant: every writer and reader of one table must use the same value.
 DUE_SHARDS: Final = 16
