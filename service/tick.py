@@ -52,7 +52,10 @@ only the shards with pending work due within the lookahead, from that bucket
 (no checkpoint is written), admitting waiting records ahead and resending
 admitted ones that were never marked sent. So an idle pass takes no lease and
 writes nothing but its heartbeat. Pause and delete after an intent is queued
-are decided by the worker before the first attempt. ``PlanNow`` is the same
+are decided by the worker before the first attempt. A store that offers
+``Store.materialize_sending`` (DynamoDB) sends the intents of the slots it
+stores admitted before it advances their schedules, so they need no outbox
+entry and no mark-sent write. ``PlanNow`` is the same
 planning for one schedule, run by the API call that created, edited or
 resumed it (and the send of a trigger's intent).
 """

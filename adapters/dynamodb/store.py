@@ -26,7 +26,11 @@ never a read followed by a blind write:
 The outbox index is sparse and KEYS_ONLY: a record is in it while it has
 ``outbox_key`` and ``pending_shard``, which it gets when stored (and again
 when a user retries it: ``DynamoRunStore.retry``) and loses when ``mark_sent``
-or a closure removes them; admission does not touch it. Index
+or a closure removes them; admission does not touch it. A record stored
+admitted by ``materialize_sending`` is not put in it: its intent is sent
+before its schedule's HEAD advances, and only a failed send puts it there
+(a crash before the advance leaves the slot to be planned, found and sent
+again). Index
 reads are eventually consistent; the records (and claims) they lead to are
 read consistently, every decision taken on them is re-checked by a conditional
 write, and the dispatcher only moves a checkpoint past buckets that closed a
