@@ -82,7 +82,9 @@ SCHEDULES = TableDefinition(
 # admission or their delivery intent, by shard and "<bucket>#<scheduled_at>#
 # <occurrence_id>": a record is written into it once, when it is stored, and
 # leaves it once, when its intent is sent or it is closed (once more for a
-# run a user retries). Old history expires by TTL. (This table replaces
+# run a user retries). A record a planning pass stores admitted and sends
+# before its schedule advances never enters it, unless the send failed.
+# Old history expires by TTL. (This table replaces
 # "Occurrences", which had a local index: see docs/decisions.md for the
 # upgrade.)
 OCCURRENCES = TableDefinition(

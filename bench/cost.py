@@ -198,6 +198,8 @@ class Meter:
         self.phase = "setup"
         self.requests: Counter[tuple[str, str, str]] = Counter()
         self.units: defaultdict[tuple[str, str], float] = defaultdict(float)
+        # Write units by (phase, table or "table.index", what was written).
+        self.writes: defaultdict[tuple[str, str], float] = defaultdict(float)
         self.largest_item = 0
         # Per thread (the worker runs a batch's records at once): the request in
         # flight's consistency, and the items a DynamoDB write in flight
@@ -285,10 +287,11 @@ class Meter:
         new = old if failed else self._get(table, key)
         size = max(item_size(old), item_size(new))
         self.largest_item = max(self.largest_item, size)
+        definition = self.definitions[table]
         self.units[(self.phase, "wru")] += write_units(size) * mult
+        self.writes[(self.phase, definition.logical_id)] += write_units(size) * mult
         if failed or old == new:
             return
-        definition = self.definitions[table]
         indexes = [(i, i.partition_key, i.sort_key) for i in definition.global_indexes] + [
             (i, definition.partition_key, i.sort_key) for i in definition.local_indexes
         ]
@@ -311,6 +314,9 @@ class Meter:
             else:
                 writes = 1 if index.projection == "ALL" else 0
             self.units[(self.phase, "wru")] += writes * write_units(projected)
+            if writes:
+                label = f"{definition.logical_id}.{index.name}"
+                self.writes[(self.phase, label)] += writes * write_units(projected)
 
     def _count_read(self, operation: str, parsed: Mapping[str, Any]) -> None:
         # A strongly consistent read costs a unit per 4 KB, an eventually
@@ -482,6 +488,7 @@ def measure(schedules: int, slots: int) -> dict[str, Any]:
             "runs": runs,
             "requests": meter.requests,
             "units": meter.units,
+            "writes": meter.writes,
             "largest_item": meter.largest_item,
             "invocations": invocations,
             "batch_sizes": batch_sizes,
@@ -673,6 +680,20 @@ def report(m: dict[str, Any], infra: dict[str, Any], r: dict[str, Any]) -> str:
     p = r["per_run"]
     out += [
         "  (tick: the run phase's passes less as many idle passes; esm: Lambda's SQS poller)",
+        "",
+        "DynamoDB write units per run, by table and index (measured)",
+    ]
+    writes = m["writes"]
+    for (phase, label), units in sorted(writes.items()):
+        if phase not in ("tick", "worker"):
+            continue
+        if phase == "tick":  # less what the same passes write with nothing due
+            units = units - passes * writes.get(("idle", label), 0.0) / m["idle_passes"]
+        if abs(units) > 1e-9:
+            out.append(f"  {phase:<7} {label:<32} {units / runs:7.3f}")
+    out += [
+        "  (Leases: the shards a pass leases to queue ahead, a cost per pass, not per run:",
+        "  at most one lease write per shard a minute, however many runs)",
         "",
         "AWS requests per idle tick pass (measured)",
         *(f"  tick    {svc:<9} {op:<22} {n:7.2f}" for (svc, op), n in sorted(idle.items())),
