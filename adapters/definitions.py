@@ -8,6 +8,7 @@ that queries an index and the stack that creates it cannot drift apart.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Final
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,9 @@ SCHEDULES = TableDefinition(
 # admission or their delivery intent, by shard and "<bucket>#<scheduled_at>#
 # <occurrence_id>": a record is written into it once, when it is stored, and
 # leaves it once, when its intent is sent or it is closed (once more for a
-# run a user retries). Old history expires by TTL. (This table replaces
+# run a user retries). A record a planning pass stores admitted and sends
+# before its schedule advances never enters it, unless the send failed.
+# Old history expires by TTL. (This table replaces
 # "Occurrences", which had a local index: see docs/decisions.md for the
 # upgrade.)
 OCCURRENCES = TableDefinition(
@@ -213,6 +216,13 @@ SERVICE_NAME = "duetime"
 
 
 class Metric:
+    """duetime's own CloudWatch metrics (EMF, namespace METRICS_NAMESPACE,
+    dimensions METRIC_DIMENSIONS): every one is billed as a custom metric
+    ($0.30 a month, by the hour it receives data), so each is here because an
+    alarm (infra/alarms.py) or the dashboard (infra/dashboard.py) reads it;
+    tests/infra/test_metrics_used.py holds the two sets equal. Anything else
+    a pass knows goes on its log line."""
+
     TICK_HEARTBEAT = "TickHeartbeat"  # Count, one per tick pass
     DISPATCH_LAG = "DispatchLag"  # Seconds, admitted_at - scheduled_at
     OCCURRENCES_MATERIALIZED = "OccurrencesMaterialized"  # Count
@@ -227,7 +237,14 @@ class Metric:
     OVERDUE_SCHEDULES = "OverdueSchedules"  # Count, from the watchdog
     LATE_SCHEDULES = "LateSchedules"  # Count, from the watchdog
     TICK_HEARTBEAT_AGE = "TickHeartbeatAge"  # Seconds, from the watchdog
-    SCHEDULES_QUARANTINED = "SchedulesQuarantined"  # Count, set aside by a tick or watchdog pass
+
+
+# The dimensions of every metric above: Powertools' default ``service``.
+METRIC_DIMENSIONS: Final = ("service",)
+# Every declared metric name; the handlers emit nothing else.
+METRIC_NAMES: Final = frozenset(
+    value for key, value in vars(Metric).items() if key.isupper() and isinstance(value, str)
+)
 
 
 # Environment each Lambda function receives (besides POWERTOOLS_* and LOG_LEVEL).

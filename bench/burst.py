@@ -516,6 +516,39 @@ def parts(n: int) -> None:
                     for o in occurrences
                 ]
             )
+            # As the worker writes: from the run it read (transition and
+            # compare-and-set, no read first), in a third store.
+            db = workdir / "c.db"
+            seed(db, n, url, due)
+            queue = SqliteQueue(db, clock=clock)
+            ticker = build_sqlite_ticker(db, queue, settings, clock=clock)
+            for _ in range(100):
+                if queue.depth() >= n:
+                    break
+                ticker.tick_once()
+            read_runs = SqliteRunStore.open(str(db))
+            seen = [read_runs.get_run(o) for o in occurrences]
+            held: list[Any] = []
+            results["run store: start_attempt from the run read"] = cpu_us(
+                lambda: [
+                    held.append(
+                        read_runs.start_attempt(
+                            o,
+                            now=now,
+                            lease_until=now + timedelta(seconds=15),
+                            run_token_hash="h",
+                            seen=r,
+                        )
+                    )
+                    for o, r in zip(occurrences, seen, strict=True)
+                ]
+            )
+            results["run store: finish from the run read"] = cpu_us(
+                lambda: [
+                    read_runs.finish(o, attempt=1, status=RunStatus.SUCCEEDED, now=now, seen=r)
+                    for o, r in zip(occurrences, held, strict=True)
+                ]
+            )
             db = workdir / "b.db"
             secrets = SqliteSecretStore(db)
             worker, work_queue = build_sqlite_worker(db, secrets, clock=clock, targets=AtOnce())

@@ -20,10 +20,13 @@ operation, and for each DynamoDB write looks at the item before and after
   items it returned (filtered-out items are not seen here, so a filtered
   query is under-counted), in 4 KB units, halved when eventually consistent.
 
-Then an idle tick invocation (one pass with nothing due, as deployed) gives
-the fixed cost of the dispatcher, which does not depend on how many runs
-there are; its duration is modelled as its AWS requests times
-``AWS_CALL_MS`` plus ``TICK_PASS_MS`` of Python.
+Then an idle tick invocation (one pass with nothing due, as deployed) and an
+idle watchdog invocation give the fixed cost of a deployment, which does not
+depend on how many runs there are; each one's duration is modelled as its
+AWS requests times ``AWS_CALL_MS`` plus ``TICK_PASS_MS`` of Python. The
+custom metrics an idle deployment is billed for are the ones those two
+invocations print (EMF); CloudWatch bills a metric for the hours it
+receives data.
 
 The tick queues intents ahead of their time (DelaySeconds); moto's SQS delays
 run on the wall clock, not on this script's clock, so the run phase sends
@@ -90,12 +93,14 @@ from domain.delivery import Delivery, Outcome  # noqa: E402
 from domain.partition import Partitioning  # noqa: E402
 from domain.run import DeliveryIntent  # noqa: E402
 from domain.targets import Target  # noqa: E402
+from handlers import watchdog as watchdog_handler  # noqa: E402
 from handlers import worker as worker_handler  # noqa: E402
 from handlers.settings import Settings  # noqa: E402
 from handlers.tick import run_tick, tick_config  # noqa: E402
 from service.runs import RunWorker  # noqa: E402
 from service.schedules import ScheduleService  # noqa: E402
 from service.tick import Ticker  # noqa: E402
+from service.watchdog import Watchdog  # noqa: E402
 
 # --- prices ----------------------------------------------------------------------------------
 # us-east-1 list prices, on demand, without free tiers. Read from the AWS pricing
@@ -121,7 +126,6 @@ TICK_PASS_MS: Final = 50.0  # an idle pass's own Python, besides its AWS request
 LAMBDA_PLATFORM_LOG_BYTES: Final = 350  # START, END and REPORT lines per invocation
 ESM_IDLE_POLLERS: Final = 5  # Lambda's SQS event source mapping: concurrent long polls
 ESM_LONG_POLL_S: Final = 20
-WATCHDOG_DURATION_S: Final = 2.0  # per watchdog invocation, at a few thousand schedules
 ALARMS_IN_STACK: Final = 9  # the synthesized stack (cdk.out) has 9 CloudWatch alarms
 KB: Final = 1024
 READ_UNIT_BYTES: Final = 4 * KB
@@ -194,6 +198,8 @@ class Meter:
         self.phase = "setup"
         self.requests: Counter[tuple[str, str, str]] = Counter()
         self.units: defaultdict[tuple[str, str], float] = defaultdict(float)
+        # Write units by (phase, table or "table.index", what was written).
+        self.writes: defaultdict[tuple[str, str], float] = defaultdict(float)
         self.largest_item = 0
         # Per thread (the worker runs a batch's records at once): the request in
         # flight's consistency, and the items a DynamoDB write in flight
@@ -281,10 +287,11 @@ class Meter:
         new = old if failed else self._get(table, key)
         size = max(item_size(old), item_size(new))
         self.largest_item = max(self.largest_item, size)
+        definition = self.definitions[table]
         self.units[(self.phase, "wru")] += write_units(size) * mult
+        self.writes[(self.phase, definition.logical_id)] += write_units(size) * mult
         if failed or old == new:
             return
-        definition = self.definitions[table]
         indexes = [(i, i.partition_key, i.sort_key) for i in definition.global_indexes] + [
             (i, definition.partition_key, i.sort_key) for i in definition.local_indexes
         ]
@@ -307,6 +314,9 @@ class Meter:
             else:
                 writes = 1 if index.projection == "ALL" else 0
             self.units[(self.phase, "wru")] += writes * write_units(projected)
+            if writes:
+                label = f"{definition.logical_id}.{index.name}"
+                self.writes[(self.phase, label)] += writes * write_units(projected)
 
     def _count_read(self, operation: str, parsed: Mapping[str, Any]) -> None:
         # A strongly consistent read costs a unit per 4 KB, an eventually
@@ -395,6 +405,11 @@ def measure(schedules: int, slots: int) -> dict[str, Any]:
         tick_logs = io.StringIO()
         with contextlib.redirect_stdout(tick_logs):
             idle = run_tick(ticker, 0.0, sleep=lambda s: None)
+        # And one idle watchdog invocation (every 5 minutes, as deployed).
+        meter.phase = "watchdog"
+        watchdog_logs = io.StringIO()
+        with contextlib.redirect_stdout(watchdog_logs):
+            watchdog_handler.handler({}, _LambdaContext(), watchdog=Watchdog(store, clock))
 
         meter.phase = "setup"
         ids = []
@@ -473,14 +488,39 @@ def measure(schedules: int, slots: int) -> dict[str, Any]:
             "runs": runs,
             "requests": meter.requests,
             "units": meter.units,
+            "writes": meter.writes,
             "largest_item": meter.largest_item,
             "invocations": invocations,
             "batch_sizes": batch_sizes,
             "worker_log_bytes": len(worker_logs.getvalue().encode()),
             "idle_passes": idle["passes"],
             "idle_log_bytes": len(tick_logs.getvalue().encode()),
+            "watchdog_log_bytes": len(watchdog_logs.getvalue().encode()),
+            "idle_metrics": sorted(
+                emf_metric_names(tick_logs.getvalue()) | emf_metric_names(watchdog_logs.getvalue())
+            ),
             "elapsed_s": elapsed,
         }
+
+
+class _LambdaContext:
+    """Time left in an invocation, as Lambda's context tells it: the watchdog
+    then resumes from its cursor and stores it, as deployed."""
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 60_000
+
+
+def emf_metric_names(output: str) -> set[str]:
+    """The metric names (each with its dimension set) of the EMF documents in ``output``."""
+    names: set[str] = set()
+    for line in output.splitlines():
+        if not line.startswith("{") or '"_aws"' not in line:
+            continue
+        for directive in json.loads(line)["_aws"]["CloudWatchMetrics"]:
+            for dimensions in directive["Dimensions"]:
+                names |= {f"{m['Name']} ({', '.join(dimensions)})" for m in directive["Metrics"]}
+    return names
 
 
 def _record(message: Mapping[str, Any]) -> dict[str, Any]:
@@ -543,11 +583,16 @@ def model(m: dict[str, Any], infra: dict[str, Any]) -> dict[str, Any]:
     idle_requests = sum(n for (phase, _, _), n in m["requests"].items() if phase == "idle")
     tick_pass_s = (idle_requests / m["idle_passes"] * AWS_CALL_MS + TICK_PASS_MS) / 1000
     tick_gb_s = tick_invocations * tick_pass_s * infra["tick_mb"] / 1024
-    watchdog_gb_s = watchdog_invocations * WATCHDOG_DURATION_S * infra["watchdog_mb"] / 1024
+    watchdog_requests = sum(n for (phase, _, _), n in m["requests"].items() if phase == "watchdog")
+    watchdog_s = (watchdog_requests * AWS_CALL_MS + TICK_PASS_MS) / 1000
+    watchdog_gb_s = watchdog_invocations * watchdog_s * infra["watchdog_mb"] / 1024
     esm_polls = MONTH_S / ESM_LONG_POLL_S * ESM_IDLE_POLLERS
-    tick_log_bytes = tick_invocations * (m["idle_log_bytes"] + LAMBDA_PLATFORM_LOG_BYTES)
-    metrics = sum(1 for name in vars(Metric) if name.isupper())
-    fixed = {
+    log_bytes = tick_invocations * (
+        m["idle_log_bytes"] + LAMBDA_PLATFORM_LOG_BYTES
+    ) + watchdog_invocations * (m["watchdog_log_bytes"] + LAMBDA_PLATFORM_LOG_BYTES)
+    declared = sum(1 for name in vars(Metric) if name.isupper())
+    idle_metrics = len(m["idle_metrics"])
+    compute = {
         f"tick Lambda (one pass a minute, {tick_pass_s:.2f} s)": tick_gb_s
         * LAMBDA_ARM64_PER_GB_SECOND
         + tick_invocations * LAMBDA_PER_MILLION_REQUESTS / million,
@@ -556,19 +601,34 @@ def model(m: dict[str, Any], infra: dict[str, Any]) -> dict[str, Any]:
             + passes_per_month * per_pass["rru"] * DYNAMODB_PER_MILLION_RRU
         )
         / million,
-        "tick logs and EMF metrics": tick_log_bytes / 1024**3 * LOGS_INGESTION_PER_GB,
-        "EventBridge Scheduler (tick + watchdog)": (tick_invocations + watchdog_invocations)
-        * SCHEDULER_PER_MILLION_INVOCATIONS
-        / million,
-        "watchdog Lambda": watchdog_gb_s * LAMBDA_ARM64_PER_GB_SECOND
+        f"watchdog Lambda (every 5 minutes, {watchdog_s:.2f} s)": watchdog_gb_s
+        * LAMBDA_ARM64_PER_GB_SECOND
         + watchdog_invocations * LAMBDA_PER_MILLION_REQUESTS / million,
+        "watchdog DynamoDB (idle: cursor, heartbeat, one empty page)": watchdog_invocations
+        * (
+            units[("watchdog", "wru")] * DYNAMODB_PER_MILLION_WRU
+            + units[("watchdog", "rru")] * DYNAMODB_PER_MILLION_RRU
+        )
+        / million,
         "SQS idle polling by the event source mapping": esm_polls
         * SQS_PER_MILLION_REQUESTS
         / million,
+    }
+    around = {
+        "EventBridge Scheduler (tick + watchdog)": (tick_invocations + watchdog_invocations)
+        * SCHEDULER_PER_MILLION_INVOCATIONS
+        / million,
+        "CloudWatch Logs (tick + watchdog lines, EMF, START/END/REPORT)": log_bytes
+        / 1024**3
+        * LOGS_INGESTION_PER_GB,
+    }
+    cloudwatch = {
         f"CloudWatch alarms ({ALARMS_IN_STACK})": ALARMS_IN_STACK * ALARM_PER_MONTH,
         "CloudWatch dashboard (1)": DASHBOARD_PER_MONTH,
-        f"CloudWatch custom metrics ({metrics})": metrics * CUSTOM_METRIC_PER_MONTH,
+        f"CloudWatch custom metrics sent idle ({idle_metrics} of {declared})": idle_metrics
+        * CUSTOM_METRIC_PER_MONTH,
     }
+    fixed = {**compute, **around, **cloudwatch}
     return {
         "per_run": per_run,
         "per_pass": per_pass,
@@ -580,6 +640,12 @@ def model(m: dict[str, Any], infra: dict[str, Any]) -> dict[str, Any]:
         "dollars": dollars,
         "webhook_secret": webhook_secret,
         "fixed": fixed,
+        "fixed_groups": {
+            "compute, DynamoDB, SQS": compute,
+            "Scheduler and logs": around,
+            "CloudWatch": cloudwatch,
+        },
+        "busy_metrics": declared * CUSTOM_METRIC_PER_MONTH,
         "passes_per_month": passes_per_month,
     }
 
@@ -615,6 +681,20 @@ def report(m: dict[str, Any], infra: dict[str, Any], r: dict[str, Any]) -> str:
     out += [
         "  (tick: the run phase's passes less as many idle passes; esm: Lambda's SQS poller)",
         "",
+        "DynamoDB write units per run, by table and index (measured)",
+    ]
+    writes = m["writes"]
+    for (phase, label), units in sorted(writes.items()):
+        if phase not in ("tick", "worker"):
+            continue
+        if phase == "tick":  # less what the same passes write with nothing due
+            units = units - passes * writes.get(("idle", label), 0.0) / m["idle_passes"]
+        if abs(units) > 1e-9:
+            out.append(f"  {phase:<7} {label:<32} {units / runs:7.3f}")
+    out += [
+        "  (Leases: the shards a pass leases to queue ahead, a cost per pass, not per run:",
+        "  at most one lease write per shard a minute, however many runs)",
+        "",
         "AWS requests per idle tick pass (measured)",
         *(f"  tick    {svc:<9} {op:<22} {n:7.2f}" for (svc, op), n in sorted(idle.items())),
         "",
@@ -637,13 +717,23 @@ def report(m: dict[str, Any], infra: dict[str, Any], r: dict[str, Any]) -> str:
         f"  {'+ webhook targets: GetSecretValue':<40} {r['webhook_secret']:8.2f}"
         "  (the webhook sender reads the signing secret on every attempt)",
         "",
-        "Fixed $ per month (independent of runs)",
+        "Fixed $ per month (independent of runs), idle",
     ]
-    out += _priced(r["fixed"], 74, 7)
+    for group, items in r["fixed_groups"].items():
+        out += [f" {group}", *_priced(items, 73, 7)]
     out += [
+        f"  {'all fixed, idle':<73} {sum(r['fixed'].values()):7.2f}",
+        f"  custom metrics sent idle: {', '.join(m['idle_metrics']) or 'none'}; every declared"
+        f" metric sent every hour would be {r['busy_metrics']:.2f}",
+        "  AWS requests per idle watchdog invocation (measured): "
+        + ", ".join(
+            f"{svc} {op} {n:g}" for (ph, svc, op), n in sorted(requests.items()) if ph == "watchdog"
+        ),
         "",
         f"idle tick pass: {r['per_pass']['wru']:.1f} WRU, {r['per_pass']['rru']:.1f} RRU; "
         f"{r['passes_per_month']:,.0f} passes a month ({m['idle_passes']} per invocation)",
+        f"idle log bytes per invocation (besides START/END/REPORT): tick {m['idle_log_bytes']},"
+        f" watchdog {m['watchdog_log_bytes']}",
     ]
     return "\n".join(out)
 

@@ -20,6 +20,9 @@ write, so an occurrence is admitted at most once. Every state after
 ``admitted`` belongs to the worker. A run that ends badly says why in
 ``reason``.
 
+The worker's transitions (from ``admitted`` on) are pure functions in
+``domain/transitions.py``; each gives the run its next ``revision``.
+
 ``pending`` marks the records a dispatcher still has work for: admission
 (``scheduled``), or sending the delivery intent (admitted, not yet sent).
 """
@@ -134,6 +137,9 @@ class Run:
     attempt_log: tuple[AttemptRecord, ...] = ()
     run_token_hash: str | None = None
     progress: Mapping[str, Any] | None = None
+    # How many transitions of domain/transitions.py the stored record has
+    # been through: what a store's compare-and-set checks, besides the id.
+    revision: int = 0
 
     def __post_init__(self) -> None:
         if self.scheduled_at.tzinfo is None:

@@ -24,11 +24,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from aws_lambda_powertools.metrics import MetricUnit
-
 from adapters.definitions import Metric
 from domain.partition import Partitioning
-from handlers.observability import logger, metrics
+from handlers.observability import logger, metrics, put_count, put_seconds
 from handlers.settings import Settings
 from service.clock import SystemClock
 from service.ports import Clock, DeliveryQueue
@@ -103,25 +101,16 @@ def build_aws_ticker(settings: Settings) -> Ticker:
 
 
 def emit(report: TickReport) -> None:
-    """The metrics of one pass."""
-    m = metrics()
-    m.add_metric(name=Metric.TICK_HEARTBEAT, unit=MetricUnit.Count, value=1)
-    m.add_metric(
-        name=Metric.OCCURRENCES_MATERIALIZED, unit=MetricUnit.Count, value=report.plan.materialized
-    )
-    m.add_metric(
-        name=Metric.OCCURRENCES_ADMITTED, unit=MetricUnit.Count, value=report.dispatch.admitted
-    )
-    skipped = report.plan.skipped + report.dispatch.skipped
-    expired = report.plan.expired + report.dispatch.expired
-    m.add_metric(name=Metric.OCCURRENCES_SKIPPED, unit=MetricUnit.Count, value=skipped)
-    m.add_metric(name=Metric.OCCURRENCES_EXPIRED, unit=MetricUnit.Count, value=expired)
-    quarantined = len(report.plan.quarantined) + len(report.dispatch.quarantined)
-    m.add_metric(name=Metric.SCHEDULES_QUARANTINED, unit=MetricUnit.Count, value=quarantined)
+    """The metrics of one pass: an idle pass sends the heartbeat alone (a
+    count of 0 is not sent, see ``put_count``). Quarantines are on their own
+    log line (``schedule quarantined``) and the pass's line."""
+    put_count(Metric.TICK_HEARTBEAT, 1)
+    put_count(Metric.OCCURRENCES_MATERIALIZED, report.plan.materialized)
+    put_count(Metric.OCCURRENCES_ADMITTED, report.dispatch.admitted)
+    put_count(Metric.OCCURRENCES_SKIPPED, report.plan.skipped + report.dispatch.skipped)
+    put_count(Metric.OCCURRENCES_EXPIRED, report.plan.expired + report.dispatch.expired)
     if report.dispatch.max_lag_s is not None:
-        m.add_metric(
-            name=Metric.DISPATCH_LAG, unit=MetricUnit.Seconds, value=report.dispatch.max_lag_s
-        )
+        put_seconds(Metric.DISPATCH_LAG, report.dispatch.max_lag_s)
 
 
 def run_tick(
@@ -145,6 +134,7 @@ def run_tick(
         "admitted": 0,
         "skipped": 0,
         "expired": 0,
+        "quarantined": 0,
         "sent": 0,
         "max_lag_s": None,
         "owner": ticker.owner,
@@ -159,6 +149,7 @@ def run_tick(
             totals["admitted"] += report.dispatch.admitted
             totals["skipped"] += report.plan.skipped + report.dispatch.skipped
             totals["expired"] += report.plan.expired + report.dispatch.expired
+            totals["quarantined"] += len(report.plan.quarantined) + len(report.dispatch.quarantined)
             totals["sent"] += report.dispatch.sent
             lag = report.dispatch.max_lag_s
             if lag is not None:

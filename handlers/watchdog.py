@@ -10,11 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from aws_lambda_powertools.metrics import MetricUnit
-
 from adapters.definitions import Metric
 from domain.watch import WatchStatus
-from handlers.observability import logger, metrics
+from handlers.observability import logger, metrics, put_count, put_seconds
 from handlers.settings import Settings
 from service.clock import SystemClock
 from service.ports import Store
@@ -35,16 +33,13 @@ def build_aws_store(settings: Settings) -> Store:
 
 
 def emit(report: WatchReport) -> None:
-    m = metrics()
-    m.add_metric(Metric.OVERDUE_SCHEDULES, MetricUnit.Count, report.count(WatchStatus.OVERDUE))
-    m.add_metric(Metric.LATE_SCHEDULES, MetricUnit.Count, report.count(WatchStatus.LATE))
-    m.add_metric(Metric.SCHEDULES_QUARANTINED, MetricUnit.Count, len(report.quarantined))
+    """The pass's metrics: the heartbeat's age always (the dashboard graphs
+    it), the overdue and late counts when not 0 (``put_count``); the
+    quarantined schedules are on the pass's log line."""
+    put_count(Metric.OVERDUE_SCHEDULES, report.count(WatchStatus.OVERDUE))
+    put_count(Metric.LATE_SCHEDULES, report.count(WatchStatus.LATE))
     age = report.tick_heartbeat_age_s
-    m.add_metric(
-        Metric.TICK_HEARTBEAT_AGE,
-        MetricUnit.Seconds,
-        NEVER_BEATEN_AGE_S if age is None else age,
-    )
+    put_seconds(Metric.TICK_HEARTBEAT_AGE, NEVER_BEATEN_AGE_S if age is None else age)
 
 
 def summary(report: WatchReport) -> dict[str, Any]:

@@ -46,7 +46,6 @@ from typing import Any, Literal
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.logging.formatter import RESERVED_LOG_ATTRS, LambdaPowertoolsFormatter
-from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import (
     BatchProcessor,
     EventType,
@@ -61,7 +60,7 @@ from adapters.sqlite.queue import HELD_VISIBILITY_S
 from adapters.targets import AddressPolicy, Targets, WebhookSender
 from domain.delivery import TargetPort
 from domain.run import DeliveryIntent, Run, RunStatus
-from handlers.observability import logger, metrics
+from handlers.observability import logger, metrics, put_count, put_seconds
 from handlers.settings import Settings
 from service.clock import SystemClock
 from service.ports import Clock
@@ -108,10 +107,9 @@ class PowertoolsTelemetry(RunTelemetry):
     def attempt_started(self, run: Run, late_by_s: float) -> None:
         if not self.metrics_on:
             return
-        m = metrics()
-        m.add_metric(name=Metric.RUN_ATTEMPTS, unit=MetricUnit.Count, value=1)
+        put_count(Metric.RUN_ATTEMPTS, 1)
         if run.attempts == 1:
-            m.add_metric(name=Metric.START_LATENESS, unit=MetricUnit.Seconds, value=late_by_s)
+            put_seconds(Metric.START_LATENESS, late_by_s)
 
     def attempt_ended(self, report: AttemptReport) -> None:
         line = {
@@ -136,15 +134,15 @@ class PowertoolsTelemetry(RunTelemetry):
     def run_retried(self, run: Run, delay_s: float) -> None:
         if not self.metrics_on:
             return
-        metrics().add_metric(name=Metric.RUNS_RETRIED, unit=MetricUnit.Count, value=1)
+        put_count(Metric.RUNS_RETRIED, 1)
 
     def run_ended(self, run: Run) -> None:
         if not self.metrics_on:
             return
         if run.status is RunStatus.SUCCEEDED:
-            metrics().add_metric(name=Metric.RUNS_SUCCEEDED, unit=MetricUnit.Count, value=1)
+            put_count(Metric.RUNS_SUCCEEDED, 1)
         elif run.status is RunStatus.FAILED:
-            metrics().add_metric(name=Metric.RUNS_FAILED, unit=MetricUnit.Count, value=1)
+            put_count(Metric.RUNS_FAILED, 1)
 
 
 class _Instant:

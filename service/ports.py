@@ -13,7 +13,7 @@ adapter that made them reads back.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Final, Generic, NamedTuple, Protocol, TypeVar
@@ -225,6 +225,25 @@ class ScheduleStore(ABC):
         One outcome per item, in order. The items are independent: one that
         fails its condition does not stop the others.
         """
+
+    def materialize_sending(
+        self,
+        batch: Sequence[Materialization],
+        now: datetime,
+        send: Callable[[Sequence[Run]], Sequence[str]],
+    ) -> list[MaterializeOutcome] | None:
+        """``materialize``, sending the intents of the occurrences it stores
+        ``admitted`` (with ``send``, which returns the ids it could not send)
+        before it advances their schedule, or None when this store does not
+        (the default): the caller then materializes, sends and marks sent.
+
+        A store that does needs no outbox entry for an intent that was sent:
+        a crash before the advance leaves ``next_due`` where it was, the next
+        pass plans the slot again, finds it stored, not started and not in
+        the outbox, and sends it again (an intent may be sent twice). Only an
+        intent whose send failed enters the outbox, before the advance.
+        """
+        return None
 
 
 # --- occurrences and runs -------------------------------------------------------------

@@ -1,10 +1,19 @@
-"""The ports the worker needs: the run transitions, the work queue, and telemetry.
+"""The ports the worker needs: the run store, the work queue, and telemetry.
 
-Every transition of ``RunStore`` is a *conditional* write: the adapter checks
-the stated condition in the statement that writes (a SQLite ``UPDATE ...
-WHERE`` inside ``BEGIN IMMEDIATE``; a DynamoDB condition expression) and
-answers ``None`` when it failed. A ``None`` is not an error: another worker
-moved the run first, and the caller reads the run again to decide what to do.
+The rules of a run's state machine are the pure transitions of
+``domain/transitions.py``. A store keeps the record and knows one write:
+``compare_and_set(before, after)``, "write this run if the record is still
+that one" (same occurrence id and ``revision``). Each transition of
+``RunStore`` below is the same three steps, written once here: take the run
+as the caller last read it (or read it), apply the transition, compare and
+set; when the write loses a race, read the run again and apply the
+transition again, so its guard decides on what is stored now. A refused
+guard answers ``None``; that is not an error: another worker moved the run
+first, and the caller reads the run again to decide what to do.
+
+So a new store implements ``get_run``, ``compare_and_set`` and the reads
+(``get_version``, ``schedule_now``, ``running_before``); the tick's batch
+writes (admit, close, mark sent) are the ``ScheduleStore``'s.
 
 Attempt numbers count from 1. ``Run.attempts`` is the number of attempts
 started; the attempt a worker holds is ``Run.attempts`` while the run is
@@ -15,32 +24,42 @@ worker that lost its run lease cannot overwrite the attempt that replaced it.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
+from domain import transitions
 from domain.run import Run, RunStatus
 from domain.schedule import ScheduleVersion
-
-# Statuses a run may start an attempt from (besides running with an expired lease).
-STARTABLE = frozenset({RunStatus.ADMITTED, RunStatus.RETRYING})
-# Statuses ``finish`` may end a run in.
-FINISHED = frozenset(
-    {
-        RunStatus.SUCCEEDED,
-        RunStatus.FAILED,
-        RunStatus.EXPIRED,
-        RunStatus.SKIPPED,
-        RunStatus.CANCELLED,
-    }
+from domain.transitions import (
+    ATTEMPT_ACCEPTED,
+    ATTEMPT_LOST,
+    FINISHED,
+    RETRYABLE,
+    STARTABLE,
+    TransitionRefused,
 )
-# Statuses a user may ask to run again (``RunStore.retry``).
-RETRYABLE = frozenset({RunStatus.FAILED, RunStatus.EXPIRED})
 
-# Outcomes stamped on an attempt record.
-ATTEMPT_ACCEPTED = "accepted"  # 202: waiting for the job to report completion
-ATTEMPT_LOST = "lost"  # the worker died or timed out; its lease expired
+__all__ = [
+    "ATTEMPT_ACCEPTED",
+    "ATTEMPT_LOST",
+    "FINISHED",
+    "RETRYABLE",
+    "STARTABLE",
+    "AttemptReport",
+    "NoTelemetry",
+    "QueueMessage",
+    "RunStore",
+    "RunTelemetry",
+    "ScheduleNow",
+    "WorkQueue",
+]
+
+# How often one transition reads the run again after losing a race before it
+# gives up (answers None, as for a refused guard). Every lost race means
+# another writer moved the run, and the guards bound how often that can be.
+RACES: Final = 4
 
 
 class ScheduleNow(NamedTuple):
@@ -53,10 +72,22 @@ class ScheduleNow(NamedTuple):
 
 
 class RunStore(ABC):
-    """The run record, as the worker and the completion API change it."""
+    """The run record, as the worker and the completion API change it.
+
+    Every transition takes ``seen``, the run as the caller last read it: the
+    write then needs no read first (the worker reads the run once per message
+    and writes it twice). Without it the run is read.
+    """
 
     @abstractmethod
     def get_run(self, occurrence_id: str) -> Run | None: ...
+
+    @abstractmethod
+    def compare_and_set(self, before: Run, after: Run) -> bool:
+        """Write ``after`` if the stored record is still ``before``: same
+        occurrence id and ``revision`` (a transition gives ``after`` the next
+        revision). False, and nothing written, when it is not (or is gone).
+        One conditional write of the one record."""
 
     @abstractmethod
     def get_version(self, schedule_id: str, version: int) -> ScheduleVersion | None:
@@ -68,6 +99,32 @@ class RunStore(ABC):
         schedule): what the worker checks before a run's first attempt."""
 
     @abstractmethod
+    def running_before(self, run: Run, now: datetime) -> Run | None:
+        """The latest earlier occurrence (by ``scheduled_at``) of the same
+        schedule that is still in progress: ``running`` with a live run lease,
+        or ``retrying``. What the overlap policy ``skip`` looks at."""
+
+    # --- the transitions: get, transition, compare-and-set ----------------------------------
+
+    def change(
+        self, occurrence_id: str, seen: Run | None, transition: Callable[[Run], Run]
+    ) -> Run | None:
+        """Apply ``transition`` to the run and store it: the run as written,
+        or None when its guard refuses (or the run is gone, or the races
+        outlast ``RACES`` reads)."""
+        run = seen if seen is not None else self.get_run(occurrence_id)
+        for _ in range(RACES):
+            if run is None:
+                return None
+            try:
+                after = transition(run)
+            except TransitionRefused:
+                return None
+            if self.compare_and_set(run, after):
+                return after
+            run = self.get_run(occurrence_id)
+        return None
+
     def start_attempt(
         self,
         occurrence_id: str,
@@ -75,19 +132,17 @@ class RunStore(ABC):
         now: datetime,
         lease_until: datetime,
         run_token_hash: str | None,
+        seen: Run | None = None,
     ) -> Run | None:
-        """Start attempt ``attempts + 1``.
+        """Start attempt ``attempts + 1`` (``transitions.start_attempt``)."""
+        return self.change(
+            occurrence_id,
+            seen,
+            lambda run: transitions.start_attempt(
+                run, now=now, lease_until=lease_until, run_token_hash=run_token_hash
+            ),
+        )
 
-        Condition: status is ``admitted`` or ``retrying``, or ``running`` with
-        ``run_lease_expires_at <= now`` (its worker is gone). Sets status
-        ``running``, increments ``attempts``, stamps ``started_at`` (first
-        attempt only) and a new attempt record started at ``now``, holds the
-        run lease until ``lease_until`` and replaces ``run_token_hash``. An
-        attempt left open by a lost worker is closed with outcome ``lost``.
-        Returns the run as stored, or None when the condition failed.
-        """
-
-    @abstractmethod
     def finish(
         self,
         occurrence_id: str,
@@ -99,19 +154,26 @@ class RunStore(ABC):
         result: Mapping[str, Any] | None = None,
         outcome: str | None = None,
         error: str | None = None,
+        seen: Run | None = None,
     ) -> Run | None:
-        """End the run with ``status`` (succeeded, failed, expired, skipped or
-        cancelled).
+        """End the run with ``status`` (``transitions.finish``)."""
+        if status not in FINISHED:
+            raise ValueError(f"finish ends a run as {sorted(FINISHED)}, not {status.value}")
+        return self.change(
+            occurrence_id,
+            seen,
+            lambda run: transitions.finish(
+                run,
+                attempt=attempt,
+                status=status,
+                now=now,
+                reason=reason,
+                result=result,
+                outcome=outcome,
+                error=error,
+            ),
+        )
 
-        With ``attempt``: condition status ``running`` and ``attempts ==
-        attempt``; the attempt record is closed with ``outcome`` and ``error``.
-        Without (a run ended before any new attempt: expired, skipped or
-        cancelled at start, or failed once attempts are exhausted): condition status
-        ``admitted`` or ``retrying``. Stamps ``finished_at``, sets ``reason``
-        and ``result``, clears the run lease, the token and ``pending``.
-        """
-
-    @abstractmethod
     def record_retry(
         self,
         occurrence_id: str,
@@ -121,14 +183,17 @@ class RunStore(ABC):
         outcome: str,
         error: str | None,
         result: Mapping[str, Any] | None = None,
+        seen: Run | None = None,
     ) -> Run | None:
-        """Attempt ``attempt`` failed and another one will follow.
+        """Attempt ``attempt`` failed and another will follow (``transitions.record_retry``)."""
+        return self.change(
+            occurrence_id,
+            seen,
+            lambda run: transitions.record_retry(
+                run, attempt=attempt, now=now, outcome=outcome, error=error, result=result
+            ),
+        )
 
-        Condition: status ``running`` and ``attempts == attempt``. Sets status
-        ``retrying``, closes the attempt record, clears the run lease.
-        """
-
-    @abstractmethod
     def mark_accepted(
         self,
         occurrence_id: str,
@@ -137,31 +202,40 @@ class RunStore(ABC):
         now: datetime,
         deadline: datetime,
         result: Mapping[str, Any] | None,
+        seen: Run | None = None,
     ) -> Run | None:
-        """The target answered 202: the job goes on and reports completion.
+        """The target answered 202 (``transitions.mark_accepted``)."""
+        return self.change(
+            occurrence_id,
+            seen,
+            lambda run: transitions.mark_accepted(
+                run, attempt=attempt, now=now, deadline=deadline, result=result
+            ),
+        )
 
-        Condition: status ``running`` and ``attempts == attempt``. Marks the
-        attempt ``accepted`` (still open) and moves the run lease to
-        ``deadline`` (the attempt's start plus the run timeout).
-        """
-
-    @abstractmethod
     def extend_lease(self, occurrence_id: str, *, attempt: int, until: datetime) -> bool:
         """Attempt ``attempt`` is still in flight: hold the run lease until at
-        least ``until`` (the heartbeat of a worker process).
+        least ``until`` (``transitions.extend_lease``). False when the attempt
+        ended, was taken over, or its lease already lasts as long."""
+        changed = self.change(
+            occurrence_id,
+            None,
+            lambda run: transitions.extend_lease(run, attempt=attempt, until=until),
+        )
+        return changed is not None
 
-        Condition: status ``running``, ``attempts == attempt`` and a lease that
-        ends before ``until``; a lease is never shortened (an accepted attempt
-        keeps its deadline). False when the condition failed: the attempt ended
-        or was taken over."""
-
-    @abstractmethod
     def report_progress(
         self, occurrence_id: str, *, run_token_hash: str, progress: Mapping[str, Any]
     ) -> Run | None:
-        """Store the job's progress. Condition: ``running`` and the token hash matches."""
+        """Store the job's progress (``transitions.report_progress``)."""
+        return self.change(
+            occurrence_id,
+            None,
+            lambda run: transitions.report_progress(
+                run, run_token_hash=run_token_hash, progress=progress
+            ),
+        )
 
-    @abstractmethod
     def complete(
         self,
         occurrence_id: str,
@@ -172,32 +246,29 @@ class RunStore(ABC):
         result: Mapping[str, Any] | None,
         error: str | None,
     ) -> Run | None:
-        """The job reports that it ended: the run succeeds or fails.
+        """The job reports that it ended (``transitions.complete``)."""
+        return self.change(
+            occurrence_id,
+            None,
+            lambda run: transitions.complete(
+                run,
+                run_token_hash=run_token_hash,
+                succeeded=succeeded,
+                now=now,
+                result=result,
+                error=error,
+            ),
+        )
 
-        Condition: status ``running``, the token hash matches and the run lease
-        (the attempt's deadline) is still live at ``now``. Closes the attempt
-        and the run as ``finish`` does.
-        """
-
-    @abstractmethod
     def retry(self, occurrence_id: str, *, now: datetime, bucket: int, reason: str) -> Run | None:
-        """Run an occurrence that ended badly once more (a user asked for it).
-
-        Condition: status ``failed`` or ``expired``. Sets status ``admitted``,
-        ``admitted_at = now`` and ``reason``, clears ``finished_at`` and
-        ``sent_at``, and makes the record pending again in bucket ``bucket``
-        of its shard (its intent is to be sent: by the caller, or by a
-        dispatcher that finds it pending). Keeps ``attempts``, the attempt
-        log, ``started_at`` and ``result``, so the next attempt is number
-        ``attempts + 1`` under the same occurrence id and idempotency key.
-        Returns the run as stored, or None when the condition failed.
-        """
-
-    @abstractmethod
-    def running_before(self, run: Run, now: datetime) -> Run | None:
-        """The latest earlier occurrence (by ``scheduled_at``) of the same
-        schedule that is still in progress: ``running`` with a live run lease,
-        or ``retrying``. What the overlap policy ``skip`` looks at."""
+        """Run an occurrence that ended badly once more (``transitions.retry``):
+        admitted again and pending in ``bucket``, its intent to be sent by the
+        caller or by a dispatcher that finds it pending."""
+        return self.change(
+            occurrence_id,
+            None,
+            lambda run: transitions.retry(run, now=now, bucket=bucket, reason=reason),
+        )
 
 
 @dataclass(frozen=True)

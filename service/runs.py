@@ -27,7 +27,7 @@ The rules, in the order they are checked:
    the overdue policy ``expire`` is checked again (the message may have
    waited in the queue), then the overlap policy ``skip`` (the previous
    occurrence of the schedule is still running).
-4. The attempt starts by a conditional write (``RunStore.start_attempt``), so
+4. The attempt starts by a compare-and-set of the run read (``RunStore.start_attempt``), so
    two workers holding copies of one intent cannot both start it.
 5. The target's answer decides: 2xx succeeded; 202 accepted (the job reports
    completion with its run token before the run timeout); transient, retried
@@ -233,6 +233,7 @@ class RunWorker:
                     reason=reason,
                     outcome=ATTEMPT_LOST,
                     error="run lease expired",
+                    seen=run,
                 )
                 if ended is None:
                     return self._after_conflict(run.occurrence_id)
@@ -281,7 +282,7 @@ class RunWorker:
         if status is None:
             return None
         ended = self.runs.finish(
-            run.occurrence_id, attempt=None, status=status, now=now, reason=reason
+            run.occurrence_id, attempt=None, status=status, now=now, reason=reason, seen=run
         )
         if ended is None:
             return self._after_conflict(run.occurrence_id)
@@ -302,6 +303,7 @@ class RunWorker:
             now=now,
             lease_until=now + timedelta(seconds=lease_s),
             run_token_hash=None if token is None else hash_run_token(token),
+            seen=run,
         )
         if started is None:
             return self._after_conflict(run.occurrence_id)
@@ -348,6 +350,7 @@ class RunWorker:
                 now=end,
                 result=_result(outcome),
                 outcome=outcome.kind,
+                seen=started,
             )
             self._report(started, attempt, "succeeded", now, end, late_by_s, outcome)
             if ended is None:
@@ -363,6 +366,7 @@ class RunWorker:
                 now=end,
                 deadline=deadline,
                 result=_result(outcome),
+                seen=started,
             )
             self._report(started, attempt, "accepted", now, end, late_by_s, outcome)
             if accepted is None:
@@ -396,6 +400,7 @@ class RunWorker:
                 outcome=outcome.kind,
                 error=outcome.error,
                 result=_result(outcome),
+                seen=run,
             )
             self._report(run, attempt, "retrying", started_at, end, late_by_s, outcome)
             if stored is None:
@@ -419,6 +424,7 @@ class RunWorker:
             result=_result(outcome),
             outcome=outcome.kind,
             error=outcome.error,
+            seen=run,
         )
         self._report(run, attempt, "failed", started_at, end, late_by_s, outcome)
         if ended is None:
@@ -429,7 +435,12 @@ class RunWorker:
     def _fail_without_attempt(self, run: Run, reason: str, now: datetime) -> None:
         if run.status in STARTABLE:
             ended = self.runs.finish(
-                run.occurrence_id, attempt=None, status=RunStatus.FAILED, now=now, reason=reason
+                run.occurrence_id,
+                attempt=None,
+                status=RunStatus.FAILED,
+                now=now,
+                reason=reason,
+                seen=run,
             )
             if ended is not None:
                 self.telemetry.run_ended(ended)

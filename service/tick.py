@@ -52,7 +52,10 @@ only the shards with pending work due within the lookahead, from that bucket
 (no checkpoint is written), admitting waiting records ahead and resending
 admitted ones that were never marked sent. So an idle pass takes no lease and
 writes nothing but its heartbeat. Pause and delete after an intent is queued
-are decided by the worker before the first attempt. ``PlanNow`` is the same
+are decided by the worker before the first attempt. A store that offers
+``Store.materialize_sending`` (DynamoDB) sends the intents of the slots it
+stores admitted before it advances their schedules, so they need no outbox
+entry and no mark-sent write. ``PlanNow`` is the same
 planning for one schedule, run by the API call that created, edited or
 resumed it (and the send of a trigger's intent).
 """
@@ -93,6 +96,7 @@ from service.ports import (
     Heartbeat,
     Lease,
     Materialization,
+    MaterializeOutcome,
     Store,
 )
 from service.quarantine import quarantine_schedule
@@ -202,10 +206,12 @@ class DirectAdmission:
     def __init__(
         self,
         ready: Callable[[int], int],
-        deliver: Callable[[list[Run], datetime], None],
+        deliver: Callable[[list[Run], datetime, bool], None],
+        send: Callable[[Sequence[Run], datetime], list[str]],
     ) -> None:
         self._ready = ready
         self._deliver = deliver
+        self._send = send
         self._room: dict[int, int] = {}
 
     def room(self, shard: int) -> int:
@@ -218,9 +224,15 @@ class DirectAdmission:
     def take(self, shard: int, count: int) -> None:
         self._room[shard] = self._room[shard] - count
 
-    def deliver(self, runs: list[Run], now: datetime) -> None:
-        """Send the intents of occurrences just admitted (and stored)."""
-        self._deliver(runs, now)
+    def deliver(self, runs: list[Run], now: datetime, *, sent: bool = False) -> None:
+        """Count the occurrences just admitted (and stored), and send their
+        intents unless the store sent them as it stored them (``sent``)."""
+        self._deliver(runs, now, sent)
+
+    def send(self, runs: Sequence[Run], now: datetime) -> list[str]:
+        """Send these intents now (for a store that sends as it materializes,
+        ``Store.materialize_sending``); the ids that could not be sent."""
+        return self._send(runs, now)
 
 
 class Planner:
@@ -299,7 +311,17 @@ class Planner:
                 planned.append(made)
         if not planned:
             return
-        outcomes = self.store.materialize([p[0] for p in planned], now)
+        batch = [p[0] for p in planned]
+        outcomes: list[MaterializeOutcome] | None = None
+        if direct is not None and any(p[2] for p in planned):
+            # A store that sends the intents before it advances the schedules
+            # keeps no outbox entry for them (Store.materialize_sending).
+            outcomes = self.store.materialize_sending(
+                batch, now, lambda runs: direct.send(runs, now)
+            )
+        sent_by_store = outcomes is not None
+        if outcomes is None:
+            outcomes = self.store.materialize(batch, now)
         admitted: list[Run] = []
         skipped = expired = waiting = 0
         for (item, slots, taken), outcome in zip(planned, outcomes, strict=True):
@@ -321,7 +343,7 @@ class Planner:
         report.expired += expired
         report.materialized += waiting
         if admitted and direct is not None:
-            direct.deliver(admitted, now)
+            direct.deliver(admitted, now, sent=sent_by_store)
 
     def _materialization(
         self,
@@ -593,16 +615,22 @@ class Dispatcher:
                 return 0
             return self.config.admit_limit
 
-        def deliver(runs: list[Run], now: datetime) -> None:
+        def deliver(runs: list[Run], now: datetime, sent: bool) -> None:
             spent = self._spent
             for run in runs:
                 spent[run.shard] = spent.get(run.shard, 0) + 1
             # All admitted at ``now``: the oldest has the largest lag.
             report.admitted += len(runs)
             _note_lag(report, (now - min(r.scheduled_at for r in runs)).total_seconds())
-            self._send(runs, now, report)
+            if not sent:
+                self._send(runs, now, report)
 
-        return DirectAdmission(ready, deliver)
+        def send(runs: Sequence[Run], now: datetime) -> list[str]:
+            failed = send_only(self.queue, runs, now, report)
+            self._sent_ids.update(r.occurrence_id for r in runs if r.occurrence_id not in failed)
+            return failed
+
+        return DirectAdmission(ready, deliver, send)
 
     def _ready_ahead(self, shard: int, now: datetime) -> int:
         """Room to admit into ``shard`` as the planner writes (queue-ahead
@@ -778,13 +806,27 @@ def send_intents(
     pending, and dispatch sends it again). True if any was sent."""
     if not runs:
         return False
-    failed = set(queue.send_ahead([DeliveryIntent.for_run(r) for r in runs], now))
+    failed = set(send_only(queue, runs, now, report))
     sent = [r.occurrence_id for r in runs if r.occurrence_id not in failed]
-    report.send_failures += len(failed)
     if sent:
         store.mark_sent(sent, now)
-    report.sent += len(sent)
     return bool(sent)
+
+
+def send_only(
+    queue: DeliveryQueue,
+    runs: Sequence[Run | PendingOccurrence],
+    now: datetime,
+    report: DispatchReport,
+) -> list[str]:
+    """Send the intents of admitted records, each held back until its due
+    time, and count them; the ids that could not be sent (nothing is marked)."""
+    if not runs:
+        return []
+    failed = queue.send_ahead([DeliveryIntent.for_run(r) for r in runs], now)
+    report.send_failures += len(failed)
+    report.sent += len(runs) - len(set(failed))
+    return list(failed)
 
 
 def _note_lag(report: DispatchReport, lag: float) -> None:
@@ -877,11 +919,17 @@ class PlanNow:
         report = DispatchReport()
         limit = self.config.admit_limit
 
-        def deliver(runs: list[Run], now: datetime) -> None:
+        def deliver(runs: list[Run], now: datetime, sent: bool) -> None:
             report.admitted += len(runs)
-            send_intents(self.store, self.queue, runs, now, report)
+            if not sent:
+                send_intents(self.store, self.queue, runs, now, report)
 
-        plan = self.planner.plan_schedules([schedule], DirectAdmission(lambda _: limit, deliver))
+        def send(runs: Sequence[Run], now: datetime) -> list[str]:
+            return send_only(self.queue, runs, now, report)
+
+        plan = self.planner.plan_schedules(
+            [schedule], DirectAdmission(lambda _: limit, deliver, send)
+        )
         return bool(plan.materialized or plan.skipped or plan.expired or report.admitted)
 
     def send(self, runs: Sequence[Run]) -> DispatchReport:

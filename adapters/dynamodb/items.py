@@ -348,6 +348,7 @@ def record_item(run: Run, retention: timedelta) -> Item:
                 "attempt_log": [attempt_entry(a) for a in run.attempt_log] or None,
                 "run_token_hash": run.run_token_hash,
                 "progress": _json(None if run.progress is None else dict(run.progress)),
+                "revision": run.revision or None,  # absent: 0
                 "expires_at_epoch": int(expires.timestamp()),
             }
         ),
@@ -409,7 +410,83 @@ def run_from_item(item: Mapping[str, Any]) -> Run:
         attempt_log=attempt_log,
         run_token_hash=v.get("run_token_hash"),
         progress=None if v.get("progress") is None else json.loads(v["progress"]),
+        revision=int(v.get("revision", 0)),
     )
+
+
+def _opt_text(value: Mapping[str, Any] | None) -> str | None:
+    return _json(None if value is None else dict(value))
+
+
+def _log_list(log: tuple[AttemptRecord, ...]) -> list[dict[str, Any]] | None:
+    # An element's number is its position from 1 (written only when it is not).
+    entries = [attempt_entry(a, numbered=a.number != i) for i, a in enumerate(log, 1)]
+    return entries or None
+
+
+def _plain(value: Any) -> Any:
+    return value
+
+
+# Each field of a Run a transition may change, with its attribute's plain
+# value (as ``record_item`` writes it; None: the attribute is absent).
+# ``pending`` is not an attribute: it is the outbox attributes' presence.
+_CHANGEABLE: Final = (
+    ("status", lambda status: status.value),
+    ("bucket", _plain),
+    ("attempts", _plain),
+    ("admitted_at", opt_iso),
+    ("sent_at", opt_iso),
+    ("started_at", opt_iso),
+    ("finished_at", opt_iso),
+    ("reason", _plain),
+    ("result", _opt_text),
+    ("run_lease_expires_at", opt_iso),
+    ("attempt_log", _log_list),
+    ("run_token_hash", _plain),
+    ("progress", _opt_text),
+    ("revision", _plain),
+)
+_FIXED: Final = (
+    "occurrence_id",
+    "business_key",
+    "schedule_id",
+    "version",
+    "kind",
+    "scheduled_at",
+    "wall",
+    "fold",
+    "shard",
+    "materialized_at",
+)
+OUTBOX_ATTRIBUTES: Final = ("outbox_key", "pending_shard")
+
+
+def record_changes(before: Run, after: Run) -> tuple[dict[str, Any], list[str]]:
+    """The attributes of the record ``after`` changes from ``before``: those
+    to set (plain values) and those to remove. The outbox attributes follow
+    ``pending`` (and the bucket while pending)."""
+    old, new = before.__dict__, after.__dict__
+    for name in _FIXED:
+        if old[name] is not new[name] and old[name] != new[name]:
+            raise ValueError(f"a transition does not change a run's {name}")
+    sets: dict[str, Any] = {}
+    removes: list[str] = []
+    for name, encode in _CHANGEABLE:
+        value = new[name]
+        if value is old[name] or value == old[name]:
+            continue
+        plain_value = encode(value)
+        if plain_value is None:
+            removes.append(name)
+        else:
+            sets[name] = plain_value
+    if after.pending and (not before.pending or after.bucket != before.bucket):
+        sets["outbox_key"] = outbox_key(after.bucket, after.scheduled_at, after.occurrence_id)
+        sets["pending_shard"] = after.shard
+    elif before.pending and not after.pending:
+        removes.extend(OUTBOX_ATTRIBUTES)
+    return sets, removes
 
 
 # --- leases and heartbeats ----------------------------------------------------------------

@@ -26,7 +26,11 @@ never a read followed by a blind write:
 The outbox index is sparse and KEYS_ONLY: a record is in it while it has
 ``outbox_key`` and ``pending_shard``, which it gets when stored (and again
 when a user retries it: ``DynamoRunStore.retry``) and loses when ``mark_sent``
-or a closure removes them; admission does not touch it. Index
+or a closure removes them; admission does not touch it. A record stored
+admitted by ``materialize_sending`` is not put in it: its intent is sent
+before its schedule's HEAD advances, and only a failed send puts it there
+(a crash before the advance leaves the slot to be planned, found and sent
+again). Index
 reads are eventually consistent; the records (and claims) they lead to are
 read consistently, every decision taken on them is re-checked by a conditional
 write, and the dispatcher only moves a checkpoint past buckets that closed a
@@ -46,7 +50,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final, Protocol, TypeVar
 
@@ -82,7 +86,7 @@ OCCURRENCES_PER_ADVANCE: Final = 49
 # besides the outbox (whose index may lag a record written just before).
 NEWEST_CHECKED: Final = 25
 # A record's attributes that put it in the outbox index (see items).
-OUTBOX_ATTRIBUTES: Final = ("outbox_key", "pending_shard")
+OUTBOX_ATTRIBUTES: Final = it.OUTBOX_ATTRIBUTES
 # How many partitions of the "due" index the HEADs spread over. A deployment
 # constant: every writer and reader of one table must use the same value.
 DUE_SHARDS: Final = 16
@@ -104,9 +108,36 @@ _SCHEDULED: Final = RunStatus.SCHEDULED.value
 # admission, closure and mark-sent is its own conditional write).
 CONCURRENCY: Final = 8
 
+# Why a record stored and sent is closed when its schedule's advance is refused.
+WITHDRAWN: Final = "the schedule changed while this slot was being planned"
+
 _T = TypeVar("_T")
 _log = logging.getLogger("duetime")
 _R = TypeVar("_R")
+
+
+@dataclass
+class _Stored:
+    """What one chunk of a materialization stored: the occurrences this call
+    wrote, the runs whose intents to send, and the ids of those sent."""
+
+    written: list[Run] = field(default_factory=list)
+    to_send: list[Run] = field(default_factory=list)
+    sent: set[str] = field(default_factory=set)
+
+    @property
+    def inserted(self) -> tuple[str, ...]:
+        return tuple(run.occurrence_id for run in self.written)
+
+
+def _unsent(record: Mapping[str, Any]) -> bool:
+    """A record stored admitted whose intent may never have been sent: not
+    started, not in the outbox (which dispatch sends from)."""
+    return (
+        record.get("status") == {"S": RunStatus.ADMITTED.value}
+        and record.get("attempts", {"N": "0"}) == {"N": "0"}
+        and "outbox_key" not in record
+    )
 
 
 @dataclass(frozen=True)
@@ -731,14 +762,119 @@ class DynamoStore(Store):
     ) -> list[MaterializeOutcome]:
         return self._each(lambda item: self._materialize_one(item, now), batch)
 
-    def _materialize_one(self, item: Materialization, now: datetime) -> MaterializeOutcome:
+    def materialize_sending(
+        self,
+        batch: Sequence[Materialization],
+        now: datetime,
+        send: Callable[[Sequence[Run]], Sequence[str]],
+    ) -> list[MaterializeOutcome]:
+        """Store every schedule's occurrences, send the intents of the
+        admitted ones in one call, put the few whose send failed in the
+        outbox, then advance every HEAD: an occurrence admitted as it is
+        stored costs no outbox entry and no mark-sent write (see
+        ``Store.materialize_sending`` for why a crash loses nothing). A
+        schedule with more occurrences than one advance covers (a backlog)
+        is materialized chunk by chunk, each chunk's intents sent before its
+        advance."""
+
+        def store(item: Materialization) -> MaterializeOutcome | _Stored | None:
+            if len(item.occurrences) > OCCURRENCES_PER_ADVANCE:
+                return self._materialize_one(item, now, send)
+            if not self._head_allows(item):
+                return None
+            return self._store_chunk(list(item.occurrences), sending=True)
+
+        stored = self._each(store, batch)
+        chunks = [s for s in stored if isinstance(s, _Stored)]
+        self._send_or_outbox(chunks, send)
+
+        def advance(
+            pair: tuple[Materialization, MaterializeOutcome | _Stored | None],
+        ) -> MaterializeOutcome:
+            item, result = pair
+            if result is None:
+                return MaterializeOutcome(item.schedule_id, False)
+            if isinstance(result, MaterializeOutcome):
+                return result
+            if self._advance(
+                item, item.expected_next_due, item.next_due, item.last_materialized_at, now
+            ):
+                return MaterializeOutcome(item.schedule_id, True, result.inserted)
+            return self._refused(item, result, ())
+
+        return self._each(advance, list(zip(batch, stored, strict=True)))
+
+    def _store_chunk(self, runs: Sequence[Run], *, sending: bool) -> _Stored:
+        """Put a chunk's occurrences (see ``_put_occurrence``)."""
+        stored = _Stored()
+        for run in runs:
+            if sending:
+                written, to_send = self._write_occurrence(run, sending=True)
+            else:
+                written, to_send = self._put_occurrence(run), None
+            if written:
+                stored.written.append(run)
+            if to_send is not None:
+                stored.to_send.append(to_send)
+        return stored
+
+    def _send_or_outbox(
+        self, chunks: Sequence[_Stored], send: Callable[[Sequence[Run]], Sequence[str]]
+    ) -> None:
+        """Send the chunks' intents in one call; the ones that failed enter
+        the outbox, for dispatch to send again. Both before any advance: a
+        crash in between leaves the slots to be planned again."""
+        runs = [run for chunk in chunks for run in chunk.to_send]
+        if not runs:
+            return
+        failed = set(send(runs))
+        for chunk in chunks:
+            chunk.sent = {r.occurrence_id for r in chunk.to_send} - failed
+        self._each(self._into_outbox, [run for run in runs if run.occurrence_id in failed])
+
+    def _into_outbox(self, run: Run) -> None:
+        """A record stored admitted whose intent could not be sent: into the
+        outbox (unless it started, or is there already)."""
+        self._update(
+            self.tables.occurrences,
+            it.record_key_of_run(run),
+            set_={
+                "outbox_key": it.outbox_key(run.bucket, run.scheduled_at, run.occurrence_id),
+                "pending_shard": run.shard,
+            },
+            remove=("sent_at",),
+            condition=(
+                "#status = :admitted AND #attempts = :zero AND attribute_not_exists(#outbox_key)"
+            ),
+            names={"#status": "status", "#attempts": "attempts", "#outbox_key": "outbox_key"},
+            values={":admitted": {"S": RunStatus.ADMITTED.value}, ":zero": {"N": "0"}},
+        )
+
+    def _refused(
+        self, item: Materialization, chunk: _Stored, inserted: Sequence[str]
+    ) -> MaterializeOutcome:
+        """The advance was refused (the schedule moved meanwhile): withdraw
+        the occurrences this call wrote that no other planner's advance
+        covered. Kept: those another planner covered."""
+        uncovered = self._uncovered(item.schedule_id, chunk.written)
+        self._withdraw(uncovered, sent=chunk.sent)
+        kept = [*inserted, *(r.occurrence_id for r in chunk.written if r not in uncovered)]
+        return MaterializeOutcome(item.schedule_id, False, tuple(kept))
+
+    def _materialize_one(
+        self,
+        item: Materialization,
+        now: datetime,
+        send: Callable[[Sequence[Run]], Sequence[str]] | None = None,
+    ) -> MaterializeOutcome:
         """Write the occurrences, then advance the HEAD on the materialization's
         condition: an idempotent sequence, not a transaction. A crash between
         the two leaves occurrences ahead of ``next_due``; the next pass plans
         the same slots again, finds them written and advances. When the
         advance is refused (the schedule moved meanwhile), the occurrences
         this call wrote for it, and no other planner's advance covered, are
-        withdrawn."""
+        withdrawn. With ``send``, each chunk's admitted intents are sent
+        before its advance (``materialize_sending``)."""
         if not self._head_allows(item):
             return MaterializeOutcome(item.schedule_id, False)
         runs = list(item.occurrences)
@@ -752,13 +888,12 @@ class DynamoStore(Store):
             # yet written, so a crash halfway leaves a consistent schedule.
             next_due = item.next_due if last else chunks[index + 1][0].scheduled_at
             last_at = item.last_materialized_at if last else chunk[-1].scheduled_at
-            written = [run for run in chunk if self._put_occurrence(run)]
+            stored = self._store_chunk(chunk, sending=send is not None)
+            if send is not None:
+                self._send_or_outbox([stored], send)
+            written = stored.written
             if not self._advance(item, expected_due, next_due, last_at, now):
-                uncovered = self._uncovered(item.schedule_id, written)
-                self._withdraw(uncovered)
-                # Kept: written by this call, covered by another planner's advance.
-                inserted += [r.occurrence_id for r in written if r not in uncovered]
-                return MaterializeOutcome(item.schedule_id, False, tuple(inserted))
+                return self._refused(item, stored, inserted)
             inserted += [run.occurrence_id for run in written]
             assert next_due is not None or last
             if next_due is not None:
@@ -842,8 +977,14 @@ class DynamoStore(Store):
     # --- occurrences -----------------------------------------------------------------
 
     def _put_occurrence(self, run: Run) -> bool:
+        """Write one occurrence (``_write_occurrence``, not sending); True if
+        this call wrote its record."""
+        return self._write_occurrence(run, sending=False)[0]
+
+    def _write_occurrence(self, run: Run, *, sending: bool) -> tuple[bool, Run | None]:
         """Write one occurrence, record first, then claim, each by a
-        conditional put; True if this call wrote its record.
+        conditional put: whether this call wrote its record, and the run
+        whose intent to send now (with ``sending``), if any.
 
         The record's put refuses an occurrence id already written (its key
         holds the id); the claim's put refuses a slot another occurrence
@@ -851,24 +992,43 @@ class DynamoStore(Store):
         between the two is finished by the next. A record whose claim is
         refused is withdrawn; one left unclaimed by a crash is claimed or
         closed before its intent is sent (``pending_due``).
+
+        With ``sending`` (the caller sends the intents before it advances the
+        HEAD), an admitted occurrence is written out of the outbox, stamped
+        sent: the send follows. A record found already written admitted,
+        not started and out of the outbox was stored by a pass that died
+        before its advance (or by a planner racing this one): its intent is
+        sent again (``sending``) or it is put in the outbox, so it is sent
+        at least once either way.
         """
         t = self.tables.occurrences
+        direct = sending and run.status is RunStatus.ADMITTED
+        if direct:
+            run = replace(run, pending=False, sent_at=run.admitted_at)
+        found: Run | None = None
         try:
             self.client.put_item(
                 TableName=t,
                 Item=it.record_item(run, self.history_retention),
                 ConditionExpression="attribute_not_exists(pk)",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
             written = True
         except ClientError as error:
             if not _failed_condition(error):
                 raise
             written = False  # written already: finish its claim, if it is missing
+            old = error.response.get("Item")
+            if old is not None and _unsent(old):
+                found = it.run_from_item(old)
         expires = int(add_clamped(run.scheduled_at, self.history_retention).timestamp())
-        if self._claim(run.schedule_id, run.business_key, run.occurrence_id, expires):
-            return written
-        self._withdraw([run], claimed=False)  # the slot is another occurrence's
-        return False
+        if not self._claim(run.schedule_id, run.business_key, run.occurrence_id, expires):
+            self._withdraw([run], claimed=False)  # the slot is another occurrence's
+            return False, None
+        if found is not None and not sending:
+            self._into_outbox(found)
+            return written, None
+        return written, (run if written and direct else found)
 
     def _claim(
         self, schedule_id: str, business_key: str, occurrence_id: str, expires_epoch: int
@@ -913,11 +1073,24 @@ class DynamoStore(Store):
             raise
         return True
 
-    def _withdraw(self, runs: Sequence[Run], *, claimed: bool = True) -> None:
+    def _withdraw(
+        self, runs: Sequence[Run], *, claimed: bool = True, sent: Iterable[str] = ()
+    ) -> None:
         """Delete occurrences this store wrote, as it wrote them (one that
         something changed since, a dispatcher that admitted it in between,
-        stays), and their claims."""
+        stays), and their claims. One whose intent was ``sent`` is closed as
+        skipped instead (its worker then finds it ended, not missing), and
+        its claim deleted, so the slot is free for the schedule as it is now."""
+        sent = set(sent)
         for run in runs:
+            if run.occurrence_id in sent:
+                if self._close_withdrawn(run) and claimed:
+                    self._delete(
+                        it.claim_key(run.schedule_id, run.business_key),
+                        "#occurrence_id = :occurrence_id",
+                        {":occurrence_id": {"S": run.occurrence_id}},
+                    )
+                continue
             if not self._delete(
                 it.record_key_of_run(run),
                 "#occurrence_id = :occurrence_id AND #status = :status",
@@ -930,6 +1103,24 @@ class DynamoStore(Store):
                     "#occurrence_id = :occurrence_id",
                     {":occurrence_id": {"S": run.occurrence_id}},
                 )
+
+    def _close_withdrawn(self, run: Run) -> bool:
+        return (
+            self._update(
+                self.tables.occurrences,
+                it.record_key_of_run(run),
+                set_={
+                    "status": RunStatus.SKIPPED.value,
+                    "reason": WITHDRAWN,
+                    "finished_at": it.iso(datetime.now(UTC)),
+                },
+                remove=OUTBOX_ATTRIBUTES,
+                condition="#status = :admitted AND #attempts = :zero",
+                names={"#status": "status", "#attempts": "attempts"},
+                values={":admitted": {"S": RunStatus.ADMITTED.value}, ":zero": {"N": "0"}},
+            )
+            is not None
+        )
 
     def insert(self, runs: Sequence[Run]) -> list[str]:
         return [run.occurrence_id for run in runs if self._put_occurrence(run)]

@@ -22,6 +22,10 @@ class Context:
         return self.remaining_ms
 
 
+def _lines(output: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in output.splitlines() if line.startswith("{")]
+
+
 def _metrics(output: str) -> dict[str, list[float]]:
     found: dict[str, list[float]] = {}
     for line in output.splitlines():
@@ -81,7 +85,7 @@ def test_the_tick_loops_within_its_budget_with_one_heartbeat_per_pass(
     assert _metrics(capsys.readouterr().out)[Metric.TICK_HEARTBEAT] == [1.0] * 10
 
 
-def test_a_schedule_the_tick_cannot_plan_is_counted_as_quarantined(
+def test_a_schedule_the_tick_cannot_plan_is_counted_as_quarantined_on_the_log_line(
     world: World,
     clock: FakeClock,
     capsys: pytest.CaptureFixture[str],
@@ -105,8 +109,16 @@ def test_a_schedule_the_tick_cannot_plan_is_counted_as_quarantined(
     result = handler({}, Context(remaining_ms=4000), service=world.ticker())
 
     assert result["passes"] == 1
-    emitted = _metrics(capsys.readouterr().out)
-    assert emitted[Metric.SCHEDULES_QUARANTINED] == [1.0]
+    assert result["quarantined"] == 1
+    output = capsys.readouterr().out
+    [summary] = [line for line in _lines(output) if line.get("message") == "tick"]
+    assert summary["quarantined"] == 1
+    assert [
+        line["schedule_id"]
+        for line in _lines(output)
+        if line.get("message") == "schedule quarantined"
+    ] == [poisoned.schedule_id]
+    assert "SchedulesQuarantined" not in _metrics(output)
     assert world.store.get(poisoned.schedule_id).quarantine is not None
 
 
@@ -157,3 +169,14 @@ def test_deployments_queue_ahead_up_to_the_lookahead() -> None:
     assert config.queue_ahead and config.ahead == timedelta(seconds=120)
     # Never further ahead than a queue can hold a message back (SQS: 15 minutes).
     assert tick_config(Settings(lookahead_s=3600)).ahead == timedelta(seconds=900)
+
+
+def test_an_idle_pass_sends_the_heartbeat_alone(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # No schedule: every count of the pass is 0, and a 0 is not sent (each
+    # metric sent is billed for the hour), so the heartbeat alarm's metric is all.
+    result = handler({}, Context(remaining_ms=4000), service=world.ticker())
+
+    assert result["passes"] == 1 and result["materialized"] == 0 and result["admitted"] == 0
+    assert _metrics(capsys.readouterr().out) == {Metric.TICK_HEARTBEAT: [1.0]}

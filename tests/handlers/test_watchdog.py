@@ -59,7 +59,7 @@ def test_overdue_schedule_is_counted_and_recorded(
     assert result["tick_heartbeat_age_s"] == 30.0
     metrics = emitted(capsys)
     assert metrics["OverdueSchedules"] == [1.0]
-    assert metrics["LateSchedules"] == [0.0]
+    assert "LateSchedules" not in metrics  # a count of 0 is not sent
     assert metrics["TickHeartbeatAge"] == [30.0]
     recorded = Watchdog(store, clock).verdict(silent.schedule_id)
     assert recorded is not None
@@ -115,9 +115,10 @@ def test_a_schedule_the_watchdog_cannot_judge_is_quarantined_counted_and_logged(
     output = capsys.readouterr().out
     lines = [json.loads(line) for line in output.splitlines() if line.startswith("{")]
     metrics = next(line for line in lines if "_aws" in line)
-    assert metrics["SchedulesQuarantined"] == [1.0]
+    assert "SchedulesQuarantined" not in metrics  # on the pass's line instead
     passes = [line for line in lines if line.get("message") == "watchdog pass"]
     assert passes and passes[0]["level"] == "WARNING"
+    assert passes[0]["quarantined"] == [poisoned.schedule_id]
     [logged] = [line for line in lines if line.get("message") == "schedule quarantined"]
     assert logged["schedule_id"] == poisoned.schedule_id and logged["component"] == "watch"
     assert logged["error"] == "OverflowError: date value out of range"
@@ -178,3 +179,20 @@ def test_the_handler_budgets_from_the_time_the_function_has_left(
     assert (first["judged"], first["complete"]) == (100, False)
     assert (second["judged"], second["complete"]) == (50, False)
     assert watchdog_handler.handler({}, Context(120_000), watchdog=watchdog)["complete"]
+
+
+def test_an_idle_watchdog_sends_the_heartbeat_age_alone(
+    store: SqliteStore, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # No schedule: no overdue or late count to send, only the age the dashboard graphs.
+    store.beat(Heartbeat("tick", utc("2026-12-01T09:59:30Z"), {}))
+
+    watchdog_handler.handler(
+        {}, None, watchdog=Watchdog(store, FakeClock(utc("2026-12-01T10:00:00Z")))
+    )
+
+    blob = emitted(capsys)
+    assert [m["Name"] for m in blob["_aws"]["CloudWatchMetrics"][0]["Metrics"]] == [
+        "TickHeartbeatAge"
+    ]
+    assert blob["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [["service"]]

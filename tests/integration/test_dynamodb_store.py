@@ -397,3 +397,123 @@ def test_a_pause_closes_a_record_the_outbox_index_does_not_show_yet(
     assert store.close_scheduled(sid, RunStatus.SKIPPED, "paused", NOW) == 1
     closed = store.get_run(run.occurrence_id)
     assert closed is not None and closed.status is RunStatus.SKIPPED and not closed.pending
+
+
+# --- sending as it stores (materialize_sending): no outbox entry for a sent intent ----
+
+
+def _plan_admitted(store: DynamoStore, at: str) -> tuple[str, Run, Materialization]:
+    schedule = build_schedule(NOW)
+    store.create(schedule)
+    sid = schedule.schedule_id
+    run = _run(sid, at).admitted(NOW)
+    plan = Materialization(sid, 1, schedule.next_due, None, run.scheduled_at, (run,))
+    return sid, run, plan
+
+
+class _Sender:
+    """Records what it is asked to send; ``fail`` names ids it cannot send."""
+
+    def __init__(self, fail: frozenset[str] = frozenset()) -> None:
+        self.fail = fail
+        self.sent: list[list[str]] = []
+
+    def __call__(self, runs: Any) -> list[str]:
+        self.sent.append([r.occurrence_id for r in runs])
+        return [r.occurrence_id for r in runs if r.occurrence_id in self.fail]
+
+
+def test_an_occurrence_admitted_as_it_is_stored_is_sent_before_the_advance_and_not_outboxed(
+    client: Any, store: DynamoStore
+) -> None:
+    sid, run, plan = _plan_admitted(store, "2026-12-01T08:01:00Z")
+    advanced_when_sent: list[Any] = []
+    sender = _Sender()
+
+    def send(runs: Any) -> list[str]:
+        head = store.get(sid)
+        advanced_when_sent.append(head and head.next_due)
+        return sender(runs)
+
+    [outcome] = store.materialize_sending([plan], NOW, send)
+    assert outcome == (sid, True, (run.occurrence_id,))
+    assert sender.sent == [[run.occurrence_id]]
+    assert advanced_when_sent == [plan.expected_next_due]  # sent before the advance
+    record = _items(client, store, sid)[items.record_sort_key(run.scheduled_at, run.occurrence_id)]
+    assert "outbox_key" not in record and "pending_shard" not in record
+    stored = store.get_run(run.occurrence_id)
+    assert stored is not None and stored.status is RunStatus.ADMITTED and not stored.pending
+    assert stored.sent_at == NOW
+
+
+def test_an_intent_that_could_not_be_sent_is_put_in_the_outbox_before_the_advance(
+    store: DynamoStore,
+) -> None:
+    _, run, plan = _plan_admitted(store, "2026-12-01T08:01:00Z")
+    [outcome] = store.materialize_sending([plan], NOW, _Sender(frozenset({run.occurrence_id})))
+    assert outcome.applied
+    stored = store.get_run(run.occurrence_id)
+    assert stored is not None and stored.pending and stored.sent_at is None
+    [waiting] = store.pending_due(run.shard, run.bucket, run.bucket, run.scheduled_at, 10)
+    assert waiting.occurrence_id == run.occurrence_id
+
+
+def test_a_pass_that_died_before_its_advance_sends_the_intent_again_when_it_plans_the_slot(
+    store: DynamoStore,
+) -> None:
+    sid, run, plan = _plan_admitted(store, "2026-12-01T08:01:00Z")
+    # The dead pass stored the occurrence (and may have sent it), not the advance.
+    store._store_chunk([run], sending=True)
+    head = store.get(sid)
+    assert head is not None and head.next_due == plan.expected_next_due
+    sender = _Sender()
+    [outcome] = store.materialize_sending([plan], NOW, sender)
+    assert outcome == (sid, True, ())  # not written by this call
+    assert sender.sent == [[run.occurrence_id]]  # but sent again: at least once
+
+
+def test_a_plain_materialization_finding_an_unsent_occurrence_puts_it_in_the_outbox(
+    store: DynamoStore,
+) -> None:
+    _, run, plan = _plan_admitted(store, "2026-12-01T08:01:00Z")
+    store._store_chunk([run], sending=True)  # stored by a pass that died before sending
+    [outcome] = store.materialize([plan], NOW)
+    assert outcome.applied
+    stored = store.get_run(run.occurrence_id)
+    assert stored is not None and stored.pending
+    [waiting] = store.pending_due(run.shard, run.bucket, run.bucket, run.scheduled_at, 10)
+    assert waiting.occurrence_id == run.occurrence_id
+
+
+def test_a_started_occurrence_found_again_is_not_sent_again(store: DynamoStore) -> None:
+    _, run, plan = _plan_admitted(store, "2026-12-01T08:01:00Z")
+    store._store_chunk([run], sending=True)
+    store.client.update_item(
+        TableName=store.tables.occurrences,
+        Key=items.record_key_of_run(run),
+        UpdateExpression="SET #s = :running, attempts = :one",
+        ExpressionAttributeNames={"#s": "status"},
+        ExpressionAttributeValues={":running": {"S": "running"}, ":one": {"N": "1"}},
+    )
+    sender = _Sender()
+    [outcome] = store.materialize_sending([plan], NOW, sender)
+    assert outcome.applied and sender.sent == []
+
+
+def test_a_sent_occurrence_whose_schedule_moved_before_the_advance_is_closed_and_frees_its_slot(
+    client: Any, store: DynamoStore
+) -> None:
+    sid, run, plan = _plan_admitted(store, "2026-12-01T08:01:00Z")
+
+    def send_then_pause(runs: Any) -> list[str]:
+        assert store.pause(sid, "paused meanwhile", NOW)
+        return []
+
+    [outcome] = store.materialize_sending([plan], NOW, send_then_pause)
+    assert not outcome.applied and outcome.inserted == ()
+    # Its intent is on its way: the worker finds it ended, not missing.
+    closed = store.get_run(run.occurrence_id)
+    assert closed is not None and closed.status is RunStatus.SKIPPED and not closed.pending
+    assert store.get_by_business_key(run.business_key) is None  # the claim is gone
+    head = store.get(sid)
+    assert head is not None and head.next_due == plan.expected_next_due

@@ -38,6 +38,7 @@ STORE_WRITES = frozenset(
         "resume",
         "delete",
         "materialize",
+        "materialize_sending",
         "insert",
         "admit",
         "close_runs",
@@ -50,7 +51,7 @@ STORE_WRITES = frozenset(
     }
 )
 RUN_WRITES = frozenset({"start_attempt", "finish", "record_retry", "mark_accepted"})
-QUEUE_WRITES = frozenset({"send_batch"})
+QUEUE_WRITES = frozenset({"send_batch", "send_ahead"})
 TARGET_CALLS = frozenset({"deliver"})
 
 

@@ -102,10 +102,11 @@ COMPONENTS = ("tick-a", "tick-b", "worker", "api")
 # The calls a crash may be aimed at, per component (any write otherwise).
 _TICK_CALLS = (
     "admit",
-    "send_batch",
+    "send_ahead",  # how the tick sends its intents
     "mark_sent",
     "set_checkpoint",
     "materialize",
+    "materialize_sending",
     "close_runs",
     "acquire",
     "release",

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import threading
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -30,7 +30,7 @@ from adapters.dynamodb.local import create_store_tables
 from adapters.dynamodb.store import DynamoStore, TableNames
 from adapters.sqs import SqsDeliveryQueue
 from domain.partition import Partitioning
-from domain.run import DeliveryIntent, PendingOccurrence, RunStatus
+from domain.run import DeliveryIntent, PendingOccurrence, Run, RunStatus
 from domain.spec import slots_after
 from service.ports import Lease, Materialization, MaterializeOutcome
 from service.schedules import ScheduleService
@@ -140,7 +140,19 @@ class RecordingStore(DynamoStore):
     def materialize(
         self, batch: Sequence[Materialization], now: datetime
     ) -> list[MaterializeOutcome]:
-        outcomes = super().materialize(batch, now)
+        return self._record(batch, super().materialize(batch, now))
+
+    def materialize_sending(
+        self,
+        batch: Sequence[Materialization],
+        now: datetime,
+        send: Callable[[Sequence[Run]], Sequence[str]],
+    ) -> list[MaterializeOutcome]:
+        return self._record(batch, super().materialize_sending(batch, now, send))
+
+    def _record(
+        self, batch: Sequence[Materialization], outcomes: list[MaterializeOutcome]
+    ) -> list[MaterializeOutcome]:
         for item, outcome in zip(batch, outcomes, strict=True):
             direct = {r.occurrence_id for r in item.occurrences if r.status is RunStatus.ADMITTED}
             self.admitted += [i for i in outcome.inserted if i in direct]
@@ -258,7 +270,7 @@ class CrashingQueue(SqsDeliveryQueue):
         raise SystemExit("killed between commit and send")
 
 
-def test_a_restart_between_admission_and_send_is_repaired_by_the_next_tick(
+def test_a_restart_between_storing_an_admitted_occurrence_and_sending_it_is_repaired(
     deployment: Deployment,
 ) -> None:
     clock = FakeClock(START)
@@ -274,8 +286,12 @@ def test_a_restart_between_admission_and_send_is_repaired_by_the_next_tick(
     with pytest.raises(SystemExit):
         Ticker(deployment.store(), crashing, clock, config, owner="tick-a").tick_once()
     [run] = store.runs(sid, 10).items
-    assert run.status is RunStatus.ADMITTED and run.pending
+    # Stored admitted, out of the outbox, its intent not sent: the schedule
+    # was not advanced past it, so the next pass plans the slot again.
+    assert run.status is RunStatus.ADMITTED and not run.pending
     assert deployment.received() == []
+    head = store.get(sid)
+    assert head is not None and head.next_due == run.scheduled_at
 
     # The killed process's leases expire; a fresh process, with fresh clients, ticks.
     clock.advance(config.lease_ttl)
@@ -283,6 +299,8 @@ def test_a_restart_between_admission_and_send_is_repaired_by_the_next_tick(
     assert deployment.received() == [run.occurrence_id]
     [after] = store.runs(sid, 10).items
     assert after.admitted_at == run.admitted_at  # admitted once, by the first tick
-    assert not after.pending and after.sent_at == clock.now()
+    assert not after.pending and after.sent_at == run.sent_at
+    head = store.get(sid)
+    assert head is not None and head.next_due is not None and head.next_due > run.scheduled_at
     Ticker(deployment.store(), deployment.queue(), clock, config, owner="tick-b").tick_once()
     assert deployment.received() == []
