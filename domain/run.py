@@ -131,7 +131,7 @@ class Run:
     finished_at: datetime | None = None
     reason: str | None = None
     result: Mapping[str, Any] | None = None
-    # For the worker (issue 4): the run lease, per-attempt log, the hash of the
+    # For the worker: the run lease, per-attempt log, the hash of the
     # per-run completion token, and progress a long job reported.
     run_lease_expires_at: datetime | None = None
     attempt_log: tuple[AttemptRecord, ...] = ()

@@ -892,7 +892,7 @@ def version_out(version: ScheduleVersion, changed: Sequence[str]) -> VersionOut:
     )
 
 
-# --- runs: attempts and dead letters (issue 14) -------------------------------------
+# --- runs: attempts and dead letters -------------------------------------
 
 
 class AttemptOut(_Out):
