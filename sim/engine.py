@@ -237,7 +237,7 @@ class SimExecutor:
         strand = Process(
             self.engine, f"{parent.name}/{next(self._count)}", body, parent.deadline, parent=parent
         )
-        for name in ("function", "record", "out"):
+        for name in ("function", "record", "out", "container"):
             if hasattr(parent, name):
                 setattr(strand, name, getattr(parent, name))
         strand.on_activate = parent.on_activate

@@ -279,6 +279,17 @@ def summary(
                 if r.error
             }
         )[:20],
+        "timeouts": [
+            {
+                "function": r.function,
+                "started_s": round(r.started_s, 3),
+                "duration_s": round(r.duration_s, 3),
+                "error": r.error,
+            }
+            for f in sim.functions.values()
+            for r in f.invocations
+            if r.outcome == "timeout"
+        ],
         "injected_faults": ledger.injected[:50],
         "iam_not_modelled": unknown_conditions
         + [f"managed policy {arn}" for f in sim.functions.values() for arn in f.policy.unknown],

@@ -11,9 +11,11 @@ apart (every invocation still runs, with fewer passes); the summary notes it.
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from types import ModuleType
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -38,17 +40,20 @@ class Options:
 def _thin_tick(sim: Simulation, interval_s: float) -> None:
     if interval_s == 1.0:
         return
-    from handlers import tick
 
-    original = tick.run_tick
+    def thin(module: ModuleType) -> None:
+        run_tick = getattr(module, "run_tick", None)
+        if run_tick is None or "interval_s" not in inspect.signature(run_tick).parameters:
+            return  # a tick without a pass loop: nothing to thin
 
-    @functools.wraps(original)
-    def run_tick(*args: Any, **kwargs: Any) -> Any:
-        kwargs["interval_s"] = interval_s
-        return original(*args, **kwargs)
+        @functools.wraps(run_tick)
+        def thinned(*args: Any, **kwargs: Any) -> Any:
+            kwargs["interval_s"] = interval_s
+            return run_tick(*args, **kwargs)
 
-    setattr(tick, "run_tick", run_tick)  # noqa: B010
-    sim._stack.callback(lambda: setattr(tick, "run_tick", original))
+        module.run_tick = thinned  # type: ignore[attr-defined]
+
+    sim.seams.setdefault("handlers.tick", []).append(thin)
     sim.notes.append(
         f"tick passes thinned: one pass every {interval_s:g} s of the budget instead of every 1 s "
         "(every invocation still runs); request counts, durations and cost are what ran, "
@@ -282,12 +287,15 @@ def faults(templates: dict[str, Any], options: Options) -> dict[str, Any]:
         def is_tick(actor: Actor) -> bool:
             return actor.function == tick.key
 
-        # 1. At 2m10s, a tick pass stalls on one DynamoDB call until Lambda cuts it off.
-        stall = _once(
-            lambda a, s, o, p: is_tick(a) and s == "dynamodb" and o == "Query", lambda _: 90.0
-        )
+        # 1. From 2m10s, the tick's next DynamoDB request stalls for longer than the function's
+        # Timeout (from the template), so Lambda cuts the invocation off in the middle of a pass.
+        stall_s = tick.timeout_s + 30.0
+        stall = _once(lambda a, s, o, p: is_tick(a) and s == "dynamodb", lambda _: stall_s)
         sim.engine.at(start.timestamp() + 130, lambda: sim.account.faults.append(stall))
-        events.append("2m10s: one tick request stalls 90 s (the tick is cut off at its timeout)")
+        events.append(
+            f"2m10s: the tick's next DynamoDB request stalls {stall_s:g} s "
+            f"(the tick is cut off at its {tick.timeout_s:g} s timeout)"
+        )
         # 2. At 4m20s, a second tick invocation overlaps the running one.
         sim.engine.at(
             start.timestamp() + 260,
@@ -330,7 +338,14 @@ def faults(templates: dict[str, Any], options: Options) -> dict[str, Any]:
             "faults",
             expected,
             180.0,
-            {"events": events, "always_failing_schedule": failing["id"]},
+            {
+                "events": events,
+                "always_failing_schedule": failing["id"],
+                "stall_at_s": next(
+                    (f["at_s"] for f in sim.account.ledger.injected if f["effect"] == stall_s),
+                    None,
+                ),
+            },
         )
 
 

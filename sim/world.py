@@ -29,12 +29,13 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from types import ModuleType
 from typing import Any
 
 from sim.aws import Account
 from sim.cloudwatch import MetricStore
 from sim.engine import Engine, Process
-from sim.functions import Function, install_stdout, reset_containers
+from sim.functions import Function, ModuleSeam, install_stdout, reset_containers
 from sim.targets import Receiver
 from sim.template import Stack
 
@@ -98,6 +99,8 @@ class Simulation:
         self.labels: dict[str, str] = {}  # schedule id -> name, for the report
         self._stack = ExitStack()
         self._end_listeners: list[Callable[[Process], None]] = []
+        # Module name -> what each container's copy of it gets (see _patch_code_seams).
+        self.seams: dict[str, list[ModuleSeam]] = {}
 
     # --- lifecycle -----------------------------------------------------------------------------
 
@@ -118,19 +121,23 @@ class Simulation:
         self._stack.close()
 
     def _patch_code_seams(self) -> None:
-        """The places the code waits on real time, a real socket or a real thread."""
-        import time
+        """The places the code waits on real time, a real socket or a real thread.
+
+        Where the seam is in a handler module, it is set on each container's own copy of
+        that module (``self.seams``, applied at the container's cold start), never on the
+        shared module: nothing outside the simulation sees it. A container's copy is
+        loaded while simulated time runs, so defaults bound at definition time
+        (``run_tick``'s ``sleep`` and ``monotonic``) are the simulated ones already."""
+        from sim.engine import SimExecutor
+
+        def worker_pool(module: ModuleType) -> None:
+            # The worker runs a batch's records on a thread pool: here each record is a
+            # strand of its invocation, waiting (a slow target) in simulated time.
+            module.ThreadPoolExecutor = functools.partial(SimExecutor, self.engine)  # type: ignore[attr-defined]
+
+        self.seams.setdefault("handlers.worker", []).append(worker_pool)
 
         from adapters.targets import webhook
-        from handlers import tick
-
-        original_run_tick = tick.run_tick
-
-        @functools.wraps(original_run_tick)
-        def run_tick(*args: Any, **kwargs: Any) -> Any:
-            kwargs.setdefault("sleep", time.sleep)
-            kwargs.setdefault("monotonic", time.monotonic)
-            return original_run_tick(*args, **kwargs)
 
         original_post = webhook.WebhookSender._post
         receiver = self.receiver
@@ -140,7 +147,6 @@ class Simulation:
         ) -> Any:
             return receiver.post(url, headers, body, deadline)
 
-        setattr(tick, "run_tick", run_tick)  # noqa: B010
         setattr(webhook.WebhookSender, "_post", post)  # noqa: B010
         # The DynamoDB adapter overlaps independent writes on a thread pool. In simulated
         # time a request takes no time, so the overlap gains nothing, and a wait in a pool
@@ -149,18 +155,9 @@ class Simulation:
 
         original_concurrency = store.CONCURRENCY
         setattr(store, "CONCURRENCY", 1)  # noqa: B010
-        # The worker runs a batch's records on a thread pool: here each record is a
-        # strand of its invocation, waiting (a slow target) in simulated time.
-        from handlers import worker
-        from sim.engine import SimExecutor
-
-        original_pool = getattr(worker, "ThreadPoolExecutor")  # noqa: B009
-        setattr(worker, "ThreadPoolExecutor", functools.partial(SimExecutor, self.engine))  # noqa: B010
 
         def restore() -> None:
-            setattr(worker, "ThreadPoolExecutor", original_pool)  # noqa: B010
             setattr(store, "CONCURRENCY", original_concurrency)  # noqa: B010
-            setattr(tick, "run_tick", original_run_tick)  # noqa: B010
             setattr(webhook.WebhookSender, "_post", original_post)  # noqa: B010
 
         self._stack.callback(restore)
@@ -172,7 +169,7 @@ class Simulation:
         self.stacks[name] = stack
         self.account.deploy(stack)
         for logical_id in stack.of_type("AWS::Lambda::Function"):
-            function = Function(self.account, stack, logical_id)
+            function = Function(self.account, stack, logical_id, self.seams)
             self.functions[function.key] = function
         for logical_id, resource in stack.of_type("AWS::Scheduler::Schedule").items():
             self._add_rule(stack, logical_id, resource["Properties"])
