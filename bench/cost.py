@@ -185,6 +185,8 @@ class Meter:
         self.phase = "setup"
         self.requests: Counter[tuple[str, str, str]] = Counter()
         self.units: defaultdict[tuple[str, str], float] = defaultdict(float)
+        # The same write units by (phase, where): a table's name, or "<table>/index/<name>".
+        self.write_units: defaultdict[tuple[str, str], float] = defaultdict(float)
         self._batch_consistent: dict[str, bool] = {}
         self._consistent = False  # (phase, "wru" | "rru" | "sqs")
         self.largest_item = 0
@@ -268,6 +270,7 @@ class Meter:
         size = max(item_size(old), item_size(new))
         self.largest_item = max(self.largest_item, size)
         self.units[(self.phase, "wru")] += write_units(size) * mult
+        self.write_units[(self.phase, table)] += write_units(size) * mult
         if failed or old == new:
             return
         definition = self.definitions[table]
@@ -293,6 +296,9 @@ class Meter:
             else:
                 writes = 1 if index.projection == "ALL" else 0
             self.units[(self.phase, "wru")] += writes * write_units(projected)
+            self.write_units[(self.phase, f"{table}/index/{index.name}")] += writes * write_units(
+                projected
+            )
 
     def _count_read(self, operation: str, parsed: Mapping[str, Any]) -> None:
         # A strongly consistent read costs a unit per 4 KB, an eventually

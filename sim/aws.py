@@ -15,6 +15,7 @@ judged or counted.
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections import Counter, defaultdict
 from collections.abc import Callable
@@ -265,6 +266,18 @@ class Account:
                 total[key] += value
         return dict(total)
 
+    def write_units(self) -> dict[tuple[Any, str], float]:
+        """DynamoDB write units by (invocation, where): where is the table's logical id
+        (the CDK's hash suffix dropped), or ``<table>/index/<index name>``."""
+        total: defaultdict[tuple[Any, str], float] = defaultdict(float)
+        for meter in self._meters:
+            for (invocation, where), value in meter.write_units.items():
+                table, _, index = where.partition("/index/")
+                definition = self.tables.get(table)
+                label = _label(definition.logical_id) if definition is not None else table
+                total[(invocation, f"{label}/index/{index}" if index else label)] += value
+        return dict(total)
+
     # --- resources from the template -----------------------------------------------------------
 
     def deploy(self, stack: Stack) -> None:
@@ -391,6 +404,11 @@ class _Model:
     def __init__(self, service: str, operation: str) -> None:
         self.service_model = _ServiceModel(service)
         self.name = operation
+
+
+def _label(logical_id: str) -> str:
+    """A logical id without the eight-character hash the CDK appends (TablesOccurrences)."""
+    return re.sub(r"[0-9A-F]{8}$", "", logical_id) or logical_id
 
 
 def _account() -> str:
