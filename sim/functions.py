@@ -192,8 +192,16 @@ class Function:
         self.containers_started += 1
         return Container(self)
 
-    def invoke(self, engine: Engine, event: dict[str, Any], source: str) -> Invocation | None:
-        """Start an invocation now (it runs until it first sleeps); None when throttled."""
+    def invoke(
+        self,
+        engine: Engine,
+        event: dict[str, Any],
+        source: str,
+        *,
+        on_end: Callable[[Process], None] | None = None,
+    ) -> Invocation | None:
+        """Start an invocation now (it runs until it first sleeps); None when throttled.
+        ``on_end`` is called once it has ended and been recorded (its caller's answer)."""
         self.running = [p for p in self.running if not p.done]
         if self.reserved is not None and len(self.running) >= self.reserved:
             self.throttles.append(engine.elapsed_s())
@@ -218,6 +226,7 @@ class Function:
         process.container = container  # type: ignore[attr-defined]
         process.out = io.StringIO()  # type: ignore[attr-defined]
         process.on_activate = activate
+        process.on_end = on_end  # type: ignore[attr-defined]
         self.running.append(process)
         self.peak_concurrency = max(self.peak_concurrency, len(self.running))
         process.resume()

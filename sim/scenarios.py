@@ -35,6 +35,7 @@ class Options:
     scale: float = 1.0
     tick_interval_s: float = 1.0
     seed: int = 7
+    count: int | None = None  # burst: occurrences due at one instant (None: 10,000)
 
 
 def _thin_tick(sim: Simulation, interval_s: float) -> None:
@@ -424,11 +425,63 @@ def two_stacks(templates: dict[str, Any], options: Options) -> dict[str, Any]:
         )
 
 
+# --- burst -----------------------------------------------------------------------------------
+
+BURST_COUNT = 10_000
+
+
+def burst(templates: dict[str, Any], options: Options) -> dict[str, Any]:
+    """N one-off occurrences due at the same instant, to webhook targets answering in 200 ms:
+    how late their first attempts start once Lambda's concurrency and the SQS event source
+    mapping's scaling are in the way."""
+    count = BURST_COUNT if options.count is None else options.count
+    start = datetime(2026, 12, 1, 8, 1, 40, tzinfo=UTC)
+    due_at = start + timedelta(seconds=80)  # 08:03:00: created 80 s before, all at once
+    settle_s = 60.0
+    span_s = 80.0 + 300.0 if options.hours is None else options.hours * 3600
+    with Simulation(templates, start, seed=options.seed) as sim:
+        _thin_tick(sim, options.tick_interval_s)
+        sim.deploy(PRIMARY)
+        at = due_at.isoformat().replace("+00:00", "Z")
+        expected: dict[str, list[datetime]] = {}
+        for i in range(count):
+            s = _create(
+                sim,
+                PRIMARY,
+                {"name": f"burst-{i}", "spec": {"at": at}, "target": _webhook(f"b{i}")},
+            )
+            expected[s["id"]] = [due_at]
+        if count != BURST_COUNT:
+            sim.notes.append(f"scaled: {count} occurrences instead of {BURST_COUNT:,} (--count)")
+        sim.run_for(start.timestamp() + span_s - sim.engine.now)
+        worker = sim.function(PRIMARY, "FunctionsWorker")
+        [mapping] = [m for m in sim.mappings if m.function is worker]
+        return summary(
+            sim,
+            "burst",
+            expected,
+            settle_s,
+            {
+                "occurrences": count,
+                "due_at_s": (due_at - start).total_seconds(),
+                "worker_peak_concurrency": worker.peak_concurrency,
+                "worker_containers": worker.containers_started,
+                "worker_invocations": len(worker.invocations),
+                "event_source_mapping": {
+                    "peak_batches_in_flight": mapping.peak_in_flight,
+                    "ceiling": sim.esm_ceiling(mapping),
+                    "throttled_batches": mapping.throttled,
+                },
+            },
+        )
+
+
 SCENARIOS: dict[str, Callable[[dict[str, Any], Options], dict[str, Any]]] = {
     "idle-week": idle_week,
     "mixed-day": mixed_day,
     "faults": faults,
     "two-stacks": two_stacks,
+    "burst": burst,
 }
 
 # What ``--short`` runs (``make simulate``): each scenario long enough to show what it is
@@ -438,4 +491,5 @@ SHORT: dict[str, Options] = {
     "mixed-day": Options(hours=0.25, scale=0.01, tick_interval_s=25),
     "faults": Options(tick_interval_s=25),
     "two-stacks": Options(hours=0.25, tick_interval_s=50),
+    "burst": Options(count=300, tick_interval_s=10),
 }

@@ -25,7 +25,7 @@ import json
 import random
 import re
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -62,6 +62,17 @@ class ScheduleRule:
         return self.enabled and not any(a <= elapsed_s < b for a, b in self.paused)
 
 
+# Lambda's SQS event source mapping scaling (standard queues): five concurrent batches when
+# messages arrive, up to 300 more a minute while messages remain, at most 1,000 at once, and
+# back to five when the queue is quiet. The account's concurrency (1,000 by default) is
+# shared by every function without reserved concurrency.
+ESM_START_BATCHES = 5
+ESM_SCALE_UP_PER_MINUTE = 300
+ESM_MAX_BATCHES = 1000
+ESM_QUIET_S = 60.0
+ACCOUNT_CONCURRENCY = 1000
+
+
 @dataclass
 class EventSourceMapping:
     function: Function
@@ -70,7 +81,43 @@ class EventSourceMapping:
     batch_size: int
     window_s: float
     partial: bool
+    maximum_concurrency: int | None = None  # ScalingConfig.MaximumConcurrency
     gathering: bool = False
+    allowed: int = ESM_START_BATCHES  # concurrent batches the pollers may have in flight now
+    in_flight: int = 0
+    quiet_since: float | None = None
+    peak_in_flight: int = 0
+    throttled: int = 0
+
+
+def esm_ceiling(mapping: EventSourceMapping, functions: list[Function]) -> int:
+    """The most batches a mapping may have in flight: its own scaling limits
+    (``ScalingConfig.MaximumConcurrency``), its function's reserved concurrency, or else
+    what the account's concurrency leaves after every function's reservation."""
+    ceiling = ESM_MAX_BATCHES
+    if mapping.maximum_concurrency is not None:
+        ceiling = min(ceiling, mapping.maximum_concurrency)
+    if mapping.function.reserved is not None:
+        ceiling = min(ceiling, mapping.function.reserved)
+    else:
+        reserved = sum(f.reserved or 0 for f in functions)
+        ceiling = min(ceiling, ACCOUNT_CONCURRENCY - reserved)
+    return max(1, ceiling)
+
+
+def scale(mapping: EventSourceMapping, visible: int, now: float, ceiling: int) -> None:
+    """One second of the mapping's scaling: up by 300 batches a minute while messages wait
+    and every poller is busy, back to five after a quiet minute, never over ``ceiling``."""
+    if visible == 0:
+        if mapping.quiet_since is None:
+            mapping.quiet_since = now
+        elif now - mapping.quiet_since >= ESM_QUIET_S:
+            mapping.allowed = ESM_START_BATCHES
+    else:
+        if mapping.quiet_since is None and mapping.in_flight >= mapping.allowed:
+            mapping.allowed += ESM_SCALE_UP_PER_MINUTE // 60
+        mapping.quiet_since = None
+    mapping.allowed = min(mapping.allowed, ceiling)
 
 
 class Simulation:
@@ -98,7 +145,6 @@ class Simulation:
         self.sample_every_s = 3600.0
         self.labels: dict[str, str] = {}  # schedule id -> name, for the report
         self._stack = ExitStack()
-        self._end_listeners: list[Callable[[Process], None]] = []
         # Module name -> what each container's copy of it gets (see _patch_code_seams).
         self.seams: dict[str, list[ModuleSeam]] = {}
 
@@ -187,6 +233,11 @@ class Simulation:
                 batch_size=int(props.get("BatchSize", 10)),
                 window_s=float(props.get("MaximumBatchingWindowInSeconds", 0)),
                 partial="ReportBatchItemFailures" in props.get("FunctionResponseTypes", []),
+                maximum_concurrency=(
+                    int(props["ScalingConfig"]["MaximumConcurrency"])
+                    if props.get("ScalingConfig", {}).get("MaximumConcurrency")
+                    else None
+                ),
             )
             self.mappings.append(mapping)
             self._poll(mapping)
@@ -288,24 +339,33 @@ class Simulation:
         queue = sqs_backends[ACCOUNT][REGION].queues[url.rsplit("/", 1)[-1]]
         return int(queue.approximate_number_of_messages)
 
+    def esm_ceiling(self, mapping: EventSourceMapping) -> int:
+        return esm_ceiling(mapping, list(self.functions.values()))
+
     def _poll(self, mapping: EventSourceMapping) -> None:
+        """One second of the mapping's pollers: scale, then start batches up to the limit."""
         self.engine.after(1.0, lambda: self._poll(mapping))
-        if mapping.gathering or self._visible(mapping.queue_url) == 0:
+        visible = self._visible(mapping.queue_url)
+        scale(mapping, visible, self.engine.now, self.esm_ceiling(mapping))
+        if visible == 0:
             return
-        messages = self._receive(mapping, mapping.batch_size)
-        if not messages:
-            return
-        if len(messages) < mapping.batch_size and mapping.window_s > 0:
-            mapping.gathering = True
+        while not mapping.gathering and mapping.in_flight < mapping.allowed:
+            messages = self._receive(mapping, mapping.batch_size)
+            if not messages:
+                return
+            if len(messages) < mapping.batch_size and mapping.window_s > 0:
+                mapping.gathering = True
+                mapping.in_flight += 1  # a poller holds these while it waits for more
 
-            def complete() -> None:
-                mapping.gathering = False
-                more = self._receive(mapping, mapping.batch_size - len(messages))
-                self._deliver(mapping, messages + more)
+                def complete(first: list[dict[str, Any]] = messages) -> None:
+                    mapping.gathering = False
+                    mapping.in_flight -= 1
+                    more = self._receive(mapping, mapping.batch_size - len(first))
+                    self._deliver(mapping, first + more)
 
-            self.engine.after(mapping.window_s, complete)
-            return
-        self._deliver(mapping, messages)
+                self.engine.after(mapping.window_s, complete)
+                return
+            self._deliver(mapping, messages)
 
     def _receive(self, mapping: EventSourceMapping, count: int) -> list[dict[str, Any]]:
         if count <= 0:
@@ -337,17 +397,13 @@ class Simulation:
             }
             for m in messages
         ]
-        started = mapping.function.invoke(self.engine, {"Records": records}, "sqs")
-        if started is None:
-            return  # throttled: the messages come back after the visibility timeout
-        record = started
+        mapping.in_flight += 1
+        mapping.peak_in_flight = max(mapping.peak_in_flight, mapping.in_flight)
 
-        def ended(process: Process) -> None:
-            if getattr(process, "record", None) is not record:
-                return
-            self._end_listeners.remove(ended)
+        def ended(record: Any) -> None:
+            mapping.in_flight -= 1
             if record.outcome != "ok":
-                return
+                return  # the messages come back after the visibility timeout
             failed: set[str] = set()
             if mapping.partial and isinstance(record.result, dict):
                 failed = {f["itemIdentifier"] for f in record.result.get("batchItemFailures", [])}
@@ -362,10 +418,16 @@ class Simulation:
                     QueueUrl=mapping.queue_url, Entries=entries
                 )
 
-        self._end_listeners.append(ended)
-        process = mapping.function.running[-1] if mapping.function.running else None
-        if process is not None and process.done:
-            ended(process)
+        started = mapping.function.invoke(
+            self.engine,
+            {"Records": records},
+            "sqs",
+            on_end=lambda p: ended(getattr(p, "record", None)),
+        )
+        if started is None:
+            mapping.in_flight -= 1
+            mapping.throttled += 1
+            return  # throttled: the messages come back after the visibility timeout
 
     # --- invocation ends -----------------------------------------------------------------------
 
@@ -382,8 +444,9 @@ class Simulation:
         self.metrics.put("AWS/Lambda", "Invocations", dims, start_t, 1.0)
         self.metrics.put("AWS/Lambda", "Errors", dims, t, 0.0 if record.outcome == "ok" else 1.0)
         self.metrics.put("AWS/Lambda", "Duration", dims, t, record.duration_s * 1000)
-        for listener in list(self._end_listeners):
-            listener(process)
+        on_end = getattr(process, "on_end", None)
+        if on_end is not None:
+            on_end(process)
 
     # --- the API, as API Gateway calls it ------------------------------------------------------
 
