@@ -104,6 +104,7 @@ class Account:
         self.tables: dict[str, TableDefinition] = {}  # physical name -> keys and indexes
         self._local = threading.local()
         self._lock = threading.Lock()
+        self._moto_lock = threading.RLock()
         self._meters: list[Meter] = []
         self._actor: Actor | None = None  # set while an invocation builds its clients
         self._original_create_client: Any = None
@@ -152,11 +153,19 @@ class Account:
                     with self._lock:
                         self.ledger.scanned_by_invocation[invocation] += scanned
 
-        def send(request: Any, **_: Any) -> Any:
+        def send(request: Any, event_name: str = "", **kwargs: Any) -> Any:
             pending = getattr(self._local, "request", None)
-            if pending is None:
-                return None
-            return self._answer_fault(actor, *pending)
+            if pending is not None:
+                answer = self._answer_fault(actor, *pending)
+                if answer is not None:
+                    return answer
+            # moto answers here. Its backends are not safe for concurrent requests (a query
+            # iterating a table another thread writes to), and an invocation may make
+            # requests from threads of its own (the DynamoDB adapter's pool): one at a time.
+            from moto.core.models import botocore_stubber
+
+            with self._moto_lock:
+                return botocore_stubber(event_name=event_name, request=request, **kwargs)
 
         events.register("before-parameter-build.*.*", before)
         events.register_first("before-send.*.*", send)
@@ -170,7 +179,7 @@ class Account:
     def _meter(self) -> Meter:
         meter = getattr(self._local, "meter", None)
         if meter is None:
-            meter = Meter(self.sim.dynamodb, self.tables)
+            meter = Meter(_Locked(self.sim.dynamodb, self._moto_lock), self.tables)
             self._local.meter = meter
             with self._lock:
                 self._meters.append(meter)
@@ -391,6 +400,19 @@ class _SimClients:
         self.dynamodb = session.client("dynamodb")
         self.sqs = session.client("sqs")
         self.secretsmanager = session.client("secretsmanager")
+
+
+class _Locked:
+    """The meter's reads of items before and after a write, one moto request at a time
+    with the functions' own (moto's ``get_item`` may add an empty partition)."""
+
+    def __init__(self, client: Any, lock: threading.RLock) -> None:
+        self._client = client
+        self._lock = lock
+
+    def get_item(self, **kwargs: Any) -> Any:
+        with self._lock:
+            return self._client.get_item(**kwargs)
 
 
 @dataclass(frozen=True)

@@ -167,46 +167,43 @@ class Simulation:
         self._stack.close()
 
     def _patch_code_seams(self) -> None:
-        """The places the code waits on real time, a real socket or a real thread.
+        """The places the code would wait on a real socket or a real thread.
 
-        Where the seam is in a handler module, it is set on each container's own copy of
-        that module (``self.seams``, applied at the container's cold start), never on the
-        shared module: nothing outside the simulation sees it. A container's copy is
-        loaded while simulated time runs, so defaults bound at definition time
-        (``run_tick``'s ``sleep`` and ``monotonic``) are the simulated ones already."""
+        Each is set on a container's own copy of the handler module (``self.seams``,
+        applied at the container's cold start), never on a shared module, so nothing
+        outside the simulation sees it; where the handler has a parameter for it, through
+        that parameter. A container's copy is loaded while simulated time runs, so
+        defaults bound at definition time (``run_tick``'s ``sleep`` and ``monotonic``)
+        are the simulated ones already."""
         from sim.engine import SimExecutor
 
-        def worker_pool(module: ModuleType) -> None:
+        receiver = self.receiver
+        seeds = random.Random(self.rng.random())
+
+        def worker_seams(module: ModuleType) -> None:
             # The worker runs a batch's records on a thread pool: here each record is a
             # strand of its invocation, waiting (a slow target) in simulated time.
             module.ThreadPoolExecutor = functools.partial(SimExecutor, self.engine)  # type: ignore[attr-defined]
+            # Its webhooks answer from the simulated receiver (only the HTTP exchange is
+            # replaced), and its retry back-off draws from a seeded generator.
+            build = getattr(module, "build_aws_worker", None)
+            if build is not None:
+                module.build_aws_worker = functools.partial(  # type: ignore[attr-defined]
+                    build, webhook_exchange=receiver.post, rng=random.Random(seeds.random())
+                )
 
-        self.seams.setdefault("handlers.worker", []).append(worker_pool)
+        self.seams.setdefault("handlers.worker", []).append(worker_seams)
 
-        from adapters.targets import webhook
-
-        original_post = webhook.WebhookSender._post
-        receiver = self.receiver
-
-        def post(
-            sender: Any, url: str, headers: dict[str, str], body: bytes, deadline: float
-        ) -> Any:
-            return receiver.post(url, headers, body, deadline)
-
-        setattr(webhook.WebhookSender, "_post", post)  # noqa: B010
-        # The DynamoDB adapter overlaps independent writes on a thread pool. In simulated
-        # time a request takes no time, so the overlap gains nothing, and a wait in a pool
-        # thread (a retry's back-off) could not be simulated: run them one after the other.
+        # The one patch of a shared module left: the DynamoDB adapter overlaps independent
+        # writes on a thread pool, and moto is not safe for concurrent requests (a
+        # transaction copies a table while another thread's read adds to it), so the
+        # adapter runs them one after the other here. The store is built inside the tick's
+        # own builder, which has no parameter for it.
         from adapters.dynamodb import store
 
         original_concurrency = store.CONCURRENCY
         setattr(store, "CONCURRENCY", 1)  # noqa: B010
-
-        def restore() -> None:
-            setattr(store, "CONCURRENCY", original_concurrency)  # noqa: B010
-            setattr(webhook.WebhookSender, "_post", original_post)  # noqa: B010
-
-        self._stack.callback(restore)
+        self._stack.callback(lambda: setattr(store, "CONCURRENCY", original_concurrency))
 
     # --- deploying -----------------------------------------------------------------------------
 
