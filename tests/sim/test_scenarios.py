@@ -11,8 +11,6 @@ from typing import Any
 
 import pytest
 
-# What the simulator still shows on the tree as it stands, not yet explained.
-OPEN_LATENESS = "p99 start lateness in the short mixed run is still over 12 s"
 
 
 def _alarm(result: dict[str, Any], stack: str, name: str) -> dict[str, Any]:
@@ -124,10 +122,9 @@ def test_mixed_every_due_occurrence_reaches_its_target_once(mixed: dict[str, Any
     assert mixed["unexpected"] == 0
 
 
-@pytest.mark.xfail(strict=True, reason=OPEN_LATENESS)
 def test_mixed_occurrences_start_within_seconds_of_their_time(mixed: dict[str, Any]) -> None:
     # At most one thinned pass (5 s here), the event source mapping's poll (1 s) and its
-    # batching window (5 s), and the answer; today a new invocation waits for leases.
+    # batching window (5 s), and the answer.
     assert mixed["lateness_s"]["p99"] <= 12
 
 
