@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 
-
 def _alarm(result: dict[str, Any], stack: str, name: str) -> dict[str, Any]:
     alarm: dict[str, Any] = result["alarms"][f"{stack}-{name}"]
     return alarm
