@@ -491,5 +491,5 @@ SHORT: dict[str, Options] = {
     "mixed-day": Options(hours=0.25, scale=0.01, tick_interval_s=25),
     "faults": Options(tick_interval_s=25),
     "two-stacks": Options(hours=0.25, tick_interval_s=50),
-    "burst": Options(count=300, tick_interval_s=10),
+    "burst": Options(count=200, tick_interval_s=25),
 }
