@@ -41,6 +41,11 @@ class Options:
 def _thin_tick(sim: Simulation, interval_s: float) -> None:
     if interval_s == 1.0:
         return
+    note = (
+        f"tick passes thinned: one pass every {interval_s:g} s of the budget instead of every "
+        "1 s (every invocation still runs); request counts, durations and cost are what ran, "
+        "so the tick's share is lower than the deployed loop's"
+    )
 
     def thin(module: ModuleType) -> None:
         run_tick = getattr(module, "run_tick", None)
@@ -53,13 +58,10 @@ def _thin_tick(sim: Simulation, interval_s: float) -> None:
             return run_tick(*args, **kwargs)
 
         module.run_tick = thinned  # type: ignore[attr-defined]
+        if note not in sim.notes:
+            sim.notes.append(note)
 
     sim.seams.setdefault("handlers.tick", []).append(thin)
-    sim.notes.append(
-        f"tick passes thinned: one pass every {interval_s:g} s of the budget instead of every 1 s "
-        "(every invocation still runs); request counts, durations and cost are what ran, "
-        "so the tick's share is lower than the deployed loop's"
-    )
 
 
 def _create(sim: Simulation, stack: str, body: dict[str, Any]) -> dict[str, Any]:
