@@ -75,17 +75,17 @@ def mixed(templates: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 @pytest.fixture(scope="session")
 def burst(templates: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """40 occurrences due at one instant, 2 minutes after it."""
-    return _run("burst", templates, count=40, hours=200 / 3600, tick_interval_s=25)
+    """30 occurrences due at one instant, 2 minutes after it."""
+    return _run("burst", templates, count=30, hours=200 / 3600, tick_interval_s=25)
 
 
 @pytest.fixture(scope="session")
 def burst_one_worker(templates: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """The same burst (30) with the worker's reserved concurrency set to 1 in the template."""
+    """A burst of 20 with the worker's reserved concurrency set to 1 in the template."""
     changed = copy.deepcopy(templates)
     for resource in changed["Duetime"]["Resources"].values():
         if resource["Type"] == "AWS::Lambda::Function" and resource["Properties"][
             "Handler"
         ].endswith("worker.handler"):
             resource["Properties"]["ReservedConcurrentExecutions"] = 1
-    return _run("burst", changed, count=30, hours=200 / 3600, tick_interval_s=25)
+    return _run("burst", changed, count=20, hours=200 / 3600, tick_interval_s=25)
