@@ -299,18 +299,38 @@ def faults(templates: dict[str, Any], options: Options) -> dict[str, Any]:
             f"2m10s: the tick's next DynamoDB request stalls {stall_s:g} s "
             f"(the tick is cut off at its {tick.timeout_s:g} s timeout)"
         )
-        # 2. At 4m20s, a second tick invocation overlaps the running one.
-        sim.engine.at(
-            start.timestamp() + 260,
-            lambda: _ignore(tick.invoke(sim.engine, {"source": "sim.extra"}, "manual")),
+        # 2. From 4m20s, extra tick invocations overlap whatever tick is running. Each extra
+        # one's first DynamoDB request takes half the tick's Timeout, so it is still running
+        # when the next arrives, however short a tick's own pass is; over the reserved
+        # concurrency, one is throttled.
+        hold_s = min(30.0, tick.timeout_s / 2)
+
+        held: set[int] = set()
+
+        def is_extra_tick(actor: Actor) -> bool:
+            """An extra tick invocation's first request (each is held once at most)."""
+            record = getattr(sim.engine.current(), "record", None)
+            if not is_tick(actor) or getattr(record, "source", None) != "manual":
+                return False
+            if record is None or record.id in held:
+                return False
+            held.add(record.id)
+            return True
+
+        hold = _once(
+            lambda a, s, o, p: s == "dynamodb" and is_extra_tick(a), lambda _: hold_s, times=2
         )
-        events.append("4m20s: a second tick invocation overlaps the scheduled one")
-        # 2b. Two seconds later a third: over the reserved concurrency, it is throttled.
-        sim.engine.at(
-            start.timestamp() + 262,
-            lambda: _ignore(tick.invoke(sim.engine, {"source": "sim.extra"}, "manual")),
+        sim.engine.at(start.timestamp() + 260, lambda: sim.account.faults.append(hold))
+        for at_s in (260, 261, 262):
+            sim.engine.at(
+                start.timestamp() + at_s,
+                lambda: _ignore(tick.invoke(sim.engine, {"source": "sim.extra"}, "manual")),
+            )
+        events.append(
+            "4m20s, 4m21s, 4m22s: extra tick invocations, each holding its first DynamoDB "
+            f"request {hold_s:g} s: they overlap the running tick, and one is over the "
+            "reserved concurrency"
         )
-        events.append("4m22s: a third tick invocation, over the reserved concurrency")
         # 3. From minute 6 to 16 the tick's schedule does not fire.
         rule.paused.append((360.0, 960.0))
         events.append("6m-16m: the tick is stopped, then back")
