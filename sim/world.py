@@ -105,17 +105,17 @@ def esm_ceiling(mapping: EventSourceMapping, functions: list[Function]) -> int:
     return max(1, ceiling)
 
 
-def scale(mapping: EventSourceMapping, visible: int, now: float, ceiling: int) -> None:
-    """One second of the mapping's scaling: up by 300 batches a minute while messages wait
-    and every poller is busy, back to five after a quiet minute, never over ``ceiling``."""
-    if visible == 0:
+def scale(mapping: EventSourceMapping, backlog: int, now: float, ceiling: int) -> None:
+    """One second of the mapping's scaling: up by 300 batches a minute while messages are
+    left after its pollers took theirs (``backlog``), back to five after a minute with
+    none left, never over ``ceiling``."""
+    if backlog == 0:
         if mapping.quiet_since is None:
             mapping.quiet_since = now
         elif now - mapping.quiet_since >= ESM_QUIET_S:
             mapping.allowed = ESM_START_BATCHES
     else:
-        if mapping.quiet_since is None and mapping.in_flight >= mapping.allowed:
-            mapping.allowed += ESM_SCALE_UP_PER_MINUTE // 60
+        mapping.allowed += ESM_SCALE_UP_PER_MINUTE // 60
         mapping.quiet_since = None
     mapping.allowed = min(mapping.allowed, ceiling)
 
@@ -340,13 +340,17 @@ class Simulation:
         return esm_ceiling(mapping, list(self.functions.values()))
 
     def _poll(self, mapping: EventSourceMapping) -> None:
-        """One second of the mapping's pollers: scale, then start batches up to the limit."""
+        """One second of the mapping: its pollers take what they may, then it scales."""
         self.engine.after(1.0, lambda: self._poll(mapping))
-        visible = self._visible(mapping.queue_url)
-        scale(mapping, visible, self.engine.now, self.esm_ceiling(mapping))
-        if visible == 0:
-            return
+        self._pull(mapping)
+        scale(mapping, self._visible(mapping.queue_url), self.engine.now, self.esm_ceiling(mapping))
+
+    def _pull(self, mapping: EventSourceMapping) -> None:
+        """Idle pollers receive batches and invoke the function, up to the batches allowed
+        in flight. A poller whose invocation ended polls again at once (it long-polls)."""
         while not mapping.gathering and mapping.in_flight < mapping.allowed:
+            if self._visible(mapping.queue_url) == 0:
+                return
             messages = self._receive(mapping, mapping.batch_size)
             if not messages:
                 return
@@ -399,6 +403,7 @@ class Simulation:
 
         def ended(record: Any) -> None:
             mapping.in_flight -= 1
+            self.engine.after(0.0, lambda: self._pull(mapping))
             if record.outcome != "ok":
                 return  # the messages come back after the visibility timeout
             failed: set[str] = set()

@@ -1,6 +1,7 @@
 """The SQS event source mapping's scaling, as Lambda documents it for standard queues:
-five concurrent batches at first, 300 more a minute while messages wait, at most 1,000,
-back to five after a quiet minute, and never over the function's or the account's limit."""
+five concurrent batches at first, 300 more a minute while messages are left after the
+pollers took theirs, at most 1,000, back to five after a quiet minute, and never over
+the function's or the account's limit."""
 
 from __future__ import annotations
 
@@ -33,13 +34,12 @@ def _mapping(reserved: int | None = None, maximum: int | None = None) -> EventSo
 def _busy_seconds(mapping: EventSourceMapping, seconds: int, ceiling: int) -> list[int]:
     allowed = []
     for t in range(seconds):
-        mapping.in_flight = mapping.allowed  # every poller busy, messages still waiting
-        scale(mapping, visible=1000, now=float(t), ceiling=ceiling)
+        scale(mapping, backlog=1000, now=float(t), ceiling=ceiling)  # messages left over
         allowed.append(mapping.allowed)
     return allowed
 
 
-def test_a_busy_mapping_grows_by_300_batches_a_minute_from_five() -> None:
+def test_a_backlog_grows_the_mapping_by_300_batches_a_minute_from_five() -> None:
     mapping = _mapping()
     assert mapping.allowed == ESM_START_BATCHES
     allowed = _busy_seconds(mapping, 60, ceiling=ESM_MAX_BATCHES)
@@ -50,24 +50,23 @@ def test_a_mapping_never_runs_more_batches_than_its_ceiling() -> None:
     mapping = _mapping()
     allowed = _busy_seconds(mapping, 600, ceiling=ESM_MAX_BATCHES)
     assert max(allowed) == ESM_MAX_BATCHES
+    assert _busy_seconds(_mapping(), 60, ceiling=7)[-1] == 7
 
 
-def test_a_mapping_with_idle_pollers_does_not_grow() -> None:
+def test_a_mapping_whose_pollers_keep_up_does_not_grow() -> None:
     mapping = _mapping()
     for t in range(60):
-        mapping.in_flight = 1
-        scale(mapping, visible=3, now=float(t), ceiling=ESM_MAX_BATCHES)
+        scale(mapping, backlog=0, now=float(t), ceiling=ESM_MAX_BATCHES)
     assert mapping.allowed == ESM_START_BATCHES
 
 
 def test_a_quiet_minute_scales_the_mapping_back_to_five() -> None:
     mapping = _mapping()
     _busy_seconds(mapping, 30, ceiling=ESM_MAX_BATCHES)
-    mapping.in_flight = 0
-    for t in range(30, 30 + 59):
-        scale(mapping, visible=0, now=float(t), ceiling=ESM_MAX_BATCHES)
+    for t in range(30, 30 + 60):
+        scale(mapping, backlog=0, now=float(t), ceiling=ESM_MAX_BATCHES)
     assert mapping.allowed > ESM_START_BATCHES
-    scale(mapping, visible=0, now=30.0 + 60, ceiling=ESM_MAX_BATCHES)
+    scale(mapping, backlog=0, now=30.0 + 60, ceiling=ESM_MAX_BATCHES)
     assert mapping.allowed == ESM_START_BATCHES
 
 
