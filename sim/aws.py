@@ -14,6 +14,7 @@ judged or counted.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import threading
@@ -108,6 +109,7 @@ class Account:
         self._meters: list[Meter] = []
         self._actor: Actor | None = None  # set while an invocation builds its clients
         self._original_create_client: Any = None
+        self._original_create_loader: Any = None
         self.sim: Any = None  # the simulator's own, unjudged clients
 
     # --- hooks on every client -----------------------------------------------------------------
@@ -127,12 +129,22 @@ class Account:
             return client
 
         setattr(botocore.session.Session, "create_client", create_client)  # noqa: B010
+        # Every container builds its own session and clients, as on Lambda; here they share
+        # one loader of botocore's (read-only) service models, or a burst's hundreds of
+        # containers would each hold their own copy in this one process.
+        self._original_create_loader = botocore.session.create_loader
+        setattr(  # noqa: B010
+            botocore.session,
+            "create_loader",
+            functools.lru_cache(maxsize=4)(self._original_create_loader),
+        )
         boto3.DEFAULT_SESSION = None
         self.sim = _SimClients()
         return self
 
     def __exit__(self, *exc: object) -> None:
         setattr(botocore.session.Session, "create_client", self._original_create_client)  # noqa: B010
+        setattr(botocore.session, "create_loader", self._original_create_loader)  # noqa: B010
         boto3.DEFAULT_SESSION = None
 
     def _attach(self, client: Any, actor: Actor) -> None:
