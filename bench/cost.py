@@ -200,6 +200,8 @@ class Meter:
         self.units: defaultdict[tuple[str, str], float] = defaultdict(float)
         # Write units by (phase, table or "table.index", what was written).
         self.writes: defaultdict[tuple[str, str], float] = defaultdict(float)
+        # The same write units by (phase, where): a table's name, or "<table>/index/<name>".
+        self.write_units: defaultdict[tuple[str, str], float] = defaultdict(float)
         self.largest_item = 0
         # Per thread (the worker runs a batch's records at once): the request in
         # flight's consistency, and the items a DynamoDB write in flight
@@ -290,6 +292,7 @@ class Meter:
         definition = self.definitions[table]
         self.units[(self.phase, "wru")] += write_units(size) * mult
         self.writes[(self.phase, definition.logical_id)] += write_units(size) * mult
+        self.write_units[(self.phase, table)] += write_units(size) * mult
         if failed or old == new:
             return
         indexes = [(i, i.partition_key, i.sort_key) for i in definition.global_indexes] + [
@@ -317,6 +320,8 @@ class Meter:
             if writes:
                 label = f"{definition.logical_id}.{index.name}"
                 self.writes[(self.phase, label)] += writes * write_units(projected)
+                where = f"{table}/index/{index.name}"
+                self.write_units[(self.phase, where)] += writes * write_units(projected)
 
     def _count_read(self, operation: str, parsed: Mapping[str, Any]) -> None:
         # A strongly consistent read costs a unit per 4 KB, an eventually

@@ -58,6 +58,7 @@ from adapters.definitions import Metric
 from adapters.secrets import SecretStore
 from adapters.sqlite.queue import HELD_VISIBILITY_S
 from adapters.targets import AddressPolicy, Targets, WebhookSender
+from adapters.targets.webhook import Exchange
 from domain.delivery import TargetPort
 from domain.run import DeliveryIntent, Run, RunStatus
 from handlers.observability import logger, metrics, put_count, put_seconds
@@ -292,8 +293,10 @@ def build_aws_parts(
     *,
     address_policy: AddressPolicy | None = None,
     held_visibility_s: float | None = None,
+    webhook_exchange: Exchange | None = None,
 ) -> AwsWorkerParts:
-    """The clients and adapters of the worker on AWS, from the deployment's settings."""
+    """The clients and adapters of the worker on AWS, from the deployment's settings.
+    ``webhook_exchange`` replaces the webhook's HTTP exchange (the deployment simulator)."""
     import boto3
 
     from adapters.dynamodb.runs import DynamoRunStore
@@ -315,6 +318,7 @@ def build_aws_parts(
         sqs_client=session.client("sqs", config=control_client_config()),
         lambda_client=session.client("lambda", config=lambda_client_config()),
         events_client=session.client("events", config=control_client_config()),
+        webhook_exchange=webhook_exchange,
     )
     queue = SqsWorkQueue.from_urls(
         settings.delivery_queue_url,
@@ -330,6 +334,8 @@ def build_aws_worker(
     *,
     address_policy: AddressPolicy | None = None,
     held_visibility_s: float | None = None,
+    webhook_exchange: Exchange | None = None,
+    rng: random.Random | None = None,
 ) -> tuple[RunWorker, WorkQueue]:
     """The worker over DynamoDB and SQS, built from the deployment's settings.
 
@@ -339,20 +345,26 @@ def build_aws_worker(
     stack over the emulator): each receive hides a message that long, and an
     attempt's run lease is that short, both extended while the run is in
     flight. Lambda leaves it unset: the queue's visibility and a lease that
-    covers the whole call.
+    covers the whole call. ``webhook_exchange`` and ``rng`` (the retry back-off's
+    draws) are for the deployment simulator.
     """
     parts = build_aws_parts(
-        settings, address_policy=address_policy, held_visibility_s=held_visibility_s
+        settings,
+        address_policy=address_policy,
+        held_visibility_s=held_visibility_s,
+        webhook_exchange=webhook_exchange,
     )
-    return _run_worker(parts, held_visibility_s), parts.queue
+    return _run_worker(parts, held_visibility_s, rng), parts.queue
 
 
-def _run_worker(parts: AwsWorkerParts, held_lease_s: float | None = None) -> RunWorker:
+def _run_worker(
+    parts: AwsWorkerParts, held_lease_s: float | None = None, rng: random.Random | None = None
+) -> RunWorker:
     return RunWorker(
         parts.runs,
         parts.targets,
         SystemClock(),
-        random.Random(),
+        rng or random.Random(),
         telemetry=PowertoolsTelemetry(),
         config=WorkerConfig(max_call_s=LAMBDA_MAX_CALL_S, held_lease_s=held_lease_s),
     )

@@ -29,7 +29,7 @@ DUMMY_AWS_ENV = {
     "AWS_REGION": "us-east-1",
     "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled",
 }
-SCENARIO_NAMES = ("idle-week", "mixed-day", "faults", "two-stacks")
+SCENARIO_NAMES = ("idle-week", "mixed-day", "faults", "two-stacks", "burst")
 
 COLUMNS = (
     ("scenario", 11),
@@ -40,18 +40,26 @@ COLUMNS = (
     ("delivered", 9),
     ("dups", 4),
     ("gaps", 5),
+    ("late p50", 8),
     ("late p99", 8),
+    ("late max", 8),
+    ("WRU/run", 7),
     ("$/M runs", 9),
     ("$/mo idle", 9),
+    ("(core)", 6),
     ("alarms fired", 40),
     ("wall_s", 6),
 )
 
 
+def _number(value: float | None, digits: int = 1) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
 def row(result: dict[str, Any]) -> list[str]:
     fired = sorted(name for name, a in result["alarms"].items() if a["into_alarm_s"])
-    p99 = result["lateness_s"]["p99"]
-    per_run = result["usd_per_million_runs"]
+    lateness = result["lateness_s"]
+    wru = result.get("dynamodb_write_units_per_run") or {}
     return [
         result["scenario"],
         f"{result['simulated_s']:.0f}",
@@ -61,12 +69,35 @@ def row(result: dict[str, Any]) -> list[str]:
         str(result["delivered"]),
         str(result["duplicates"]),
         str(result["gaps"]),
-        "-" if p99 is None else f"{p99:.1f}",
-        "-" if per_run is None else f"{per_run:.2f}",
+        _number(lateness["p50"]),
+        _number(lateness["p99"]),
+        _number(lateness["max"]),
+        _number(wru.get("total")),
+        _number(result["usd_per_million_runs"], 2),
         f"{result['usd_per_month_idle']:.2f}",
+        f"{result['usd_per_month_idle_items']['compute_dynamodb_sqs']:.2f}",
         ", ".join(fired) or "-",
         f"{result.get('wall_s', 0):.0f}",
     ]
+
+
+def details(result: dict[str, Any]) -> list[str]:
+    """The itemized figures under the table: where a run's and an idle month's money goes."""
+    name = result["scenario"]
+    lines = []
+    by_service = result.get("usd_per_million_runs_by_service")
+    if by_service:
+        items = ", ".join(f"{k} {v:.2f}" for k, v in by_service.items() if v)
+        lines.append(f"  {name}: $/M runs by service: {items}")
+    wru = result.get("dynamodb_write_units_per_run")
+    if wru:
+        items = ", ".join(f"{k} {v:g}" for k, v in wru.items() if k != "total")
+        lines.append(f"  {name}: write units per run: {items}")
+    idle = result["usd_per_month_idle_items"]
+    lines.append(
+        f"  {name}: $/month idle: " + ", ".join(f"{k} {v:.2f}" for k, v in idle.items() if v)
+    )
+    return lines
 
 
 def header() -> str:
@@ -95,6 +126,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument(
+        "--count", type=int, default=None, help="burst: occurrences due at one instant (10,000)"
+    )
+    parser.add_argument(
         "--short",
         action="store_true",
         help="each scenario's short preset (make simulate); other options are ignored",
@@ -104,6 +138,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--hours must be positive")
     if not 0 < args.scale <= 1:
         parser.error("--scale must be in (0, 1]")
+    if args.count is not None and args.count < 1:
+        parser.error("--count must be at least 1")
     if not 1 <= args.tick_interval <= 55:
         parser.error("--tick-interval must be between 1 and 55 seconds")
     os.environ.update(DUMMY_AWS_ENV)
@@ -114,7 +150,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     from sim.scenarios import SCENARIOS, SHORT, Options
 
     options = Options(
-        hours=args.hours, scale=args.scale, tick_interval_s=args.tick_interval, seed=args.seed
+        hours=args.hours,
+        scale=args.scale,
+        tick_interval_s=args.tick_interval,
+        seed=args.seed,
+        count=args.count,
     )
     templates = synthesize()
     names = list(SCENARIO_NAMES) if args.scenario == "all" else [args.scenario]
@@ -134,6 +174,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     f"  {result['scenario']}: denied {denied['function']} "
                     f"{denied['action']} on {denied['resource']}"
                 )
+            for detail in details(result):
+                print(detail)
             for note in result["notes"]:
                 print(f"  {result['scenario']}: {note}")
     return 0

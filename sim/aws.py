@@ -14,7 +14,9 @@ judged or counted.
 
 from __future__ import annotations
 
+import functools
 import json
+import re
 import threading
 from collections import Counter, defaultdict
 from collections.abc import Callable
@@ -103,9 +105,11 @@ class Account:
         self.tables: dict[str, TableDefinition] = {}  # physical name -> keys and indexes
         self._local = threading.local()
         self._lock = threading.Lock()
+        self._moto_lock = threading.RLock()
         self._meters: list[Meter] = []
         self._actor: Actor | None = None  # set while an invocation builds its clients
         self._original_create_client: Any = None
+        self._original_create_loader: Any = None
         self.sim: Any = None  # the simulator's own, unjudged clients
 
     # --- hooks on every client -----------------------------------------------------------------
@@ -125,12 +129,22 @@ class Account:
             return client
 
         setattr(botocore.session.Session, "create_client", create_client)  # noqa: B010
+        # Every container builds its own session and clients, as on Lambda; here they share
+        # one loader of botocore's (read-only) service models, or a burst's hundreds of
+        # containers would each hold their own copy in this one process.
+        self._original_create_loader = botocore.session.create_loader
+        setattr(  # noqa: B010
+            botocore.session,
+            "create_loader",
+            functools.lru_cache(maxsize=4)(self._original_create_loader),
+        )
         boto3.DEFAULT_SESSION = None
         self.sim = _SimClients()
         return self
 
     def __exit__(self, *exc: object) -> None:
         setattr(botocore.session.Session, "create_client", self._original_create_client)  # noqa: B010
+        setattr(botocore.session, "create_loader", self._original_create_loader)  # noqa: B010
         boto3.DEFAULT_SESSION = None
 
     def _attach(self, client: Any, actor: Actor) -> None:
@@ -151,11 +165,19 @@ class Account:
                     with self._lock:
                         self.ledger.scanned_by_invocation[invocation] += scanned
 
-        def send(request: Any, **_: Any) -> Any:
+        def send(request: Any, event_name: str = "", **kwargs: Any) -> Any:
             pending = getattr(self._local, "request", None)
-            if pending is None:
-                return None
-            return self._answer_fault(actor, *pending)
+            if pending is not None:
+                answer = self._answer_fault(actor, *pending)
+                if answer is not None:
+                    return answer
+            # moto answers here. Its backends are not safe for concurrent requests (a query
+            # iterating a table another thread writes to), and an invocation may make
+            # requests from threads of its own (the DynamoDB adapter's pool): one at a time.
+            from moto.core.models import botocore_stubber
+
+            with self._moto_lock:
+                return botocore_stubber(event_name=event_name, request=request, **kwargs)
 
         events.register("before-parameter-build.*.*", before)
         events.register_first("before-send.*.*", send)
@@ -169,7 +191,7 @@ class Account:
     def _meter(self) -> Meter:
         meter = getattr(self._local, "meter", None)
         if meter is None:
-            meter = Meter(self.sim.dynamodb, self.tables)
+            meter = Meter(_Locked(self.sim.dynamodb, self._moto_lock), self.tables)
             self._local.meter = meter
             with self._lock:
                 self._meters.append(meter)
@@ -263,6 +285,18 @@ class Account:
         for meter in self._meters:
             for key, value in meter.units.items():
                 total[key] += value
+        return dict(total)
+
+    def write_units(self) -> dict[tuple[Any, str], float]:
+        """DynamoDB write units by (invocation, where): where is the table's logical id
+        (the CDK's hash suffix dropped), or ``<table>/index/<index name>``."""
+        total: defaultdict[tuple[Any, str], float] = defaultdict(float)
+        for meter in self._meters:
+            for (invocation, where), value in meter.write_units.items():
+                table, _, index = where.partition("/index/")
+                definition = self.tables.get(table)
+                label = _label(definition.logical_id) if definition is not None else table
+                total[(invocation, f"{label}/index/{index}" if index else label)] += value
         return dict(total)
 
     # --- resources from the template -----------------------------------------------------------
@@ -380,6 +414,19 @@ class _SimClients:
         self.secretsmanager = session.client("secretsmanager")
 
 
+class _Locked:
+    """The meter's reads of items before and after a write, one moto request at a time
+    with the functions' own (moto's ``get_item`` may add an empty partition)."""
+
+    def __init__(self, client: Any, lock: threading.RLock) -> None:
+        self._client = client
+        self._lock = lock
+
+    def get_item(self, **kwargs: Any) -> Any:
+        with self._lock:
+            return self._client.get_item(**kwargs)
+
+
 @dataclass(frozen=True)
 class _ServiceModel:
     service_name: str
@@ -391,6 +438,11 @@ class _Model:
     def __init__(self, service: str, operation: str) -> None:
         self.service_model = _ServiceModel(service)
         self.name = operation
+
+
+def _label(logical_id: str) -> str:
+    """A logical id without the eight-character hash the CDK appends (TablesOccurrences)."""
+    return re.sub(r"[0-9A-F]{8}$", "", logical_id) or logical_id
 
 
 def _account() -> str:

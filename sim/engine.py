@@ -132,6 +132,7 @@ class Engine:
         self._local = threading.local()
         self.on_process_end: Callable[[Process], None] | None = None
         self._main = threading.current_thread()
+        self._clock_lock = threading.Lock()
 
     # --- clock ---------------------------------------------------------------------------------
 
@@ -187,10 +188,21 @@ class Engine:
 
     def _sleep(self, seconds: float) -> None:
         process = self._current
-        if process is None or threading.current_thread() is not process._thread:
+        if process is None:
             _REAL_SLEEP(seconds)
             return
-        process.sleep(seconds)
+        if threading.current_thread() is process._thread:
+            process.sleep(seconds)
+            return
+        # A thread the running invocation started for itself, outside the simulator's turns
+        # (the DynamoDB adapter's pool of writes, whose botocore retries back off): the
+        # invocation holds its turn while it waits, so the wait is simulated time passing.
+        with self._clock_lock:
+            wake = self.now + max(0.0, seconds)
+            if process.deadline is not None and wake >= process.deadline:
+                self._move(process.deadline)
+                raise FunctionTimedOut(process.name)
+            self._move(wake)
 
     def _monotonic(self) -> float:
         return self.now - self.start.timestamp() + 1000.0
@@ -237,7 +249,7 @@ class SimExecutor:
         strand = Process(
             self.engine, f"{parent.name}/{next(self._count)}", body, parent.deadline, parent=parent
         )
-        for name in ("function", "record", "out"):
+        for name in ("function", "record", "out", "container"):
             if hasattr(parent, name):
                 setattr(strand, name, getattr(parent, name))
         strand.on_activate = parent.on_activate

@@ -5,11 +5,22 @@ with the template's ``Environment`` (intrinsics resolved), a context whose
 remaining time is the simulated time left before ``Timeout``, and its stdout
 captured (the log lines and the EMF metrics Powertools prints). Reserved
 concurrency is enforced: an invocation over it is throttled, not run.
+
+Each invocation runs in a *container* of its function, as on Lambda: a warm
+one that is not busy, or a new one (a cold start). A container is its own
+Python process as far as the handler can tell: it gets its own copy of the
+handler module and of ``handlers.observability`` (loaded afresh for it, so
+module-level state such as the tick's lease owner, the worker's clients or
+the API's services belongs to that container alone), its own Powertools
+metric set, and its function's environment variables. Two overlapping
+invocations of one function are two containers; a container whose
+invocation timed out is thrown away, as Lambda resets the environment.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import io
 import itertools
 import os
@@ -18,6 +29,7 @@ import traceback
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any
 
 from sim.aws import Account, Actor
@@ -41,6 +53,8 @@ class Invocation:
     result: Any = None
     log_bytes: int = 0
     lines: list[str] = field(default_factory=list)
+    container: int = 0  # which environment of its function ran it
+    cold: bool = False  # the container's first invocation
 
     @property
     def duration_s(self) -> float:
@@ -67,8 +81,80 @@ class Context:
         return max(0, int((process.deadline - process.engine.now) * 1000))
 
 
+# A seam: the simulator's stand-in for something a container's copy of a handler module
+# would otherwise do for real (a thread pool, a socket); applied to that copy only.
+ModuleSeam = Callable[[ModuleType], None]
+OBSERVABILITY = "handlers.observability"
+_containers_made = itertools.count(1)
+
+
+def fresh_module(name: str, use: dict[str, ModuleType] | None = None) -> ModuleType:
+    """A new copy of module ``name``, executed afresh (its own globals, caches and
+    defaults), importing the modules in ``use`` in place of the shared ones. The
+    shared module is imported first, so what it depends on is loaded once."""
+    importlib.import_module(name)
+    spec = importlib.util.find_spec(name)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load a copy of {name}")
+    module = importlib.util.module_from_spec(spec)
+    replaced = {key: sys.modules[key] for key in [name, *(use or {})] if key in sys.modules}
+    sys.modules.update(use or {})
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        for key in [name, *(use or {})]:
+            if key in replaced:
+                sys.modules[key] = replaced[key]
+            else:
+                sys.modules.pop(key, None)
+    return module
+
+
+class Container:
+    """One Lambda execution environment of a function: its own copy of the handler
+    module (and of the module that builds the logger and metrics), its own metric set."""
+
+    def __init__(self, function: Function) -> None:
+        self.function = function
+        self.id = next(_containers_made)
+        self.invocations = 0
+        self.discarded = False
+        # Powertools keeps the metrics not yet flushed in class-level dicts shared by
+        # every ``Metrics`` in a process; each container keeps its own.
+        self.metric_sets: tuple[dict[str, Any], ...] = ({}, {}, {})
+        self._handler: Callable[..., Any] | None = None
+        self.modules: dict[str, ModuleType] = {}
+
+    def handler(self) -> Callable[..., Any]:
+        """The handler, loaded at this container's first invocation (its cold start)."""
+        if self._handler is None:
+            module_name, attribute = self.function.handler_path.rsplit(".", 1)
+            observability = fresh_module(OBSERVABILITY)
+            module = fresh_module(module_name, {OBSERVABILITY: observability})
+            for seam in self.function.seams.get(module_name, ()):
+                seam(module)
+            self.modules = {module_name: module, OBSERVABILITY: observability}
+            self._handler = getattr(module, attribute)
+        return self._handler
+
+    def drop_unflushed_metrics(self) -> None:
+        """A timed-out environment is thrown away, with the metrics it had not printed."""
+        for held in self.metric_sets:
+            held.clear()
+        if _ACTIVE[0] is self:
+            for shared in _powertools_metric_sets():
+                shared.clear()
+
+
 class Function:
-    def __init__(self, account: Account, stack: Stack, logical_id: str) -> None:
+    def __init__(
+        self,
+        account: Account,
+        stack: Stack,
+        logical_id: str,
+        seams: dict[str, list[ModuleSeam]] | None = None,
+    ) -> None:
         props = stack.props(logical_id)
         self.account = account
         self.stack = stack
@@ -90,46 +176,66 @@ class Function:
         self.running: list[Process] = []
         self.invocations: list[Invocation] = []
         self.throttles: list[float] = []
-        self.wrap: Callable[[Callable[..., Any]], Callable[..., Any]] | None = None
+        self.seams: dict[str, list[ModuleSeam]] = seams if seams is not None else {}
         self.actor = Actor(self.key, self.policy)
+        self.idle: list[Container] = []  # warm containers, most recently used last
+        self.containers_started = 0
+        self.peak_concurrency = 0
 
     @property
     def short(self) -> str:
         return self.logical_id
 
-    def _handler(self) -> Callable[..., Any]:
-        module, attribute = self.handler_path.rsplit(".", 1)
-        fn: Callable[..., Any] = getattr(importlib.import_module(module), attribute)
-        return self.wrap(fn) if self.wrap is not None else fn
+    def _container(self) -> Container:
+        if self.idle:
+            return self.idle.pop()
+        self.containers_started += 1
+        return Container(self)
 
-    def invoke(self, engine: Engine, event: dict[str, Any], source: str) -> Invocation | None:
-        """Start an invocation now (it runs until it first sleeps); None when throttled."""
+    def invoke(
+        self,
+        engine: Engine,
+        event: dict[str, Any],
+        source: str,
+        *,
+        on_end: Callable[[Process], None] | None = None,
+    ) -> Invocation | None:
+        """Start an invocation now (it runs until it first sleeps); None when throttled.
+        ``on_end`` is called once it has ended and been recorded (its caller's answer)."""
         self.running = [p for p in self.running if not p.done]
         if self.reserved is not None and len(self.running) >= self.reserved:
             self.throttles.append(engine.elapsed_s())
             return None
         record = Invocation(next(_invocation_ids), self.key, source, engine.elapsed_s())
         self.invocations.append(record)
+        container = self._container()
+        container.invocations += 1
+        record.container = container.id
+        record.cold = container.invocations == 1
 
         def activate() -> None:
-            _switch_container(self)
+            _switch_container(container)
 
         def body() -> Any:
             context = Context(self, process)
-            return self._handler()(event, context)
+            return container.handler()(event, context)
 
         process = Process(engine, f"{self.short}#{record.id}", body, engine.now + self.timeout_s)
         process.record = record  # type: ignore[attr-defined]
         process.function = self  # type: ignore[attr-defined]
+        process.container = container  # type: ignore[attr-defined]
         process.out = io.StringIO()  # type: ignore[attr-defined]
         process.on_activate = activate
+        process.on_end = on_end  # type: ignore[attr-defined]
         self.running.append(process)
+        self.peak_concurrency = max(self.peak_concurrency, len(self.running))
         process.resume()
         return record
 
     def finish(self, process: Process, engine: Engine) -> None:
         """Record how an invocation ended (the engine calls this once it is done)."""
         record: Invocation = process.record  # type: ignore[attr-defined]
+        container: Container = process.container  # type: ignore[attr-defined]
         record.ended_s = min(
             engine.elapsed_s(), (process.deadline or engine.now) - engine.start.timestamp()
         )
@@ -137,7 +243,8 @@ class Function:
         if isinstance(error, FunctionTimedOut):
             record.outcome = "timeout"
             record.error = f"Task timed out after {self.timeout_s:g} seconds"
-            _drop_unflushed_metrics()
+            container.drop_unflushed_metrics()
+            container.discarded = True  # Lambda resets an environment after a timeout
         elif error is not None:
             record.outcome = "error"
             record.error = f"{type(error).__name__}: {error}"
@@ -145,67 +252,53 @@ class Function:
         else:
             record.outcome = "ok"
             record.result = process.result
+        if not container.discarded:
+            self.idle.append(container)
         text = process.out.getvalue()  # type: ignore[attr-defined]
         record.log_bytes = len(text.encode())
         record.lines = text.splitlines()
 
 
 _ENV_KEYS: set[str] = set()
-_CONTAINERS: dict[str, str] = {}  # handler module -> the function whose container it is now
-OBSERVABILITY = "handlers.observability"
-_ACTIVE: str | None = None  # the function whose invocation ran last
+_ACTIVE: list[Container | None] = [None]  # the container whose invocation ran last
 
 
-def _switch_container(function: Function) -> None:
-    """Make the process look like ``function``'s own Lambda environment: its variables
-    only, and module-level caches (clients, services) that belong to it alone."""
+def _powertools_metric_sets() -> tuple[dict[str, Any], ...]:
+    from aws_lambda_powertools import Metrics
+
+    return (Metrics._metrics, Metrics._dimensions, Metrics._metadata)
+
+
+def _switch_container(container: Container) -> None:
+    """Make the process look like ``container``'s own Lambda environment: its
+    function's variables only, and its own unflushed metrics."""
+    active = _ACTIVE[0]
+    if active is container:
+        return
+    function = container.function
     for key in _ENV_KEYS - function.env.keys():
         os.environ.pop(key, None)
     os.environ.update(function.env)
     _ENV_KEYS.update(function.env)
-    module_name = function.handler_path.rsplit(".", 1)[0]
-    if _CONTAINERS.get(module_name) != function.key:
-        _clear_caches(module_name)  # a cold start: nothing cached by another function survives
-    _CONTAINERS[module_name] = function.key
-    global _ACTIVE
-    if function.key != _ACTIVE:
-        # Each function has its own process on Lambda, so its own logger and metrics,
-        # built from its own variables (the ``service`` dimension is the stack's name).
-        _clear_caches(OBSERVABILITY)
-        _ACTIVE = function.key
+    shared = _powertools_metric_sets()
+    if active is not None:
+        for held, live in zip(active.metric_sets, shared, strict=True):
+            held.clear()
+            held.update(live)
+    for held, live in zip(container.metric_sets, shared, strict=True):
+        live.clear()
+        live.update(held)
+    _ACTIVE[0] = container
 
 
 def reset_containers() -> None:
-    """Forget every function's environment: a new simulation starts with cold containers."""
-    for module_name in _CONTAINERS:
-        _clear_caches(module_name)
-    _CONTAINERS.clear()
-    global _ACTIVE
-    _ACTIVE = None
-    _clear_caches(OBSERVABILITY)
+    """Forget every environment: a new simulation starts with cold containers."""
+    _ACTIVE[0] = None
     for key in _ENV_KEYS:
         os.environ.pop(key, None)
     _ENV_KEYS.clear()
-    _drop_unflushed_metrics()
-
-
-def _clear_caches(module_name: str) -> None:
-    module = sys.modules.get(module_name)
-    for name, value in list(vars(module).items()) if module is not None else ():
-        clear = getattr(value, "cache_clear", None)
-        if callable(clear) and getattr(value, "__module__", None) == module_name:
-            clear()
-        elif name.startswith("_container_") and value is not None:
-            # A handler's per-container object (the tick's ticker, the worker and its
-            # queue), kept in a module global: another function's container starts cold.
-            setattr(module, name, None)
-
-
-def _drop_unflushed_metrics() -> None:
-    """A timed-out Lambda environment is thrown away, with the metrics it had not printed."""
-    from handlers.observability import metrics
-
-    metrics().clear_metrics()
+    for shared in _powertools_metric_sets():
+        shared.clear()
 
 
 class CapturedStdout(io.TextIOBase):

@@ -125,77 +125,226 @@ def items_by_table(sim: Simulation) -> dict[str, dict[str, int]]:
     return {k: {"start": first[k], "end": last[k]} for k in first if k != "at_s"}
 
 
-def invocation_cost(sim: Simulation) -> tuple[dict[int, float], dict[int, str]]:
+# What one invocation costs, by item (dollars). The per-run and idle figures are sums of these.
+RUN_ITEMS = (
+    "lambda_requests",
+    "lambda_duration",
+    "dynamodb_writes",
+    "dynamodb_reads",
+    "sqs",
+    "secrets_manager",
+    "logs",
+)
+
+
+def _is_idle(record: Any) -> bool:
+    """A scheduled invocation (tick or watchdog) that found nothing to do."""
+    result = record.result if isinstance(record.result, dict) else {}
+    busy = any(result.get(k) for k in ("materialized", "admitted", "sent", "planned"))
+    return record.source in ("scheduler", "manual") and not busy and not result.get("overdue")
+
+
+def invocation_items(sim: Simulation) -> dict[int, dict[str, float]]:
+    """Dollars by item for every invocation of the run."""
     units = sim.account.units()
     ledger = sim.account.ledger
-    costs: dict[int, float] = {}
-    kinds: dict[int, str] = {}
+    items: dict[int, dict[str, float]] = {}
     for function in sim.functions.values():
         for record in function.invocations:
             requests = ledger.requests_by_invocation[record.id]
             seconds = record.duration_s + requests * prices.AWS_CALL_MS / 1000
-            dollars = (
-                prices.LAMBDA_PER_MILLION_REQUESTS / 1e6
-                + seconds * function.memory_mb / 1024 * prices.LAMBDA_ARM64_PER_GB_SECOND
-                + units.get((record.id, "wru"), 0.0) * prices.DYNAMODB_PER_MILLION_WRU / 1e6
-                + units.get((record.id, "rru"), 0.0) * prices.DYNAMODB_PER_MILLION_RRU / 1e6
-                + ledger.sqs_by_invocation[record.id] * prices.SQS_PER_MILLION_REQUESTS / 1e6
-                + ledger.secrets_by_invocation[record.id]
+            items[record.id] = {
+                "lambda_requests": prices.LAMBDA_PER_MILLION_REQUESTS / 1e6,
+                "lambda_duration": seconds
+                * function.memory_mb
+                / 1024
+                * prices.LAMBDA_ARM64_PER_GB_SECOND,
+                "dynamodb_writes": units.get((record.id, "wru"), 0.0)
+                * prices.DYNAMODB_PER_MILLION_WRU
+                / 1e6,
+                "dynamodb_reads": units.get((record.id, "rru"), 0.0)
+                * prices.DYNAMODB_PER_MILLION_RRU
+                / 1e6,
+                "sqs": ledger.sqs_by_invocation[record.id] * prices.SQS_PER_MILLION_REQUESTS / 1e6,
+                "secrets_manager": ledger.secrets_by_invocation[record.id]
                 * prices.SECRETS_MANAGER_PER_10K_CALLS
-                / 1e4
-                + (record.log_bytes + prices.LAMBDA_PLATFORM_LOG_BYTES)
+                / 1e4,
+                "logs": (record.log_bytes + prices.LAMBDA_PLATFORM_LOG_BYTES)
                 / 1024**3
-                * prices.LOGS_INGESTION_PER_GB
+                * prices.LOGS_INGESTION_PER_GB,
+            }
+    return items
+
+
+def _mean(vectors: list[dict[str, float]]) -> dict[str, float]:
+    keys = {k for v in vectors for k in v}
+    return {k: sum(v.get(k, 0.0) for v in vectors) / len(vectors) for k in keys}
+
+
+def _baselines(
+    sim: Simulation, vectors: dict[int, dict[str, float]]
+) -> tuple[dict[str, dict[str, float]], dict[str, str]]:
+    """What a scheduled function's invocation costs when nothing is due, per function:
+    the mean of its idle invocations, or, when it never ran idle, its cheapest one
+    (an upper bound). Returns the vectors and where each came from."""
+    scheduled = {rule.function.key for rule in sim.rules}
+    found: dict[str, dict[str, float]] = {}
+    source: dict[str, str] = {}
+    for function in sim.functions.values():
+        if function.key not in scheduled or not function.invocations:
+            continue
+        idle = [vectors.get(r.id, {}) for r in function.invocations if _is_idle(r)]
+        if idle:
+            found[function.key] = _mean(idle)
+            source[function.key] = f"mean of {len(idle)} idle invocations"
+        else:
+            cheapest = min(
+                (vectors.get(r.id, {}) for r in function.invocations),
+                key=lambda v: sum(v.values()),
             )
-            costs[record.id] = dollars
-            result = record.result if isinstance(record.result, dict) else {}
-            busy = any(result.get(k) for k in ("materialized", "admitted", "sent"))
-            idle_source = record.source == "scheduler" and not busy and not result.get("overdue")
-            kinds[record.id] = "idle" if idle_source else "runs"
-    return costs, kinds
+            found[function.key] = cheapest
+            source[function.key] = (
+                f"cheapest of {len(function.invocations)} busy invocations (an upper bound)"
+            )
+    return found, source
 
 
-def cost(sim: Simulation, runs: int) -> dict[str, Any]:
-    costs, kinds = invocation_cost(sim)
-    seconds = max(1.0, sim.engine.elapsed_s())
-    stacks = max(1, len(sim.stacks))
-    idle = sum(c for i, c in costs.items() if kinds[i] == "idle")
-    busy = sum(c for i, c in costs.items() if kinds[i] == "runs")
-    scheduler = sim.scheduler_invocations * prices.SCHEDULER_PER_MILLION_INVOCATIONS / 1e6
-    polls = sim.esm_requests["sqs:ReceiveMessage"]
+def _marginal(
+    sim: Simulation, vectors: dict[int, dict[str, float]], baselines: dict[str, dict[str, float]]
+) -> dict[str, float]:
+    """The sum over the invocations that did the runs' work (not the API's), less what
+    each scheduled invocation would have cost with nothing due."""
+    total: defaultdict[str, float] = defaultdict(float)
+    for function in sim.functions.values():
+        base = baselines.get(function.key, {})
+        for record in function.invocations:
+            if record.source == "api":
+                continue  # creating schedules is set-up, not a run
+            for key, value in vectors.get(record.id, {}).items():
+                total[key] += value - base.get(key, 0.0)
+    return {k: max(0.0, v) for k, v in total.items()}
+
+
+def runs_seen(sim: Simulation) -> int:
+    """Occurrences the targets were called for (each at least once)."""
+    return len({(d.schedule_id, d.scheduled_at) for d in sim.receiver.deliveries})
+
+
+def custom_metrics(sim: Simulation, stack_name: str) -> dict[str, Any]:
+    """The custom metrics one stack published (name and dimensions: CloudWatch bills each),
+    and those neither an alarm nor the dashboard of the stack reads."""
+    stack = sim.stacks[stack_name]
+    published = sorted(
+        {
+            (name, tuple(sorted(dims)))
+            for (ns, name, dims) in sim.metrics.points
+            if not ns.startswith("AWS/") and ("service", stack_name) in dims
+        }
+    )
+    read: set[str] = set()
+    for resource in stack.of_type("AWS::CloudWatch::Alarm").values():
+        props = stack.resolve(resource["Properties"])
+        read.add(str(props.get("MetricName", "")))
+        for query in props.get("Metrics", []):
+            read.add(str(query.get("MetricStat", {}).get("Metric", {}).get("MetricName", "")))
+    boards = " ".join(
+        str(stack.resolve(r["Properties"]).get("DashboardBody", ""))
+        for r in stack.of_type("AWS::CloudWatch::Dashboard").values()
+    )
+    unread = sorted({n for n, _ in published if n not in read and f'"{n}"' not in boards})
+    return {"count": len(published), "names": sorted({n for n, _ in published}), "unread": unread}
+
+
+def cost(sim: Simulation) -> dict[str, Any]:
+    """Per million runs, itemized by service, and per month idle, itemized, for one stack
+    (the first deployed); ``dynamodb_write_units_per_run`` by table and by index."""
+    vectors = invocation_items(sim)
+    baselines, baseline_source = _baselines(sim, vectors)
+    runs = runs_seen(sim)
+    per_run: dict[str, float] | None = None
+    if runs:
+        marginal = _marginal(sim, vectors, baselines)
+        esm = (
+            (sim.esm_requests["sqs:ReceiveMessage"] + sim.esm_requests["sqs:DeleteMessageBatch"])
+            * prices.SQS_PER_MILLION_REQUESTS
+            / 1e6
+        )
+        marginal["sqs"] = marginal.get("sqs", 0.0) + esm
+        per_run = {k: round(marginal.get(k, 0.0) / runs * 1e6, 3) for k in RUN_ITEMS}
+
+    # DynamoDB write units per run, by table and index, with the same baseline rule.
+    wru_vectors: defaultdict[int, dict[str, float]] = defaultdict(dict)
+    for (invocation, where), value in sim.account.write_units().items():
+        if isinstance(invocation, int):
+            wru_vectors[invocation][where] = value
+    wru_baselines, _ = _baselines(sim, dict(wru_vectors))
+    wru_per_run: dict[str, float] | None = None
+    if runs:
+        wru = _marginal(sim, dict(wru_vectors), wru_baselines)
+        wru_per_run = {k: round(v / runs, 2) for k, v in sorted(wru.items()) if v}
+        wru_per_run["total"] = round(sum(wru.values()) / runs, 2)
+
+    primary = next(iter(sim.stacks))
+    stack = sim.stacks[primary]
+    idle: defaultdict[str, float] = defaultdict(float)
+    for rule in sim.rules:
+        if rule.stack.name != primary:
+            continue
+        fires = prices.MONTH_S / rule.every_s
+        base = baselines.get(rule.function.key, {})
+        idle["compute"] += fires * (
+            base.get("lambda_requests", 0.0)
+            + base.get("lambda_duration", 0.0)
+            + prices.SCHEDULER_PER_MILLION_INVOCATIONS / 1e6
+        )
+        idle["dynamodb"] += fires * (
+            base.get("dynamodb_writes", 0.0) + base.get("dynamodb_reads", 0.0)
+        )
+        idle["sqs"] += fires * base.get("sqs", 0.0)
+        idle["secrets_manager"] += fires * base.get("secrets_manager", 0.0)
+        idle["logs"] += fires * base.get("logs", 0.0)
+    mappings = sum(1 for m in sim.mappings if m.function.stack.name == primary)
     # The mapping long-polls even when the queue is empty: bench/cost.py's idle polling model.
-    esm_idle = (
-        seconds
+    idle["sqs"] += (
+        mappings
+        * prices.MONTH_S
         / prices.ESM_LONG_POLL_S
         * prices.ESM_IDLE_POLLERS
         * prices.SQS_PER_MILLION_REQUESTS
         / 1e6
     )
-    esm_busy = (
-        (polls + sim.esm_requests["sqs:DeleteMessageBatch"]) * prices.SQS_PER_MILLION_REQUESTS / 1e6
+    idle["compute_dynamodb_sqs"] = idle["compute"] + idle["dynamodb"] + idle["sqs"]
+    metrics = custom_metrics(sim, primary)
+    idle["cloudwatch_alarms"] = (
+        len(stack.of_type("AWS::CloudWatch::Alarm")) * prices.ALARM_PER_MONTH
     )
-    alarms_count = sum(len(s.of_type("AWS::CloudWatch::Alarm")) for s in sim.stacks.values())
-    metric_names = {name for (ns, name, _) in sim.metrics.points if not ns.startswith("AWS/")}
-    fixed_month = (
-        alarms_count * prices.ALARM_PER_MONTH
-        + stacks * prices.DASHBOARD_PER_MONTH
-        + len(metric_names) * prices.CUSTOM_METRIC_PER_MONTH
+    idle["cloudwatch_dashboard"] = (
+        len(stack.of_type("AWS::CloudWatch::Dashboard")) * prices.DASHBOARD_PER_MONTH
     )
-    per_month_idle = (
-        idle + scheduler + esm_idle
-    ) / seconds * prices.MONTH_S / stacks + fixed_month / stacks
+    idle["cloudwatch_custom_metrics"] = metrics["count"] * prices.CUSTOM_METRIC_PER_MONTH
+    total = sum(v for k, v in idle.items() if k != "compute_dynamodb_sqs")
     units = sim.account.units()
     return {
+        "runs": runs,
         "dynamodb_units": {
             kind: round(sum(v for (_, k), v in units.items() if k == kind), 1)
             for kind in ("wru", "rru")
         },
-        "usd_per_million_runs": round((busy + esm_busy) / runs * 1e6, 2) if runs else None,
-        "usd_per_month_idle": round(per_month_idle, 2),
-        "cost_model": "Lambda GB-s at simulated duration + 8 ms per AWS request, "
-        "configured memory; "
-        "DynamoDB units from item sizes; bench/cost.py prices (us-east-1, on demand), read "
-        + prices.PRICES_READ_ON,
+        "dynamodb_write_units_per_run": wru_per_run,
+        "usd_per_million_runs": None if per_run is None else round(sum(per_run.values()), 2),
+        "usd_per_million_runs_by_service": per_run,
+        "usd_per_month_idle": round(total, 2),
+        "usd_per_month_idle_items": {k: round(v, 3) for k, v in idle.items()},
+        "custom_metrics": metrics,
+        "idle_baseline": {
+            k.split("/", 1)[1]: v for k, v in baseline_source.items() if k.startswith(primary + "/")
+        },
+        "cost_model": "per stack (the first deployed); Lambda GB-s at simulated duration + "
+        "8 ms per AWS request, configured memory; DynamoDB units from item sizes "
+        "(bench/cost.py's Meter); per run: every invocation but the API's, less what each "
+        "scheduled invocation costs idle, over the occurrences the targets saw; idle: each "
+        "schedule's invocations a month at their idle cost; bench/cost.py prices "
+        "(us-east-1, on demand), read " + prices.PRICES_READ_ON,
     }
 
 
@@ -279,10 +428,21 @@ def summary(
                 if r.error
             }
         )[:20],
+        "timeouts": [
+            {
+                "function": r.function,
+                "started_s": round(r.started_s, 3),
+                "duration_s": round(r.duration_s, 3),
+                "error": r.error,
+            }
+            for f in sim.functions.values()
+            for r in f.invocations
+            if r.outcome == "timeout"
+        ],
         "injected_faults": ledger.injected[:50],
         "iam_not_modelled": unknown_conditions
         + [f"managed policy {arn}" for f in sim.functions.values() for arn in f.policy.unknown],
-        **cost(sim, delivered["delivered"]),
+        **cost(sim),
         "alarms": alarms(sim),
         "notes": sim.notes,
         **extra,

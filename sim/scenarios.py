@@ -11,9 +11,11 @@ apart (every invocation still runs, with fewer passes); the summary notes it.
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from types import ModuleType
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -33,27 +35,33 @@ class Options:
     scale: float = 1.0
     tick_interval_s: float = 1.0
     seed: int = 7
+    count: int | None = None  # burst: occurrences due at one instant (None: 10,000)
 
 
 def _thin_tick(sim: Simulation, interval_s: float) -> None:
     if interval_s == 1.0:
         return
-    from handlers import tick
-
-    original = tick.run_tick
-
-    @functools.wraps(original)
-    def run_tick(*args: Any, **kwargs: Any) -> Any:
-        kwargs["interval_s"] = interval_s
-        return original(*args, **kwargs)
-
-    setattr(tick, "run_tick", run_tick)  # noqa: B010
-    sim._stack.callback(lambda: setattr(tick, "run_tick", original))
-    sim.notes.append(
-        f"tick passes thinned: one pass every {interval_s:g} s of the budget instead of every 1 s "
-        "(every invocation still runs); request counts, durations and cost are what ran, "
+    note = (
+        f"tick passes thinned: one pass every {interval_s:g} s of the budget instead of every "
+        "1 s (every invocation still runs); request counts, durations and cost are what ran, "
         "so the tick's share is lower than the deployed loop's"
     )
+
+    def thin(module: ModuleType) -> None:
+        run_tick = getattr(module, "run_tick", None)
+        if run_tick is None or "interval_s" not in inspect.signature(run_tick).parameters:
+            return  # a tick without a pass loop: nothing to thin
+
+        @functools.wraps(run_tick)
+        def thinned(*args: Any, **kwargs: Any) -> Any:
+            kwargs["interval_s"] = interval_s
+            return run_tick(*args, **kwargs)
+
+        module.run_tick = thinned  # type: ignore[attr-defined]
+        if note not in sim.notes:
+            sim.notes.append(note)
+
+    sim.seams.setdefault("handlers.tick", []).append(thin)
 
 
 def _create(sim: Simulation, stack: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -282,33 +290,47 @@ def faults(templates: dict[str, Any], options: Options) -> dict[str, Any]:
         def is_tick(actor: Actor) -> bool:
             return actor.function == tick.key
 
-        # 1. At 2m10s, a tick pass stalls on one DynamoDB call until Lambda cuts it off.
-        stall = _once(
-            lambda a, s, o, p: is_tick(a) and s == "dynamodb" and o == "Query", lambda _: 90.0
-        )
+        # 1. From 2m10s, the tick's next DynamoDB request stalls for longer than the function's
+        # Timeout (from the template), so Lambda cuts the invocation off in the middle of a pass.
+        stall_s = tick.timeout_s + 30.0
+        stall = _once(lambda a, s, o, p: is_tick(a) and s == "dynamodb", lambda _: stall_s)
         sim.engine.at(start.timestamp() + 130, lambda: sim.account.faults.append(stall))
-        events.append("2m10s: one tick request stalls 90 s (the tick is cut off at its timeout)")
-        # 2. A tick pass takes about a second; so that invocations overlap, the
-        # scheduled one at 4m and the extra one at 4m20s each spend 30 s on a request.
-        overlap = _once(
-            lambda a, s, o, p: is_tick(a) and s == "dynamodb" and o == "Query",
-            lambda _: 30.0,
-            times=2,
+        events.append(
+            f"2m10s: the tick's next DynamoDB request stalls {stall_s:g} s "
+            f"(the tick is cut off at its {tick.timeout_s:g} s timeout)"
         )
-        sim.engine.at(start.timestamp() + 239, lambda: sim.account.faults.append(overlap))
-        events.append("4m, 4m20s: two tick passes spend 30 s on one request each")
-        # At 4m20s, a second tick invocation overlaps the running one.
-        sim.engine.at(
-            start.timestamp() + 260,
-            lambda: _ignore(tick.invoke(sim.engine, {"source": "sim.extra"}, "manual")),
+        # 2. From 4m20s, extra tick invocations overlap whatever tick is running. Each extra
+        # one's first DynamoDB request takes half the tick's Timeout, so it is still running
+        # when the next arrives, however short a tick's own pass is; over the reserved
+        # concurrency, one is throttled.
+        hold_s = min(30.0, tick.timeout_s / 2)
+
+        held: set[int] = set()
+
+        def is_extra_tick(actor: Actor) -> bool:
+            """An extra tick invocation's first request (each is held once at most)."""
+            record = getattr(sim.engine.current(), "record", None)
+            if not is_tick(actor) or getattr(record, "source", None) != "manual":
+                return False
+            if record is None or record.id in held:
+                return False
+            held.add(record.id)
+            return True
+
+        hold = _once(
+            lambda a, s, o, p: s == "dynamodb" and is_extra_tick(a), lambda _: hold_s, times=2
         )
-        events.append("4m20s: a second tick invocation overlaps the scheduled one")
-        # 2b. Two seconds later a third: over the reserved concurrency, it is throttled.
-        sim.engine.at(
-            start.timestamp() + 262,
-            lambda: _ignore(tick.invoke(sim.engine, {"source": "sim.extra"}, "manual")),
+        sim.engine.at(start.timestamp() + 260, lambda: sim.account.faults.append(hold))
+        for at_s in (260, 261, 262):
+            sim.engine.at(
+                start.timestamp() + at_s,
+                lambda: _ignore(tick.invoke(sim.engine, {"source": "sim.extra"}, "manual")),
+            )
+        events.append(
+            "4m20s, 4m21s, 4m22s: extra tick invocations, each holding its first DynamoDB "
+            f"request {hold_s:g} s: they overlap the running tick, and one is over the "
+            "reserved concurrency"
         )
-        events.append("4m22s: a third tick invocation, over the reserved concurrency")
         # 3. From minute 6 to 16 the tick's schedule does not fire.
         rule.paused.append((360.0, 960.0))
         events.append("6m-16m: the tick is stopped, then back")
@@ -339,7 +361,14 @@ def faults(templates: dict[str, Any], options: Options) -> dict[str, Any]:
             "faults",
             expected,
             180.0,
-            {"events": events, "always_failing_schedule": failing["id"]},
+            {
+                "events": events,
+                "always_failing_schedule": failing["id"],
+                "stall_at_s": next(
+                    (f["at_s"] for f in sim.account.ledger.injected if f["effect"] == stall_s),
+                    None,
+                ),
+            },
         )
 
 
@@ -418,11 +447,63 @@ def two_stacks(templates: dict[str, Any], options: Options) -> dict[str, Any]:
         )
 
 
+# --- burst -----------------------------------------------------------------------------------
+
+BURST_COUNT = 10_000
+
+
+def burst(templates: dict[str, Any], options: Options) -> dict[str, Any]:
+    """N one-off occurrences due at the same instant, to webhook targets answering in 200 ms:
+    how late their first attempts start once Lambda's concurrency and the SQS event source
+    mapping's scaling are in the way."""
+    count = BURST_COUNT if options.count is None else options.count
+    start = datetime(2026, 12, 1, 8, 1, 40, tzinfo=UTC)
+    due_at = start + timedelta(seconds=80)  # 08:03:00: created 80 s before, all at once
+    settle_s = 60.0
+    span_s = 80.0 + 300.0 if options.hours is None else options.hours * 3600
+    with Simulation(templates, start, seed=options.seed) as sim:
+        _thin_tick(sim, options.tick_interval_s)
+        sim.deploy(PRIMARY)
+        at = due_at.isoformat().replace("+00:00", "Z")
+        expected: dict[str, list[datetime]] = {}
+        for i in range(count):
+            s = _create(
+                sim,
+                PRIMARY,
+                {"name": f"burst-{i}", "spec": {"at": at}, "target": _webhook(f"b{i}")},
+            )
+            expected[s["id"]] = [due_at]
+        if count != BURST_COUNT:
+            sim.notes.append(f"scaled: {count} occurrences instead of {BURST_COUNT:,} (--count)")
+        sim.run_for(start.timestamp() + span_s - sim.engine.now)
+        worker = sim.function(PRIMARY, "FunctionsWorker")
+        [mapping] = [m for m in sim.mappings if m.function is worker]
+        return summary(
+            sim,
+            "burst",
+            expected,
+            settle_s,
+            {
+                "occurrences": count,
+                "due_at_s": (due_at - start).total_seconds(),
+                "worker_peak_concurrency": worker.peak_concurrency,
+                "worker_containers": worker.containers_started,
+                "worker_invocations": len(worker.invocations),
+                "event_source_mapping": {
+                    "peak_batches_in_flight": mapping.peak_in_flight,
+                    "ceiling": sim.esm_ceiling(mapping),
+                    "throttled_batches": mapping.throttled,
+                },
+            },
+        )
+
+
 SCENARIOS: dict[str, Callable[[dict[str, Any], Options], dict[str, Any]]] = {
     "idle-week": idle_week,
     "mixed-day": mixed_day,
     "faults": faults,
     "two-stacks": two_stacks,
+    "burst": burst,
 }
 
 # What ``--short`` runs (``make simulate``): each scenario long enough to show what it is
@@ -432,4 +513,5 @@ SHORT: dict[str, Options] = {
     "mixed-day": Options(hours=0.25, scale=0.01, tick_interval_s=25),
     "faults": Options(tick_interval_s=25),
     "two-stacks": Options(hours=0.25, tick_interval_s=50),
+    "burst": Options(count=200, tick_interval_s=25),
 }

@@ -25,16 +25,17 @@ import json
 import random
 import re
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from types import ModuleType
 from typing import Any
 
 from sim.aws import Account
 from sim.cloudwatch import MetricStore
 from sim.engine import Engine, Process
-from sim.functions import Function, install_stdout, reset_containers
+from sim.functions import Function, ModuleSeam, install_stdout, reset_containers
 from sim.targets import Receiver
 from sim.template import Stack
 
@@ -61,6 +62,17 @@ class ScheduleRule:
         return self.enabled and not any(a <= elapsed_s < b for a, b in self.paused)
 
 
+# Lambda's SQS event source mapping scaling (standard queues): five concurrent batches when
+# messages arrive, up to 300 more a minute while messages remain, at most 1,000 at once, and
+# back to five when the queue is quiet. The account's concurrency (1,000 by default) is
+# shared by every function without reserved concurrency.
+ESM_START_BATCHES = 5
+ESM_SCALE_UP_PER_MINUTE = 300
+ESM_MAX_BATCHES = 1000
+ESM_QUIET_S = 60.0
+ACCOUNT_CONCURRENCY = 1000
+
+
 @dataclass
 class EventSourceMapping:
     function: Function
@@ -69,7 +81,43 @@ class EventSourceMapping:
     batch_size: int
     window_s: float
     partial: bool
+    maximum_concurrency: int | None = None  # ScalingConfig.MaximumConcurrency
     gathering: bool = False
+    allowed: int = ESM_START_BATCHES  # concurrent batches the pollers may have in flight now
+    in_flight: int = 0
+    quiet_since: float | None = None
+    peak_in_flight: int = 0
+    throttled: int = 0
+
+
+def esm_ceiling(mapping: EventSourceMapping, functions: list[Function]) -> int:
+    """The most batches a mapping may have in flight: its own scaling limits
+    (``ScalingConfig.MaximumConcurrency``), its function's reserved concurrency, or else
+    what the account's concurrency leaves after every function's reservation."""
+    ceiling = ESM_MAX_BATCHES
+    if mapping.maximum_concurrency is not None:
+        ceiling = min(ceiling, mapping.maximum_concurrency)
+    if mapping.function.reserved is not None:
+        ceiling = min(ceiling, mapping.function.reserved)
+    else:
+        reserved = sum(f.reserved or 0 for f in functions)
+        ceiling = min(ceiling, ACCOUNT_CONCURRENCY - reserved)
+    return max(1, ceiling)
+
+
+def scale(mapping: EventSourceMapping, backlog: int, now: float, ceiling: int) -> None:
+    """One second of the mapping's scaling: up by 300 batches a minute while messages are
+    left after its pollers took theirs (``backlog``), back to five after a minute with
+    none left, never over ``ceiling``."""
+    if backlog == 0:
+        if mapping.quiet_since is None:
+            mapping.quiet_since = now
+        elif now - mapping.quiet_since >= ESM_QUIET_S:
+            mapping.allowed = ESM_START_BATCHES
+    else:
+        mapping.allowed += ESM_SCALE_UP_PER_MINUTE // 60
+        mapping.quiet_since = None
+    mapping.allowed = min(mapping.allowed, ceiling)
 
 
 class Simulation:
@@ -97,7 +145,8 @@ class Simulation:
         self.sample_every_s = 3600.0
         self.labels: dict[str, str] = {}  # schedule id -> name, for the report
         self._stack = ExitStack()
-        self._end_listeners: list[Callable[[Process], None]] = []
+        # Module name -> what each container's copy of it gets (see _patch_code_seams).
+        self.seams: dict[str, list[ModuleSeam]] = {}
 
     # --- lifecycle -----------------------------------------------------------------------------
 
@@ -118,52 +167,43 @@ class Simulation:
         self._stack.close()
 
     def _patch_code_seams(self) -> None:
-        """The places the code waits on real time, a real socket or a real thread."""
-        import time
+        """The places the code would wait on a real socket or a real thread.
 
-        from adapters.targets import webhook
-        from handlers import tick
+        Each is set on a container's own copy of the handler module (``self.seams``,
+        applied at the container's cold start), never on a shared module, so nothing
+        outside the simulation sees it; where the handler has a parameter for it, through
+        that parameter. A container's copy is loaded while simulated time runs, so
+        defaults bound at definition time (``run_tick``'s ``sleep`` and ``monotonic``)
+        are the simulated ones already."""
+        from sim.engine import SimExecutor
 
-        original_run_tick = tick.run_tick
-
-        @functools.wraps(original_run_tick)
-        def run_tick(*args: Any, **kwargs: Any) -> Any:
-            kwargs.setdefault("sleep", time.sleep)
-            kwargs.setdefault("monotonic", time.monotonic)
-            return original_run_tick(*args, **kwargs)
-
-        original_post = webhook.WebhookSender._post
         receiver = self.receiver
+        seeds = random.Random(self.rng.random())
 
-        def post(
-            sender: Any, url: str, headers: dict[str, str], body: bytes, deadline: float
-        ) -> Any:
-            return receiver.post(url, headers, body, deadline)
+        def worker_seams(module: ModuleType) -> None:
+            # The worker runs a batch's records on a thread pool: here each record is a
+            # strand of its invocation, waiting (a slow target) in simulated time.
+            module.ThreadPoolExecutor = functools.partial(SimExecutor, self.engine)  # type: ignore[attr-defined]
+            # Its webhooks answer from the simulated receiver (only the HTTP exchange is
+            # replaced), and its retry back-off draws from a seeded generator.
+            build = getattr(module, "build_aws_worker", None)
+            if build is not None:
+                module.build_aws_worker = functools.partial(  # type: ignore[attr-defined]
+                    build, webhook_exchange=receiver.post, rng=random.Random(seeds.random())
+                )
 
-        setattr(tick, "run_tick", run_tick)  # noqa: B010
-        setattr(webhook.WebhookSender, "_post", post)  # noqa: B010
-        # The DynamoDB adapter overlaps independent writes on a thread pool. In simulated
-        # time a request takes no time, so the overlap gains nothing, and a wait in a pool
-        # thread (a retry's back-off) could not be simulated: run them one after the other.
+        self.seams.setdefault("handlers.worker", []).append(worker_seams)
+
+        # The one patch of a shared module left: the DynamoDB adapter overlaps independent
+        # writes on a thread pool, and moto is not safe for concurrent requests (a
+        # transaction copies a table while another thread's read adds to it), so the
+        # adapter runs them one after the other here. The store is built inside the tick's
+        # own builder, which has no parameter for it.
         from adapters.dynamodb import store
 
         original_concurrency = store.CONCURRENCY
         setattr(store, "CONCURRENCY", 1)  # noqa: B010
-        # The worker runs a batch's records on a thread pool: here each record is a
-        # strand of its invocation, waiting (a slow target) in simulated time.
-        from handlers import worker
-        from sim.engine import SimExecutor
-
-        original_pool = getattr(worker, "ThreadPoolExecutor")  # noqa: B009
-        setattr(worker, "ThreadPoolExecutor", functools.partial(SimExecutor, self.engine))  # noqa: B010
-
-        def restore() -> None:
-            setattr(worker, "ThreadPoolExecutor", original_pool)  # noqa: B010
-            setattr(store, "CONCURRENCY", original_concurrency)  # noqa: B010
-            setattr(tick, "run_tick", original_run_tick)  # noqa: B010
-            setattr(webhook.WebhookSender, "_post", original_post)  # noqa: B010
-
-        self._stack.callback(restore)
+        self._stack.callback(lambda: setattr(store, "CONCURRENCY", original_concurrency))
 
     # --- deploying -----------------------------------------------------------------------------
 
@@ -172,7 +212,7 @@ class Simulation:
         self.stacks[name] = stack
         self.account.deploy(stack)
         for logical_id in stack.of_type("AWS::Lambda::Function"):
-            function = Function(self.account, stack, logical_id)
+            function = Function(self.account, stack, logical_id, self.seams)
             self.functions[function.key] = function
         for logical_id, resource in stack.of_type("AWS::Scheduler::Schedule").items():
             self._add_rule(stack, logical_id, resource["Properties"])
@@ -190,6 +230,11 @@ class Simulation:
                 batch_size=int(props.get("BatchSize", 10)),
                 window_s=float(props.get("MaximumBatchingWindowInSeconds", 0)),
                 partial="ReportBatchItemFailures" in props.get("FunctionResponseTypes", []),
+                maximum_concurrency=(
+                    int(props["ScalingConfig"]["MaximumConcurrency"])
+                    if props.get("ScalingConfig", {}).get("MaximumConcurrency")
+                    else None
+                ),
             )
             self.mappings.append(mapping)
             self._poll(mapping)
@@ -291,24 +336,37 @@ class Simulation:
         queue = sqs_backends[ACCOUNT][REGION].queues[url.rsplit("/", 1)[-1]]
         return int(queue.approximate_number_of_messages)
 
+    def esm_ceiling(self, mapping: EventSourceMapping) -> int:
+        return esm_ceiling(mapping, list(self.functions.values()))
+
     def _poll(self, mapping: EventSourceMapping) -> None:
+        """One second of the mapping: its pollers take what they may, then it scales."""
         self.engine.after(1.0, lambda: self._poll(mapping))
-        if mapping.gathering or self._visible(mapping.queue_url) == 0:
-            return
-        messages = self._receive(mapping, mapping.batch_size)
-        if not messages:
-            return
-        if len(messages) < mapping.batch_size and mapping.window_s > 0:
-            mapping.gathering = True
+        self._pull(mapping)
+        scale(mapping, self._visible(mapping.queue_url), self.engine.now, self.esm_ceiling(mapping))
 
-            def complete() -> None:
-                mapping.gathering = False
-                more = self._receive(mapping, mapping.batch_size - len(messages))
-                self._deliver(mapping, messages + more)
+    def _pull(self, mapping: EventSourceMapping) -> None:
+        """Idle pollers receive batches and invoke the function, up to the batches allowed
+        in flight. A poller whose invocation ended polls again at once (it long-polls)."""
+        while not mapping.gathering and mapping.in_flight < mapping.allowed:
+            if self._visible(mapping.queue_url) == 0:
+                return
+            messages = self._receive(mapping, mapping.batch_size)
+            if not messages:
+                return
+            if len(messages) < mapping.batch_size and mapping.window_s > 0:
+                mapping.gathering = True
+                mapping.in_flight += 1  # a poller holds these while it waits for more
 
-            self.engine.after(mapping.window_s, complete)
-            return
-        self._deliver(mapping, messages)
+                def complete(first: list[dict[str, Any]] = messages) -> None:
+                    mapping.gathering = False
+                    mapping.in_flight -= 1
+                    more = self._receive(mapping, mapping.batch_size - len(first))
+                    self._deliver(mapping, first + more)
+
+                self.engine.after(mapping.window_s, complete)
+                return
+            self._deliver(mapping, messages)
 
     def _receive(self, mapping: EventSourceMapping, count: int) -> list[dict[str, Any]]:
         if count <= 0:
@@ -340,17 +398,14 @@ class Simulation:
             }
             for m in messages
         ]
-        started = mapping.function.invoke(self.engine, {"Records": records}, "sqs")
-        if started is None:
-            return  # throttled: the messages come back after the visibility timeout
-        record = started
+        mapping.in_flight += 1
+        mapping.peak_in_flight = max(mapping.peak_in_flight, mapping.in_flight)
 
-        def ended(process: Process) -> None:
-            if getattr(process, "record", None) is not record:
-                return
-            self._end_listeners.remove(ended)
+        def ended(record: Any) -> None:
+            mapping.in_flight -= 1
+            self.engine.after(0.0, lambda: self._pull(mapping))
             if record.outcome != "ok":
-                return
+                return  # the messages come back after the visibility timeout
             failed: set[str] = set()
             if mapping.partial and isinstance(record.result, dict):
                 failed = {f["itemIdentifier"] for f in record.result.get("batchItemFailures", [])}
@@ -365,10 +420,16 @@ class Simulation:
                     QueueUrl=mapping.queue_url, Entries=entries
                 )
 
-        self._end_listeners.append(ended)
-        process = mapping.function.running[-1] if mapping.function.running else None
-        if process is not None and process.done:
-            ended(process)
+        started = mapping.function.invoke(
+            self.engine,
+            {"Records": records},
+            "sqs",
+            on_end=lambda p: ended(getattr(p, "record", None)),
+        )
+        if started is None:
+            mapping.in_flight -= 1
+            mapping.throttled += 1
+            return  # throttled: the messages come back after the visibility timeout
 
     # --- invocation ends -----------------------------------------------------------------------
 
@@ -385,8 +446,9 @@ class Simulation:
         self.metrics.put("AWS/Lambda", "Invocations", dims, start_t, 1.0)
         self.metrics.put("AWS/Lambda", "Errors", dims, t, 0.0 if record.outcome == "ok" else 1.0)
         self.metrics.put("AWS/Lambda", "Duration", dims, t, record.duration_s * 1000)
-        for listener in list(self._end_listeners):
-            listener(process)
+        on_end = getattr(process, "on_end", None)
+        if on_end is not None:
+            on_end(process)
 
     # --- the API, as API Gateway calls it ------------------------------------------------------
 

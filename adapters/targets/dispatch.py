@@ -13,7 +13,7 @@ from typing import Any
 from adapters.secrets import SecretStore
 from adapters.targets.addresses import AddressPolicy
 from adapters.targets.aws import EventBridgeSender, LambdaInvoker, SqsSender
-from adapters.targets.webhook import WebhookSender
+from adapters.targets.webhook import Exchange, WebhookSender
 from domain.delivery import Delivery, Outcome, TargetPort
 from domain.targets import Target
 
@@ -61,10 +61,12 @@ class Targets:
         sqs_client: Any,
         lambda_client: Any,
         events_client: Any,
+        webhook_exchange: Exchange | None = None,
     ) -> Targets:
-        """Every kind of target, the webhook signing with ``secrets``."""
+        """Every kind of target, the webhook signing with ``secrets`` (and its HTTP
+        exchange replaced by ``webhook_exchange`` when given: the deployment simulator)."""
         return cls.build(
-            webhook=WebhookSender(secrets, address_policy),
+            webhook=WebhookSender(secrets, address_policy, exchange=webhook_exchange),
             sqs_client=sqs_client,
             lambda_client=lambda_client,
             events_client=events_client,

@@ -320,6 +320,10 @@ _STALE = (
 )
 
 
+# One HTTP exchange: (url, headers, body, deadline on time.monotonic) -> the answer.
+Exchange = Callable[[str, dict[str, str], bytes, float], _Answer]
+
+
 class ConnectionPool:
     """Idle keep-alive connections, per ``PoolKey``; thread-safe.
 
@@ -418,7 +422,10 @@ class WebhookSender:
     ``resolver``, ``clock`` and ``ssl_context`` are there for tests and for
     deployments with their own CA bundle. ``pool`` keeps connections alive
     between deliveries (one per sender by default; it is thread-safe, so the
-    worker threads of a process share it).
+    worker threads of a process share it). ``exchange`` replaces the HTTP
+    exchange itself (resolve, connect, send, read the answer; the deployment
+    simulator's receiver): everything around it (the secret, the signature,
+    redirects, the outcome rules) runs as it does for real.
     """
 
     def __init__(
@@ -432,8 +439,10 @@ class WebhookSender:
         connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S,
         max_redirects: int = DEFAULT_MAX_REDIRECTS,
         pool: ConnectionPool | None = None,
+        exchange: Exchange | None = None,
     ) -> None:
         self.pool = pool or ConnectionPool()
+        self._http: Exchange = exchange or self._post
         self._secrets = secrets
         self._policy = address_policy or AddressPolicy()
         self._resolve = resolver
@@ -469,7 +478,7 @@ class WebhookSender:
 
         for _hop in range(self._max_redirects + 1):
             try:
-                answer = self._post(url, {**dict(custom_headers), **own_headers}, body, deadline)
+                answer = self._http(url, {**dict(custom_headers), **own_headers}, body, deadline)
             except _Refused as exc:
                 return Outcome.permanent(str(exc))
             except TimeoutError:

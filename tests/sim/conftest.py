@@ -9,6 +9,7 @@ in full.
 
 from __future__ import annotations
 
+import copy
 import os
 import warnings
 from typing import Any
@@ -70,3 +71,21 @@ def two_stacks(templates: dict[str, dict[str, Any]]) -> dict[str, Any]:
 def mixed(templates: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """10 schedules for 6 minutes, ten tick passes per invocation."""
     return _run("mixed-day", templates, hours=0.1, scale=0.01, tick_interval_s=5)
+
+
+@pytest.fixture(scope="session")
+def burst(templates: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """30 occurrences due at one instant, 2 minutes after it."""
+    return _run("burst", templates, count=30, hours=200 / 3600, tick_interval_s=25)
+
+
+@pytest.fixture(scope="session")
+def burst_one_worker(templates: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """A burst of 20 with the worker's reserved concurrency set to 1 in the template."""
+    changed = copy.deepcopy(templates)
+    for resource in changed["Duetime"]["Resources"].values():
+        if resource["Type"] == "AWS::Lambda::Function" and resource["Properties"][
+            "Handler"
+        ].endswith("worker.handler"):
+            resource["Properties"]["ReservedConcurrentExecutions"] = 1
+    return _run("burst", changed, count=20, hours=200 / 3600, tick_interval_s=25)

@@ -16,6 +16,7 @@ from sim.__main__ import main
         (["mixed-day", "--scale", "2"], "--scale must be in (0, 1]"),
         (["idle-week", "--tick-interval", "0.5"], "--tick-interval must be between 1 and 55"),
         (["idle-week", "--tick-interval", "60"], "--tick-interval must be between 1 and 55"),
+        (["burst", "--count", "0"], "--count must be at least 1"),
     ],
 )
 def test_a_bad_option_is_refused_by_name(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 
 from sim.engine import Engine, FunctionTimedOut, Process
@@ -38,3 +39,30 @@ def test_datetime_now_follows_the_simulated_clock() -> None:
     with Engine(START) as engine:
         engine.run_until(START.timestamp() + 3600)
         assert datetime.now(UTC) == datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
+
+
+def test_a_wait_in_a_thread_the_process_started_is_simulated_time_within_its_turn() -> None:
+    seen: list[float] = []
+    with Engine(START) as engine:
+
+        def body() -> None:
+            with ThreadPoolExecutor(2) as pool:  # not scheduled by the engine: real threads
+                list(pool.map(time.sleep, [3.0]))
+            seen.append(time.time() - START.timestamp())
+
+        Process(engine, "a", body, START.timestamp() + 30).resume()
+        engine.run_until(START.timestamp() + 100)
+    assert seen == [3.0]
+
+
+def test_a_helper_thread_waiting_past_the_deadline_stops_the_process() -> None:
+    with Engine(START) as engine:
+
+        def body() -> None:
+            with ThreadPoolExecutor(1) as pool:
+                pool.submit(time.sleep, 60.0).result()
+
+        process = Process(engine, "a", body, START.timestamp() + 30)
+        process.resume()
+        engine.run_until(START.timestamp() + 100)
+    assert isinstance(process.error, FunctionTimedOut)

@@ -24,7 +24,7 @@ def _denied_by(result: dict[str, Any], function_part: str) -> list[dict[str, Any
 # --- every scenario --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("scenario", ["idle", "faults", "two_stacks", "mixed"])
+@pytest.mark.parametrize("scenario", ["idle", "faults", "two_stacks", "mixed", "burst"])
 def test_the_tick_worker_and_api_are_never_denied(
     scenario: str, request: pytest.FixtureRequest
 ) -> None:
@@ -148,10 +148,25 @@ def test_faults_no_occurrence_is_lost(faults: dict[str, Any]) -> None:
     assert faults["gaps"] == 0, faults["gap_examples"]
 
 
-def test_faults_a_stalled_tick_is_cut_off_at_its_timeout(faults: dict[str, Any]) -> None:
-    tick = next(v for k, v in faults["invocations"].items() if "FunctionsTick" in k)
-    assert tick.get("timeout", 0) >= 1
-    assert any("Task timed out after 70 seconds" in e for e in faults["errors"])
+def _timeout_s(templates: dict[str, dict[str, Any]], stack: str, prefix: str) -> int:
+    resources = templates[stack]["Resources"]
+    [timeout] = [
+        r["Properties"].get("Timeout", 3)
+        for logical_id, r in resources.items()
+        if r["Type"] == "AWS::Lambda::Function" and logical_id.startswith(prefix)
+    ]
+    return int(timeout)
+
+
+def test_faults_a_stalled_tick_is_cut_off_at_its_timeout(
+    faults: dict[str, Any], templates: dict[str, dict[str, Any]]
+) -> None:
+    # The stall outlasts the tick's Timeout, whatever it is: Lambda stops it right there.
+    timeout_s = _timeout_s(templates, "Duetime", "FunctionsTick")
+    [cut] = [t for t in faults["timeouts"] if "FunctionsTick" in t["function"]]
+    assert cut["duration_s"] == timeout_s
+    assert cut["error"] == f"Task timed out after {timeout_s} seconds"
+    assert cut["started_s"] <= faults["stall_at_s"] < cut["started_s"] + timeout_s
 
 
 def test_faults_the_heartbeat_alarm_fires_within_its_window_and_clears(
@@ -218,3 +233,96 @@ def test_two_stacks_the_live_stacks_alarms_all_stay_ok(two_stacks: dict[str, Any
 def test_two_stacks_the_live_stack_keeps_delivering(two_stacks: dict[str, Any]) -> None:
     assert two_stacks["due"] > 0
     assert two_stacks["gaps"] == 0
+
+
+# --- cost and write units, from the same run ----------------------------------------------------
+
+
+def _tables_and_indexes(templates: dict[str, dict[str, Any]]) -> set[str]:
+    """Every table's and index's label, read from the template (``Tables<Name>`` and
+    ``Tables<Name>/index/<index>``)."""
+    found = set()
+    for logical_id, resource in templates["Duetime"]["Resources"].items():
+        if resource["Type"] != "AWS::DynamoDB::Table":
+            continue
+        label = logical_id[:-8]
+        found.add(label)
+        props = resource["Properties"]
+        for index in props.get("GlobalSecondaryIndexes", []) + props.get(
+            "LocalSecondaryIndexes", []
+        ):
+            found.add(f"{label}/index/{index['IndexName']}")
+    return found
+
+
+def test_write_units_per_run_are_given_per_table_and_per_index_of_the_template(
+    burst: dict[str, Any], templates: dict[str, dict[str, Any]]
+) -> None:
+    wru = burst["dynamodb_write_units_per_run"]
+    parts = {k: v for k, v in wru.items() if k != "total"}
+    assert parts and set(parts) <= _tables_and_indexes(templates)
+    assert wru["total"] == pytest.approx(sum(parts.values()), abs=0.05)
+    # Every run writes its occurrence record at least once (the Runs table).
+    assert any(k.endswith("Runs") and v >= 1 for k, v in parts.items()), parts
+
+
+def test_cost_per_run_is_itemized_by_service_and_adds_up(burst: dict[str, Any]) -> None:
+    by_service = burst["usd_per_million_runs_by_service"]
+    assert set(by_service) >= {"lambda_duration", "dynamodb_writes", "sqs"}
+    assert all(v >= 0 for v in by_service.values())
+    assert by_service["dynamodb_writes"] > 0 and by_service["lambda_duration"] > 0
+    assert burst["usd_per_million_runs"] == pytest.approx(sum(by_service.values()), abs=0.01)
+
+
+def test_idle_cost_lists_core_services_apart_from_cloudwatch(idle: dict[str, Any]) -> None:
+    items = idle["usd_per_month_idle_items"]
+    core = items["compute"] + items["dynamodb"] + items["sqs"]
+    assert items["compute_dynamodb_sqs"] == pytest.approx(core, abs=0.002)
+    for key in ("cloudwatch_alarms", "cloudwatch_dashboard", "cloudwatch_custom_metrics"):
+        assert items[key] > 0, key
+    others = sum(v for k, v in items.items() if k != "compute_dynamodb_sqs")
+    assert idle["usd_per_month_idle"] == pytest.approx(others, abs=0.01)
+    # Idle, every scheduled invocation found nothing to do: the baseline is measured.
+    assert all(v.startswith("mean of") for v in idle["idle_baseline"].values())
+
+
+def test_idle_custom_metrics_are_counted_with_those_nothing_reads(idle: dict[str, Any]) -> None:
+    metrics = idle["custom_metrics"]
+    assert "TickHeartbeat" in metrics["names"]
+    assert "TickHeartbeat" not in metrics["unread"]  # its alarm reads it
+    assert metrics["count"] >= len(metrics["names"])
+
+
+# --- burst -------------------------------------------------------------------------------------
+
+
+def test_burst_every_occurrence_due_at_one_instant_reaches_its_target_once(
+    burst: dict[str, Any],
+) -> None:
+    assert burst["due"] == burst["occurrences"] == 30
+    assert burst["gaps"] == 0, burst["gap_examples"]
+    assert burst["duplicates"] == 0
+
+
+def test_burst_reports_start_lateness_percentiles(burst: dict[str, Any]) -> None:
+    late = burst["lateness_s"]
+    assert 0 <= late["p50"] <= late["p99"] <= late["max"]
+
+
+def test_burst_batches_in_flight_stay_under_the_mappings_ceiling(burst: dict[str, Any]) -> None:
+    esm = burst["event_source_mapping"]
+    assert 1 <= esm["peak_batches_in_flight"] <= esm["ceiling"]
+    assert burst["worker_peak_concurrency"] <= esm["ceiling"]
+
+
+def test_burst_a_worker_reserved_to_one_runs_one_batch_at_a_time(
+    burst_one_worker: dict[str, Any],
+) -> None:
+    esm = burst_one_worker["event_source_mapping"]
+    assert esm["ceiling"] == 1
+    assert esm["peak_batches_in_flight"] == 1
+    assert burst_one_worker["worker_peak_concurrency"] == 1
+    assert burst_one_worker["gaps"] == 0
+    # Two batches of ten one after the other: the second starts a batch's time later.
+    late = burst_one_worker["lateness_s"]
+    assert late["max"] >= late["p50"] + 0.2
