@@ -87,9 +87,7 @@ def _letter(message: dict[str, Any]) -> DeadLetter:
         occurrence_id=occurrence_id,
         schedule_id=schedule_id,
         reason=reason if isinstance(reason, str) else None,
-        dead_lettered_at=None
-        if sent is None
-        else datetime.fromtimestamp(int(sent) / 1000, tz=UTC),
+        dead_lettered_at=None if sent is None else datetime.fromtimestamp(int(sent) / 1000, tz=UTC),
         receive_count=int(attributes.get("ApproximateReceiveCount", "1")),
         body=body,
     )

@@ -17,8 +17,8 @@ from adapters.definitions import DELIVERY_QUEUE, create_queues
 from adapters.dynamodb.local import create_store_tables
 from adapters.dynamodb.runs import DynamoRunStore
 from adapters.dynamodb.store import DynamoStore
-from adapters.sqs_worker import SqsWorkQueue
 from adapters.secrets import InMemorySecretStore
+from adapters.sqs_worker import SqsWorkQueue
 from domain.run import RunStatus
 from handlers.api import ApiServices, build_services, handler
 from handlers.settings import Settings
