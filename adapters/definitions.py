@@ -265,6 +265,8 @@ FUNCTION_ENV: dict[str, tuple[str, ...]] = {
         # edit or resume, and a trigger) and POST /runs/{id}/retry send
         # delivery intents themselves.
         DELIVERY_QUEUE.env_var,
+        # GET /dead-letters peeks at the DLQ (ReceiveMessage, nothing else).
+        DELIVERY_QUEUE.dlq_env_var,
         ENV_SHARDS,
         ENV_BUCKET_S,
         ENV_LOOKAHEAD_S,

@@ -1278,13 +1278,21 @@ def _sqlite_views(store: Any, run_store: Any, clock: Clock, partitioning: Partit
 def _aws_views(
     settings: Settings, store: Any, run_store: Any, clock: Clock, partitioning: Partitioning
 ) -> RunViews:
-    """Listings and retries (sent on the SQS delivery queue); dead letters answer 501."""
+    """Listings, retries (sent on the SQS delivery queue) and a peek at the DLQ.
+
+    Without the DLQ's URL in the settings, dead letters answer 501.
+    """
     queue = None
     if settings.delivery_queue_url:
         from adapters.sqs import SqsDeliveryQueue
 
         queue = SqsDeliveryQueue.from_settings(settings)
-    return RunViews(store, run_store, clock, partitioning, queue=queue)
+    dead: DeadLetters | None = None
+    if settings.delivery_dlq_url:
+        from adapters.sqs_dead_letters import SqsDeadLetters
+
+        dead = SqsDeadLetters.from_url(settings.delivery_dlq_url)
+    return RunViews(store, run_store, clock, partitioning, queue=queue, dead_letters=dead)
 
 
 @lru_cache(maxsize=1)

@@ -222,10 +222,16 @@ class Functions(Construct):
         tables.grant_read(self.api.role, LEASES)
         secrets.grant_write(self.api.role)
         # Those intents, and a retried run's (POST /runs/{id}/retry): SendMessage
-        # (SendMessageBatch is authorized as it) and nothing else of the queues
-        # (dead letters are not listed on AWS: docs/api.md).
+        # (SendMessageBatch is authorized as it) on the delivery queue.
         self.api.role.add_to_principal_policy(
             iam.PolicyStatement(actions=["sqs:SendMessage"], resources=[queues.queue.queue_arn])
+        )
+        # GET /dead-letters peeks at the DLQ (a receive with visibility 0, no
+        # delete): ReceiveMessage there and nothing else of it.
+        self.api.role.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["sqs:ReceiveMessage"], resources=[queues.dead_letter_queue.queue_arn]
+            )
         )
 
         # tick: plans and admits occurrences under shard leases, sends intents.

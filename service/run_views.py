@@ -205,11 +205,9 @@ class DeadLettersUnavailable(DuetimeError):
 
     def __init__(self) -> None:
         super().__init__(
-            "dead letters cannot be listed here: SQS has no way to read a queue without "
-            "receiving its messages, which would hide them from anyone else reading it and "
-            "count as receives; list the runs that ended badly instead "
-            "(GET /runs?status=failed,expired), or read the dead-letter queue "
-            "in the SQS console"
+            "dead letters cannot be listed here: this deployment has no dead-letter queue "
+            "configured for the API; list the runs that ended badly instead "
+            "(GET /runs?status=failed,expired)"
         )
 
 

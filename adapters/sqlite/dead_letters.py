@@ -19,7 +19,7 @@ from service.ports import Page
 from service.run_views import DeadLetter, DeadLetters
 
 
-def _intent_ids(body: str) -> tuple[str | None, str | None]:
+def intent_ids(body: str) -> tuple[str | None, str | None]:
     """The occurrence and schedule a body names, when it is a delivery intent."""
     try:
         data = json.loads(body)
@@ -55,7 +55,7 @@ class SqliteDeadLetters(Database, DeadLetters):
         letters = []
         for seq, message_id, body, reason, dead_at, receive_count in rows[:limit]:
             del seq
-            occurrence_id, schedule_id = _intent_ids(body)
+            occurrence_id, schedule_id = intent_ids(body)
             letters.append(
                 DeadLetter(
                     id=message_id,

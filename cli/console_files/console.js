@@ -209,7 +209,7 @@
 
   function unavailable(what, error) {
     if (error instanceof ApiError && error.status === 501) {
-      // The deployment answers that it cannot (dead letters on AWS): its reason.
+      // The deployment answers that it cannot (dead letters, no DLQ setting): its reason.
       return el("p", { class: "muted" }, "Not available in this deployment: " + error.message);
     }
     if (error instanceof ApiError && error.missing) {

@@ -1,6 +1,6 @@
 """On AWS (DynamoDB and SQS on moto), through the API handler built from the
 deployment's settings: run listings, retry (its intent sent on the SQS
-delivery queue) and the dead letters' 501."""
+delivery queue) and the dead letters, peeked at on the DLQ without consuming them."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from adapters.dynamodb.local import create_store_tables
 from adapters.dynamodb.runs import DynamoRunStore
 from adapters.dynamodb.store import DynamoStore
 from adapters.secrets import InMemorySecretStore
+from adapters.sqs_worker import SqsWorkQueue
 from domain.run import RunStatus
 from handlers.api import ApiServices, build_services, handler
 from handlers.settings import Settings
@@ -26,7 +27,7 @@ from tests.handlers.test_api import REPORT, rest_event
 
 
 @pytest.fixture
-def aws(clock: FakeClock) -> Iterator[tuple[ApiServices, str]]:
+def aws(clock: FakeClock) -> Iterator[tuple[ApiServices, str, str]]:
     with mock_aws():
         tables = create_store_tables(boto3.client("dynamodb"), "api-views")
         queues = create_queues(boto3.client("sqs"), "api-views")
@@ -35,10 +36,12 @@ def aws(clock: FakeClock) -> Iterator[tuple[ApiServices, str]]:
             occurrences_table=tables.occurrences,
             leases_table=tables.leases,
             delivery_queue_url=queues[DELIVERY_QUEUE.env_var],
+            delivery_dlq_url=queues[DELIVERY_QUEUE.dlq_env_var],
         )
         yield (
             build_services(settings, clock=clock, secrets=InMemorySecretStore()),
             queues[DELIVERY_QUEUE.env_var],
+            queues[DELIVERY_QUEUE.dlq_env_var],
         )
 
 
@@ -82,9 +85,9 @@ def failed_run(services: ApiServices, clock: FakeClock) -> tuple[str, str]:
 
 
 def test_retry_on_aws_sends_the_intent_on_the_delivery_queue(
-    aws: tuple[ApiServices, str], clock: FakeClock
+    aws: tuple[ApiServices, str, str], clock: FakeClock
 ) -> None:
-    services, queue_url = aws
+    services, queue_url, _ = aws
     _, occurrence_id = failed_run(services, clock)
     clock.advance(30)
     status, body = call(services, "POST", f"/runs/{occurrence_id}/retry")
@@ -106,9 +109,9 @@ def test_retry_on_aws_sends_the_intent_on_the_delivery_queue(
 
 
 def test_failed_runs_are_listed_across_schedules_on_aws(
-    aws: tuple[ApiServices, str], clock: FakeClock
+    aws: tuple[ApiServices, str, str], clock: FakeClock
 ) -> None:
-    services, _ = aws
+    services, _, _ = aws
     first = failed_run(services, clock)
     second = failed_run(services, clock)
     clock.advance(1)
@@ -119,9 +122,83 @@ def test_failed_runs_are_listed_across_schedules_on_aws(
     assert [r["occurrence_id"] for r in mine["runs"]] == [first[1]]
 
 
-def test_dead_letters_on_aws_answer_501_saying_why(aws: tuple[ApiServices, str]) -> None:
-    services, _ = aws
+def dead_letter_queued(queue_url: str, dlq_url: str, reason: str) -> list[str]:
+    """The worker's part: every intent on the delivery queue sent to the DLQ with a reason."""
+    work = SqsWorkQueue.from_urls(queue_url, dlq_url, boto3.client("sqs"))
+    messages = work.receive(10, 0)
+    for message in messages:
+        work.dead_letter(message, reason)
+    return [m.body for m in messages]
+
+
+def test_a_dead_lettered_intent_is_listed_with_its_reason_and_stays_queued(
+    aws: tuple[ApiServices, str, str], clock: FakeClock
+) -> None:
+    services, queue_url, dlq_url = aws
+    schedule_id, occurrence_id = failed_run(services, clock)
+    [sent] = dead_letter_queued(queue_url, dlq_url, "permanent error: HTTP 400")
+
     status, body = call(services, "GET", "/dead-letters")
+    assert status == 200, body
+    [letter] = body["dead_letters"]
+    assert (letter["occurrence_id"], letter["schedule_id"]) == (occurrence_id, schedule_id)
+    assert letter["reason"] == "permanent error: HTTP 400"
+    assert letter["body"] == sent and letter["id"]
+    assert letter["dead_lettered_at"].endswith("Z") and letter["receive_count"] >= 1
+    assert body["next_token"] is None
+
+    # A peek, not a consume: the next listing shows it again, and it is still on the DLQ.
+    status, again = call(services, "GET", "/dead-letters")
+    assert status == 200
+    assert [d["id"] for d in again["dead_letters"]] == [letter["id"]]
+    assert again["dead_letters"][0]["receive_count"] > letter["receive_count"]
+    attributes = boto3.client("sqs").get_queue_attributes(
+        QueueUrl=dlq_url, AttributeNames=["ApproximateNumberOfMessages"]
+    )["Attributes"]
+    assert attributes["ApproximateNumberOfMessages"] == "1"
+
+
+def test_an_empty_dead_letter_queue_lists_nothing(aws: tuple[ApiServices, str, str]) -> None:
+    services, _, _ = aws
+    status, body = call(services, "GET", "/dead-letters")
+    assert status == 200, body
+    assert body == {"dead_letters": [], "next_token": None}
+
+
+def test_dead_letters_on_aws_respect_the_limit(
+    aws: tuple[ApiServices, str, str], clock: FakeClock
+) -> None:
+    services, queue_url, dlq_url = aws
+    for _ in range(3):
+        failed_run(services, clock)
+    assert len(dead_letter_queued(queue_url, dlq_url, "gave up")) == 3
+    status, body = call(services, "GET", "/dead-letters", {"limit": "2"})
+    assert status == 200, body
+    assert len(body["dead_letters"]) == 2 and body["next_token"] is None
+    status, body = call(services, "GET", "/dead-letters", {"limit": "50"})
+    assert len(body["dead_letters"]) == 3
+    assert {d["reason"] for d in body["dead_letters"]} == {"gave up"}
+
+
+def test_a_dead_letter_page_token_is_refused_on_aws(aws: tuple[ApiServices, str, str]) -> None:
+    services, _, _ = aws
+    status, body = call(services, "GET", "/dead-letters", {"next_token": "10"})
+    assert status == 422, body
+    assert "next_token" in body["error"]["message"]
+
+
+def test_dead_letters_answer_501_without_a_dead_letter_queue_setting(
+    clock: FakeClock,
+) -> None:
+    with mock_aws():
+        tables = create_store_tables(boto3.client("dynamodb"), "api-no-dlq")
+        settings = Settings(
+            schedules_table=tables.schedules,
+            occurrences_table=tables.occurrences,
+            leases_table=tables.leases,
+        )
+        services = build_services(settings, clock=clock, secrets=InMemorySecretStore())
+        status, body = call(services, "GET", "/dead-letters")
     assert status == 501
     assert body["error"]["code"] == "not_available"
     assert "GET /runs?status=failed,expired" in body["error"]["message"]

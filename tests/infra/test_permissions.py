@@ -64,16 +64,25 @@ def test_api_manages_schedules_and_runs_and_only_reads_leases(
     assert not can(t, ids.api, "secretsmanager:GetSecretValue", SECRETS)
 
 
-def test_api_sends_delivery_intents_and_nothing_else_on_sqs(
+def test_api_sends_delivery_intents_and_only_peeks_at_the_dlq(
     template: dict[str, Any], ids: Ids
 ) -> None:
     # A create, edit or resume whose next slot is within the lookahead, a
     # trigger, and POST /runs/{id}/retry queue their intents from the call
-    # itself (docs/decisions.md); nothing else of a queue.
+    # itself (docs/decisions.md); GET /dead-letters receives from the DLQ with
+    # visibility 0 and deletes nothing. Nothing else of a queue.
     t = template
-    assert {a for a in actions(t, ids.api) if a.startswith("sqs:")} == {"sqs:SendMessage"}
+    assert {a for a in actions(t, ids.api) if a.startswith("sqs:")} == {
+        "sqs:SendMessage",
+        "sqs:ReceiveMessage",
+    }
     assert can(t, ids.api, "sqs:SendMessage", ids.delivery)
     assert not can(t, ids.api, "sqs:SendMessage", ids.dlq)
+    assert can(t, ids.api, "sqs:ReceiveMessage", ids.dlq)
+    assert not can(t, ids.api, "sqs:ReceiveMessage", ids.delivery)
+    for action in ("sqs:DeleteMessage", "sqs:ChangeMessageVisibility"):
+        assert not can(t, ids.api, action, ids.dlq)
+        assert not can(t, ids.api, action, ids.delivery)
 
 
 def test_tick_reads_and_writes_all_tables_and_sends_intents(

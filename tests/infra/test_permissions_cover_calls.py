@@ -226,6 +226,7 @@ def test_every_request_of_the_api_is_granted(
             for k, q in resources(template, "AWS::SQS::Queue").items()
             if "RedrivePolicy" in q["Properties"]
         ),
+        "Delivery-delivery-dlq": logical_id(template, "AWS::SQS::Queue", "DeliveryDeliveryDlq"),
     }
 
     def call(method: str, path: str, body: Any = None, query: Any = None) -> dict[str, Any]:
@@ -271,7 +272,9 @@ def test_every_request_of_the_api_is_granted(
     call("GET", "/runs", query={"status": "failed,expired", "order": "oldest"})
     call("POST", f"/runs/{run['occurrence_id']}/retry")
     call("GET", f"/runs/{run['occurrence_id']}")
+    call("GET", "/dead-letters")
     assert ("sqs:SendMessage", "Delivery-delivery", None) in recorder.requests
+    assert ("sqs:ReceiveMessage", "Delivery-delivery-dlq", None) in recorder.requests
     refused = [
         (action, resource, index)
         for action, resource, index in sorted(recorder.requests, key=str)
