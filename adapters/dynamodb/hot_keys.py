@@ -9,11 +9,18 @@ table definition which keys every write touches (a sparse index only where
 the item has its key attributes), and divides the writes each key receives by
 the time the writers need to make them:
 
-- the tick's phases (plan: read the HEAD, put the record, put the claim, advance
-  the HEAD; dispatch: admit, mark sent) run in at most ``tick_processes``
-  processes with ``requests_in_flight`` requests each, a request taking at
-  least ``request_s``: so a phase of ``r`` requests per occurrence lasts at
-  least ``N * r / (tick_processes * requests_in_flight / request_s)``;
+- the tick's phases run in at most ``tick_processes`` processes with
+  ``requests_in_flight`` requests each, a request taking at least
+  ``request_s``: so a phase of ``r`` requests per occurrence lasts at least
+  ``N * r / (tick_processes * requests_in_flight / request_s)``. Planning
+  reads the HEAD, puts the record (admitted and stamped sent, out of the
+  outbox), puts the claim, and advances the HEAD after the intents are sent
+  (``DynamoStore.materialize_sending``); the send itself is a queue request,
+  batched, and is not counted, which shortens the phase (a bound above);
+- an intent whose send failed is the pessimistic case (``send_fails``):
+  planning also puts its record in the outbox, and dispatch later marks it
+  sent (out of the outbox) with one request per occurrence, the outbox
+  query's pages not counted;
 - the worker's phase (start, finish) writes only the occurrence's own record,
   a key of its own schedule, so its fleet's speed does not concentrate on
   any key; it is given the tick's pace, which overstates it.
@@ -111,8 +118,12 @@ def key_writes(write: Write) -> list[tuple[str, str, int]]:
     return found
 
 
-def occurrence_writes(schedule_id: str, at: datetime, pace: Pace) -> list[Write]:
-    """Every write of one occurrence on the happy path, as the store makes them."""
+def occurrence_writes(
+    schedule_id: str, at: datetime, pace: Pace, *, send_fails: bool = False
+) -> list[Write]:
+    """Every write of one occurrence, as the store makes them: its intent
+    sent as it is planned, or (``send_fails``) its send failed, so it waits
+    in the outbox until dispatch sends it again."""
     shard = zlib.crc32(schedule_id.encode()) % pace.shards
     bucket = int(at.timestamp()) // pace.bucket_s
     run = new_occurrence(
@@ -160,27 +171,40 @@ def occurrence_writes(schedule_id: str, at: datetime, pace: Pace) -> list[Write]
             }
         ),
     }
-    admitted = replace(run, status=RunStatus.ADMITTED, admitted_at=at)
-    sent = replace(admitted, sent_at=at, pending=False)
-    running = replace(sent, status=RunStatus.RUNNING, attempts=1, started_at=at)
+    # Stored admitted and stamped sent, out of the outbox (``_write_occurrence``).
+    stored = replace(run, status=RunStatus.ADMITTED, admitted_at=at, sent_at=at, pending=False)
+    running = replace(stored, status=RunStatus.RUNNING, attempts=1, started_at=at)
     done = replace(running, status=RunStatus.SUCCEEDED, finished_at=at)
 
     def record(r: Run) -> dict[str, Any]:
         return it.record_item(r, retention)
 
-    return [
-        Write("plan", OCCURRENCES, None, record(run)),
+    planned = [
+        Write("plan", OCCURRENCES, None, record(stored)),
         Write("plan", OCCURRENCES, None, it.claim_item(run, retention)),
+    ]
+    if send_fails:
+        # Into the outbox (``_into_outbox``), then out of it (``mark_sent``).
+        waiting = replace(stored, sent_at=None, pending=True)
+        planned.append(Write("plan", OCCURRENCES, record(stored), record(waiting)))
+        later = [Write("dispatch", OCCURRENCES, record(waiting), record(stored))]
+    else:
+        later = []
+    return [
+        *planned,
         Write("plan", SCHEDULES, due_before, due_after),
-        Write("dispatch", OCCURRENCES, record(run), record(admitted)),
-        Write("dispatch", OCCURRENCES, record(admitted), record(sent)),
-        Write("run", OCCURRENCES, record(sent), record(running)),
+        *later,
+        Write("run", OCCURRENCES, record(stored), record(running)),
         Write("run", OCCURRENCES, record(running), record(done)),
     ]
 
 
-# Requests per occurrence in each phase (reads included: they take a slot in flight).
-PHASE_REQUESTS: Final = {"plan": 4, "dispatch": 2, "run": 3}
+# Requests per occurrence in each phase (reads included: they take a slot in
+# flight), when the send succeeds and when it fails.
+PHASE_REQUESTS: Final = {
+    False: {"plan": 4, "run": 3},
+    True: {"plan": 5, "dispatch": 1, "run": 3},
+}
 
 
 @dataclass(frozen=True)
@@ -193,9 +217,12 @@ class HotKey:
     per_s: float
 
 
-def worst_minute(schedules: int, pace: Pace | None = None) -> list[HotKey]:
+def worst_minute(
+    schedules: int, pace: Pace | None = None, *, send_fails: bool = False
+) -> list[HotKey]:
     """Per table or index, the most written partition key of each phase when
-    ``schedules`` schedules fire at one instant; hottest first.
+    ``schedules`` schedules fire at one instant (and, with ``send_fails``,
+    every intent's send fails as it is planned); hottest first.
 
     Schedules that share their shard and due shard write the same index keys,
     so one of each such group is replayed and its index writes are counted
@@ -212,13 +239,13 @@ def worst_minute(schedules: int, pace: Pace | None = None) -> list[HotKey]:
     counts: Counter[tuple[str, str, str]] = Counter()
     for members in groups.values():
         sid = members[0]
-        for write in occurrence_writes(sid, at, pace):
+        for write in occurrence_writes(sid, at, pace, send_fails=send_fails):
             for name, key, units in key_writes(write):
                 own = sid in key  # a key of this schedule alone
                 counts[(write.phase, name, key)] += units if own else units * len(members)
     hottest: dict[tuple[str, str], HotKey] = {}
     for (phase, name, key), units in counts.items():
-        seconds = schedules * PHASE_REQUESTS[phase] / pace.tick_requests_per_s
+        seconds = schedules * PHASE_REQUESTS[send_fails][phase] / pace.tick_requests_per_s
         candidate = HotKey(name, key, phase, units, seconds, units / seconds)
         current = hottest.get((phase, name))
         if current is None or candidate.units > current.units:
@@ -239,11 +266,14 @@ def main() -> None:
         f"= {pace.tick_requests_per_s:,.0f} requests/s; S = {pace.shards}, "
         f"due shards = {pace.due_shards}"
     )
-    print(f"{'table or index':<22} {'phase':<9} {'units':>7} {'seconds':>8} {'units/s':>8}")
-    for hot in worst_minute(schedules, pace):
-        print(
-            f"{hot.name:<22} {hot.phase:<9} {hot.units:>7,} {hot.seconds:>8.1f} {hot.per_s:>8.1f}"
-        )
+    header = f"{'send':<7} {'table or index':<22} {'phase':<9} {'units':>7} {'seconds':>8}"
+    print(f"{header} {'units/s':>8}")
+    for send_fails, send in ((False, "sent"), (True, "failed")):
+        for hot in worst_minute(schedules, pace, send_fails=send_fails):
+            print(
+                f"{send:<7} {hot.name:<22} {hot.phase:<9} {hot.units:>7,} "
+                f"{hot.seconds:>8.1f} {hot.per_s:>8.1f}"
+            )
 
 
 if __name__ == "__main__":

@@ -20,16 +20,28 @@ def test_no_table_has_a_local_index_so_no_schedule_has_an_item_collection_cap() 
 
 
 def test_no_key_takes_more_than_a_thousand_write_units_a_second_when_100000_fire_at_once() -> None:
-    hot = worst_minute(100_000)
-    assert {(h.name, h.phase) for h in hot} >= {
+    sent = worst_minute(100_000)
+    # An intent sent as it is planned never touches the outbox.
+    assert {(h.name, h.phase) for h in sent} == {
+        ("Schedules.due", "plan"),
+        ("Schedules", "plan"),
+        ("Runs", "plan"),
+        ("Runs", "run"),
+    }
+    # Every send failing is the bound: each record enters the outbox as it is
+    # planned and leaves it when dispatch sends it again.
+    failed = worst_minute(100_000, send_fails=True)
+    assert {(h.name, h.phase) for h in failed} >= {
         ("Schedules.due", "plan"),
         ("Runs.outbox", "plan"),
         ("Runs.outbox", "dispatch"),
         ("Runs", "run"),
     }
-    assert max(h.per_s for h in hot) <= WRITE_UNITS_PER_KEY
-    # The index keys take the burst; a table key is one schedule's.
-    assert max(h.units for h in hot if h.name in ("Runs", "Schedules")) <= 2
+    assert (failed[0].name, failed[0].phase) == ("Runs.outbox", "dispatch")
+    for hot in (sent, failed):
+        assert max(h.per_s for h in hot) <= WRITE_UNITS_PER_KEY
+        # The index keys take the burst; a table key is one schedule's.
+        assert max(h.units for h in hot if h.name in ("Runs", "Schedules")) <= 3
 
 
 def test_the_arithmetic_finds_a_hot_key_when_the_writers_outrun_the_shards() -> None:
@@ -37,18 +49,34 @@ def test_the_arithmetic_finds_a_hot_key_when_the_writers_outrun_the_shards() -> 
     hot = worst_minute(10_000, crowded)
     assert hot[0].per_s > WRITE_UNITS_PER_KEY
     assert hot[0].name == "Schedules.due"
+    failed = worst_minute(10_000, crowded, send_fails=True)
+    assert failed[0].per_s > WRITE_UNITS_PER_KEY
+    assert failed[0].name == "Runs.outbox"
 
 
-def test_one_occurrence_writes_eleven_units_on_the_happy_path() -> None:
-    writes = occurrence_writes("sch_pattern", datetime(2026, 12, 1, 9, tzinfo=UTC), Pace())
+def _units_per_target(*, send_fails: bool) -> dict[str, int]:
+    at = datetime(2026, 12, 1, 9, tzinfo=UTC)
     per_target: dict[str, int] = {}
-    for write in writes:
+    for write in occurrence_writes("sch_pattern", at, Pace(), send_fails=send_fails):
         for name, _, units in key_writes(write):
             per_target[name] = per_target.get(name, 0) + units
-    # Runs: record, claim, admit, mark sent, start, finish; the outbox: in once,
-    # out once (admission does not touch a KEYS_ONLY index); the HEAD's
+    return per_target
+
+
+def test_one_occurrence_sent_as_it_is_planned_writes_seven_units_and_no_outbox_entry() -> None:
+    # Runs: record (admitted, stamped sent), claim, start, finish; the HEAD's
     # advance moves its due-index entry (out and in).
-    assert per_target == {"Runs": 6, "Runs.outbox": 2, "Schedules": 1, "Schedules.due": 2}
+    assert _units_per_target(send_fails=False) == {"Runs": 4, "Schedules": 1, "Schedules.due": 2}
+
+
+def test_one_occurrence_whose_send_failed_enters_the_outbox_once_and_leaves_it_once() -> None:
+    # Runs: record, claim, into the outbox, mark sent, start, finish.
+    assert _units_per_target(send_fails=True) == {
+        "Runs": 6,
+        "Runs.outbox": 2,
+        "Schedules": 1,
+        "Schedules.due": 2,
+    }
 
 
 def test_the_pace_is_the_deployments_own_defaults() -> None:
