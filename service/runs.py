@@ -49,10 +49,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
+from domain import transitions
 from domain.delivery import Delivery, Outcome, TargetPort
 from domain.errors import DuetimeError
 from domain.run import DeliveryIntent, Reason, Run, RunStatus
 from domain.schedule import Overdue, Overlap, ScheduleVersion, overdue_verdict
+from domain.transitions import Refusal, TransitionRefused
 from service.errors import RunNotFound
 from service.ports import Clock
 from service.run_ports import (
@@ -494,12 +496,13 @@ class RunReports:
         self.telemetry = telemetry or NoTelemetry()
 
     def progress(self, occurrence_id: str, token: str, progress: Mapping[str, Any]) -> Run:
-        stored = self.runs.report_progress(
-            occurrence_id, run_token_hash=hash_run_token(token), progress=dict(progress)
+        token_hash = hash_run_token(token)
+        return self._report(
+            occurrence_id,
+            lambda run: transitions.report_progress(
+                run, run_token_hash=token_hash, progress=dict(progress)
+            ),
         )
-        if stored is None:
-            raise self._refusal(occurrence_id)
-        return stored
 
     def complete(
         self,
@@ -511,26 +514,50 @@ class RunReports:
         error: str | None = None,
     ) -> Run:
         """The job ended. A failure it reports fails the run (the job itself decided)."""
-        stored = self.runs.complete(
+        token_hash = hash_run_token(token)
+        now = self.clock.now()
+        stored = self._report(
             occurrence_id,
-            run_token_hash=hash_run_token(token),
-            succeeded=succeeded,
-            now=self.clock.now(),
-            result=None if result is None else dict(result),
-            error=error,
+            lambda run: transitions.complete(
+                run,
+                run_token_hash=token_hash,
+                succeeded=succeeded,
+                now=now,
+                result=None if result is None else dict(result),
+                error=error,
+            ),
         )
-        if stored is None:
-            raise self._refusal(occurrence_id)
         self.telemetry.run_ended(stored)
         return stored
 
-    def _refusal(self, occurrence_id: str) -> DuetimeError:
-        run = self.runs.get_run(occurrence_id)
-        if run is None:
-            return RunNotFound(occurrence_id)
-        if run.status is not RunStatus.RUNNING:
-            return RunTokenRefused(occurrence_id, f"is {run.status.value}, not running")
-        lease = run.run_lease_expires_at
-        if lease is not None and lease <= self.clock.now():
-            return RunTokenRefused(occurrence_id, "missed its run timeout")
-        return RunTokenRefused(occurrence_id, "was not given this token")
+    def _report(self, occurrence_id: str, transition: Callable[[Run], Run]) -> Run:
+        """Store a report's transition (``RunStore.change``). A refused one is
+        answered from the guard that refused it, on the run it was given: no
+        second read, which could see a run that moved since."""
+        given: list[Run] = []
+        refused: list[TransitionRefused] = []
+
+        def noted(run: Run) -> Run:
+            given.append(run)
+            try:
+                return transition(run)
+            except TransitionRefused as refusal:
+                refused.append(refusal)
+                raise
+
+        stored = self.runs.change(occurrence_id, None, noted)
+        if stored is not None:
+            return stored
+        if refused:
+            raise _token_refusal(occurrence_id, refused[-1])
+        if not given:
+            raise RunNotFound(occurrence_id)
+        # Other writers won every race (or the run went away meanwhile).
+        raise RunTokenRefused(occurrence_id, "changed while the report was stored; report again")
+
+
+def _token_refusal(occurrence_id: str, refused: TransitionRefused) -> RunTokenRefused:
+    """The 409 answer to a report whose transition was refused."""
+    if refused.refusal is Refusal.NOT_RUNNING:
+        return RunTokenRefused(occurrence_id, f"is {refused.run.status.value}, not running")
+    return RunTokenRefused(occurrence_id, refused.refusal.value)

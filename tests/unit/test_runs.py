@@ -18,6 +18,7 @@ from domain.backoff import retry_delay_s
 from domain.delivery import Delivery, Outcome
 from domain.run import DeliveryIntent, Run, RunStatus
 from domain.targets import Target
+from service.errors import RunNotFound
 from service.run_ports import AttemptReport, RunTelemetry
 from service.runs import Decision, RunReports, RunTokenRefused, RunWorker, hash_run_token
 from tests.conftest import WEBHOOK, FakeClock, World, utc
@@ -378,6 +379,58 @@ def test_a_202_without_completion_before_the_run_timeout_is_a_failed_attempt(
     clock.advance(decision.delay_s)
     assert worker.handle(intent, 3).action == "delete"
     assert stored(world, intent).attempts == 2 and len(target.calls) == 2
+
+
+class CountingRunStore(SqliteRunStore):
+    """The local run store, counting its reads; it can lose every race."""
+
+    def __init__(self, world: World, *, loses_races: bool = False) -> None:
+        super().__init__(world.store)
+        self.reads = 0
+        self.loses_races = loses_races
+
+    def get_run(self, occurrence_id: str) -> Run | None:
+        self.reads += 1
+        return super().get_run(occurrence_id)
+
+    def compare_and_set(self, before: Run, after: Run) -> bool:
+        return not self.loses_races and super().compare_and_set(before, after)
+
+
+def test_a_refused_report_is_answered_from_the_guard_without_a_second_read(
+    world: World, clock: FakeClock
+) -> None:
+    intent = due_intent(world, clock)
+    worker, _ = make_worker(world, clock, FakeTarget(Outcome.accepted(202)))
+    worker.handle(intent, 1)
+    runs = CountingRunStore(world)
+    reports = RunReports(runs, clock)
+    before = stored(world, intent)
+
+    with pytest.raises(RunTokenRefused, match="was not given this token"):
+        reports.progress(intent.occurrence_id, "not-the-token", {"done": 1})
+    assert runs.reads == 1 and stored(world, intent) == before
+    reports.complete(intent.occurrence_id, "token-1", succeeded=True)
+    ended = stored(world, intent)
+    runs.reads = 0
+    with pytest.raises(RunTokenRefused, match="is succeeded, not running"):
+        reports.complete(intent.occurrence_id, "token-1", succeeded=False)
+    assert runs.reads == 1 and stored(world, intent) == ended
+    with pytest.raises(RunNotFound):
+        reports.progress("sch_x.v1.20261201T080000Z", "token-1", {})
+
+
+def test_a_report_that_loses_every_race_is_refused_and_asks_to_report_again(
+    world: World, clock: FakeClock
+) -> None:
+    intent = due_intent(world, clock)
+    worker, _ = make_worker(world, clock, FakeTarget(Outcome.accepted(202)))
+    worker.handle(intent, 1)
+    before = stored(world, intent)
+    reports = RunReports(CountingRunStore(world, loses_races=True), clock)
+    with pytest.raises(RunTokenRefused, match="report again"):
+        reports.complete(intent.occurrence_id, "token-1", succeeded=True)
+    assert stored(world, intent) == before
 
 
 def test_the_run_uses_the_version_it_was_created_under(world: World, clock: FakeClock) -> None:
