@@ -33,6 +33,9 @@ from sim.engine import Engine
 from sim.iam import RolePolicy, checks
 from sim.template import REGION, Stack, queue_url
 
+# The phase of the writes an invocation makes while planning at the call (see ``_phase``).
+PLANNING = "planning"
+
 _DENIED_CODES = {
     "dynamodb": "AccessDeniedException",
     "secretsmanager": "AccessDeniedException",
@@ -158,7 +161,7 @@ class Account:
             if service == "dynamodb":
                 meter = self._meter()
                 invocation = self._invocation()
-                meter.phase = invocation  # type: ignore[assignment]
+                meter.phase = self._phase()  # type: ignore[assignment]
                 meter._after_call(model=model, parsed=parsed)
                 scanned = parsed.get("ScannedCount")
                 if isinstance(scanned, int):
@@ -187,6 +190,15 @@ class Account:
         process = self.engine.current()
         record = getattr(process, "record", None)
         return int(record.id) if record is not None else 0
+
+    def _phase(self) -> int | tuple[int, str]:
+        """The meter's phase: the invocation, or ``(invocation, PLANNING)`` for the
+        writes an API invocation makes while it plans an occurrence at the call."""
+        process = self.engine.current()
+        record = getattr(process, "record", None)
+        if record is None:
+            return 0
+        return (int(record.id), PLANNING) if getattr(record, "planning", 0) else int(record.id)
 
     def _meter(self) -> Meter:
         meter = getattr(self._local, "meter", None)
@@ -227,7 +239,7 @@ class Account:
                 self.ledger.used_grants.add((actor.function, action, resource))
         if service == "dynamodb":
             meter = self._meter()
-            meter.phase = self._invocation()  # type: ignore[assignment]
+            meter.phase = self._phase()  # type: ignore[assignment]
             meter._before_call(model=_Model(service, operation), params=params)
 
     def _answer_fault(
@@ -283,13 +295,15 @@ class Account:
         """DynamoDB units by (invocation, "wru" | "rru")."""
         total: defaultdict[tuple[Any, str], float] = defaultdict(float)
         for meter in self._meters:
-            for key, value in meter.units.items():
-                total[key] += value
+            for (phase, kind), value in meter.units.items():
+                invocation = phase[0] if isinstance(phase, tuple) else phase
+                total[(invocation, kind)] += value
         return dict(total)
 
     def write_units(self) -> dict[tuple[Any, str], float]:
         """DynamoDB write units by (invocation, where): where is the table's logical id
-        (the CDK's hash suffix dropped), or ``<table>/index/<index name>``."""
+        (the CDK's hash suffix dropped), or ``<table>/index/<index name>``; the invocation
+        is ``(id, PLANNING)`` for an API invocation's writes while it plans at the call."""
         total: defaultdict[tuple[Any, str], float] = defaultdict(float)
         for meter in self._meters:
             for (invocation, where), value in meter.write_units.items():

@@ -55,6 +55,8 @@ class Invocation:
     lines: list[str] = field(default_factory=list)
     container: int = 0  # which environment of its function ran it
     cold: bool = False  # the container's first invocation
+    # Inside planning at the call (the API's): its DynamoDB writes are a run's, not set-up.
+    planning: int = 0
 
     @property
     def duration_s(self) -> float:

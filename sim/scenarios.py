@@ -52,14 +52,18 @@ def _thin_tick(sim: Simulation, interval_s: float) -> None:
         if run_tick is None or "interval_s" not in inspect.signature(run_tick).parameters:
             return  # a tick without a pass loop: nothing to thin
 
+        signature = inspect.signature(run_tick)
+
         @functools.wraps(run_tick)
         def thinned(*args: Any, **kwargs: Any) -> Any:
             kwargs["interval_s"] = interval_s
+            # A budget of a second or less is one pass either way: nothing is thinned.
+            budget_s = signature.bind(*args, **kwargs).arguments.get("budget_s", 0.0)
+            if budget_s > 1.0 and note not in sim.notes:
+                sim.notes.append(note)
             return run_tick(*args, **kwargs)
 
         module.run_tick = thinned  # type: ignore[attr-defined]
-        if note not in sim.notes:
-            sim.notes.append(note)
 
     sim.seams.setdefault("handlers.tick", []).append(thin)
 

@@ -194,6 +194,29 @@ class Simulation:
 
         self.seams.setdefault("handlers.worker", []).append(worker_seams)
 
+        engine = self.engine
+
+        def api_seams(module: ModuleType) -> None:
+            # The API plans an occurrence due within the tick's horizon at the call (its
+            # record, claim, the HEAD's advance, the intent): that is a run's work, not the
+            # schedule's set-up, and the account meters it apart (``Invocation.planning``).
+            build = getattr(module, "build_services", None)
+            if build is None:
+                return
+
+            @functools.wraps(build)
+            def built(*args: Any, **kwargs: Any) -> Any:
+                services = build(*args, **kwargs)
+                planning = getattr(services.schedules, "planning", None)
+                if planning is not None:
+                    for name in ("plan", "send"):
+                        setattr(planning, name, _planning(engine, getattr(planning, name)))
+                return services
+
+            module.build_services = built  # type: ignore[attr-defined]
+
+        self.seams.setdefault("handlers.api", []).append(api_seams)
+
         # The one patch of a shared module left: the DynamoDB adapter overlaps independent
         # writes on a thread pool, and moto is not safe for concurrent requests (a
         # transaction copies a table while another thread's read adds to it), so the
@@ -523,3 +546,21 @@ class Simulation:
         finally:
             for fault in faults:
                 self.account.faults.remove(fault)
+
+
+def _planning(engine: Engine, method: Any) -> Any:
+    """``method`` with the running invocation marked as planning while it runs."""
+
+    @functools.wraps(method)
+    def marked(*args: Any, **kwargs: Any) -> Any:
+        process = engine.current()
+        record = getattr(process, "record", None)
+        if record is None:
+            return method(*args, **kwargs)
+        record.planning += 1
+        try:
+            return method(*args, **kwargs)
+        finally:
+            record.planning -= 1
+
+    return marked
