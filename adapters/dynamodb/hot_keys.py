@@ -14,7 +14,7 @@ the time the writers need to make them:
   ``request_s``: so a phase of ``r`` requests per occurrence lasts at least
   ``N * r / (tick_processes * requests_in_flight / request_s)``. Planning
   reads the HEAD, puts the record (admitted and stamped sent, out of the
-  outbox), puts the claim, and advances the HEAD after the intents are sent
+  outbox), and advances the HEAD after the intents are sent
   (``DynamoStore.materialize_sending``); the send itself is a queue request,
   batched, and is not counted, which shortens the phase (a bound above);
 - an intent whose send failed is the pessimistic case (``send_fails``):
@@ -181,7 +181,6 @@ def occurrence_writes(
 
     planned = [
         Write("plan", OCCURRENCES, None, record(stored)),
-        Write("plan", OCCURRENCES, None, it.claim_item(run, retention)),
     ]
     if send_fails:
         # Into the outbox (``_into_outbox``), then out of it (``mark_sent``).
@@ -202,8 +201,8 @@ def occurrence_writes(
 # Requests per occurrence in each phase (reads included: they take a slot in
 # flight), when the send succeeds and when it fails.
 PHASE_REQUESTS: Final = {
-    False: {"plan": 4, "run": 3},
-    True: {"plan": 5, "dispatch": 1, "run": 3},
+    False: {"plan": 3, "run": 3},
+    True: {"plan": 4, "dispatch": 1, "run": 3},
 }
 
 

@@ -21,20 +21,19 @@ table          pk                      sk
 =============  ======================  ==============================
 Schedules      ``S#<schedule_id>``     ``HEAD`` / ``V#<version:08d>``
 Schedules      ``K#<idempotency key>`` ``CREATE``
-Runs           ``<schedule_id>``       ``R#<scheduled_at>#<occurrence_id>`` (record)
-Runs           ``<schedule_id>``       ``B#<business key>`` (claim)
+Runs           ``<schedule_id>``       ``R#<scheduled_at>#`` (record)
 Leases         ``L#<shard:06d>`` / ``H#<component>``
 =============  ======================  ==============================
 
-An occurrence is two items, each written once by a conditional put: its
-*record*, filed by instant and id, holds the run and is the only item a
-transition writes (its key follows from the occurrence id, which names the
-schedule and the instant; a schedule's records are listed by time from the
-table itself); its *claim*, keyed by its business key (the slot it fills),
-names the occurrence id and is never changed. The record is written first,
-the claim second: a record whose claim is missing (a write interrupted
-between the two) is claimed, or closed as a duplicate, before its intent is
-sent (``DynamoStore.pending_due``).
+An occurrence is one item, its *record*, written once by a conditional put
+(``attribute_not_exists``) and then changed only by transitions. It is keyed
+by its schedule and instant, not by its id: one put refuses both a second
+write of the same occurrence and another version's occurrence at the same
+instant (a slot planned under the old version keeps it). The one duplicate a
+key by instant cannot refuse is a slot's wall time at two instants, which
+only an edit that changes the zone can make; the store checks those slots by
+their business key before it writes them (``DynamoStore._slot_taken``). A
+schedule's records are listed by time from the table itself.
 
 While a record is pending it has ``pending_shard`` and ``outbox_key``
 (``<bucket:012d>#<scheduled_at>#<occurrence_id>``), the keys of the sparse
@@ -150,11 +149,12 @@ def schedule_of_business_key(business_key: str) -> str:
 
 
 RECORD_PREFIX: Final = "R#"
-CLAIM_PREFIX: Final = "B#"
 
 
-def record_sort_key(scheduled_at: datetime, occurrence_id: str) -> str:
-    return f"{RECORD_PREFIX}{iso(scheduled_at)}#{occurrence_id}"
+def record_sort_key(scheduled_at: datetime) -> str:
+    """``R#<scheduled_at>#``: one record per instant of a schedule, whatever
+    its version or kind (see the module's docstring)."""
+    return f"{RECORD_PREFIX}{iso(scheduled_at)}#"
 
 
 def record_bound(instant: datetime) -> str:
@@ -163,39 +163,24 @@ def record_bound(instant: datetime) -> str:
     return f"{RECORD_PREFIX}{iso(instant)}"
 
 
-def record_key(schedule_id: str, scheduled_at: datetime, occurrence_id: str) -> Item:
-    """The record of an occurrence: filed by instant, then id."""
-    return {
-        "pk": {"S": schedule_id},
-        "sk": {"S": record_sort_key(scheduled_at, occurrence_id)},
-    }
+def record_key(schedule_id: str, scheduled_at: datetime) -> Item:
+    """The record of a schedule's occurrence at ``scheduled_at``."""
+    return {"pk": {"S": schedule_id}, "sk": {"S": record_sort_key(scheduled_at)}}
 
 
 def record_key_of(occurrence_id: str) -> Item | None:
     """The record key an occurrence id names (its schedule and instant), or
-    None for text that is not an occurrence id."""
+    None for text that is not an occurrence id. The record there may hold
+    another occurrence (another version's at that instant): compare ids."""
     try:
         identity = parse_occurrence_id(occurrence_id)
     except InvalidSchedule:
         return None
-    return record_key(identity.schedule_id, identity.scheduled_at, occurrence_id)
+    return record_key(identity.schedule_id, identity.scheduled_at)
 
 
 def record_key_of_run(run: Run) -> Item:
-    """A run's record key: the instant its id names (so ``record_key_of``
-    finds it), or its ``scheduled_at`` for an id of another form."""
-    return record_key_of(run.occurrence_id) or record_key(
-        run.schedule_id, run.scheduled_at, run.occurrence_id
-    )
-
-
-def claim_key(schedule_id: str, business_key: str) -> Item:
-    """The claim of a slot: names the one occurrence that fills it."""
-    return {"pk": {"S": schedule_id}, "sk": {"S": CLAIM_PREFIX + business_key}}
-
-
-def claim_key_of_record(record: Mapping[str, Any]) -> Item:
-    return claim_key(str(record["pk"]["S"]), str(record["business_key"]["S"]))
+    return record_key(run.schedule_id, run.scheduled_at)
 
 
 def lease_key(shard: int) -> Item:
@@ -349,21 +334,6 @@ def record_item(run: Run, retention: timedelta) -> Item:
                 "run_token_hash": run.run_token_hash,
                 "progress": _json(None if run.progress is None else dict(run.progress)),
                 "revision": run.revision or None,  # absent: 0
-                "expires_at_epoch": int(expires.timestamp()),
-            }
-        ),
-    }
-
-
-def claim_item(run: Run, retention: timedelta) -> Item:
-    """The claim of a run's slot (its business key): the occurrence that fills
-    it. Written once, never changed; expires with its record."""
-    expires = add_clamped(run.scheduled_at, retention)  # year 9999 does not overflow
-    return {
-        **claim_key(run.schedule_id, run.business_key),
-        **attrs(
-            {
-                "occurrence_id": run.occurrence_id,
                 "expires_at_epoch": int(expires.timestamp()),
             }
         ),

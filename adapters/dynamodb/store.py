@@ -7,12 +7,11 @@ never a read followed by a blind write:
   each on ``attribute_not_exists``;
 - edit: the HEAD update (conditioned on the version read, ``next_due`` and
   not deleted) and the put of the new version item, in one transaction;
-- an occurrence: two conditional puts, no transaction (see items): its
-  record (``attribute_not_exists``) refuses a second occurrence with one id,
-  then the claim of its slot (``attribute_not_exists``, or the same
-  occurrence id again) refuses a second occurrence for one slot. A record
-  whose claim was refused is deleted; one left unclaimed by a crash is
-  claimed, or closed as a duplicate, before its intent is sent;
+- an occurrence: one conditional put of its record, keyed by schedule and
+  instant (``attribute_not_exists``), which refuses a second write of it and
+  another version's occurrence at that instant; a slot whose wall time
+  another instant may hold (only within a day of an edit that changed the
+  zone) is first looked up by its business key (see items);
 - materialize: a consistent read of the HEAD (nothing is written for a
   schedule that moved), the occurrences, then the HEAD's advance conditioned
   on version, ``next_due`` and active. Refused, it withdraws the occurrences
@@ -31,7 +30,7 @@ admitted by ``materialize_sending`` is not put in it: its intent is sent
 before its schedule's HEAD advances, and only a failed send puts it there
 (a crash before the advance leaves the slot to be planned, found and sent
 again). Index
-reads are eventually consistent; the records (and claims) they lead to are
+reads are eventually consistent; the records they lead to are
 read consistently, every decision taken on them is re-checked by a conditional
 write, and the dispatcher only moves a checkpoint past buckets that closed a
 bucket width plus a safety margin ago.
@@ -67,6 +66,7 @@ from domain.schedule import (
     add_clamped,
     quarantine_to_text,
 )
+from domain.spec import spec_zone_name
 from service.ports import (
     Closure,
     DueSchedule,
@@ -107,6 +107,10 @@ _SCHEDULED: Final = RunStatus.SCHEDULED.value
 # Requests one store object has in flight at once in a deployment (each
 # admission, closure and mark-sent is its own conditional write).
 CONCURRENCY: Final = 8
+
+# How far apart two instants of one wall time can be, in two zones (UTC-12 to
+# UTC+14, and an hour to spare): the reach of a zone change over slots.
+ZONE_CHANGE_REACH: Final = timedelta(hours=27)
 
 # Why a record stored and sent is closed when its schedule's advance is refused.
 WITHDRAWN: Final = "the schedule changed while this slot was being planned"
@@ -286,6 +290,7 @@ class DynamoStore(Store):
         self._versions_lock = threading.Lock()
         # Versions whose stored form no rule reads any more, with the error (bounded).
         self._unreadable: dict[tuple[str, int], Exception] = {}
+        self._zone_changes: dict[tuple[str, int], datetime | None] = {}
 
     @classmethod
     def from_settings(cls, settings: TableSettings, session: Any = None) -> DynamoStore:
@@ -982,80 +987,136 @@ class DynamoStore(Store):
         return self._write_occurrence(run, sending=False)[0]
 
     def _write_occurrence(self, run: Run, *, sending: bool) -> tuple[bool, Run | None]:
-        """Write one occurrence, record first, then claim, each by a
-        conditional put: whether this call wrote its record, and the run
-        whose intent to send now (with ``sending``), if any.
+        """Write one occurrence by a conditional put of its record: whether
+        this call wrote it, and the run whose intent to send now (with
+        ``sending``), if any.
 
-        The record's put refuses an occurrence id already written (its key
-        holds the id); the claim's put refuses a slot another occurrence
-        fills, and passes again for the same one, so a write interrupted
-        between the two is finished by the next. A record whose claim is
-        refused is withdrawn; one left unclaimed by a crash is claimed or
-        closed before its intent is sent (``pending_due``).
+        The put refuses an instant of the schedule already written, by this
+        occurrence or by another version's. A slot whose wall time another
+        instant may hold (``_slot_taken``) is looked up first.
 
         With ``sending`` (the caller sends the intents before it advances the
         HEAD), an admitted occurrence is written out of the outbox, stamped
-        sent: the send follows. A record found already written admitted,
-        not started and out of the outbox was stored by a pass that died
-        before its advance (or by a planner racing this one): its intent is
-        sent again (``sending``) or it is put in the outbox, so it is sent
-        at least once either way.
+        sent: the send follows. A record found already written for this very
+        occurrence, admitted, not started and out of the outbox was stored by
+        a pass that died before its advance (or by a planner racing this
+        one): its intent is sent again (``sending``) or it is put in the
+        outbox, so it is sent at least once either way.
         """
-        t = self.tables.occurrences
         direct = sending and run.status is RunStatus.ADMITTED
         if direct:
             run = replace(run, pending=False, sent_at=run.admitted_at)
-        found: Run | None = None
-        try:
-            self.client.put_item(
-                TableName=t,
-                Item=it.record_item(run, self.history_retention),
-                ConditionExpression="attribute_not_exists(pk)",
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-            )
-            written = True
-        except ClientError as error:
-            if not _failed_condition(error):
-                raise
-            written = False  # written already: finish its claim, if it is missing
-            old = error.response.get("Item")
-            if old is not None and _unsent(old):
-                found = it.run_from_item(old)
-        expires = int(add_clamped(run.scheduled_at, self.history_retention).timestamp())
-        if not self._claim(run.schedule_id, run.business_key, run.occurrence_id, expires):
-            self._withdraw([run], claimed=False)  # the slot is another occurrence's
+        if self._slot_taken(run):
             return False, None
+        found: Run | None = None
+        old = self._put_record(run, "attribute_not_exists(pk)", {})
+        written = old is None
+        if old is not None and it.value(old["occurrence_id"]) != run.occurrence_id:
+            # The instant is another occurrence's: taken, unless that one was
+            # withdrawn unstarted (its planner lost to an edit), which frees it.
+            if not _withdrawn(old):
+                return False, None
+            replaced = self._put_record(
+                run,
+                "#occurrence_id = :withdrawn_id AND #reason = :withdrawn",
+                {
+                    ":withdrawn_id": old["occurrence_id"],
+                    ":withdrawn": {"S": WITHDRAWN},
+                },
+            )
+            if replaced is not None:
+                return False, None
+            written = True
+        elif old is not None and _unsent(old):
+            found = it.run_from_item(old)
         if found is not None and not sending:
             self._into_outbox(found)
             return written, None
         return written, (run if written and direct else found)
 
-    def _claim(
-        self, schedule_id: str, business_key: str, occurrence_id: str, expires_epoch: int
-    ) -> bool:
-        """Claim a slot for an occurrence (or find it claimed for that one already)."""
-        key = it.claim_key(schedule_id, business_key)
+    def _put_record(
+        self, run: Run, condition: str, values: Mapping[str, Any]
+    ) -> dict[str, Any] | None:
+        """Put ``run``'s record on ``condition``: None if it was written, else
+        the item that refused it."""
+        names = {n: n[1:] for n in ("#occurrence_id", "#reason") if n in condition}
         try:
             self.client.put_item(
                 TableName=self.tables.occurrences,
-                Item={
-                    **key,
-                    **it.attrs(
-                        {
-                            "occurrence_id": occurrence_id,
-                            "expires_at_epoch": expires_epoch,
-                        }
-                    ),
-                },
-                ConditionExpression="attribute_not_exists(pk) OR #occurrence_id = :occurrence_id",
-                ExpressionAttributeNames={"#occurrence_id": "occurrence_id"},
-                ExpressionAttributeValues={":occurrence_id": {"S": occurrence_id}},
+                Item=it.record_item(run, self.history_retention),
+                ConditionExpression=condition,
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                **({"ExpressionAttributeNames": names} if names else {}),
+                **({"ExpressionAttributeValues": dict(values)} if values else {}),
             )
         except ClientError as error:
-            if _failed_condition(error):
-                return False
-            raise
-        return True
+            if not _failed_condition(error):
+                raise
+            return dict(error.response.get("Item") or {"occurrence_id": {"S": ""}})
+        return None
+
+    def _slot_taken(self, run: Run) -> bool:
+        """Whether another occurrence of the schedule, at another instant,
+        fills ``run``'s slot (its business key). Only possible within
+        ``ZONE_CHANGE_REACH`` after a version whose zone differs from the one
+        before it: otherwise one wall time is one instant, and the record's
+        key refuses the duplicate. Looked up (not written) for those slots
+        alone: the records of that reach, filtered by business key."""
+        if run.kind not in (RunKind.SCHEDULED, RunKind.BACKFILL) or run.version < 2:
+            return False
+        changed = self._zone_changed_at(run.schedule_id, run.version)
+        if changed is None or run.scheduled_at >= changed + ZONE_CHANGE_REACH:
+            return False
+        found = self._with_business_key(run.schedule_id, run.business_key, run.scheduled_at)
+        return any(it.value(item["occurrence_id"]) != run.occurrence_id for item in found)
+
+    def _zone_changed_at(self, schedule_id: str, version: int) -> datetime | None:
+        """When the schedule last changed its zone, as of ``version``: the
+        ``created_at`` of the oldest version of the same zone since the last
+        one of another zone, or None if every version up to it has one zone.
+        Versions never change, so neither does the answer: it is kept."""
+        key = (schedule_id, version)
+        if key in self._zone_changes:
+            return self._zone_changes[key]
+        found = self.get_versions([(schedule_id, v) for v in range(1, version + 1)])
+        answer: datetime | None = None
+        current = found.get(key)
+        if current is not None:
+            zone = spec_zone_name(current.spec)
+            since = current.created_at
+            for older in range(version - 1, 0, -1):
+                before = found.get((schedule_id, older))
+                if before is None:
+                    break
+                if spec_zone_name(before.spec) != zone:
+                    answer = since
+                    break
+                since = before.created_at
+        with self._versions_lock:
+            self._zone_changes[key] = answer
+            while len(self._zone_changes) > VERSION_CACHE_SIZE:
+                self._zone_changes.pop(next(iter(self._zone_changes)))
+        return answer
+
+    def _with_business_key(
+        self, schedule_id: str, business_key: str, near: datetime
+    ) -> list[dict[str, Any]]:
+        """The schedule's records within ``ZONE_CHANGE_REACH`` of ``near``
+        whose business key is ``business_key`` (read consistently)."""
+        request = {
+            "TableName": self.tables.occurrences,
+            "KeyConditionExpression": "pk = :pk AND sk BETWEEN :low AND :high",
+            "FilterExpression": "#business_key = :business_key",
+            "ExpressionAttributeNames": {"#business_key": "business_key"},
+            "ExpressionAttributeValues": {
+                ":pk": {"S": schedule_id},
+                ":low": {"S": it.record_bound(add_clamped(near, -ZONE_CHANGE_REACH))},
+                ":high": {"S": it.record_bound(add_clamped(near, ZONE_CHANGE_REACH))},
+                ":business_key": {"S": business_key},
+            },
+            "ConsistentRead": True,
+        }
+        return list(self._query(request))
 
     def _delete(self, key: Mapping[str, Any], condition: str, values: Mapping[str, Any]) -> bool:
         names = {n: n[1:] for n in ("#occurrence_id", "#status") if n in condition}
@@ -1073,36 +1134,21 @@ class DynamoStore(Store):
             raise
         return True
 
-    def _withdraw(
-        self, runs: Sequence[Run], *, claimed: bool = True, sent: Iterable[str] = ()
-    ) -> None:
+    def _withdraw(self, runs: Sequence[Run], *, sent: Iterable[str] = ()) -> None:
         """Delete occurrences this store wrote, as it wrote them (one that
         something changed since, a dispatcher that admitted it in between,
-        stays), and their claims. One whose intent was ``sent`` is closed as
-        skipped instead (its worker then finds it ended, not missing), and
-        its claim deleted, so the slot is free for the schedule as it is now."""
+        stays). One whose intent was ``sent`` is closed as skipped instead
+        (its worker then finds it ended, not missing)."""
         sent = set(sent)
         for run in runs:
             if run.occurrence_id in sent:
-                if self._close_withdrawn(run) and claimed:
-                    self._delete(
-                        it.claim_key(run.schedule_id, run.business_key),
-                        "#occurrence_id = :occurrence_id",
-                        {":occurrence_id": {"S": run.occurrence_id}},
-                    )
+                self._close_withdrawn(run)
                 continue
-            if not self._delete(
+            self._delete(
                 it.record_key_of_run(run),
                 "#occurrence_id = :occurrence_id AND #status = :status",
                 {":occurrence_id": {"S": run.occurrence_id}, ":status": {"S": run.status.value}},
-            ):
-                continue
-            if claimed:
-                self._delete(
-                    it.claim_key(run.schedule_id, run.business_key),
-                    "#occurrence_id = :occurrence_id",
-                    {":occurrence_id": {"S": run.occurrence_id}},
-                )
+            )
 
     def _close_withdrawn(self, run: Run) -> bool:
         return (
@@ -1115,9 +1161,19 @@ class DynamoStore(Store):
                     "finished_at": it.iso(datetime.now(UTC)),
                 },
                 remove=OUTBOX_ATTRIBUTES,
-                condition="#status = :admitted AND #attempts = :zero",
-                names={"#status": "status", "#attempts": "attempts"},
-                values={":admitted": {"S": RunStatus.ADMITTED.value}, ":zero": {"N": "0"}},
+                condition=(
+                    "#occurrence_id = :occurrence_id AND #status = :admitted AND #attempts = :zero"
+                ),
+                names={
+                    "#occurrence_id": "occurrence_id",
+                    "#status": "status",
+                    "#attempts": "attempts",
+                },
+                values={
+                    ":occurrence_id": {"S": run.occurrence_id},
+                    ":admitted": {"S": RunStatus.ADMITTED.value},
+                    ":zero": {"N": "0"},
+                },
             )
             is not None
         )
@@ -1133,18 +1189,18 @@ class DynamoStore(Store):
             TableName=self.tables.occurrences, Key=key, ConsistentRead=True
         )
         record = answer.get("Item")
-        return None if record is None else it.run_from_item(record)
+        if record is None or it.value(record["occurrence_id"]) != occurrence_id:
+            return None  # nothing at that instant, or another version's occurrence
+        return it.run_from_item(record)
 
     def get_by_business_key(self, key: str) -> Run | None:
-        answer = self.client.get_item(
-            TableName=self.tables.occurrences,
-            Key=it.claim_key(it.schedule_of_business_key(key), key),
-            ConsistentRead=True,
-        )
-        claim = answer.get("Item")
-        if claim is None:
+        """The records near the instant the key names, filtered by the key (a
+        wall time is within ``ZONE_CHANGE_REACH`` of its instant in any zone)."""
+        near = _instant_of_business_key(key)
+        if near is None:
             return None
-        return self.get_run(str(it.value(claim["occurrence_id"])))
+        found = self._with_business_key(it.schedule_of_business_key(key), key, near)
+        return it.run_from_item(found[0]) if found else None
 
     def records_newest_first(
         self,
@@ -1239,57 +1295,7 @@ class DynamoStore(Store):
             if (record := records.get(entry["sk"]["S"])) is not None
             and record.get("outbox_key") == entry["outbox_key"]
         ]
-        return [PendingOccurrence.of(it.run_from_item(r)) for r in self._claimed(waiting)]
-
-    def _claimed(self, records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-        """The records whose slot they hold. A record whose claim is missing
-        (its write was interrupted) is claimed now; one whose slot another
-        occurrence holds is closed as skipped, never sent."""
-        if not records:
-            return []
-        keys = {
-            (key["pk"]["S"], key["sk"]["S"]): key
-            for key in (it.claim_key_of_record(r) for r in records)
-        }
-        claims = {
-            (item["pk"]["S"], item["sk"]["S"]): item
-            for item in self._batch_get(self.tables.occurrences, list(keys.values()))
-        }
-        held: list[dict[str, Any]] = []
-        for record in records:
-            key = it.claim_key_of_record(record)
-            claim = claims.get((key["pk"]["S"], key["sk"]["S"]))
-            if claim is None:
-                mine = self._claim(
-                    str(it.value(record["schedule_id"])),
-                    str(it.value(record["business_key"])),
-                    str(it.value(record["occurrence_id"])),
-                    int(it.value(record["expires_at_epoch"])),
-                )
-            else:
-                mine = claim["occurrence_id"] == record["occurrence_id"]
-            if mine:
-                held.append(record)
-            else:
-                self._close_duplicate(record)
-        return held
-
-    def _close_duplicate(self, record: Mapping[str, Any]) -> None:
-        self._update(
-            self.tables.occurrences,
-            {"pk": record["pk"], "sk": record["sk"]},
-            set_={
-                "status": RunStatus.SKIPPED.value,
-                "reason": "duplicate: another occurrence fills this slot",
-                "finished_at": it.iso(datetime.now(UTC)),
-            },
-            remove=OUTBOX_ATTRIBUTES,
-            condition="attribute_exists(#outbox_key) AND #status IN (:scheduled, :admitted)",
-            values={
-                ":scheduled": {"S": _SCHEDULED},
-                ":admitted": {"S": RunStatus.ADMITTED.value},
-            },
-        )
+        return [PendingOccurrence.of(it.run_from_item(r)) for r in waiting]
 
     def earliest_pending_bucket(self, shard: int, from_bucket: int | None = None) -> int | None:
         names = {"#pending_shard": "pending_shard"}
@@ -1635,3 +1641,27 @@ def _member_beat(group: str, name: str, value: Mapping[str, Any]) -> Heartbeat:
         it.from_iso(fields["at"]["S"]),
         json.loads(fields["detail"]["S"]),
     )
+
+
+def _withdrawn(record: Mapping[str, Any]) -> bool:
+    """A record closed unstarted because its schedule moved while it was planned."""
+    reason = record.get("reason")
+    attempts = record.get("attempts", {"N": "0"})
+    return reason == {"S": WITHDRAWN} and attempts == {"N": "0"}
+
+
+def _instant_of_business_key(key: str) -> datetime | None:
+    """About when a business key's slot falls: its wall time read as UTC (a
+    trigger's key holds its UTC instant), or None for text of no such form."""
+    parts = key.split("#")
+    if len(parts) == 3:
+        text = parts[1]
+    elif len(parts) >= 3 and parts[1] in ("trigger", "summary"):
+        text = parts[2]
+    else:
+        return None
+    try:
+        instant = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return instant.replace(tzinfo=UTC) if instant.tzinfo is None else instant.astimezone(UTC)

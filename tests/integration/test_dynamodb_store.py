@@ -1,6 +1,6 @@
 """What the DynamoDB store does beyond the shared contract: its item shapes,
-the two conditional puts of an occurrence (no transaction) and what an
-interrupted one leaves, materializations longer than one advance, and its
+the one conditional put of an occurrence (no transaction), the slots a
+zone change can repeat, materializations longer than one advance, and its
 page tokens."""
 
 from __future__ import annotations
@@ -185,7 +185,7 @@ def _operations(client: Any) -> list[str]:
     return calls
 
 
-def test_an_occurrence_is_a_record_by_instant_and_a_claim_by_slot_written_without_a_transaction(
+def test_an_occurrence_is_one_record_by_instant_written_by_one_conditional_put(
     client: Any, store: DynamoStore
 ) -> None:
     schedule = build_schedule(NOW)
@@ -197,19 +197,13 @@ def test_an_occurrence_is_a_record_by_instant_and_a_claim_by_slot_written_withou
     )
     assert outcome.applied and outcome.inserted == (run.occurrence_id,)
     assert "TransactWriteItems" not in calls
-    assert calls.count("PutItem") == 2 and calls.count("UpdateItem") == 1
+    assert calls.count("PutItem") == 1 and calls.count("UpdateItem") == 1
     found = _items(client, store, schedule.schedule_id)
-    record_sk = f"R#2026-12-01T09:00:00.000000Z#{run.occurrence_id}"
-    claim_sk = f"B#{run.business_key}"
-    assert sorted(found) == sorted([record_sk, claim_sk])
-    assert items.plain(found[claim_sk]) == {
-        "pk": schedule.schedule_id,
-        "sk": claim_sk,
-        "occurrence_id": run.occurrence_id,
-        "expires_at_epoch": int((run.scheduled_at + timedelta(days=90)).timestamp()),
-    }
+    record_sk = "R#2026-12-01T09:00:00.000000Z#"
+    assert sorted(found) == [record_sk]
     record = items.plain(found[record_sk])
     assert record["occurrence_id"] == run.occurrence_id
+    assert record["business_key"] == run.business_key
     assert record["outbox_key"] == f"{run.bucket:012d}#2026-12-01T09:00:00.000000Z#" + (
         run.occurrence_id
     )
@@ -238,69 +232,81 @@ def test_a_gap_shifted_slot_is_found_by_its_occurrence_id_and_its_business_key(
     assert store.get_by_business_key(f"{sid}#2026-03-08T02:30:00#0") == run
 
 
-def _unclaimed(client: Any, store: DynamoStore, run: Run) -> None:
-    """A record whose write stopped before its claim (a crash between the puts)."""
-    client.put_item(
-        TableName=store.tables.occurrences, Item=items.record_item(run, timedelta(days=1))
-    )
-
-
-def test_a_record_left_unclaimed_is_claimed_before_its_intent_is_sent(
+def test_another_versions_occurrence_at_a_taken_instant_is_refused_and_nothing_changes(
     client: Any, store: DynamoStore
 ) -> None:
-    sid = "sch_unclaimed"
+    sid = "sch_sameinstant"
     store.create(build_schedule(NOW, schedule_id=sid))
-    run = _run(sid, "2026-12-01T08:01:00Z")
-    _unclaimed(client, store, run)
-    due = store.pending_due(run.shard, run.bucket, run.bucket, utc("2026-12-01T08:02:00Z"), 10)
-    assert due == [PendingOccurrence.of(run)]
-    assert store.get_by_business_key(run.business_key) == run
-    # And a second write of it finishes the same way.
-    other = _run(sid, "2026-12-01T08:03:00Z")
-    _unclaimed(client, store, other)
-    assert store.insert([other]) == []
-    assert store.get_by_business_key(other.business_key) == other
-
-
-def test_a_record_left_unclaimed_on_a_slot_another_holds_is_closed_never_sent(
-    client: Any, store: DynamoStore
-) -> None:
-    sid = "sch_duplicate"
-    store.create(build_schedule(NOW, schedule_id=sid))
-    held = _run(sid, "2026-12-01T08:01:00Z")
-    store.insert([held])
-    # Version 2's occurrence of the same slot, whose claim put never happened.
-    twin = replace(
-        held,
-        occurrence_id=f"{sid}.v2.20261201T080100.500000Z",
-        version=2,
-        scheduled_at=utc("2026-12-01T08:01:00.5Z"),
-    )
-    _unclaimed(client, store, twin)
-    at = utc("2026-12-01T08:02:00Z")
-    due = store.pending_due(held.shard, held.bucket, held.bucket, at, 10)
-    assert due == [PendingOccurrence.of(held)]
-    closed = store.get_run(twin.occurrence_id)
-    assert closed is not None and closed.status is RunStatus.SKIPPED and not closed.pending
-    assert closed.reason is not None and "another occurrence" in closed.reason
+    held = _run(sid, "2026-12-01T09:00:00Z")
+    assert store.insert([held]) == [held.occurrence_id]
+    before = _items(client, store, sid)
+    twin = _run(sid, "2026-12-01T09:00:00Z", version=2)
+    assert twin.occurrence_id != held.occurrence_id
+    assert store.insert([twin]) == []
+    assert _items(client, store, sid) == before
+    assert store.get_run(twin.occurrence_id) is None
+    assert store.get_run(held.occurrence_id) == held
     assert store.get_by_business_key(held.business_key) == held
 
 
-def test_a_refused_claim_leaves_no_record_behind(client: Any, store: DynamoStore) -> None:
-    sid = "sch_refused"
+def _zone_changed(store: DynamoStore, sid: str, zone: str, at: Any) -> None:
+    """Version 2 of ``sid`` (created at ``at``) runs the same cron in ``zone``."""
+    schedule = store.get(sid)
+    assert schedule is not None
+    spec = {"cron": "0 9 * * *", "time_zone": zone}
+    edited = build_schedule(at, schedule_id=sid, spec=spec, version=2).current
+    assert store.save_version(
+        edited, expected_next_due=schedule.next_due, next_due=schedule.next_due, now=at
+    )
+
+
+def _slot(sid: str, version: int, at: str, wall: str) -> Run:
+    instant = utc(at)
+    return new_occurrence(
+        sid,
+        version,
+        Slot(instant, utc(wall).replace(tzinfo=None)),
+        bucket=PARTS.bucket(instant),
+        shard=PARTS.shard(sid),
+        materialized_at=NOW,
+    )
+
+
+def test_a_slot_a_zone_change_gives_a_second_instant_is_refused_by_its_business_key(
+    client: Any, store: DynamoStore
+) -> None:
+    # 09:00 in London ran at 09:00Z; the schedule moves to New York, where the
+    # same wall time falls at 14:00Z: one slot, refused the second time.
+    sid = "sch_zonechange"
     store.create(build_schedule(NOW, schedule_id=sid))
-    held = _run(sid, "2026-12-01T09:00:00Z")
-    store.insert([held])
-    twin = replace(
-        held,
-        occurrence_id=f"{sid}.v2.20261201T080000Z",
-        version=2,
-        scheduled_at=utc("2026-12-01T08:00:00Z"),
-    )
-    assert store.insert([twin]) == []
-    assert sorted(_items(client, store, sid)) == sorted(
-        [f"B#{held.business_key}", f"R#2026-12-01T09:00:00.000000Z#{held.occurrence_id}"]
-    )
+    london = _slot(sid, 1, "2026-12-01T09:00:00Z", "2026-12-01T09:00:00Z")
+    assert store.insert([london]) == [london.occurrence_id]
+    _zone_changed(store, sid, "America/New_York", utc("2026-12-01T10:00:00Z"))
+    before = _items(client, store, sid)
+    new_york = _slot(sid, 2, "2026-12-01T14:00:00Z", "2026-12-01T09:00:00Z")
+    assert new_york.business_key == london.business_key
+    assert store.insert([new_york]) == []
+    assert _items(client, store, sid) == before
+    # The next day's slot is another business key: written.
+    tomorrow = _slot(sid, 2, "2026-12-02T14:00:00Z", "2026-12-02T09:00:00Z")
+    assert store.insert([tomorrow]) == [tomorrow.occurrence_id]
+
+
+def test_slots_out_of_reach_of_a_zone_change_are_not_looked_up(
+    client: Any, store: DynamoStore
+) -> None:
+    sid = "sch_nochange"
+    store.create(build_schedule(NOW, schedule_id=sid))
+    _zone_changed(store, sid, "UTC", utc("2026-12-01T10:00:00Z"))  # an edit, same zone
+    calls = _operations(client)
+    run = _slot(sid, 2, "2026-12-01T14:00:00Z", "2026-12-01T14:00:00Z")
+    assert store.insert([run]) == [run.occurrence_id]
+    changed = "sch_changedlongago"
+    store.create(build_schedule(NOW, schedule_id=changed))
+    _zone_changed(store, changed, "Europe/Paris", utc("2026-11-01T10:00:00Z"))
+    late = _slot(changed, 2, "2026-12-01T08:00:00Z", "2026-12-01T09:00:00Z")
+    assert store.insert([late]) == [late.occurrence_id]
+    assert "Query" not in calls
 
 
 def test_a_schedule_that_moves_while_its_occurrences_are_written_gets_them_withdrawn(
@@ -439,7 +445,7 @@ def test_an_occurrence_admitted_as_it_is_stored_is_sent_before_the_advance_and_n
     assert outcome == (sid, True, (run.occurrence_id,))
     assert sender.sent == [[run.occurrence_id]]
     assert advanced_when_sent == [plan.expected_next_due]  # sent before the advance
-    record = _items(client, store, sid)[items.record_sort_key(run.scheduled_at, run.occurrence_id)]
+    record = _items(client, store, sid)[items.record_sort_key(run.scheduled_at)]
     assert "outbox_key" not in record and "pending_shard" not in record
     stored = store.get_run(run.occurrence_id)
     assert stored is not None and stored.status is RunStatus.ADMITTED and not stored.pending
@@ -514,6 +520,11 @@ def test_a_sent_occurrence_whose_schedule_moved_before_the_advance_is_closed_and
     # Its intent is on its way: the worker finds it ended, not missing.
     closed = store.get_run(run.occurrence_id)
     assert closed is not None and closed.status is RunStatus.SKIPPED and not closed.pending
-    assert store.get_by_business_key(run.business_key) is None  # the claim is gone
+    # The slot is free for the schedule as it is now: version 2's occurrence
+    # at that instant replaces the withdrawn record.
+    again = replace(run, occurrence_id=f"{sid}.v2.20261201T080100Z", version=2)
+    assert store.insert([again]) == [again.occurrence_id]
+    assert store.get_run(run.occurrence_id) is None
+    assert store.get_by_business_key(run.business_key) == again
     head = store.get(sid)
     assert head is not None and head.next_due == plan.expected_next_due
