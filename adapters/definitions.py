@@ -66,17 +66,12 @@ SCHEDULES = TableDefinition(
 )
 
 # Runs (occurrences and what happened to them): partition "<schedule_id>",
-# two items per occurrence, both written once by a conditional put and never
-# by a transaction:
-#
-# - the record, sort key "R#<scheduled_at>#<occurrence_id>": the whole run,
-#   and the only item any later transition writes. Its put refuses a second
-#   occurrence with one id; its key follows from the id, and orders a
-#   schedule's records by time (a query of the table itself: no local index,
-#   so no 10 GB item-collection cap);
-# - the claim, sort key "B#<business key>": the occurrence id that fills the
-#   slot (about 100 bytes, never rewritten). Its put refuses a second
-#   occurrence for one slot, whatever the version.
+# one item per occurrence, its record, sort key "R#<scheduled_at>#": the whole
+# run, written once by a conditional put (never by a transaction) and then
+# only by transitions. The put refuses a second write of the occurrence and
+# another version's occurrence at the same instant; the key orders a
+# schedule's records by time (a query of the table itself: no local index,
+# so no 10 GB item-collection cap).
 #
 # The sparse, KEYS_ONLY "outbox" index holds the records that still need
 # admission or their delivery intent, by shard and "<bucket>#<scheduled_at>#
@@ -84,9 +79,14 @@ SCHEDULES = TableDefinition(
 # leaves it once, when its intent is sent or it is closed (once more for a
 # run a user retries). A record a planning pass stores admitted and sends
 # before its schedule advances never enters it, unless the send failed.
-# Old history expires by TTL. (This table replaces
-# "Occurrences", which had a local index: see docs/decisions.md for the
-# upgrade.)
+#
+# The sparse, KEYS_ONLY "next" index is the planner's chain: the last record
+# a planning pass writes for a schedule carries the schedule's next slot
+# ("next_shard", "next_key" = "<next_due>#<schedule_id>#<version>"), written
+# once with the record and never moved; the next passes read the index from
+# where the last complete pass stopped. Old history expires by TTL. (This
+# table replaces "Occurrences", which had a local index: see
+# docs/decisions.md for the upgrade.)
 OCCURRENCES = TableDefinition(
     logical_id="Runs",
     env_var="DUETIME_OCCURRENCES_TABLE",
@@ -94,6 +94,7 @@ OCCURRENCES = TableDefinition(
     sort_key=Key("sk"),
     global_indexes=(
         Index("outbox", Key("pending_shard", "N"), Key("outbox_key"), projection="KEYS_ONLY"),
+        Index("next", Key("next_shard"), Key("next_key"), projection="KEYS_ONLY"),
     ),
     ttl_attribute="expires_at_epoch",
 )

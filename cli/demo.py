@@ -159,12 +159,12 @@ class TickStore(SqliteStore):
         self.before_write: Callable[[Sequence[Materialization]], None] | None = None
 
     def materialize(
-        self, batch: Sequence[Materialization], now: datetime
+        self, batch: Sequence[Materialization], now: datetime, *, until: datetime | None = None
     ) -> list[MaterializeOutcome]:
         if batch and self.before_write is not None:
             hook, self.before_write = self.before_write, None
             hook(batch)
-        outcomes = super().materialize(batch, now)
+        outcomes = super().materialize(batch, now, until=until)
         for outcome in outcomes:
             self.written.extend(outcome.inserted)
         return outcomes

@@ -218,19 +218,32 @@ class ScheduleStore(ABC):
 
     @abstractmethod
     def materialize(
-        self, batch: Sequence[Materialization], now: datetime
+        self, batch: Sequence[Materialization], now: datetime, *, until: datetime | None = None
     ) -> list[MaterializeOutcome]:
         """Apply each materialization under its own condition (see Materialization).
 
         One outcome per item, in order. The items are independent: one that
-        fails its condition does not stop the others.
+        fails its condition does not stop the others. ``until`` is the
+        horizon of the planning pass the batch comes from (None: not from a
+        pass, e.g. the API planning at the call): a store may carry a
+        schedule whose ``next_due`` falls after it on its last occurrence
+        instead of advancing the schedule (see ``planned_through``).
         """
+
+    def planned_through(self, until: datetime) -> None:
+        """A planning pass read every page of ``due(until)`` and materialized
+        it: nothing due by ``until`` is left unplanned. A store whose ``due``
+        reads occurrences written ahead (which carry their schedule's next
+        slot) starts its next read after ``until``; the default does nothing."""
+        return None
 
     def materialize_sending(
         self,
         batch: Sequence[Materialization],
         now: datetime,
         send: Callable[[Sequence[Run]], Sequence[str]],
+        *,
+        until: datetime | None = None,
     ) -> list[MaterializeOutcome] | None:
         """``materialize``, sending the intents of the occurrences it stores
         ``admitted`` (with ``send``, which returns the ids it could not send)

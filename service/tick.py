@@ -260,9 +260,10 @@ class Planner:
             self.config.max_planned_per_pass
         ):
             page = self.store.due(horizon, self.config.page_size, token)
-            self._plan_page(page.items, now, horizon, direct, report)
+            self._plan_page(page.items, now, horizon, direct, report, until=horizon)
             token = page.next_token
             if token is None:
+                self.store.planned_through(horizon)
                 break
         return report
 
@@ -288,7 +289,11 @@ class Planner:
         horizon: datetime,
         direct: DirectAdmission | None,
         report: PlanReport,
+        *,
+        until: datetime | None = None,
     ) -> None:
+        """Plan one page; ``until``: the pass's horizon, when the page is one
+        of ``due(until)`` (see ``Store.materialize``)."""
         report.schedules += len(schedules)
         planned: list[tuple[Materialization, _PlannedSlots, int]] = []
         for schedule in schedules:
@@ -317,11 +322,11 @@ class Planner:
             # A store that sends the intents before it advances the schedules
             # keeps no outbox entry for them (Store.materialize_sending).
             outcomes = self.store.materialize_sending(
-                batch, now, lambda runs: direct.send(runs, now)
+                batch, now, lambda runs: direct.send(runs, now), until=until
             )
         sent_by_store = outcomes is not None
         if outcomes is None:
-            outcomes = self.store.materialize(batch, now)
+            outcomes = self.store.materialize(batch, now, until=until)
         admitted: list[Run] = []
         skipped = expired = waiting = 0
         for (item, slots, taken), outcome in zip(planned, outcomes, strict=True):

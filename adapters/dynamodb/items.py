@@ -200,6 +200,17 @@ def due_key(next_due: datetime, schedule_id: str) -> str:
     return f"{iso(next_due)}#{schedule_id}"
 
 
+def next_key(next_due: datetime, schedule_id: str, version: int) -> str:
+    """The ``next`` index's sort key on a schedule's newest planned record:
+    the next slot to plan, the schedule, and the version it was planned under."""
+    return f"{iso(next_due)}#{schedule_id}#{version}"
+
+
+def parse_next_key(text: str) -> tuple[datetime, str, int]:
+    at, schedule_id, version = text.split("#")
+    return from_iso(at), schedule_id, int(version)
+
+
 def outbox_bucket(bucket: int) -> str:
     """A bucket as the fixed-width prefix of an ``outbox_key`` (text order is bucket order)."""
     return f"{bucket:012d}"

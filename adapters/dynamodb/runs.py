@@ -55,7 +55,7 @@ class DynamoRunStore(RunStore):
         return self.store.get_version(schedule_id, version)
 
     def schedule_now(self, schedule_id: str) -> ScheduleNow | None:
-        schedule = self.store.get(schedule_id)
+        schedule = self.store.head(schedule_id)
         if schedule is None:
             return None
         return ScheduleNow(schedule.version, schedule.state.paused, schedule.deleted)

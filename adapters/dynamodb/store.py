@@ -112,6 +112,13 @@ CONCURRENCY: Final = 8
 # UTC+14, and an hour to spare): the reach of a zone change over slots.
 ZONE_CHANGE_REACH: Final = timedelta(hours=27)
 
+# The leases table item that holds how far planning has read the ``next`` index.
+PLAN_CURSOR: Final = "C#plan"
+# How a schedule stands for planning (``DynamoStore._head_mode``): its HEAD
+# names the next slot (a seed), or its newest planned record does (its chain).
+_SEED: Final = "seed"
+_CHAIN: Final = "chain"
+
 # Why a record stored and sent is closed when its schedule's advance is refused.
 WITHDRAWN: Final = "the schedule changed while this slot was being planned"
 
@@ -128,6 +135,9 @@ class _Stored:
     written: list[Run] = field(default_factory=list)
     to_send: list[Run] = field(default_factory=list)
     sent: set[str] = field(default_factory=set)
+    # The HEAD is to be advanced after the chunk (False: the chain carries on,
+    # on the last occurrence's record, and the HEAD is not written).
+    advance: bool = True
 
     @property
     def inserted(self) -> tuple[str, ...]:
@@ -291,6 +301,10 @@ class DynamoStore(Store):
         # Versions whose stored form no rule reads any more, with the error (bounded).
         self._unreadable: dict[tuple[str, int], Exception] = {}
         self._zone_changes: dict[tuple[str, int], datetime | None] = {}
+        # The start of the ``next`` index's read for a horizon, and whether
+        # this pass read any entry (see ``due`` and ``planned_through``).
+        self._floor: tuple[datetime, datetime | None] | None = None
+        self._chain_read = False
 
     @classmethod
     def from_settings(cls, settings: TableSettings, session: Any = None) -> DynamoStore:
@@ -498,11 +512,63 @@ class DynamoStore(Store):
         return found
 
     def get(self, schedule_id: str) -> Schedule | None:
+        """The schedule, its ``next_due`` the first slot not planned yet: named
+        by its HEAD, or by its newest planned record (``_with_chain``)."""
+        head = self._head(schedule_id)
+        return None if head is None else self._with_chain(self._schedules([head]), [head])[0]
+
+    def head(self, schedule_id: str) -> Schedule | None:
+        """The schedule as its HEAD stores it (one read; ``next_due`` may be
+        behind, when its chain of records carries it): for checks of its
+        version and state."""
+        head = self._head(schedule_id)
+        return None if head is None else self._schedules([head])[0]
+
+    def _head(self, schedule_id: str) -> dict[str, Any] | None:
         answer = self.client.get_item(
             TableName=self.tables.schedules, Key=it.head_key(schedule_id), ConsistentRead=True
         )
-        head = answer.get("Item")
-        return None if head is None else self._schedules([head])[0]
+        head: dict[str, Any] | None = answer.get("Item")
+        return head
+
+    def _with_chain(
+        self, schedules: list[Schedule], heads: Sequence[Mapping[str, Any]]
+    ) -> list[Schedule]:
+        """``schedules`` (read from ``heads``), each one its chain carries
+        given the ``next_due`` its newest planned record names."""
+        chained = {
+            str(it.value(h["schedule_id"]))
+            for h in heads
+            if "due_key" not in h and "next_due" in h and "deleted_at" not in h
+        }
+        if not chained:
+            return schedules
+
+        def one(schedule: Schedule) -> Schedule:
+            if schedule.schedule_id not in chained:
+                return schedule
+            found, next_due = self._chain_next_due(schedule.schedule_id)
+            return replace(schedule, next_due=next_due) if found else schedule
+
+        return self._each(one, schedules)
+
+    def _chain_next_due(self, schedule_id: str) -> tuple[bool, datetime | None]:
+        """The next slot the schedule's newest planned record names (None: its
+        spec had no slot after it), and whether one was found among the
+        newest records."""
+        request = {
+            **self.records_newest_first(schedule_id, consistent=True, page=25),
+            "ProjectionExpression": "#next_due, #chain_end",
+            "ExpressionAttributeNames": {"#next_due": "next_due", "#chain_end": "chain_end"},
+        }
+        for seen, item in enumerate(self._query(request)):
+            if "next_due" in item:
+                return True, it.from_iso(str(it.value(item["next_due"])))
+            if "chain_end" in item:
+                return True, None
+            if seen >= 100:
+                break
+        return False, None
 
     def get_version(self, schedule_id: str, version: int) -> ScheduleVersion | None:
         return self.get_versions([(schedule_id, version)]).get((schedule_id, version))
@@ -595,9 +661,14 @@ class DynamoStore(Store):
             for f in found
             if (pk := str(it.value(f["pk"]))) in heads and "deleted_at" not in heads[pk]
         ]
-        return Page(tuple(self._schedules(ordered)), next_token)
+        return Page(tuple(self._with_chain(self._schedules(ordered), ordered)), next_token)
 
     def due(self, until: datetime, limit: int, token: str | None = None) -> Page[DueSchedule]:
+        """From two sparse indexes: ``due`` on the Schedules table (a HEAD that
+        names its next slot: a create, edit or resume, or a backlog), and
+        ``next`` on the Runs table (the newest planned record of a schedule
+        its chain carries), read after the last complete pass's horizon
+        (``planned_through``). Merged by (next_due, schedule_id)."""
         if limit < 1:
             raise ValueError("limit must be at least 1")
         upper = f"{it.iso(until)}#{it.KEY_CEILING}"
@@ -605,7 +676,7 @@ class DynamoStore(Store):
         if after is not None and after >= upper:
             return Page(())
 
-        def one(shard: int) -> list[dict[str, Any]]:
+        def heads(shard: int) -> list[dict[str, Any]]:
             values: dict[str, Any] = {":shard": {"S": str(shard)}, ":upper": {"S": upper}}
             condition = "#due_shard = :shard AND #due_key <= :upper"
             if after is not None:
@@ -620,29 +691,146 @@ class DynamoStore(Store):
                 # One more than a page, and one for the item the token names.
                 "Limit": limit + 2,
             }
-            found: list[dict[str, Any]] = []
-            for item in self._query(request):
-                if after is not None and str(it.value(item["due_key"])) <= after:
-                    continue
-                found.append(item)
-                if len(found) > limit:
-                    break
+            return self._first_after(request, "due_key", after, limit)
+
+        floor = self._chain_floor(until)
+        low = None if floor is None else f"{it.iso(floor)}#{it.KEY_CEILING}"
+        if after is not None and (low is None or after > low):
+            low = after
+
+        def chains(shard: int) -> list[dict[str, Any]]:
+            values: dict[str, Any] = {":shard": {"S": str(shard)}, ":upper": {"S": upper}}
+            condition = "#next_shard = :shard AND #next_key <= :upper"
+            if low is not None:
+                values[":low"] = {"S": low}
+                condition = "#next_shard = :shard AND #next_key BETWEEN :low AND :upper"
+            request = {
+                "TableName": self.tables.occurrences,
+                "IndexName": "next",
+                "KeyConditionExpression": condition,
+                "ExpressionAttributeNames": {"#next_shard": "next_shard", "#next_key": "next_key"},
+                "ExpressionAttributeValues": values,
+                "Limit": limit + 2,
+            }
+            found = []
+            for item in self._first_after(request, "next_key", after, limit):
+                at, schedule_id, version = it.parse_next_key(str(it.value(item["next_key"])))
+                found.append(
+                    {
+                        "due_key": {"S": it.due_key(at, schedule_id)},
+                        "schedule_id": {"S": schedule_id},
+                        "version": {"N": str(version)},
+                        "next_due": {"S": it.iso(at)},
+                        _CHAIN: True,
+                    }
+                )
             return found
 
-        merged = [item for found in self._each(one, range(self.due_shards)) for item in found]
+        shards = range(self.due_shards)
+        merged = [item for found in self._each(heads, shards) for item in found]
+        chained = [item for found in self._each(chains, shards) for item in found]
+        if chained:
+            self._chain_read = True
+        merged += chained
         merged.sort(key=lambda item: str(it.value(item["due_key"])))
         page = merged[:limit]
         next_token = (
             _token({"due_key": str(it.value(page[-1]["due_key"]))}) if len(merged) > limit else None
         )
-        due = self._schedules(page, quarantine=True)
-        return Page(tuple(DueSchedule.of(s) for s in due), next_token)
+        return Page(tuple(self._due_schedules(page)), next_token)
+
+    def _first_after(
+        self, request: Mapping[str, Any], key: str, after: str | None, limit: int
+    ) -> list[dict[str, Any]]:
+        """Up to ``limit + 1`` items of an index query whose ``key`` is past ``after``."""
+        found: list[dict[str, Any]] = []
+        for item in self._query(request):
+            if after is not None and str(it.value(item[key])) <= after:
+                continue
+            found.append(item)
+            if len(found) > limit:
+                break
+        return found
+
+    def _due_schedules(self, page: Sequence[Mapping[str, Any]]) -> list[DueSchedule]:
+        """The planning view of a page of ``due`` HEADs and ``next`` entries. An
+        entry counts only while its schedule is at the entry's version, active,
+        and not named by its HEAD (a seed there supersedes the chain)."""
+        wanted = list({str(it.value(i["schedule_id"])) for i in page if _CHAIN in i})
+        current = {
+            str(it.value(head["schedule_id"])): head
+            for head in self._batch_get(
+                self.tables.schedules, [it.head_key(sid) for sid in wanted], consistent=True
+            )
+        }
+        rows: list[tuple[Mapping[str, Any], datetime]] = []
+        for item in page:
+            if _CHAIN not in item:
+                rows.append((item, it.from_iso(str(it.value(item["next_due"])))))
+                continue
+            head = current.get(str(it.value(item["schedule_id"])))
+            if head is None or not _carried_by_chain(head, int(it.value(item["version"]))):
+                continue
+            rows.append((head, it.from_iso(str(it.value(item["next_due"])))))
+        found = self._schedules([head for head, _ in rows], quarantine=True)
+        by_id = {s.schedule_id: s for s in found}
+        due: list[DueSchedule] = []
+        for row, next_due in rows:
+            schedule = by_id.get(str(it.value(row["schedule_id"])))
+            if schedule is None:
+                continue
+            v = schedule.current
+            due.append(
+                DueSchedule(schedule.schedule_id, schedule.version, next_due, v.spec, v.policy)
+            )
+        return due
+
+    def _chain_floor(self, until: datetime) -> datetime | None:
+        """Where this pass's read of the ``next`` index starts: after the
+        horizon of the last complete pass (None: from the start). Read once
+        per horizon."""
+        if self._floor is not None and self._floor[0] == until:
+            return self._floor[1]
+        answer = self.client.get_item(
+            TableName=self.tables.leases, Key=it.attrs({"pk": PLAN_CURSOR}), ConsistentRead=True
+        )
+        item = answer.get("Item")
+        floor = None if item is None else it.from_iso(str(it.value(item["through"])))
+        self._floor = (until, floor)
+        self._chain_read = False
+        return floor
+
+    def planned_through(self, until: datetime) -> None:
+        """Move the ``next`` index's read past ``until`` (forward only), when
+        this pass read any entry of it: an idle pass writes nothing."""
+        if not self._chain_read:
+            return
+        self._chain_read = False
+        try:
+            self.client.update_item(
+                TableName=self.tables.leases,
+                Key=it.attrs({"pk": PLAN_CURSOR}),
+                UpdateExpression="SET #through = :through",
+                ConditionExpression="attribute_not_exists(#through) OR #through < :through",
+                ExpressionAttributeNames={"#through": "through"},
+                ExpressionAttributeValues={":through": {"S": it.iso(until)}},
+            )
+        except ClientError as error:
+            if not _failed_condition(error):
+                raise
+        self._floor = None
 
     @staticmethod
     def _next_due_condition(expected: datetime | None) -> tuple[str, dict[str, Any]]:
+        """The HEAD still names ``expected`` (the ``next_due`` the caller read),
+        or leaves its schedule to the chain, where no planner moves the HEAD."""
+        chain = "attribute_not_exists(#due_key) AND attribute_exists(#next_due)"
         if expected is None:
-            return "attribute_not_exists(#next_due)", {}
-        return "#next_due = :expected_due", {":expected_due": {"S": it.iso(expected)}}
+            return f"(attribute_not_exists(#next_due) OR ({chain}))", {}
+        return (
+            f"(#next_due = :expected_due OR ({chain}))",
+            {":expected_due": {"S": it.iso(expected)}},
+        )
 
     @staticmethod
     def _next_due_fields(schedule_id: str, next_due: datetime | None) -> dict[str, Any]:
@@ -763,31 +951,43 @@ class DynamoStore(Store):
         )
 
     def materialize(
-        self, batch: Sequence[Materialization], now: datetime
+        self, batch: Sequence[Materialization], now: datetime, *, until: datetime | None = None
     ) -> list[MaterializeOutcome]:
-        return self._each(lambda item: self._materialize_one(item, now), batch)
+        return self._each(lambda item: self._materialize_one(item, now, until=until), batch)
 
     def materialize_sending(
         self,
         batch: Sequence[Materialization],
         now: datetime,
         send: Callable[[Sequence[Run]], Sequence[str]],
+        *,
+        until: datetime | None = None,
     ) -> list[MaterializeOutcome]:
         """Store every schedule's occurrences, send the intents of the
         admitted ones in one call, put the few whose send failed in the
-        outbox, then advance every HEAD: an occurrence admitted as it is
-        stored costs no outbox entry and no mark-sent write (see
-        ``Store.materialize_sending`` for why a crash loses nothing). A
-        schedule with more occurrences than one advance covers (a backlog)
-        is materialized chunk by chunk, each chunk's intents sent before its
-        advance."""
+        outbox, then advance the HEADs that need it: an occurrence admitted
+        as it is stored costs no outbox entry and no mark-sent write (see
+        ``Store.materialize_sending`` for why a crash loses nothing), and one
+        whose record carries its schedule's next slot (the chain, see
+        ``_chained``) no HEAD write. A schedule with more occurrences than
+        one advance covers (a backlog) is materialized chunk by chunk on its
+        HEAD, each chunk's intents sent before its advance."""
 
         def store(item: Materialization) -> MaterializeOutcome | _Stored | None:
-            if len(item.occurrences) > OCCURRENCES_PER_ADVANCE:
-                return self._materialize_one(item, now, send)
-            if not self._head_allows(item):
+            if not self._chained(item, until) and (len(item.occurrences) > OCCURRENCES_PER_ADVANCE):
+                return self._materialize_one(item, now, send, until=until)
+            mode = self._head_mode(item)
+            if mode is None:
                 return None
-            return self._store_chunk(list(item.occurrences), sending=True)
+            if not self._chained(item, until):
+                if mode == _CHAIN and not self._promote(item, now):
+                    return None
+                return self._store_chunk(list(item.occurrences), sending=True)
+            stored = self._store_chunk(
+                list(item.occurrences), sending=True, chain=self._chain_fields(item)
+            )
+            stored.advance = mode == _SEED
+            return stored
 
         stored = self._each(store, batch)
         chunks = [s for s in stored if isinstance(s, _Stored)]
@@ -801,22 +1001,127 @@ class DynamoStore(Store):
                 return MaterializeOutcome(item.schedule_id, False)
             if isinstance(result, MaterializeOutcome):
                 return result
+            if not result.advance:
+                return MaterializeOutcome(item.schedule_id, True, result.inserted)
+            chained = self._chained(item, until)
             if self._advance(
-                item, item.expected_next_due, item.next_due, item.last_materialized_at, now
+                item,
+                item.expected_next_due,
+                item.next_due,
+                item.last_materialized_at,
+                now,
+                chained=chained,
             ):
                 return MaterializeOutcome(item.schedule_id, True, result.inserted)
             return self._refused(item, result, ())
 
         return self._each(advance, list(zip(batch, stored, strict=True)))
 
-    def _store_chunk(self, runs: Sequence[Run], *, sending: bool) -> _Stored:
-        """Put a chunk's occurrences (see ``_put_occurrence``)."""
+    # --- the chain -----------------------------------------------------------------
+
+    @staticmethod
+    def _chained(item: Materialization, until: datetime | None) -> bool:
+        """Whether the item's last occurrence carries its schedule on (its
+        record holds the schedule's next slot, in the ``next`` index) instead
+        of the HEAD advancing: in a planning pass (``until``), for a schedule
+        whose next slot falls after the pass's horizon (so the next pass's
+        read of the index, which starts after it, finds it), written in one
+        chunk. A backlog, a call from outside a pass, or nothing to write
+        stays on the HEAD."""
+        return (
+            until is not None
+            and 0 < len(item.occurrences) <= OCCURRENCES_PER_ADVANCE
+            and (item.next_due is None or item.next_due > until)
+        )
+
+    def _chain_fields(self, item: Materialization) -> dict[str, Any]:
+        """The attributes the item's last record gets: ``next_due`` (or
+        ``chain_end`` when the spec has no slot after it) and, for a next
+        slot, the keys of the sparse ``next`` index."""
+        if item.next_due is None:
+            return {"chain_end": True}
+        return {
+            "next_due": it.iso(item.next_due),
+            "next_shard": it.due_shard(item.schedule_id, self.due_shards),
+            "next_key": it.next_key(item.next_due, item.schedule_id, item.expected_version),
+        }
+
+    def _head_mode(self, item: Materialization) -> str | None:
+        """How the item's schedule stands now (a strongly consistent read of
+        the HEAD): ``_SEED`` when its HEAD names the item's ``next_due`` (a
+        create, edit or resume set it, or a backlog keeps it there), ``_CHAIN``
+        when the HEAD leaves the schedule to its chain of records (no
+        ``due_key``), or None when the item is bound to be refused (another
+        version, paused, deleted, quarantined, or a seed it does not start
+        from). It saves the writes of a materialization bound to be refused;
+        an advance's own condition decides."""
+        answer = self.client.get_item(
+            TableName=self.tables.schedules,
+            Key=it.head_key(item.schedule_id),
+            ConsistentRead=True,
+        )
+        head = answer.get("Item")
+        if head is None:
+            return None
+        v = it.plain(head)
+        if (
+            int(v["version"]) != item.expected_version
+            or v.get("paused", False)
+            or "deleted_at" in v
+            or "quarantine" in v
+        ):
+            return None
+        if "due_key" not in v:
+            return _CHAIN if v.get("next_due") is not None else None
+        return _SEED if v.get("next_due") == it.iso(item.expected_next_due) else None
+
+    def _promote(self, item: Materialization, now: datetime) -> bool:
+        """Put a schedule carried by its chain back on its HEAD, at the
+        item's ``next_due`` (a backlog to write in chunks, or planning from
+        outside a pass), so the HEAD's advances take it from there."""
+        return (
+            self._update(
+                self.tables.schedules,
+                it.head_key(item.schedule_id),
+                set_={
+                    **self._next_due_fields(item.schedule_id, item.expected_next_due),
+                    "updated_at": it.iso(now),
+                },
+                condition=(
+                    "#version = :expected_version AND attribute_not_exists(#due_key) AND "
+                    "#paused = :false AND attribute_not_exists(#deleted_at) AND "
+                    "attribute_not_exists(#quarantine)"
+                ),
+                names={
+                    "#version": "version",
+                    "#due_key": "due_key",
+                    "#paused": "paused",
+                    "#deleted_at": "deleted_at",
+                    "#quarantine": "quarantine",
+                },
+                values={
+                    ":expected_version": {"N": str(item.expected_version)},
+                    ":false": {"BOOL": False},
+                },
+            )
+            is not None
+        )
+
+    def _store_chunk(
+        self, runs: Sequence[Run], *, sending: bool, chain: Mapping[str, Any] | None = None
+    ) -> _Stored:
+        """Put a chunk's occurrences (see ``_write_occurrence``); the last one's
+        record with ``chain``, if given."""
         stored = _Stored()
-        for run in runs:
+        last = len(runs) - 1
+        for index, run in enumerate(runs):
+            extra = chain if index == last else None
             if sending:
-                written, to_send = self._write_occurrence(run, sending=True)
-            else:
+                written, to_send = self._write_occurrence(run, sending=True, extra=extra)
+            elif extra is None:
                 written, to_send = self._put_occurrence(run), None
+            else:
+                written, to_send = self._write_occurrence(run, sending=False, extra=extra)[0], None
             if written:
                 stored.written.append(run)
             if to_send is not None:
@@ -871,6 +1176,8 @@ class DynamoStore(Store):
         item: Materialization,
         now: datetime,
         send: Callable[[Sequence[Run]], Sequence[str]] | None = None,
+        *,
+        until: datetime | None = None,
     ) -> MaterializeOutcome:
         """Write the occurrences, then advance the HEAD on the materialization's
         condition: an idempotent sequence, not a transaction. A crash between
@@ -879,8 +1186,31 @@ class DynamoStore(Store):
         advance is refused (the schedule moved meanwhile), the occurrences
         this call wrote for it, and no other planner's advance covered, are
         withdrawn. With ``send``, each chunk's admitted intents are sent
-        before its advance (``materialize_sending``)."""
-        if not self._head_allows(item):
+        before its advance (``materialize_sending``). A schedule its chain
+        carries is put back on its HEAD first, or, in one chunk within a
+        pass, carried on by the chunk's last record (``_chained``)."""
+        mode = self._head_mode(item)
+        if mode is None:
+            return MaterializeOutcome(item.schedule_id, False)
+        if self._chained(item, until):
+            stored = self._store_chunk(
+                list(item.occurrences), sending=send is not None, chain=self._chain_fields(item)
+            )
+            if send is not None:
+                self._send_or_outbox([stored], send)
+            if mode == _CHAIN:
+                return MaterializeOutcome(item.schedule_id, True, stored.inserted)
+            if not self._advance(
+                item,
+                item.expected_next_due,
+                item.next_due,
+                item.last_materialized_at,
+                now,
+                chained=True,
+            ):
+                return self._refused(item, stored, ())
+            return MaterializeOutcome(item.schedule_id, True, stored.inserted)
+        if mode == _CHAIN and not self._promote(item, now):
             return MaterializeOutcome(item.schedule_id, False)
         runs = list(item.occurrences)
         size = OCCURRENCES_PER_ADVANCE
@@ -921,27 +1251,6 @@ class DynamoStore(Store):
         covered = None if last is None else it.from_iso(str(it.value(last)))
         return [run for run in written if covered is None or run.scheduled_at > covered]
 
-    def _head_allows(self, item: Materialization) -> bool:
-        """Whether the materialization's condition holds now (a strongly
-        consistent read of the HEAD). It saves the writes of a materialization
-        bound to be refused; the advance's own condition decides."""
-        answer = self.client.get_item(
-            TableName=self.tables.schedules,
-            Key=it.head_key(item.schedule_id),
-            ConsistentRead=True,
-        )
-        head = answer.get("Item")
-        if head is None:
-            return False
-        v = it.plain(head)
-        return (
-            int(v["version"]) == item.expected_version
-            and v.get("next_due") == it.iso(item.expected_next_due)
-            and not v.get("paused", False)
-            and "deleted_at" not in v
-            and "quarantine" not in v
-        )
-
     def _advance(
         self,
         item: Materialization,
@@ -949,13 +1258,20 @@ class DynamoStore(Store):
         next_due: datetime | None,
         last_at: datetime | None,
         now: datetime,
+        *,
+        chained: bool = False,
     ) -> bool:
+        """Move the HEAD from ``expected_due`` to ``next_due``; ``chained``:
+        and leave the schedule to its chain (out of the ``due`` index)."""
+        fields = self._next_due_fields(item.schedule_id, next_due)
+        if chained:
+            fields["due_key"] = None
         return (
             self._update(
                 self.tables.schedules,
                 it.head_key(item.schedule_id),
                 set_={
-                    **self._next_due_fields(item.schedule_id, next_due),
+                    **fields,
                     "last_materialized_at": it.opt_iso(last_at),
                     "updated_at": it.iso(now),
                 },
@@ -986,7 +1302,9 @@ class DynamoStore(Store):
         this call wrote its record."""
         return self._write_occurrence(run, sending=False)[0]
 
-    def _write_occurrence(self, run: Run, *, sending: bool) -> tuple[bool, Run | None]:
+    def _write_occurrence(
+        self, run: Run, *, sending: bool, extra: Mapping[str, Any] | None = None
+    ) -> tuple[bool, Run | None]:
         """Write one occurrence by a conditional put of its record: whether
         this call wrote it, and the run whose intent to send now (with
         ``sending``), if any.
@@ -1009,7 +1327,7 @@ class DynamoStore(Store):
         if self._slot_taken(run):
             return False, None
         found: Run | None = None
-        old = self._put_record(run, "attribute_not_exists(pk)", {})
+        old = self._put_record(run, "attribute_not_exists(pk)", {}, extra)
         written = old is None
         if old is not None and it.value(old["occurrence_id"]) != run.occurrence_id:
             # The instant is another occurrence's: taken, unless that one was
@@ -1023,6 +1341,7 @@ class DynamoStore(Store):
                     ":withdrawn_id": old["occurrence_id"],
                     ":withdrawn": {"S": WITHDRAWN},
                 },
+                extra,
             )
             if replaced is not None:
                 return False, None
@@ -1035,15 +1354,22 @@ class DynamoStore(Store):
         return written, (run if written and direct else found)
 
     def _put_record(
-        self, run: Run, condition: str, values: Mapping[str, Any]
+        self,
+        run: Run,
+        condition: str,
+        values: Mapping[str, Any],
+        extra: Mapping[str, Any] | None = None,
     ) -> dict[str, Any] | None:
-        """Put ``run``'s record on ``condition``: None if it was written, else
-        the item that refused it."""
+        """Put ``run``'s record (with ``extra`` attributes) on ``condition``:
+        None if it was written, else the item that refused it."""
         names = {n: n[1:] for n in ("#occurrence_id", "#reason") if n in condition}
+        item = it.record_item(run, self.history_retention)
+        if extra:
+            item.update(it.attrs(extra))
         try:
             self.client.put_item(
                 TableName=self.tables.occurrences,
-                Item=it.record_item(run, self.history_retention),
+                Item=item,
                 ConditionExpression=condition,
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
                 **({"ExpressionAttributeNames": names} if names else {}),
@@ -1665,3 +1991,16 @@ def _instant_of_business_key(key: str) -> datetime | None:
     except ValueError:
         return None
     return instant.replace(tzinfo=UTC) if instant.tzinfo is None else instant.astimezone(UTC)
+
+
+def _carried_by_chain(head: Mapping[str, Any], version: int) -> bool:
+    """Whether a HEAD leaves its schedule, at ``version``, to its chain: the
+    version is current, no seed names the next slot, and it is active."""
+    return (
+        head.get("version") == {"N": str(version)}
+        and "due_key" not in head
+        and "next_due" in head
+        and head.get("paused", {"BOOL": False}) == {"BOOL": False}
+        and "deleted_at" not in head
+        and "quarantine" not in head
+    )

@@ -866,7 +866,7 @@ class SqliteStore(Database, Store):
             )
 
     def materialize(
-        self, batch: Sequence[Materialization], now: datetime
+        self, batch: Sequence[Materialization], now: datetime, *, until: datetime | None = None
     ) -> list[MaterializeOutcome]:
         if not batch:
             return []

@@ -33,12 +33,12 @@ class CountingStore(SqliteStore):
         return super().admit(occurrences, now)
 
     def materialize(
-        self, batch: Sequence[Materialization], now: datetime
+        self, batch: Sequence[Materialization], now: datetime, *, until: datetime | None = None
     ) -> list[MaterializeOutcome]:
         if self.before_materialize is not None:
             hook, self.before_materialize = self.before_materialize, None
             hook()
-        return super().materialize(batch, now)
+        return super().materialize(batch, now, until=until)
 
 
 def _world(tmp_path: Path, clock: FakeClock, *, shards: int = 4, **config: object) -> World:

@@ -138,17 +138,19 @@ class RecordingStore(DynamoStore):
         return won
 
     def materialize(
-        self, batch: Sequence[Materialization], now: datetime
+        self, batch: Sequence[Materialization], now: datetime, *, until: datetime | None = None
     ) -> list[MaterializeOutcome]:
-        return self._record(batch, super().materialize(batch, now))
+        return self._record(batch, super().materialize(batch, now, until=until))
 
     def materialize_sending(
         self,
         batch: Sequence[Materialization],
         now: datetime,
         send: Callable[[Sequence[Run]], Sequence[str]],
+        *,
+        until: datetime | None = None,
     ) -> list[MaterializeOutcome]:
-        return self._record(batch, super().materialize_sending(batch, now, send))
+        return self._record(batch, super().materialize_sending(batch, now, send, until=until))
 
     def _record(
         self, batch: Sequence[Materialization], outcomes: list[MaterializeOutcome]
@@ -248,7 +250,7 @@ def test_two_ticks_dispatching_one_shard_admit_each_occurrence_once(
             expected.append(slot.scheduled_at)
         runs = [r for r in setup.runs(sid, 100).items if r.scheduled_at <= end]
         assert sorted(r.scheduled_at for r in runs) == expected  # nothing lost, no copy
-        assert all(r.status is RunStatus.ADMITTED and not r.pending for r in runs)
+        assert all(r.status is RunStatus.ADMITTED and not r.pending for r in runs), [(r.scheduled_at.isoformat(), r.status, r.pending, r.materialized_at) for r in runs if r.status is not RunStatus.ADMITTED or r.pending]
         due |= {r.occurrence_id for r in runs}
     assert len(due) >= 6 * 6
     # Admitted once: the two ticks' wins are disjoint and cover every occurrence.
