@@ -1609,7 +1609,7 @@ class DynamoStore(Store):
         if not chosen:
             return []
         records = {
-            item["sk"]["S"]: item
+            (item["pk"]["S"], item["sk"]["S"]): item
             for item in self._batch_get(
                 self.tables.occurrences, [{"pk": i["pk"], "sk": i["sk"]} for i in chosen]
             )
@@ -1618,7 +1618,7 @@ class DynamoStore(Store):
         waiting = [
             record
             for entry in chosen
-            if (record := records.get(entry["sk"]["S"])) is not None
+            if (record := records.get((entry["pk"]["S"], entry["sk"]["S"]))) is not None
             and record.get("outbox_key") == entry["outbox_key"]
         ]
         return [PendingOccurrence.of(it.run_from_item(r)) for r in waiting]

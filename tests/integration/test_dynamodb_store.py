@@ -528,3 +528,17 @@ def test_a_sent_occurrence_whose_schedule_moved_before_the_advance_is_closed_and
     assert store.get_by_business_key(run.business_key) == again
     head = store.get(sid)
     assert head is not None and head.next_due == plan.expected_next_due
+
+
+def test_records_of_two_schedules_at_one_instant_are_both_dispatched(
+    store: DynamoStore,
+) -> None:
+    # Their sort keys are equal (one instant): the pending read must tell them apart.
+    runs = []
+    for sid in ("sch_first", "sch_second"):
+        store.create(build_schedule(NOW, schedule_id=sid))
+        run = replace(_run(sid, "2026-12-01T08:01:00Z"), shard=0)
+        assert store.insert([run]) == [run.occurrence_id]
+        runs.append(run)
+    due = store.pending_due(0, runs[0].bucket, runs[0].bucket, utc("2026-12-01T08:02:00Z"), 10)
+    assert sorted(p.occurrence_id for p in due) == sorted(r.occurrence_id for r in runs)
