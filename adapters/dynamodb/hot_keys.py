@@ -13,10 +13,11 @@ the time the writers need to make them:
   ``requests_in_flight`` requests each, a request taking at least
   ``request_s``: so a phase of ``r`` requests per occurrence lasts at least
   ``N * r / (tick_processes * requests_in_flight / request_s)``. Planning
-  reads the HEAD, puts the record (admitted and stamped sent, out of the
-  outbox), and advances the HEAD after the intents are sent
-  (``DynamoStore.materialize_sending``); the send itself is a queue request,
-  batched, and is not counted, which shortens the phase (a bound above);
+  reads the HEAD and puts the record (admitted and stamped sent, out of the
+  outbox), which carries its schedule's next slot into the ``next`` index:
+  the HEAD of a steady schedule is not written (``DynamoStore.
+  materialize_sending``); the send itself is a queue request, batched, and
+  is not counted, which shortens the phase (a bound above);
 - an intent whose send failed is the pessimistic case (``send_fails``):
   planning also puts its record in the outbox, and dispatch later marks it
   sent (out of the outbox) with one request per occurrence, the outbox
@@ -40,7 +41,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
-from adapters.definitions import OCCURRENCES, SCHEDULES, TABLES, TableDefinition
+from adapters.definitions import OCCURRENCES, TABLES, TableDefinition
 from adapters.dynamodb import items as it
 from domain.run import Run, RunStatus, new_occurrence
 from domain.spec import Slot
@@ -135,53 +136,26 @@ def occurrence_writes(
         materialized_at=at - timedelta(seconds=60),
     )
     retention = timedelta(days=90)
-    due_shards = pace.due_shards
-    head = {
-        **it.head_key(schedule_id),
-        **it.attrs(
-            {
-                "schedule_id": schedule_id,
-                "version": 1,
-                "paused": False,
-                "created_at": it.iso(at - timedelta(days=30)),
-                "updated_at": it.iso(at - timedelta(days=1)),
-                "entity": it.ENTITY_SCHEDULE,
-                "created_key": f"{it.iso(at - timedelta(days=30))}#{schedule_id}",
-            }
-        ),
-    }
-    due_before = {
-        **head,
-        **it.attrs(
-            {
-                "next_due": it.iso(at),
-                "due_key": it.due_key(at, schedule_id),
-                "due_shard": it.due_shard(schedule_id, due_shards),
-            }
-        ),
-    }
     tomorrow = at + timedelta(days=1)
-    due_after = {
-        **due_before,
-        **it.attrs(
-            {
-                "next_due": it.iso(tomorrow),
-                "due_key": it.due_key(tomorrow, schedule_id),
-                "last_materialized_at": it.iso(at),
-            }
-        ),
-    }
+    # The planner's chain: the record carries its schedule's next slot into
+    # the ``next`` index (written once, with the record); the HEAD is not
+    # written (``DynamoStore.materialize_sending``, a steady schedule).
+    chain = it.attrs(
+        {
+            "next_due": it.iso(tomorrow),
+            "next_shard": it.due_shard(schedule_id, pace.due_shards),
+            "next_key": it.next_key(tomorrow, schedule_id, 1),
+        }
+    )
     # Stored admitted and stamped sent, out of the outbox (``_write_occurrence``).
     stored = replace(run, status=RunStatus.ADMITTED, admitted_at=at, sent_at=at, pending=False)
     running = replace(stored, status=RunStatus.RUNNING, attempts=1, started_at=at)
     done = replace(running, status=RunStatus.SUCCEEDED, finished_at=at)
 
     def record(r: Run) -> dict[str, Any]:
-        return it.record_item(r, retention)
+        return {**it.record_item(r, retention), **chain}
 
-    planned = [
-        Write("plan", OCCURRENCES, None, record(stored)),
-    ]
+    planned = [Write("plan", OCCURRENCES, None, record(stored))]
     if send_fails:
         # Into the outbox (``_into_outbox``), then out of it (``mark_sent``).
         waiting = replace(stored, sent_at=None, pending=True)
@@ -191,7 +165,6 @@ def occurrence_writes(
         later = []
     return [
         *planned,
-        Write("plan", SCHEDULES, due_before, due_after),
         *later,
         Write("run", OCCURRENCES, record(stored), record(running)),
         Write("run", OCCURRENCES, record(running), record(done)),
@@ -201,8 +174,8 @@ def occurrence_writes(
 # Requests per occurrence in each phase (reads included: they take a slot in
 # flight), when the send succeeds and when it fails.
 PHASE_REQUESTS: Final = {
-    False: {"plan": 3, "run": 3},
-    True: {"plan": 4, "dispatch": 1, "run": 3},
+    False: {"plan": 2, "run": 3},
+    True: {"plan": 3, "dispatch": 1, "run": 3},
 }
 
 

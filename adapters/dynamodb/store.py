@@ -547,28 +547,36 @@ class DynamoStore(Store):
         def one(schedule: Schedule) -> Schedule:
             if schedule.schedule_id not in chained:
                 return schedule
-            found, next_due = self._chain_next_due(schedule.schedule_id)
-            return replace(schedule, next_due=next_due) if found else schedule
+            found = self._chain_head(schedule.schedule_id)
+            if found is None:
+                return schedule
+            next_due, last_at = found
+            return replace(schedule, next_due=next_due, last_materialized_at=last_at)
 
         return self._each(one, schedules)
 
-    def _chain_next_due(self, schedule_id: str) -> tuple[bool, datetime | None]:
-        """The next slot the schedule's newest planned record names (None: its
-        spec had no slot after it), and whether one was found among the
-        newest records."""
+    def _chain_head(self, schedule_id: str) -> tuple[datetime | None, datetime] | None:
+        """What the schedule's newest planned record says: the next slot (None:
+        its spec had no slot after it) and its own instant, the last planned;
+        None when none of the newest records says."""
         request = {
             **self.records_newest_first(schedule_id, consistent=True, page=25),
-            "ProjectionExpression": "#next_due, #chain_end",
-            "ExpressionAttributeNames": {"#next_due": "next_due", "#chain_end": "chain_end"},
+            "ProjectionExpression": "#next_due, #chain_end, #scheduled_at",
+            "ExpressionAttributeNames": {
+                "#next_due": "next_due",
+                "#chain_end": "chain_end",
+                "#scheduled_at": "scheduled_at",
+            },
         }
         for seen, item in enumerate(self._query(request)):
-            if "next_due" in item:
-                return True, it.from_iso(str(it.value(item["next_due"])))
-            if "chain_end" in item:
-                return True, None
+            if "next_due" in item or "chain_end" in item:
+                last_at = it.from_iso(str(it.value(item["scheduled_at"])))
+                if "chain_end" in item:
+                    return None, last_at
+                return it.from_iso(str(it.value(item["next_due"]))), last_at
             if seen >= 100:
                 break
-        return False, None
+        return None
 
     def get_version(self, schedule_id: str, version: int) -> ScheduleVersion | None:
         return self.get_versions([(schedule_id, version)]).get((schedule_id, version))

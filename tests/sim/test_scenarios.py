@@ -266,17 +266,18 @@ def test_write_units_per_run_are_given_per_table_and_per_index_of_the_template(
     assert any(k.endswith("Runs") and v >= 1 for k, v in parts.items()), parts
 
 
-def test_burst_write_units_per_run_count_the_runs_own_four_writes(burst: dict[str, Any]) -> None:
-    # Each burst occurrence is a one-off the API plans at the call: its record and claim puts
-    # are made there, its start and finish by the worker. bench/cost.py's unit model: 4 on
-    # the Runs table, plus the HEAD's advance (1) and its `due` entry leaving (1).
+def test_burst_write_units_per_run_count_the_runs_own_three_writes(burst: dict[str, Any]) -> None:
+    # Each burst occurrence is a one-off the API plans at the call: its record is put there,
+    # its start and finish by the worker (3 on the Runs table); the HEAD, which named the
+    # one slot, leaves the `due` index as it is planned (1 + 1). A one-off has no next slot,
+    # so its record carries nothing into the `next` index.
     wru = burst["dynamodb_write_units_per_run"]
     runs = sum(v for k, v in wru.items() if k.endswith("Runs"))
     schedules = sum(v for k, v in wru.items() if k.endswith("Schedules"))
     due = sum(v for k, v in wru.items() if k.endswith("Schedules/index/due"))
-    assert runs >= 4, wru
+    assert runs >= 3, wru
     assert schedules >= 1 and due >= 1, wru
-    assert wru["total"] >= 6, wru
+    assert wru["total"] >= 5, wru
 
 
 def test_a_tick_of_one_pass_an_invocation_is_not_reported_thinned(burst: dict[str, Any]) -> None:

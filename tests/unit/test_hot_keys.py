@@ -22,9 +22,9 @@ def test_no_table_has_a_local_index_so_no_schedule_has_an_item_collection_cap() 
 def test_no_key_takes_more_than_a_thousand_write_units_a_second_when_100000_fire_at_once() -> None:
     sent = worst_minute(100_000)
     # An intent sent as it is planned never touches the outbox.
+    # A steady schedule's HEAD is not written: its record carries it on.
     assert {(h.name, h.phase) for h in sent} == {
-        ("Schedules.due", "plan"),
-        ("Schedules", "plan"),
+        ("Runs.next", "plan"),
         ("Runs", "plan"),
         ("Runs", "run"),
     }
@@ -32,7 +32,7 @@ def test_no_key_takes_more_than_a_thousand_write_units_a_second_when_100000_fire
     # planned and leaves it when dispatch sends it again.
     failed = worst_minute(100_000, send_fails=True)
     assert {(h.name, h.phase) for h in failed} >= {
-        ("Schedules.due", "plan"),
+        ("Runs.next", "plan"),
         ("Runs.outbox", "plan"),
         ("Runs.outbox", "dispatch"),
         ("Runs", "run"),
@@ -48,7 +48,7 @@ def test_the_arithmetic_finds_a_hot_key_when_the_writers_outrun_the_shards() -> 
     crowded = Pace(shards=1, due_shards=1, tick_processes=4, request_s=0.002)
     hot = worst_minute(10_000, crowded)
     assert hot[0].per_s > WRITE_UNITS_PER_KEY
-    assert hot[0].name == "Schedules.due"
+    assert hot[0].name == "Runs.next"
     failed = worst_minute(10_000, crowded, send_fails=True)
     assert failed[0].per_s > WRITE_UNITS_PER_KEY
     assert failed[0].name == "Runs.outbox"
@@ -63,19 +63,18 @@ def _units_per_target(*, send_fails: bool) -> dict[str, int]:
     return per_target
 
 
-def test_one_occurrence_sent_as_it_is_planned_writes_seven_units_and_no_outbox_entry() -> None:
-    # Runs: record (admitted, stamped sent), claim, start, finish; the HEAD's
-    # advance moves its due-index entry (out and in).
-    assert _units_per_target(send_fails=False) == {"Runs": 3, "Schedules": 1, "Schedules.due": 2}
+def test_one_occurrence_sent_as_it_is_planned_writes_four_units_and_no_outbox_entry() -> None:
+    # Runs: the record (admitted, stamped sent), start, finish; the record's
+    # entry in the ``next`` index, written once with it. No claim, no HEAD.
+    assert _units_per_target(send_fails=False) == {"Runs": 3, "Runs.next": 1}
 
 
 def test_one_occurrence_whose_send_failed_enters_the_outbox_once_and_leaves_it_once() -> None:
-    # Runs: record, claim, into the outbox, mark sent, start, finish.
+    # Runs: record, into the outbox, mark sent, start, finish.
     assert _units_per_target(send_fails=True) == {
         "Runs": 5,
         "Runs.outbox": 2,
-        "Schedules": 1,
-        "Schedules.due": 2,
+        "Runs.next": 1,
     }
 
 

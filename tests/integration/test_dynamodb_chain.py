@@ -1,0 +1,196 @@
+"""The planner's chain on DynamoDB: in a pass, a schedule's last planned
+record carries its next slot (the ``next`` index), so a steady schedule's
+HEAD is never written by the tick; a create, edit or resume names the next
+slot on the HEAD (a seed), which the first pass hands over to the chain.
+
+Every test drives the real planner (``Ticker`` passes, queueing ahead as
+deployed) over moto, and counts the requests each table receives.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from adapters.definitions import DELIVERY_QUEUE, create_queues
+from adapters.dynamodb import items
+from adapters.dynamodb.local import create_store_tables
+from adapters.dynamodb.store import PLAN_CURSOR, DynamoStore
+from adapters.sqs import SqsDeliveryQueue
+from domain.overview import ScheduleStatus, schedule_status
+from domain.partition import Partitioning
+from domain.run import RunKind, RunStatus
+from service.schedules import ScheduleService
+from service.tick import TickConfig, Ticker
+from tests.conftest import FakeClock, utc
+
+START = utc("2026-12-01T08:00:00Z")
+WEBHOOK = {"type": "webhook", "url": "https://example.com/hook"}
+PARTS = Partitioning(shards=2, bucket_s=60)
+CONFIG = TickConfig(partitioning=PARTS, lookahead=timedelta(seconds=90), queue_ahead=True)
+
+
+class World:
+    def __init__(self, client: Any, sqs: Any) -> None:
+        self.client = client
+        self.clock = FakeClock(START)
+        self.tables = create_store_tables(client, "chain")
+        self.store = DynamoStore(client, self.tables, due_shards=2)
+        url = create_queues(sqs, "chain")[DELIVERY_QUEUE.env_var]
+        self.ticker = Ticker(
+            self.store, SqsDeliveryQueue(sqs, url), self.clock, CONFIG, owner="tick-1"
+        )
+        self.service = ScheduleService(self.store, self.clock, PARTS)
+        self.calls: Counter[tuple[str, str]] = Counter()
+        client.meta.events.register("before-call.dynamodb.*", self._count)
+
+    def _count(self, model: Any, params: Any, **_: Any) -> None:
+        self.calls[(model.name, str(params.get("TableName", "")))] += 1
+
+    def create(self, spec: dict[str, Any]) -> str:
+        schedule, _ = self.service.create({"name": "job", "spec": spec, "target": WEBHOOK})
+        return schedule.schedule_id
+
+    def passes(self, minutes: int) -> None:
+        """One tick pass a minute, as EventBridge Scheduler invokes it."""
+        for _ in range(minutes):
+            self.ticker.tick_once()
+            self.clock.advance(60)
+
+    def slots(self, schedule_id: str) -> list[tuple[str, RunStatus, int]]:
+        runs = self.store.runs(schedule_id, 500).items
+        return sorted((r.scheduled_at.isoformat(), r.status, r.version) for r in runs)
+
+    def writes(self, table: str) -> int:
+        return sum(
+            n
+            for (op, name), n in self.calls.items()
+            if name == table and op in ("PutItem", "UpdateItem", "DeleteItem")
+        )
+
+    def head(self, schedule_id: str) -> dict[str, Any]:
+        answer = self.client.get_item(
+            TableName=self.tables.schedules, Key=items.head_key(schedule_id), ConsistentRead=True
+        )
+        return items.plain(answer["Item"])
+
+
+@pytest.fixture
+def world() -> Iterator[World]:
+    with mock_aws():
+        yield World(
+            boto3.client("dynamodb", region_name="us-east-1"),
+            boto3.client("sqs", region_name="us-east-1"),
+        )
+
+
+def test_a_steady_schedule_is_carried_by_its_records_and_its_head_is_not_written(
+    world: World,
+) -> None:
+    sid = world.create({"every": "PT1M", "start_at": "2026-12-01T08:01:00Z"})
+    world.passes(1)  # the seed: planned, and handed over to the chain
+    assert "due_key" not in world.head(sid)
+    world.calls.clear()
+    world.passes(10)
+    assert world.writes(world.tables.schedules) == 0
+    slots = world.slots(sid)
+    expected = [(START + timedelta(minutes=m)).isoformat() for m in range(1, 12)]
+    assert [s[0] for s in slots] == expected  # each minute once, 90 s ahead
+    # One record per run, written once; the newest names the next slot.
+    newest = world.store.runs(sid, 1).items[0]
+    schedule = world.store.get(sid)
+    assert schedule is not None
+    assert schedule.next_due == newest.scheduled_at + timedelta(minutes=1)
+    # The pass's horizon is where the next read of the index starts.
+    cursor = world.client.get_item(
+        TableName=world.tables.leases, Key=items.attrs({"pk": PLAN_CURSOR})
+    )["Item"]
+    assert items.from_iso(cursor["through"]["S"]) == world.clock.now() - timedelta(seconds=60 - 90)
+
+
+def test_an_idle_pass_writes_no_cursor(world: World) -> None:
+    world.passes(3)
+    assert world.writes(world.tables.leases) == 0
+    answer = world.client.get_item(
+        TableName=world.tables.leases, Key=items.attrs({"pk": PLAN_CURSOR})
+    )
+    assert "Item" not in answer
+
+
+def test_an_edit_leaves_the_old_versions_chain_and_no_slot_runs_twice(world: World) -> None:
+    sid = world.create({"every": "PT1M", "start_at": "2026-12-01T08:01:00Z"})
+    world.passes(5)
+    schedule = world.store.get(sid)
+    assert schedule is not None
+    world.service.edit(
+        sid,
+        schedule.version,
+        {
+            "name": "job",
+            "spec": {"every": "PT2M", "start_at": "2026-12-01T08:00:00Z"},
+            "target": WEBHOOK,
+        },
+    )
+    world.passes(10)
+    slots = world.slots(sid)
+    instants = [s[0] for s in slots]
+    assert len(instants) == len(set(instants))
+    edited_at = START + timedelta(minutes=5)
+    # After the edit and what was already planned (90 s ahead), version 2's
+    # every-two-minutes slots alone.
+    later = [s for s in slots if s[0] > (edited_at + CONFIG.lookahead).isoformat()]
+    assert later and all(version == 2 for _, _, version in later)
+    assert all(utc(at).minute % 2 == 0 for at, _, _ in later)
+
+
+def test_a_pause_stops_the_chain_and_a_resume_records_the_slots_it_skipped(
+    world: World,
+) -> None:
+    sid = world.create({"every": "PT1M", "start_at": "2026-12-01T08:01:00Z"})
+    world.passes(3)
+    world.service.pause(sid)
+    world.calls.clear()
+    world.passes(5)
+    assert world.writes(world.tables.occurrences) == 0  # nothing planned while paused
+    world.service.resume(sid)
+    world.passes(3)
+    slots = world.slots(sid)
+    instants = [s[0] for s in slots]
+    assert len(instants) == len(set(instants))
+    skipped = [s for s in slots if s[1] is RunStatus.SKIPPED]
+    assert skipped, "the slots due while paused are recorded as skipped"
+    resumed_at = START + timedelta(minutes=8)
+    assert all(utc(at) <= resumed_at for at, _, _ in skipped)
+    assert any(utc(at) > resumed_at for at, _, _ in slots)
+
+
+def test_a_backlog_after_an_outage_is_caught_up_on_the_head_once(world: World) -> None:
+    sid = world.create({"every": "PT1M", "start_at": "2026-12-01T08:01:00Z"})
+    world.passes(2)
+    world.clock.advance(timedelta(hours=2))  # no pass for two hours
+    world.passes(2)
+    slots = world.slots(sid)
+    instants = [s[0] for s in slots]
+    assert len(instants) == len(set(instants))
+    # Every slot up to now has a record (run, or closed by the overdue policy).
+    now = world.clock.now()
+    due = [at for at in instants if utc(at) <= now]
+    assert len(due) == int((now - utc("2026-12-01T08:01:00Z")).total_seconds() // 60) + 1
+    assert "due_key" not in world.head(sid)  # back on its chain
+
+
+def test_a_one_off_ends_its_chain(world: World) -> None:
+    sid = world.create({"at": "2026-12-01T08:03:00Z"})
+    world.passes(6)
+    [(at, status, _)] = world.slots(sid)
+    assert at == "2026-12-01T08:03:00+00:00" and status is RunStatus.ADMITTED
+    schedule = world.store.get(sid)
+    assert schedule is not None and schedule.next_due is None
+    assert world.store.runs(sid, 5).items[0].kind is RunKind.SCHEDULED
+    assert schedule_status(schedule, world.clock.now()) is ScheduleStatus.ENDED
