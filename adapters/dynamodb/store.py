@@ -305,6 +305,7 @@ class DynamoStore(Store):
         # this pass read any entry (see ``due`` and ``planned_through``).
         self._floor: tuple[datetime, datetime | None] | None = None
         self._chain_read = False
+        self._heads_read: dict[str, dict[str, Any]] = {}
 
     @classmethod
     def from_settings(cls, settings: TableSettings, session: Any = None) -> DynamoStore:
@@ -771,6 +772,10 @@ class DynamoStore(Store):
                 self.tables.schedules, [it.head_key(sid) for sid in wanted], consistent=True
             )
         }
+        with self._versions_lock:
+            # Read consistently a moment ago: the materialization's check uses
+            # them once instead of reading each HEAD again (``_head_mode``).
+            self._heads_read.update(current)
         rows: list[tuple[Mapping[str, Any], datetime]] = []
         for item in page:
             if _CHAIN not in item:
@@ -806,6 +811,8 @@ class DynamoStore(Store):
         floor = None if item is None else it.from_iso(str(it.value(item["through"])))
         self._floor = (until, floor)
         self._chain_read = False
+        with self._versions_lock:
+            self._heads_read.clear()  # a new pass: what an earlier one read is old
         return floor
 
     def planned_through(self, until: datetime) -> None:
@@ -984,7 +991,7 @@ class DynamoStore(Store):
         def store(item: Materialization) -> MaterializeOutcome | _Stored | None:
             if not self._chained(item, until) and (len(item.occurrences) > OCCURRENCES_PER_ADVANCE):
                 return self._materialize_one(item, now, send, until=until)
-            mode = self._head_mode(item)
+            mode = self._head_mode(item, in_pass=until is not None)
             if mode is None:
                 return None
             if not self._chained(item, until):
@@ -1054,7 +1061,7 @@ class DynamoStore(Store):
             "next_key": it.next_key(item.next_due, item.schedule_id, item.expected_version),
         }
 
-    def _head_mode(self, item: Materialization) -> str | None:
+    def _head_mode(self, item: Materialization, *, in_pass: bool = False) -> str | None:
         """How the item's schedule stands now (a strongly consistent read of
         the HEAD): ``_SEED`` when its HEAD names the item's ``next_due`` (a
         create, edit or resume set it, or a backlog keeps it there), ``_CHAIN``
@@ -1062,13 +1069,14 @@ class DynamoStore(Store):
         ``due_key``), or None when the item is bound to be refused (another
         version, paused, deleted, quarantined, or a seed it does not start
         from). It saves the writes of a materialization bound to be refused;
-        an advance's own condition decides."""
-        answer = self.client.get_item(
-            TableName=self.tables.schedules,
-            Key=it.head_key(item.schedule_id),
-            ConsistentRead=True,
-        )
-        head = answer.get("Item")
+        an advance's own condition decides. In a pass (``in_pass``), a HEAD
+        its ``due`` just read for a chain entry is used once, not read again."""
+        head = None
+        if in_pass:
+            with self._versions_lock:
+                head = self._heads_read.pop(item.schedule_id, None)
+        if head is None:
+            head = self._head(item.schedule_id)
         if head is None:
             return None
         v = it.plain(head)
@@ -1197,7 +1205,7 @@ class DynamoStore(Store):
         before its advance (``materialize_sending``). A schedule its chain
         carries is put back on its HEAD first, or, in one chunk within a
         pass, carried on by the chunk's last record (``_chained``)."""
-        mode = self._head_mode(item)
+        mode = self._head_mode(item, in_pass=until is not None)
         if mode is None:
             return MaterializeOutcome(item.schedule_id, False)
         if self._chained(item, until):
