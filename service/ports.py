@@ -230,11 +230,13 @@ class ScheduleStore(ABC):
         instead of advancing the schedule (see ``planned_through``).
         """
 
-    def planned_through(self, until: datetime) -> None:
-        """A planning pass read every page of ``due(until)`` and materialized
-        it: nothing due by ``until`` is left unplanned. A store whose ``due``
-        reads occurrences written ahead (which carry their schedule's next
-        slot) starts its next read after ``until``; the default does nothing."""
+    def planned_through(self, until: datetime | None) -> None:
+        """A planning pass ends. With ``until``, it read every page of
+        ``due(until)`` and materialized it: nothing due by ``until`` is left
+        unplanned; with None, it stopped early (or failed). A store whose
+        ``due`` reads occurrences written ahead (which carry their schedule's
+        next slot) starts its next read after ``until``; the default does
+        nothing."""
         return None
 
     def materialize_sending(

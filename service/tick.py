@@ -256,15 +256,19 @@ class Planner:
         self._memo, self._by_value = {}, {}
         horizon = now + self.config.lookahead
         token: str | None = None
-        while report.materialized + report.skipped + report.expired < (
-            self.config.max_planned_per_pass
-        ):
-            page = self.store.due(horizon, self.config.page_size, token)
-            self._plan_page(page.items, now, horizon, direct, report, until=horizon)
-            token = page.next_token
-            if token is None:
-                self.store.planned_through(horizon)
-                break
+        through: datetime | None = None
+        try:
+            while report.materialized + report.skipped + report.expired < (
+                self.config.max_planned_per_pass
+            ):
+                page = self.store.due(horizon, self.config.page_size, token)
+                self._plan_page(page.items, now, horizon, direct, report, until=horizon)
+                token = page.next_token
+                if token is None:
+                    through = horizon  # every page read and planned
+                    break
+        finally:
+            self.store.planned_through(through)
         return report
 
     def plan_schedules(

@@ -46,6 +46,7 @@ import json
 import logging
 import threading
 import time
+import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -112,8 +113,11 @@ CONCURRENCY: Final = 8
 # UTC+14, and an hour to spare): the reach of a zone change over slots.
 ZONE_CHANGE_REACH: Final = timedelta(hours=27)
 
-# The leases table item that holds how far planning has read the ``next`` index.
+# The leases table item that holds how far planning has read the ``next`` index,
+# and the plan lease: the one pass that plans the chain, for at most this long
+# (longer than the tick function's timeout, so no holder outlives it).
 PLAN_CURSOR: Final = "C#plan"
+PLAN_LEASE: Final = timedelta(seconds=120)
 # How a schedule stands for planning (``DynamoStore._head_mode``): its HEAD
 # names the next slot (a seed), or its newest planned record does (its chain).
 _SEED: Final = "seed"
@@ -304,7 +308,9 @@ class DynamoStore(Store):
         # The start of the ``next`` index's read for a horizon, and whether
         # this pass read any entry (see ``due`` and ``planned_through``).
         self._floor: tuple[datetime, datetime | None] | None = None
-        self._chain_read = False
+        # Whether this store holds the plan lease (see ``_hold_plan``), as whom.
+        self._plan_held = False
+        self._plan_owner = f"plan-{uuid.uuid4().hex}"
         self._heads_read: dict[str, dict[str, Any]] = {}
 
     @classmethod
@@ -702,11 +708,6 @@ class DynamoStore(Store):
             }
             return self._first_after(request, "due_key", after, limit)
 
-        floor = self._chain_floor(until)
-        low = None if floor is None else f"{it.iso(floor)}#{it.KEY_CEILING}"
-        if after is not None and (low is None or after > low):
-            low = after
-
         def chains(shard: int) -> list[dict[str, Any]]:
             values: dict[str, Any] = {":shard": {"S": str(shard)}, ":upper": {"S": upper}}
             condition = "#next_shard = :shard AND #next_key <= :upper"
@@ -737,9 +738,29 @@ class DynamoStore(Store):
 
         shards = range(self.due_shards)
         merged = [item for found in self._each(heads, shards) for item in found]
-        chained = [item for found in self._each(chains, shards) for item in found]
-        if chained:
-            self._chain_read = True
+        floor = self._chain_floor(until)
+        low: str | None = None
+
+        def read_chains() -> list[dict[str, Any]]:
+            nonlocal low
+            low = None if floor is None else f"{it.iso(floor)}#{it.KEY_CEILING}"
+            if after is not None and (low is None or after > low):
+                low = after
+            return [item for found in self._each(chains, shards) for item in found]
+
+        chained = read_chains()
+        if (chained or merged) and not self._plan_held:
+            # Something to plan: only the pass that holds the plan lease plans
+            # the chain's entries and chains records, reading again from where
+            # the last holder stopped. A pass that cannot take it leaves the
+            # entries to the holder, and plans the HEADs' slots on the HEADs.
+            held, through = self._hold_plan()
+            if not held:
+                chained = []
+            elif through != floor:
+                floor = through
+                self._floor = (until, through)
+                chained = read_chains()
         merged += chained
         merged.sort(key=lambda item: str(it.value(item["due_key"])))
         page = merged[:limit]
@@ -808,32 +829,71 @@ class DynamoStore(Store):
             TableName=self.tables.leases, Key=it.attrs({"pk": PLAN_CURSOR}), ConsistentRead=True
         )
         item = answer.get("Item")
-        floor = None if item is None else it.from_iso(str(it.value(item["through"])))
+        floor = _through(item)
         self._floor = (until, floor)
-        self._chain_read = False
         with self._versions_lock:
             self._heads_read.clear()  # a new pass: what an earlier one read is old
         return floor
 
-    def planned_through(self, until: datetime) -> None:
-        """Move the ``next`` index's read past ``until`` (forward only), when
-        this pass read any entry of it: an idle pass writes nothing."""
-        if not self._chain_read:
-            return
-        self._chain_read = False
+    def _hold_plan(self) -> tuple[bool, datetime | None]:
+        """Take the plan lease (the cursor item's owner, for ``PLAN_LEASE``):
+        whether this store holds it now, and where the last holder's read
+        stopped. One holder at a time plans the chain, so no pass moves the
+        read past entries another pass is still writing."""
+        now = datetime.now(UTC)
         try:
-            self.client.update_item(
+            answer = self.client.update_item(
                 TableName=self.tables.leases,
                 Key=it.attrs({"pk": PLAN_CURSOR}),
-                UpdateExpression="SET #through = :through",
-                ConditionExpression="attribute_not_exists(#through) OR #through < :through",
-                ExpressionAttributeNames={"#through": "through"},
-                ExpressionAttributeValues={":through": {"S": it.iso(until)}},
+                UpdateExpression="SET #owner = :me, #held_until = :held_until",
+                ConditionExpression=(
+                    "attribute_not_exists(#owner) OR #owner = :me OR #held_until < :now"
+                ),
+                ExpressionAttributeNames={"#owner": "owner", "#held_until": "held_until"},
+                ExpressionAttributeValues={
+                    ":me": {"S": self._plan_owner},
+                    ":held_until": {"S": it.iso(now + PLAN_LEASE)},
+                    ":now": {"S": it.iso(now)},
+                },
+                ReturnValues="ALL_NEW",
             )
         except ClientError as error:
             if not _failed_condition(error):
                 raise
+            return False, None
+        self._plan_held = True
+        return True, _through(answer.get("Attributes"))
+
+    def planned_through(self, until: datetime | None) -> None:
+        """The pass ends: with ``until``, it planned every entry of the
+        ``next`` index up to it, and the next holder reads after it (forward
+        only); with None, it stopped early and moves nothing. Either way the
+        plan lease is let go. A pass that did not hold it writes nothing."""
+        floor = self._floor[1] if self._floor is not None else None
         self._floor = None
+        if not self._plan_held:
+            return
+        self._plan_held = False
+        through = floor if until is None or (floor is not None and floor >= until) else until
+        update = "REMOVE #owner, #held_until"
+        values: dict[str, Any] = {":me": {"S": self._plan_owner}}
+        names = {"#owner": "owner", "#held_until": "held_until"}
+        if through is not None:
+            update = "SET #through = :through " + update
+            values[":through"] = {"S": it.iso(through)}
+            names["#through"] = "through"
+        try:
+            self.client.update_item(
+                TableName=self.tables.leases,
+                Key=it.attrs({"pk": PLAN_CURSOR}),
+                UpdateExpression=update,
+                ConditionExpression="#owner = :me",
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+            )
+        except ClientError as error:
+            if not _failed_condition(error):
+                raise  # (refused: the lease ran out and another holder took it)
 
     @staticmethod
     def _next_due_condition(expected: datetime | None) -> tuple[str, dict[str, Any]]:
@@ -1034,17 +1094,18 @@ class DynamoStore(Store):
 
     # --- the chain -----------------------------------------------------------------
 
-    @staticmethod
-    def _chained(item: Materialization, until: datetime | None) -> bool:
+    def _chained(self, item: Materialization, until: datetime | None) -> bool:
         """Whether the item's last occurrence carries its schedule on (its
         record holds the schedule's next slot, in the ``next`` index) instead
         of the HEAD advancing: in a planning pass (``until``), for a schedule
         whose next slot falls after the pass's horizon (so the next pass's
         read of the index, which starts after it, finds it), written in one
-        chunk. A backlog, a call from outside a pass, or nothing to write
-        stays on the HEAD."""
+        chunk, by the pass that holds the plan lease (``_hold_plan``). A
+        backlog, a call from outside a pass, a pass without the lease, or
+        nothing to write stays on the HEAD."""
         return (
             until is not None
+            and self._plan_held
             and 0 < len(item.occurrences) <= OCCURRENCES_PER_ADVANCE
             and (item.next_due is None or item.next_due > until)
         )
@@ -2007,6 +2068,13 @@ def _instant_of_business_key(key: str) -> datetime | None:
     except ValueError:
         return None
     return instant.replace(tzinfo=UTC) if instant.tzinfo is None else instant.astimezone(UTC)
+
+
+def _through(item: Mapping[str, Any] | None) -> datetime | None:
+    """Where the cursor item says the last complete pass stopped, if anywhere."""
+    if item is None or "through" not in item:
+        return None
+    return it.from_iso(str(it.value(item["through"])))
 
 
 def _carried_by_chain(head: Mapping[str, Any], version: int) -> bool:

@@ -21,7 +21,7 @@ from moto import mock_aws
 from adapters.definitions import DELIVERY_QUEUE, create_queues
 from adapters.dynamodb import items
 from adapters.dynamodb.local import create_store_tables
-from adapters.dynamodb.store import PLAN_CURSOR, DynamoStore
+from adapters.dynamodb.store import PLAN_CURSOR, PLAN_LEASE, DynamoStore
 from adapters.sqs import SqsDeliveryQueue
 from domain.overview import ScheduleStatus, schedule_status
 from domain.partition import Partitioning
@@ -194,3 +194,59 @@ def test_a_one_off_ends_its_chain(world: World) -> None:
     assert schedule is not None and schedule.next_due is None
     assert world.store.runs(sid, 5).items[0].kind is RunKind.SCHEDULED
     assert schedule_status(schedule, world.clock.now()) is ScheduleStatus.ENDED
+
+
+def _cursor(world: World) -> dict[str, Any]:
+    answer = world.client.get_item(
+        TableName=world.tables.leases, Key=items.attrs({"pk": PLAN_CURSOR}), ConsistentRead=True
+    )
+    return items.plain(answer.get("Item", {}))
+
+
+def test_a_pass_without_the_plan_lease_leaves_the_chain_to_its_holder(world: World) -> None:
+    # Two passes at once (an invocation that overran): if both planned the
+    # chain, the later one could move the read past entries the earlier one
+    # was still writing. Only the holder plans it; the other writes nothing.
+    sid = world.create({"every": "PT1M", "start_at": "2026-12-01T08:01:00Z"})
+    world.passes(2)
+    holder = world.store
+    assert holder._hold_plan()[0]
+    other = DynamoStore(world.client, world.tables, due_shards=2)
+    queue = world.ticker.dispatcher.queue
+    late = Ticker(other, queue, world.clock, CONFIG, owner="tick-2")
+    before = world.slots(sid)
+    cursor = _cursor(world)
+    world.calls.clear()
+    late.tick_once()
+    assert world.slots(sid) == before
+    assert world.writes(world.tables.occurrences) == 0
+    assert _cursor(world) == cursor  # not moved, and still the holder's
+    # The holder lets go; the next pass of the other plans where it stopped.
+    holder.planned_through(None)
+    late.tick_once()
+    assert len(world.slots(sid)) == len(before) + 1
+    assert "owner" not in _cursor(world)
+
+
+def test_a_plan_lease_left_by_a_pass_that_died_is_taken_once_it_runs_out(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sid = world.create({"every": "PT1M", "start_at": "2026-12-01T08:01:00Z"})
+    world.passes(2)
+    dead = DynamoStore(world.client, world.tables, due_shards=2)
+    assert dead._hold_plan()[0]  # and never lets go
+    before = len(world.slots(sid))
+    world.passes(1)
+    assert len(world.slots(sid)) == before  # held: the chain waits
+    monkeypatch.setattr("adapters.dynamodb.store.PLAN_LEASE", timedelta(seconds=-1))
+    assert dead._hold_plan()[0]  # its lease, written as already run out
+    world.passes(1)
+    assert len(world.slots(sid)) == before + 2
+
+
+def test_the_plan_lease_outlives_the_longest_tick_invocation() -> None:
+    from infra.functions import tick_spec
+    from infra.settings import Settings
+
+    longest = tick_spec(Settings(tick_budget_s=55)).timeout.to_seconds()
+    assert PLAN_LEASE.total_seconds() > longest
