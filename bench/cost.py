@@ -44,13 +44,17 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import http.server
 import io
 import json
+import logging
 import math
 import os
 import platform
 import random
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections import Counter, defaultdict
@@ -544,6 +548,114 @@ def _record(message: Mapping[str, Any]) -> dict[str, Any]:
         "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:cost-delivery",
         "awsRegion": "us-east-1",
     }
+
+
+# --- the worker's CPU time and memory, in a process of its own ------------------------------
+
+
+class _SlowReceiver(http.server.BaseHTTPRequestHandler):
+    """A webhook receiver that answers 200 after ``TARGET_MS``."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        time.sleep(TARGET_MS / 1000)
+        body = b'{"ok":true}'
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+
+def probe_worker(schedules: int) -> dict[str, Any]:
+    """Run ``schedules`` webhook runs (one slot each) through the worker function in
+    a child process (``bench/worker_probe.py``) against a moto server and a
+    receiver answering in ``TARGET_MS``, both in this process on 127.0.0.1; the
+    child's CPU time, memory and output are the function's alone."""
+    from moto.server import ThreadedMotoServer
+
+    from adapters.secrets import SecretsManagerSecretStore
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    receiver = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _SlowReceiver)
+    threading.Thread(target=receiver.serve_forever, daemon=True).start()
+    try:
+        host, port = server.get_host_and_port()
+        endpoint = f"http://{host}:{port}"
+        dynamodb = boto3.client("dynamodb", endpoint_url=endpoint)
+        sqs = boto3.client("sqs", endpoint_url=endpoint)
+        tables = create_store_tables(dynamodb, "probe")
+        urls = create_queues(sqs, "probe")
+        settings = Settings(
+            schedules_table=tables.schedules,
+            occurrences_table=tables.occurrences,
+            leases_table=tables.leases,
+            delivery_queue_url=urls["DUETIME_DELIVERY_QUEUE_URL"],
+            delivery_dlq_url=urls["DUETIME_DELIVERY_DLQ_URL"],
+            # The settings' own default, as deployed.
+        )
+        secrets = SecretsManagerSecretStore(
+            boto3.client("secretsmanager", endpoint_url=endpoint), settings.secrets_prefix
+        )
+        clock = BenchClock(T0)
+        store = DynamoStore(dynamodb, tables, lease_shards=settings.shards)
+        service = ScheduleService(
+            store, clock, Partitioning(shards=settings.shards, bucket_s=settings.bucket_s)
+        )
+        hook = f"http://127.0.0.1:{receiver.server_address[1]}/hook"
+        for i in range(schedules):
+            schedule, _ = service.create(
+                {
+                    "name": f"probe {i}",
+                    "spec": {"every": "PT1M"},
+                    "target": {"type": "webhook", "url": hook},
+                    "payload": {"report": "daily", "n": i},
+                }
+            )
+            secrets.put(schedule.schedule_id)
+        ticker = Ticker(
+            store, _Undelayed(sqs, settings.delivery_queue_url), clock,
+            tick_config(settings), owner="probe",
+        )  # fmt: skip
+        clock.advance(60)
+        with contextlib.redirect_stdout(io.StringIO()):
+            run_tick(ticker, 0.0, sleep=lambda s: None)
+        with tempfile.TemporaryDirectory() as folder:
+            result_path = Path(folder) / "probe.json"
+            env = {
+                **os.environ,
+                "AWS_ENDPOINT_URL": endpoint,
+                "POWERTOOLS_SERVICE_NAME": "duetime",
+                "POWERTOOLS_METRICS_NAMESPACE": "duetime",
+            }
+            child = subprocess.run(
+                [
+                    sys.executable,
+                    str(Path(__file__).resolve().parent / "worker_probe.py"),
+                    settings.model_dump_json(),
+                    (clock.now() + timedelta(seconds=settings.lookahead_s)).isoformat(),
+                    str(result_path),
+                ],
+                env=env,
+                capture_output=True,
+                timeout=600,
+                check=False,
+            )
+            if child.returncode != 0:
+                raise RuntimeError(f"worker probe failed: {child.stderr.decode()[-2000:]}")
+            probe: dict[str, Any] = json.loads(result_path.read_text())
+        probe["log_bytes"] = len(child.stdout)
+        probe["log_lines"] = child.stdout.decode().splitlines()
+        return probe
+    finally:
+        receiver.shutdown()
+        receiver.server_close()
+        server.stop()
 
 
 # --- the model -------------------------------------------------------------------------------

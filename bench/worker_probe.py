@@ -1,0 +1,135 @@
+"""The worker function as deployed, in a process of its own: its CPU time and memory.
+
+``bench/cost.py`` starts this script with ``AWS_ENDPOINT_URL`` pointing at a
+moto server in its own process and a webhook receiver that answers after a
+fixed delay, so everything this process spends is the worker's: importing
+``handlers.worker`` and building its clients (a cold start), then one
+``handler`` invocation per batch of up to 10 messages, each record through
+the real webhook sender (signing secret from Secrets Manager, HMAC, HTTP).
+
+    python bench/worker_probe.py '<settings JSON>' <clock ISO> <result path>
+
+It receives the messages itself, the way Lambda's event source mapping does
+(not counted: Lambda's pollers make those calls), and writes to ``<result
+path>`` as JSON: the cold start's CPU seconds and resident memory, then per
+invocation its record count, CPU seconds (user + system, all threads) and wall
+seconds, and the peak resident memory. Its standard output is what the
+function would log.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+INIT_STARTED = resource.getrusage(resource.RUSAGE_SELF)
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+def cpu_s(usage: resource.struct_rusage) -> float:
+    return usage.ru_utime + usage.ru_stime
+
+
+class FixedClock:
+    """The bench's clock: the instant the intents are due."""
+
+    def __init__(self, at: datetime) -> None:
+        self.at = at
+
+    def now(self) -> datetime:
+        return self.at
+
+
+class Context:
+    def get_remaining_time_in_millis(self) -> int:
+        return 140_000
+
+
+def main(settings_json: str, clock_iso: str, result_path: str) -> None:
+    # The cold start: what Lambda's init runs (the module) and what the first
+    # invocation builds once (the clients).
+    import random
+
+    from adapters.targets import AddressPolicy
+    from handlers import worker as worker_handler
+    from handlers.settings import Settings
+    from service.runs import RunWorker, WorkerConfig
+
+    settings = Settings.model_validate_json(settings_json)
+    parts = worker_handler.build_aws_parts(settings, address_policy=AddressPolicy.local())
+    worker = RunWorker(
+        parts.runs,
+        parts.targets,
+        FixedClock(datetime.fromisoformat(clock_iso)),
+        random.Random(0),
+        telemetry=worker_handler.PowertoolsTelemetry(),
+        config=WorkerConfig(max_call_s=worker_handler.LAMBDA_MAX_CALL_S),
+    )
+    init = resource.getrusage(resource.RUSAGE_SELF)
+    result: dict[str, Any] = {
+        "init_cpu_s": cpu_s(init) - cpu_s(INIT_STARTED),
+        "init_rss_mb": init.ru_maxrss / 1024,
+        "invocations": [],
+    }
+
+    import boto3
+
+    sqs = boto3.client("sqs")  # the event source mapping's, not the function's
+    while True:
+        answer = sqs.receive_message(
+            QueueUrl=settings.delivery_queue_url,
+            MaxNumberOfMessages=10,
+            MessageSystemAttributeNames=["ApproximateReceiveCount"],
+        )
+        messages = answer.get("Messages", [])
+        if not messages:
+            break
+        event = {
+            "Records": [
+                {
+                    "messageId": m["MessageId"],
+                    "receiptHandle": m["ReceiptHandle"],
+                    "body": m["Body"],
+                    "attributes": {
+                        "ApproximateReceiveCount": m["Attributes"]["ApproximateReceiveCount"]
+                    },
+                    "messageAttributes": {},
+                    "eventSource": "aws:sqs",
+                }
+                for m in messages
+            ]
+        }
+        before, wall = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+        response = worker_handler.handler(event, Context(), worker=worker, queue=parts.queue)
+        wall = time.perf_counter() - wall
+        after = resource.getrusage(resource.RUSAGE_SELF)
+        failed = {f["itemIdentifier"] for f in response.get("batchItemFailures", [])}
+        result["invocations"].append(
+            {
+                "records": len(messages),
+                "failed": len(failed),
+                "cpu_s": cpu_s(after) - cpu_s(before),
+                "wall_s": wall,
+            }
+        )
+        done = [m for m in messages if m["MessageId"] not in failed]
+        if done:
+            sqs.delete_message_batch(
+                QueueUrl=settings.delivery_queue_url,
+                Entries=[
+                    {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]}
+                    for i, m in enumerate(done)
+                ],
+            )
+    sys.stdout.flush()
+    result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    Path(result_path).write_text(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:4])
