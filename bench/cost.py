@@ -52,6 +52,7 @@ import math
 import os
 import platform
 import random
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -91,6 +92,7 @@ from adapters.definitions import (  # noqa: E402
 from adapters.dynamodb.local import create_store_tables  # noqa: E402
 from adapters.dynamodb.runs import DynamoRunStore  # noqa: E402
 from adapters.dynamodb.store import DynamoStore  # noqa: E402
+from adapters.secrets import SECRET_CACHE_TTL_S  # noqa: E402
 from adapters.sqs import SqsDeliveryQueue  # noqa: E402
 from adapters.sqs_worker import SqsWorkQueue  # noqa: E402
 from domain.delivery import Delivery, Outcome  # noqa: E402
@@ -132,6 +134,19 @@ ESM_IDLE_POLLERS: Final = 5  # Lambda's SQS event source mapping: concurrent lon
 ESM_LONG_POLL_S: Final = 20
 ALARMS_IN_STACK: Final = 9  # the synthesized stack (cdk.out) has 9 CloudWatch alarms
 KB: Final = 1024
+# Lambda gives a function one vCPU at 1,769 MB and CPU in proportion below it.
+LAMBDA_MB_PER_VCPU: Final = 1769
+MIN_LAMBDA_MB: Final = 128
+MEMORY_SIZES_MB: Final = (128, 256, 384, 512, 768, 1024)
+# A size fits when the worker's measured peak resident memory is at most this
+# share of it (the rest: the runtime's own process, larger payloads, growth).
+MEMORY_HEADROOM: Final = 0.8
+MAX_BATCH: Final = 10  # SQS gives at most 10 messages a receive
+FLOOR_WRU: Final = 3  # admitted, started, finished: one write each
+# Webhook signing secrets: one Secrets Manager secret per webhook schedule.
+SECRETS_MANAGER_SECRET_PER_MONTH: Final = 0.40
+SECRET_CADENCES: Final = {"every minute": 60, "every 5 minutes": 300, "hourly": 3600, "daily": 86400}
+PROBE_SCHEDULES: Final = 40  # webhook schedules the worker probe runs (two slots each)
 READ_UNIT_BYTES: Final = 4 * KB
 
 T0 = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
@@ -677,11 +692,22 @@ def model(m: dict[str, Any], infra: dict[str, Any]) -> dict[str, Any]:
     }
     worker_calls = sum(n for (phase, _, _), n in requests.items() if phase == "worker") / runs
     invocations_per_run = m["invocations"] / runs
-    worker_s_per_run = (worker_calls * AWS_CALL_MS + TARGET_MS) / 1000
-    gb_s_per_run = worker_s_per_run * infra["worker_mb"] / 1024
-    log_bytes_per_run = (
-        m["worker_log_bytes"] + m["invocations"] * LAMBDA_PLATFORM_LOG_BYTES
-    ) / runs
+    batch = m["runs_per_batch"]
+    probe = m["probe"]
+    cpu_per_record_s = probe["cpu_per_record_s"]
+    # One invocation runs its batch's records at once: it lasts as long as its
+    # longest record (its AWS calls one after another, then the target), plus
+    # the batch's CPU time at the function's share of a vCPU (as if none of it
+    # overlapped a wait: an upper bound).
+    io_path_s = (worker_calls * AWS_CALL_MS + TARGET_MS) / 1000
+    worker_mb = infra["worker_mb"]
+    sizing = {
+        mb: worker_duration(mb, batch, io_path_s, cpu_per_record_s, probe)
+        for mb in sorted({*MEMORY_SIZES_MB, worker_mb})
+    }
+    chosen = sizing[worker_mb]
+    gb_s_per_run = chosen["gb_s_per_run"]
+    log_bytes_per_run = probe["log_bytes_per_run"] + LAMBDA_PLATFORM_LOG_BYTES / batch
     million = 1_000_000
     dollars = {
         "DynamoDB writes": per_run["dynamodb_wru"] * DYNAMODB_PER_MILLION_WRU,
@@ -692,6 +718,30 @@ def model(m: dict[str, Any], infra: dict[str, Any]) -> dict[str, Any]:
         "CloudWatch Logs": log_bytes_per_run * million / 1024**3 * LOGS_INGESTION_PER_GB,
     }
     webhook_secret = million * SECRETS_MANAGER_PER_10K_CALLS / 10_000
+    secrets_by_cadence = {
+        name: secret_dollars(every_s) for name, every_s in SECRET_CADENCES.items()
+    }
+    # The floor: the fewest writes that record every state a run must record
+    # (admitted, started, finished), and the least of everything else a queued,
+    # batched delivery needs.
+    floor_batch = MAX_BATCH
+    floor = {
+        "DynamoDB writes": FLOOR_WRU * DYNAMODB_PER_MILLION_WRU,
+        "DynamoDB reads": 0.0,
+        "SQS": 3 / floor_batch * SQS_PER_MILLION_REQUESTS,
+        "Lambda requests (worker)": 1 / floor_batch * LAMBDA_PER_MILLION_REQUESTS,
+        "Lambda duration (worker)": MIN_LAMBDA_MB
+        / 1024
+        * (TARGET_MS / 1000)
+        / floor_batch
+        * million
+        * LAMBDA_ARM64_PER_GB_SECOND,
+        "CloudWatch Logs": LAMBDA_PLATFORM_LOG_BYTES
+        / floor_batch
+        * million
+        / 1024**3
+        * LOGS_INGESTION_PER_GB,
+    }
 
     # Fixed per month.
     tick_invocations = MONTH_S / 60
@@ -751,8 +801,11 @@ def model(m: dict[str, Any], infra: dict[str, Any]) -> dict[str, Any]:
         "per_pass": per_pass,
         "worker_calls": worker_calls,
         "invocations_per_run": invocations_per_run,
-        "worker_s_per_run": worker_s_per_run,
+        "io_path_s": io_path_s,
+        "sizing": sizing,
         "gb_s_per_run": gb_s_per_run,
+        "secrets_by_cadence": secrets_by_cadence,
+        "floor": floor,
         "log_bytes_per_run": log_bytes_per_run,
         "dollars": dollars,
         "webhook_secret": webhook_secret,
@@ -764,6 +817,67 @@ def model(m: dict[str, Any], infra: dict[str, Any]) -> dict[str, Any]:
         },
         "busy_metrics": declared * CUSTOM_METRIC_PER_MONTH,
         "passes_per_month": passes_per_month,
+    }
+
+
+def worker_duration(
+    mb: int, batch: float, io_path_s: float, cpu_per_record_s: float, probe: Mapping[str, Any]
+) -> dict[str, Any]:
+    """One invocation of ``batch`` records at ``mb``: the longest record's waits
+    plus the batch's CPU time at the function's share of a vCPU."""
+    share = min(1.0, mb / LAMBDA_MB_PER_VCPU)
+    cpu_s = batch * cpu_per_record_s / share
+    batch_s = io_path_s + cpu_s
+    gb_s_per_run = mb / 1024 * batch_s / batch
+    return {
+        "share": share,
+        "cpu_s": cpu_s,
+        "batch_s": batch_s,
+        "lower_s": max(io_path_s, cpu_s),
+        "gb_s_per_run": gb_s_per_run,
+        "usd": gb_s_per_run * 1_000_000 * LAMBDA_ARM64_PER_GB_SECOND,
+        "starved": cpu_s > io_path_s,
+        "fits": probe["peak_rss_mb"] <= MEMORY_HEADROOM * mb,
+        "init_s": probe["init_cpu_s"] / share,
+    }
+
+
+def secret_dollars(every_s: float) -> dict[str, float]:
+    """Per million runs of one webhook schedule that runs every ``every_s``: its
+    GetSecretValue calls (one per cache lifetime on a warm worker, at most one a
+    run) and its secret's monthly fee spread over its runs."""
+    reads_per_run = min(1.0, every_s / SECRET_CACHE_TTL_S)
+    runs_per_month = MONTH_S / every_s
+    return {
+        "reads_per_run": reads_per_run,
+        "calls": reads_per_run * SECRETS_MANAGER_PER_10K_CALLS * 100,
+        "fee": SECRETS_MANAGER_SECRET_PER_MONTH / runs_per_month * 1_000_000,
+    }
+
+
+def summarize_probe(probe: Mapping[str, Any]) -> dict[str, Any]:
+    """The worker probe's figures: CPU seconds per record (the median over its full
+    batches), output bytes per run, cold start and memory."""
+    calls = probe["invocations"]
+    full = [c for c in calls if c["records"] == MAX_BATCH] or calls
+    runs = sum(c["records"] for c in calls)
+    return {
+        "runs": runs,
+        "batches": len(calls),
+        "failed": sum(c["failed"] for c in calls),
+        "cpu_per_batch_s": statistics.median(c["cpu_s"] for c in full),
+        "cpu_per_record_s": statistics.median(c["cpu_s"] / c["records"] for c in full),
+        "wall_per_batch_s": statistics.median(c["wall_s"] for c in full),
+        "log_bytes_per_run": probe["log_bytes"] / runs,
+        "attempt_line_bytes": statistics.median(
+            len(line) + 1 for line in probe["log_lines"] if '"message":"attempt"' in line
+        ),
+        "emf_bytes_per_batch": statistics.median(
+            [len(line) + 1 for line in probe["log_lines"] if '"_aws"' in line] or [0]
+        ),
+        "init_cpu_s": probe["init_cpu_s"],
+        "init_rss_mb": probe["init_rss_mb"],
+        "peak_rss_mb": probe["peak_rss_mb"],
     }
 
 
@@ -795,6 +909,8 @@ def report(m: dict[str, Any], infra: dict[str, Any], r: dict[str, Any]) -> str:
             n = n - passes * idle.get((service, op), 0.0)
         out.append(f"  {phase:<7} {service:<9} {op:<22} {n / runs:7.3f}")
     p = r["per_run"]
+    pr = m["probe"]
+    batch = m["runs_per_batch"]
     out += [
         "  (tick: the run phase's passes less as many idle passes; esm: Lambda's SQS poller)",
         "",
@@ -815,24 +931,80 @@ def report(m: dict[str, Any], infra: dict[str, Any], r: dict[str, Any]) -> str:
         "AWS requests per idle tick pass (measured)",
         *(f"  tick    {svc:<9} {op:<22} {n:7.2f}" for (svc, op), n in sorted(idle.items())),
         "",
+        "The worker function, measured in a process of its own (bench/worker_probe.py:",
+        f"  {pr['runs']} webhook runs in {pr['batches']} invocations, a receiver answering in "
+        f"{TARGET_MS:g} ms, on this machine's CPU)",
+        f"  cold start (import, clients)   {pr['init_cpu_s']:6.2f} s CPU, "
+        f"{pr['init_rss_mb']:.0f} MB resident",
+        f"  a batch of {MAX_BATCH}                {pr['cpu_per_batch_s']:6.3f} s CPU "
+        f"({pr['cpu_per_record_s'] * 1000:.1f} ms a record), {pr['wall_per_batch_s']:.3f} s "
+        "wall here",
+        f"  peak resident memory           {pr['peak_rss_mb']:6.0f} MB",
+        f"  output a run                   {pr['log_bytes_per_run']:6.0f} B "
+        f"(attempt line {pr['attempt_line_bytes']:.0f} B; EMF {pr['emf_bytes_per_batch']:.0f} B"
+        " a batch)",
+        "",
+        f"Worker sizing: a batch of {batch:g} (the mean here) lasts its longest record's"
+        f" {r['worker_calls']:.1f} AWS calls x {AWS_CALL_MS:g} ms + {TARGET_MS:g} ms target"
+        f" = {r['io_path_s']:.3f} s,",
+        "  plus the batch's CPU at the size's share of a vCPU (1 vCPU at "
+        f"{LAMBDA_MB_PER_VCPU} MB; an upper bound: no CPU overlaps a wait)",
+        f"  {'MB':>5} {'vCPU':>5} {'CPU s':>6} {'batch s':>8} {'(at least)':>10} "
+        f"{'cold start s':>12} {'$/M':>6}  fits / CPU-bound",
+    ]
+    for mb, row in r["sizing"].items():
+        notes = [
+            "fits" if row["fits"] else f"does not fit ({pr['peak_rss_mb']:.0f} MB peak)",
+            "CPU-bound" if row["starved"] else "waits on the target",
+        ]
+        mark = " <- deployed" if mb == infra["worker_mb"] else ""
+        out.append(
+            f"  {mb:5d} {row['share']:5.2f} {row['cpu_s']:6.3f} {row['batch_s']:8.3f} "
+            f"{row['lower_s']:10.3f} {row['init_s']:12.2f} {row['usd']:6.2f}  "
+            f"{', '.join(notes)}{mark}"
+        )
+    out += [
+        "",
         "Units per run",
         f"  DynamoDB write request units  {p['dynamodb_wru']:7.2f}  "
         f"(largest item seen {m['largest_item']} B: every write is one 1 KB unit)",
         f"  DynamoDB read request units   {p['dynamodb_rru']:7.2f}",
         f"  SQS requests (64 KB chunks)   {p['sqs_requests']:7.2f}",
         f"  worker invocations            {r['invocations_per_run']:7.2f}  "
-        f"(batches of {max(m['batch_sizes'])}, as the event source mapping fills them)",
+        f"(batches of {batch:g} on average: the bench's schedules come due at the same second)",
         f"  worker GB-seconds             {r['gb_s_per_run']:7.4f}  "
-        f"({infra['worker_mb']} MB x ({r['worker_calls']:.1f} AWS calls x {AWS_CALL_MS:g} ms "
-        f"+ {TARGET_MS:g} ms target))",
-        f"  log bytes                     {r['log_bytes_per_run']:7.0f}",
+        f"({infra['worker_mb']} MB x {r['sizing'][infra['worker_mb']]['batch_s']:.3f} s"
+        f" / {batch:g} runs)",
+        f"  log bytes                     {r['log_bytes_per_run']:7.0f}  (the probe's output, "
+        f"START/END/REPORT {LAMBDA_PLATFORM_LOG_BYTES} B an invocation)",
         "",
-        "$ per million runs",
+        f"$ per million runs, all in         {'measured':>8} {'floor':>8}",
     ]
-    out += _priced(r["dollars"], 40, 8)
+    total = sum(r["dollars"].values())
+    floor_total = sum(r["floor"].values())
+    for name, dollars in r["dollars"].items():
+        out.append(f"  {name:<32} {dollars:8.2f} {r['floor'][name]:8.2f}")
     out += [
-        f"  {'+ webhook targets: GetSecretValue':<40} {r['webhook_secret']:8.2f}"
-        "  (the webhook sender reads the signing secret on every attempt)",
+        f"  {'total':<32} {total:8.2f} {floor_total:8.2f}",
+        f"  ratio to the floor: {total / floor_total:.2f}; without the writes: "
+        f"{total - r['dollars']['DynamoDB writes']:.2f} against "
+        f"{floor_total - r['floor']['DynamoDB writes']:.2f}",
+        f"  (floor: {FLOOR_WRU} WRU a run (admitted, started, finished), no read, a send, a "
+        f"receive and a delete per {MAX_BATCH} runs,",
+        f"  one invocation of {MIN_LAMBDA_MB} MB per {MAX_BATCH} runs waiting "
+        f"{TARGET_MS:g} ms, START/END/REPORT only)",
+        "",
+        "Webhook signing secrets, per million runs of a schedule, on top (Secrets Manager: a "
+        f"secret a schedule at ${SECRETS_MANAGER_SECRET_PER_MONTH:.2f} a month, GetSecretValue",
+        f"  once per {SECRET_CACHE_TTL_S:g} s cache lifetime on a warm worker, at most once a "
+        "run; each cold worker reads it again)",
+    ]
+    for name, row in r["secrets_by_cadence"].items():
+        out.append(
+            f"  {name:<18} GetSecretValue {row['reads_per_run']:5.2f} a run {row['calls']:8.2f}"
+            f"   secret fee {row['fee']:10.2f}"
+        )
+    out += [
         "",
         "Fixed $ per month (independent of runs), idle",
     ]
@@ -871,6 +1043,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     measured = measure(args.schedules, args.slots)
     if measured["runs"] == 0:
         print("no run succeeded: nothing to divide by", file=sys.stderr)
+        return 1
+    measured["runs_per_batch"] = measured["runs"] / measured["invocations"]
+    measured["probe"] = summarize_probe(probe_worker(PROBE_SCHEDULES))
+    if measured["probe"]["failed"]:
+        print("the worker probe's runs did not all succeed", file=sys.stderr)
         return 1
     print(report(measured, infra, model(measured, infra)))
     return 0
