@@ -145,7 +145,12 @@ MAX_BATCH: Final = 10  # SQS gives at most 10 messages a receive
 FLOOR_WRU: Final = 3  # admitted, started, finished: one write each
 # Webhook signing secrets: one Secrets Manager secret per webhook schedule.
 SECRETS_MANAGER_SECRET_PER_MONTH: Final = 0.40
-SECRET_CADENCES: Final = {"every minute": 60, "every 5 minutes": 300, "hourly": 3600, "daily": 86400}
+SECRET_CADENCES: Final = {
+    "every minute": 60,
+    "every 5 minutes": 300,
+    "hourly": 3600,
+    "daily": 86400,
+}
 PROBE_SCHEDULES: Final = 40  # webhook schedules the worker probe runs (two slots each)
 READ_UNIT_BYTES: Final = 4 * KB
 

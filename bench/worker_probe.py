@@ -131,8 +131,7 @@ def main(settings_json: str, clock_iso: str, result_path: str) -> None:
             sqs.delete_message_batch(
                 QueueUrl=settings.delivery_queue_url,
                 Entries=[
-                    {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]}
-                    for i, m in enumerate(done)
+                    {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)
                 ],
             )
     sys.stdout.flush()

@@ -65,6 +65,7 @@ from service.run_ports import (
     NoTelemetry,
     RunStore,
     RunTelemetry,
+    ScheduleNow,
 )
 
 Action = Literal["delete", "retry", "dead_letter"]
@@ -192,7 +193,9 @@ class RunWorker:
         it is logged, the decision does not depend on it.
         """
         now = self.clock.now()
-        run = self.runs.get_run(intent.occurrence_id)
+        # The schedule's state is read with the run (one request where the store
+        # allows it), still after the message arrived and before any attempt.
+        run, schedule = self.runs.get_run_and_schedule(intent.occurrence_id, intent.schedule_id)
         if run is None:
             return Decision.dead_letter(f"no occurrence {intent.occurrence_id}")
         if (run.schedule_id, run.version) != (intent.schedule_id, intent.version):
@@ -252,7 +255,7 @@ class RunWorker:
             ahead_s = (run.scheduled_at - now).total_seconds()
             if ahead_s > EARLY_TOLERANCE_S:
                 return Decision.retry_after(ahead_s, "not due yet")
-            early = self._closed_at_start(run, version, now)
+            early = self._closed_at_start(run, version, now, schedule)
             if early is not None:
                 return early
 
@@ -261,13 +264,14 @@ class RunWorker:
     # --- the steps ---------------------------------------------------------------------
 
     def _closed_at_start(
-        self, run: Run, version: ScheduleVersion, now: datetime
+        self, run: Run, version: ScheduleVersion, now: datetime, schedule: ScheduleNow | None
     ) -> Decision | None:
-        """Expire (policy checked again at start) or skip (overlap) before the first attempt."""
+        """Cancel (schedule deleted), skip (paused), expire (policy checked again at
+        start) or skip (overlap) before the first attempt. ``schedule`` is the
+        schedule's state as read with the run."""
         policy = version.policy
         status: RunStatus | None = None
         reason: str | None = None
-        schedule = self.runs.schedule_now(run.schedule_id)
         if schedule is None or schedule.deleted:
             status, reason = RunStatus.CANCELLED, Reason.DELETED
         elif schedule.paused:
