@@ -723,6 +723,24 @@ def model(m: dict[str, Any], infra: dict[str, Any]) -> dict[str, Any]:
         "CloudWatch Logs": log_bytes_per_run * million / 1024**3 * LOGS_INGESTION_PER_GB,
     }
     webhook_secret = million * SECRETS_MANAGER_PER_10K_CALLS / 10_000
+    # Runs that come due alone: with no batching window, each is a batch of one
+    # (its own send, receive, delete and invocation).
+    alone = worker_duration(worker_mb, 1, io_path_s, cpu_per_record_s, probe)
+    dollars_alone = {
+        **dollars,
+        "SQS": 3 * SQS_PER_MILLION_REQUESTS,
+        "Lambda requests (worker)": LAMBDA_PER_MILLION_REQUESTS,
+        "Lambda duration (worker)": alone["usd"],
+        "CloudWatch Logs": (probe["log_bytes_per_run"] + LAMBDA_PLATFORM_LOG_BYTES)
+        * million
+        / 1024**3
+        * LOGS_INGESTION_PER_GB,
+    }
+    not_starved = [
+        mb
+        for mb in range(MIN_LAMBDA_MB, LAMBDA_MB_PER_VCPU + 1, 64)
+        if not worker_duration(mb, MAX_BATCH, io_path_s, cpu_per_record_s, probe)["starved"]
+    ]
     secrets_by_cadence = {
         name: secret_dollars(every_s) for name, every_s in SECRET_CADENCES.items()
     }
@@ -810,6 +828,8 @@ def model(m: dict[str, Any], infra: dict[str, Any]) -> dict[str, Any]:
         "sizing": sizing,
         "gb_s_per_run": gb_s_per_run,
         "secrets_by_cadence": secrets_by_cadence,
+        "dollars_alone": dollars_alone,
+        "least_not_starved_mb": not_starved[0] if not_starved else None,
         "floor": floor,
         "log_bytes_per_run": log_bytes_per_run,
         "dollars": dollars,
@@ -968,7 +988,10 @@ def report(m: dict[str, Any], infra: dict[str, Any], r: dict[str, Any]) -> str:
             f"{row['lower_s']:10.3f} {row['init_s']:12.2f} {row['usd']:6.2f}  "
             f"{', '.join(notes)}{mark}"
         )
+    least = r["least_not_starved_mb"]
     out += [
+        f"  the least memory (in 64 MB steps) at which a batch of {MAX_BATCH}'s CPU fits in its"
+        f" longest wait: {least} MB; deployed: {infra['worker_mb']} MB",
         "",
         "Units per run",
         f"  DynamoDB write request units  {p['dynamodb_wru']:7.2f}  "
@@ -983,14 +1006,18 @@ def report(m: dict[str, Any], infra: dict[str, Any], r: dict[str, Any]) -> str:
         f"  log bytes                     {r['log_bytes_per_run']:7.0f}  (the probe's output, "
         f"START/END/REPORT {LAMBDA_PLATFORM_LOG_BYTES} B an invocation)",
         "",
-        f"$ per million runs, all in         {'measured':>8} {'floor':>8}",
+        f"$ per million runs, all in         {'measured':>8} {'floor':>8} {'alone':>8}",
     ]
     total = sum(r["dollars"].values())
     floor_total = sum(r["floor"].values())
     for name, dollars in r["dollars"].items():
-        out.append(f"  {name:<32} {dollars:8.2f} {r['floor'][name]:8.2f}")
+        out.append(
+            f"  {name:<32} {dollars:8.2f} {r['floor'][name]:8.2f} {r['dollars_alone'][name]:8.2f}"
+        )
     out += [
-        f"  {'total':<32} {total:8.2f} {floor_total:8.2f}",
+        f"  {'total':<32} {total:8.2f} {floor_total:8.2f} {sum(r['dollars_alone'].values()):8.2f}",
+        "  (alone: runs that come due at a second of their own, each a batch of one: no"
+        " batching window)",
         f"  ratio to the floor: {total / floor_total:.2f}; without the writes: "
         f"{total - r['dollars']['DynamoDB writes']:.2f} against "
         f"{floor_total - r['floor']['DynamoDB writes']:.2f}",
