@@ -20,6 +20,18 @@ operation, and for each DynamoDB write looks at the item before and after
   items it returned (filtered-out items are not seen here, so a filtered
   query is under-counted), in 4 KB units, halved when eventually consistent.
 
+The worker's duration is modelled per invocation: its records run at once,
+so a batch lasts its longest record's AWS calls (``AWS_CALL_MS`` each) and
+target call (``TARGET_MS``), plus the batch's CPU time at the function's
+share of a vCPU. That CPU time, the function's memory and its output are
+measured by running the worker function in a process of its own
+(``bench/worker_probe.py``) against a moto server and a webhook receiver
+answering in ``TARGET_MS``, both on 127.0.0.1 in this process. The report
+gives $ per million runs by service, for runs in batches as measured and for
+runs that come due alone (batches of one), against the floor: the fewest
+writes that record every state a run must record (admitted, started,
+finished) and the least of everything else a queued, batched delivery needs.
+
 Then an idle tick invocation (one pass with nothing due, as deployed) and an
 idle watchdog invocation give the fixed cost of a deployment, which does not
 depend on how many runs there are; each one's duration is modelled as its
