@@ -7,23 +7,31 @@ fixed delay, so everything this process spends is the worker's: importing
 ``handler`` invocation per batch of up to 10 messages, each record through
 the real webhook sender (signing secret from Secrets Manager, HMAC, HTTP).
 
-    python bench/worker_probe.py '<settings JSON>' <clock ISO> <result path>
+    python bench/worker_probe.py '<settings JSON>' <result path> <report fd>
 
-It receives the messages itself, the way Lambda's event source mapping does
-(not counted: Lambda's pollers make those calls), and writes to ``<result
-path>`` as JSON: the cold start's CPU seconds and resident memory, then per
-invocation its record count, CPU seconds (user + system, all threads) and wall
-seconds, and the peak resident memory. Its standard output is what the
-function would log.
+Each line on standard input is a phase: the instant the queued intents are
+due (ISO 8601). The script receives the messages on the queue the way
+Lambda's event source mapping does (not counted: Lambda's pollers make those
+calls), invokes the handler for each batch, and when the queue is empty
+writes the line ``drained`` to the report file descriptor. The first phase
+finds a cold worker (each schedule's secret and version read once), the
+next ones a warm one. At the end of input it writes to ``<result path>`` as
+JSON: the cold start's CPU seconds and resident memory, then per invocation
+its phase, record count, CPU seconds (user + system, all threads), wall
+seconds and the worker's AWS requests by operation, and the peak resident
+memory. Its standard output is what the function would log.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import resource
 import sys
+import threading
 import time
-from datetime import datetime
+from collections import Counter
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +67,33 @@ class Context:
         return 140_000
 
 
-def main(settings_json: str, clock_iso: str, result_path: str) -> None:
+def _record(message: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "messageId": message["MessageId"],
+        "receiptHandle": message["ReceiptHandle"],
+        "body": message["Body"],
+        "attributes": {"ApproximateReceiveCount": message["Attributes"]["ApproximateReceiveCount"]},
+        "messageAttributes": {},
+        "eventSource": "aws:sqs",
+    }
+
+
+def count_requests(calls: Counter[str]) -> None:
+    """Count every AWS request any client of this process makes, by operation."""
+    from botocore.client import BaseClient
+
+    lock = threading.Lock()
+    make_api_call = BaseClient._make_api_call
+
+    def counted(self: Any, operation_name: str, api_params: Any) -> Any:
+        with lock:
+            calls[operation_name] += 1
+        return make_api_call(self, operation_name, api_params)
+
+    BaseClient._make_api_call = counted  # type: ignore[method-assign]
+
+
+def main(settings_json: str, result_path: str, report_fd: int) -> None:
     # The cold start: what Lambda's init runs (the module) and what the first
     # invocation builds once (the clients).
     import random
@@ -71,10 +105,11 @@ def main(settings_json: str, clock_iso: str, result_path: str) -> None:
 
     settings = Settings.model_validate_json(settings_json)
     parts = worker_handler.build_aws_parts(settings, address_policy=AddressPolicy.local())
+    clock = FixedClock(datetime.now(UTC))
     worker = RunWorker(
         parts.runs,
         parts.targets,
-        FixedClock(datetime.fromisoformat(clock_iso)),
+        clock,
         random.Random(0),
         telemetry=worker_handler.PowertoolsTelemetry(),
         config=WorkerConfig(max_call_s=worker_handler.LAMBDA_MAX_CALL_S),
@@ -88,56 +123,54 @@ def main(settings_json: str, clock_iso: str, result_path: str) -> None:
 
     import boto3
 
+    calls: Counter[str] = Counter()
+    count_requests(calls)
     sqs = boto3.client("sqs")  # the event source mapping's, not the function's
-    while True:
-        answer = sqs.receive_message(
-            QueueUrl=settings.delivery_queue_url,
-            MaxNumberOfMessages=10,
-            MessageSystemAttributeNames=["ApproximateReceiveCount"],
-        )
-        messages = answer.get("Messages", [])
-        if not messages:
-            break
-        event = {
-            "Records": [
-                {
-                    "messageId": m["MessageId"],
-                    "receiptHandle": m["ReceiptHandle"],
-                    "body": m["Body"],
-                    "attributes": {
-                        "ApproximateReceiveCount": m["Attributes"]["ApproximateReceiveCount"]
-                    },
-                    "messageAttributes": {},
-                    "eventSource": "aws:sqs",
-                }
-                for m in messages
-            ]
-        }
-        before, wall = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
-        response = worker_handler.handler(event, Context(), worker=worker, queue=parts.queue)
-        wall = time.perf_counter() - wall
-        after = resource.getrusage(resource.RUSAGE_SELF)
-        failed = {f["itemIdentifier"] for f in response.get("batchItemFailures", [])}
-        result["invocations"].append(
-            {
-                "records": len(messages),
-                "failed": len(failed),
-                "cpu_s": cpu_s(after) - cpu_s(before),
-                "wall_s": wall,
-            }
-        )
-        done = [m for m in messages if m["MessageId"] not in failed]
-        if done:
-            sqs.delete_message_batch(
+    report = os.fdopen(report_fd, "w")
+    for phase, line in enumerate(sys.stdin):
+        clock.at = datetime.fromisoformat(line.strip())
+        while True:
+            answer = sqs.receive_message(
                 QueueUrl=settings.delivery_queue_url,
-                Entries=[
-                    {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)
-                ],
+                MaxNumberOfMessages=10,
+                MessageSystemAttributeNames=["ApproximateReceiveCount"],
             )
+            messages = answer.get("Messages", [])
+            if not messages:
+                break
+            event = {"Records": [_record(m) for m in messages]}
+            calls.clear()
+            before, wall = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+            response = worker_handler.handler(event, Context(), worker=worker, queue=parts.queue)
+            wall = time.perf_counter() - wall
+            after = resource.getrusage(resource.RUSAGE_SELF)
+            failed = {f["itemIdentifier"] for f in response.get("batchItemFailures", [])}
+            result["invocations"].append(
+                {
+                    "phase": phase,
+                    "records": len(messages),
+                    "failed": len(failed),
+                    "cpu_s": cpu_s(after) - cpu_s(before),
+                    "wall_s": wall,
+                    "calls": dict(calls),
+                }
+            )
+            done = [m for m in messages if m["MessageId"] not in failed]
+            if done:
+                sqs.delete_message_batch(
+                    QueueUrl=settings.delivery_queue_url,
+                    Entries=[
+                        {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]}
+                        for i, m in enumerate(done)
+                    ],
+                )
+        sys.stdout.flush()
+        report.write("drained\n")
+        report.flush()
     sys.stdout.flush()
     result["peak_rss_mb"] = peak_rss_mb()
     Path(result_path).write_text(json.dumps(result))
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:4])
+    main(sys.argv[1], sys.argv[2], int(sys.argv[3]))
