@@ -136,6 +136,16 @@ def hash_run_token(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
+def _acts_by_compare_and_set(run: Run, now: datetime) -> bool:
+    """Whether everything the worker may do with ``run`` read as it is is a
+    compare-and-set of it: an admitted or retrying run (start, skip, expire,
+    fail), or a running one whose lease has expired (take over, fail)."""
+    if run.status in (RunStatus.ADMITTED, RunStatus.RETRYING):
+        return True
+    lease = run.run_lease_expires_at
+    return run.status is RunStatus.RUNNING and (lease is None or lease <= now)
+
+
 def _result(outcome: Outcome) -> dict[str, Any]:
     result: dict[str, Any] = {"outcome": outcome.kind, "excerpt": outcome.excerpt}
     if outcome.status_code is not None:
@@ -194,8 +204,16 @@ class RunWorker:
         """
         now = self.clock.now()
         # The schedule's state is read with the run (one request where the store
-        # allows it), still after the message arrived and before any attempt.
-        run, schedule = self.runs.get_run_and_schedule(intent.occurrence_id, intent.schedule_id)
+        # allows it), strongly, after the message arrived and before any attempt.
+        # The run may be read as it was a moment ago: whatever is done to it
+        # below is a compare-and-set that refuses a stale copy, and what would be
+        # decided without one (the message deleted, dead-lettered or put back
+        # behind a live lease) is decided on a strong read.
+        run, schedule = self.runs.get_run_and_schedule(
+            intent.occurrence_id, intent.schedule_id, fresh_run=False
+        )
+        if run is None or not _acts_by_compare_and_set(run, now):
+            run = self.runs.get_run(intent.occurrence_id)
         if run is None:
             return Decision.dead_letter(f"no occurrence {intent.occurrence_id}")
         if (run.schedule_id, run.version) != (intent.schedule_id, intent.version):

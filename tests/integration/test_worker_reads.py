@@ -34,21 +34,20 @@ class Succeeds:
 
 
 class Requests:
-    """(operation, the tables it names, its consistency) of each DynamoDB request."""
+    """(operation, {table: strongly consistent?}) of each DynamoDB request."""
 
     def __init__(self) -> None:
-        self.seen: list[tuple[str, frozenset[str], bool]] = []
+        self.seen: list[tuple[str, dict[str, bool]]] = []
 
     def __call__(self, model: Any, params: dict[str, Any], **_: Any) -> None:
         if "RequestItems" in params:
-            tables = frozenset(params["RequestItems"])
-            consistent = all(
-                spec.get("ConsistentRead", False) for spec in params["RequestItems"].values()
-            )
+            tables = {
+                table: bool(spec.get("ConsistentRead", False))
+                for table, spec in params["RequestItems"].items()
+            }
         else:
-            tables = frozenset([params["TableName"]])
-            consistent = bool(params.get("ConsistentRead", False))
-        self.seen.append((model.name, tables, consistent))
+            tables = {params["TableName"]: bool(params.get("ConsistentRead", False))}
+        self.seen.append((model.name, tables))
 
 
 @dataclass
@@ -105,11 +104,12 @@ def test_a_first_attempt_reads_its_run_and_schedule_in_one_request(world: World)
     decision = worker(world, target, run).handle(intent, 1)
 
     assert decision.action == "delete" and len(target.calls) == 1
-    both = frozenset([world.tables.occurrences, world.tables.schedules])
+    runs, schedules = world.tables.occurrences, world.tables.schedules
+    # The record as it was a moment ago (half a unit), the schedule's state as it is.
     assert world.requests.seen == [
-        ("BatchGetItem", both, True),
-        ("UpdateItem", frozenset([world.tables.occurrences]), False),
-        ("UpdateItem", frozenset([world.tables.occurrences]), False),
+        ("BatchGetItem", {runs: False, schedules: True}),
+        ("UpdateItem", {runs: False}),
+        ("UpdateItem", {runs: False}),
     ]
     stored = world.runs.get_run(run.occurrence_id)
     assert stored is not None and stored.status is RunStatus.SUCCEEDED
@@ -143,3 +143,16 @@ def test_an_intent_naming_another_schedule_is_dead_lettered_and_changes_nothing(
     assert world.runs.get_run(run.occurrence_id) == world.store.get_run(run.occurrence_id)
     stored = world.runs.get_run(run.occurrence_id)
     assert stored is not None and stored.status is RunStatus.ADMITTED and stored.attempts == 0
+
+
+def test_a_duplicate_of_a_finished_run_is_deleted_only_on_a_strong_read(world: World) -> None:
+    run, intent = queued(world)
+    target = Succeeds()
+    assert worker(world, target, run).handle(intent, 1).action == "delete"
+    world.requests.seen.clear()
+
+    decision = worker(world, target, run).handle(intent, 2)
+
+    assert decision.action == "delete" and len(target.calls) == 1
+    runs = world.tables.occurrences
+    assert [r for r in world.requests.seen if r[0] == "GetItem"] == [("GetItem", {runs: True})]
