@@ -389,7 +389,13 @@ class Meter:
 
 def infra_numbers() -> dict[str, Any]:
     """Memory sizes and the tick budget, from the CDK stack's own definitions."""
-    from infra.functions import WATCHDOG, WORKER, WORKER_BATCH_SIZE, tick_spec
+    from infra.functions import (
+        WATCHDOG,
+        WORKER,
+        WORKER_BATCH_SIZE,
+        WORKER_BATCH_WINDOW,
+        tick_spec,
+    )
     from infra.settings import Settings as StackSettings
 
     settings = StackSettings()
@@ -399,6 +405,7 @@ def infra_numbers() -> dict[str, Any]:
         "tick_mb": tick.memory_mb,
         "watchdog_mb": WATCHDOG.memory_mb,
         "worker_batch": WORKER_BATCH_SIZE,
+        "worker_batch_window_s": WORKER_BATCH_WINDOW.to_seconds(),
         "tick_budget_s": settings.tick_budget_s,
     }
 
@@ -412,7 +419,7 @@ class _Undelayed(SqsDeliveryQueue):
         return self.send_batch(intents)
 
 
-def measure(schedules: int, slots: int) -> dict[str, Any]:
+def measure(schedules: int, slots: int, batch_size: int = MAX_BATCH) -> dict[str, Any]:
     with mock_aws():
         dynamodb = boto3.client("dynamodb", region_name="us-east-1")
         sqs = boto3.client("sqs", region_name="us-east-1")
@@ -496,7 +503,7 @@ def measure(schedules: int, slots: int) -> dict[str, Any]:
                 meter.phase = "esm"
                 answer = sqs.receive_message(
                     QueueUrl=settings.delivery_queue_url,
-                    MaxNumberOfMessages=10,
+                    MaxNumberOfMessages=batch_size,
                     MessageSystemAttributeNames=["ApproximateReceiveCount"],
                 )
                 messages = answer.get("Messages", [])
@@ -1026,6 +1033,9 @@ def report(m: dict[str, Any], infra: dict[str, Any], r: dict[str, Any]) -> str:
         f"(attempt line {pr['attempt_line_bytes']:.0f} B; EMF {pr['emf_bytes_per_batch']:.0f} B"
         " a batch)",
         "",
+        f"Event source mapping (infra/functions.py): BatchSize {infra['worker_batch']}, "
+        f"MaximumBatchingWindow {infra['worker_batch_window_s']:g} s: a batch is what is visible"
+        " when a poller receives",
         f"Worker sizing: a batch of {batch:g} (the mean here) lasts its longest record's"
         f" {r['record_calls']:.1f} AWS calls x {AWS_CALL_MS:g} ms + {TARGET_MS:g} ms target"
         f" = {r['io_path_s']:.3f} s,",
@@ -1130,7 +1140,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--slots", type=int, default=3)
     args = parser.parse_args(argv)
     infra = infra_numbers()
-    measured = measure(args.schedules, args.slots)
+    measured = measure(args.schedules, args.slots, infra["worker_batch"])
     if measured["runs"] == 0:
         print("no run succeeded: nothing to divide by", file=sys.stderr)
         return 1
