@@ -226,8 +226,7 @@ class RunWorker:
         version = self.runs.get_version(run.schedule_id, run.version)
         if version is None:
             reason = f"version {run.version} of the schedule is missing"
-            self._fail_without_attempt(run, reason, now)
-            return Decision.dead_letter(reason)
+            return self._fail_without_attempt(run, reason, now)
         policy = version.policy
 
         if run.status is RunStatus.RUNNING:
@@ -265,8 +264,7 @@ class RunWorker:
 
         if run.status is RunStatus.RETRYING and not policy.retry.allows_another(run.attempts):
             reason = f"attempts exhausted ({run.attempts} of {policy.retry.max_attempts})"
-            self._fail_without_attempt(run, reason, now)
-            return Decision.dead_letter(reason)
+            return self._fail_without_attempt(run, reason, now)
 
         if run.status is RunStatus.ADMITTED and run.attempts == 0 and not run.retried:
             # (A run a user retried was already judged: it runs whatever its lateness.)
@@ -456,7 +454,9 @@ class RunWorker:
         self.telemetry.run_ended(ended)
         return Decision.dead_letter(reason)
 
-    def _fail_without_attempt(self, run: Run, reason: str, now: datetime) -> None:
+    def _fail_without_attempt(self, run: Run, reason: str, now: datetime) -> Decision:
+        """Fail the run for good without an attempt and dead-letter its message;
+        if the run changed since it was read, decide again from what is stored."""
         if run.status in STARTABLE:
             ended = self.runs.finish(
                 run.occurrence_id,
@@ -466,8 +466,10 @@ class RunWorker:
                 reason=reason,
                 seen=run,
             )
-            if ended is not None:
-                self.telemetry.run_ended(ended)
+            if ended is None:
+                return self._after_conflict(run.occurrence_id)
+            self.telemetry.run_ended(ended)
+        return Decision.dead_letter(reason)
 
     def _after_conflict(self, occurrence_id: str) -> Decision:
         """A conditional write lost to another worker: decide from what is stored now."""

@@ -125,3 +125,21 @@ def test_the_schedule_is_read_strongly_even_when_the_run_may_be_stale(
 
     assert worker.handle(intent, 1).action == "delete"
     assert target.calls == [] and stored(world, intent).status is RunStatus.SKIPPED
+
+
+def test_a_stale_copy_of_an_exhausted_run_does_not_dead_letter_a_run_that_succeeded(
+    world: World, clock: FakeClock
+) -> None:
+    intent = due_intent(world, clock, policy={"retry": {"max_attempts": 2}})
+    stale = stored(world, intent)
+    worker, _ = make_worker(world, clock, FakeTarget())
+    assert worker.handle(intent, 1).action == "delete"  # succeeded at the first attempt
+    exhausted = replace(stale, status=RunStatus.RETRYING, attempts=2)
+    runs = StaleRuns(world, exhausted)
+    target = FakeTarget()
+    late, _ = make_worker(world, clock, target, runs)
+
+    decision = late.handle(intent, 2)
+
+    assert decision.action == "delete" and decision.reason == "already succeeded"
+    assert target.calls == [] and stored(world, intent).status is RunStatus.SUCCEEDED
