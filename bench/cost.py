@@ -763,7 +763,6 @@ def model(m: dict[str, Any], infra: dict[str, Any]) -> dict[str, Any]:
         "Lambda duration (worker)": gb_s_per_run * million * LAMBDA_ARM64_PER_GB_SECOND,
         "CloudWatch Logs": log_bytes_per_run * million / 1024**3 * LOGS_INGESTION_PER_GB,
     }
-    webhook_secret = million * SECRETS_MANAGER_PER_10K_CALLS / 10_000
     # Runs that come due alone: with no batching window, each is a batch of one
     # (its own send, receive, delete and invocation).
     alone = worker_duration(worker_mb, 1, io_path_s, cpu_per_record_s, probe)
@@ -878,7 +877,6 @@ def model(m: dict[str, Any], infra: dict[str, Any]) -> dict[str, Any]:
         "floor": floor,
         "log_bytes_per_run": log_bytes_per_run,
         "dollars": dollars,
-        "webhook_secret": webhook_secret,
         "fixed": fixed,
         "fixed_groups": {
             "compute, DynamoDB, SQS": compute,
