@@ -20,6 +20,18 @@ operation, and for each DynamoDB write looks at the item before and after
   items it returned (filtered-out items are not seen here, so a filtered
   query is under-counted), in 4 KB units, halved when eventually consistent.
 
+The worker's duration is modelled per invocation: its records run at once,
+so a batch lasts its longest record's AWS calls (``AWS_CALL_MS`` each) and
+target call (``TARGET_MS``), plus the batch's CPU time at the function's
+share of a vCPU. That CPU time, the function's memory and its output are
+measured by running the worker function in a process of its own
+(``bench/worker_probe.py``) against a moto server and a webhook receiver
+answering in ``TARGET_MS``, both on 127.0.0.1 in this process. The report
+gives $ per million runs by service, for runs in batches as measured and for
+runs that come due alone (batches of one), against the floor: the fewest
+writes that record every state a run must record (admitted, started,
+finished) and the least of everything else a queued, batched delivery needs.
+
 Then an idle tick invocation (one pass with nothing due, as deployed) and an
 idle watchdog invocation give the fixed cost of a deployment, which does not
 depend on how many runs there are; each one's duration is modelled as its
@@ -44,13 +56,18 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import http.server
 import io
 import json
+import logging
 import math
 import os
 import platform
 import random
+import statistics
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections import Counter, defaultdict
@@ -87,6 +104,7 @@ from adapters.definitions import (  # noqa: E402
 from adapters.dynamodb.local import create_store_tables  # noqa: E402
 from adapters.dynamodb.runs import DynamoRunStore  # noqa: E402
 from adapters.dynamodb.store import DynamoStore  # noqa: E402
+from adapters.secrets import SECRET_CACHE_TTL_S  # noqa: E402
 from adapters.sqs import SqsDeliveryQueue  # noqa: E402
 from adapters.sqs_worker import SqsWorkQueue  # noqa: E402
 from domain.delivery import Delivery, Outcome  # noqa: E402
@@ -128,6 +146,29 @@ ESM_IDLE_POLLERS: Final = 5  # Lambda's SQS event source mapping: concurrent lon
 ESM_LONG_POLL_S: Final = 20
 ALARMS_IN_STACK: Final = 9  # the synthesized stack (cdk.out) has 9 CloudWatch alarms
 KB: Final = 1024
+# Lambda gives a function one vCPU at 1,769 MB and CPU in proportion below it.
+LAMBDA_MB_PER_VCPU: Final = 1769
+MIN_LAMBDA_MB: Final = 128
+MEMORY_SIZES_MB: Final = (128, 256, 384, 512, 768, 1024)
+# A size fits when the worker's measured peak resident memory is at most this
+# share of it (the rest: the runtime's own process, larger payloads, growth).
+MEMORY_HEADROOM: Final = 0.8
+# A size is not CPU-bound when a warm full batch's CPU time at its vCPU share
+# takes at most this share of the longest record's wait: the rest is margin
+# for run-to-run noise (about 6% here) and for Lambda's arm64 CPU, not measured.
+CPU_MARGIN: Final = 0.8
+MAX_BATCH: Final = 10  # SQS gives at most 10 messages a receive
+FLOOR_WRU: Final = 3  # admitted, started, finished: one write each
+# Webhook signing secrets: one Secrets Manager secret per webhook schedule.
+SECRETS_MANAGER_SECRET_PER_MONTH: Final = 0.40
+SECRET_CADENCES: Final = {
+    "every minute": 60,
+    "every 5 minutes": 300,
+    "hourly": 3600,
+    "daily": 86400,
+}
+PROBE_SCHEDULES: Final = 40  # webhook schedules the worker probe runs
+PROBE_PHASES: Final = 3  # slots of each: the first on a cold worker, the others warm
 READ_UNIT_BYTES: Final = 4 * KB
 
 T0 = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
@@ -348,7 +389,13 @@ class Meter:
 
 def infra_numbers() -> dict[str, Any]:
     """Memory sizes and the tick budget, from the CDK stack's own definitions."""
-    from infra.functions import WATCHDOG, WORKER, WORKER_BATCH_SIZE, tick_spec
+    from infra.functions import (
+        WATCHDOG,
+        WORKER,
+        WORKER_BATCH_SIZE,
+        WORKER_BATCH_WINDOW,
+        tick_spec,
+    )
     from infra.settings import Settings as StackSettings
 
     settings = StackSettings()
@@ -358,6 +405,7 @@ def infra_numbers() -> dict[str, Any]:
         "tick_mb": tick.memory_mb,
         "watchdog_mb": WATCHDOG.memory_mb,
         "worker_batch": WORKER_BATCH_SIZE,
+        "worker_batch_window_s": WORKER_BATCH_WINDOW.to_seconds(),
         "tick_budget_s": settings.tick_budget_s,
     }
 
@@ -371,7 +419,7 @@ class _Undelayed(SqsDeliveryQueue):
         return self.send_batch(intents)
 
 
-def measure(schedules: int, slots: int) -> dict[str, Any]:
+def measure(schedules: int, slots: int, batch_size: int = MAX_BATCH) -> dict[str, Any]:
     with mock_aws():
         dynamodb = boto3.client("dynamodb", region_name="us-east-1")
         sqs = boto3.client("sqs", region_name="us-east-1")
@@ -455,7 +503,7 @@ def measure(schedules: int, slots: int) -> dict[str, Any]:
                 meter.phase = "esm"
                 answer = sqs.receive_message(
                     QueueUrl=settings.delivery_queue_url,
-                    MaxNumberOfMessages=10,
+                    MaxNumberOfMessages=batch_size,
                     MessageSystemAttributeNames=["ApproximateReceiveCount"],
                 )
                 messages = answer.get("Messages", [])
@@ -546,6 +594,130 @@ def _record(message: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+# --- the worker's CPU time and memory, in a process of its own ------------------------------
+
+
+class _SlowReceiver(http.server.BaseHTTPRequestHandler):
+    """A webhook receiver that answers 200 after ``TARGET_MS``."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        time.sleep(TARGET_MS / 1000)
+        body = b'{"ok":true}'
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+
+def probe_worker(schedules: int) -> dict[str, Any]:
+    """Run ``schedules`` webhook runs (one slot each) through the worker function in
+    a child process (``bench/worker_probe.py``) against a moto server and a
+    receiver answering in ``TARGET_MS``, both in this process on 127.0.0.1; the
+    child's CPU time, memory and output are the function's alone."""
+    from moto.server import ThreadedMotoServer
+
+    from adapters.secrets import SecretsManagerSecretStore
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    receiver = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _SlowReceiver)
+    threading.Thread(target=receiver.serve_forever, daemon=True).start()
+    try:
+        host, port = server.get_host_and_port()
+        endpoint = f"http://{host}:{port}"
+        dynamodb = boto3.client("dynamodb", endpoint_url=endpoint)
+        sqs = boto3.client("sqs", endpoint_url=endpoint)
+        tables = create_store_tables(dynamodb, "probe")
+        urls = create_queues(sqs, "probe")
+        settings = Settings(
+            schedules_table=tables.schedules,
+            occurrences_table=tables.occurrences,
+            leases_table=tables.leases,
+            delivery_queue_url=urls["DUETIME_DELIVERY_QUEUE_URL"],
+            delivery_dlq_url=urls["DUETIME_DELIVERY_DLQ_URL"],
+            # The settings' own default, as deployed.
+        )
+        secrets = SecretsManagerSecretStore(
+            boto3.client("secretsmanager", endpoint_url=endpoint), settings.secrets_prefix
+        )
+        clock = BenchClock(T0)
+        store = DynamoStore(dynamodb, tables, lease_shards=settings.shards)
+        service = ScheduleService(
+            store, clock, Partitioning(shards=settings.shards, bucket_s=settings.bucket_s)
+        )
+        hook = f"http://127.0.0.1:{receiver.server_address[1]}/hook"
+        for i in range(schedules):
+            schedule, _ = service.create(
+                {
+                    "name": f"probe {i}",
+                    "spec": {"every": "PT1M"},
+                    "target": {"type": "webhook", "url": hook},
+                    "payload": {"report": "daily", "n": i},
+                }
+            )
+            secrets.put(schedule.schedule_id)
+        # A lookahead shorter than a minute: each pass plans one slot of each
+        # schedule, so the first phase finds every schedule new to the worker.
+        ticker = Ticker(
+            store, _Undelayed(sqs, settings.delivery_queue_url), clock,
+            tick_config(settings.model_copy(update={"lookahead_s": 30})), owner="probe",
+        )  # fmt: skip
+        with tempfile.TemporaryDirectory() as folder:
+            result_path = Path(folder) / "probe.json"
+            log_path = Path(folder) / "probe.log"
+            env = {
+                **os.environ,
+                "AWS_ENDPOINT_URL": endpoint,
+                "POWERTOOLS_SERVICE_NAME": "duetime",
+                "POWERTOOLS_METRICS_NAMESPACE": "duetime",
+            }
+            drained_r, drained_w = os.pipe()
+            with log_path.open("wb") as log, os.fdopen(drained_r) as drained:
+                child = subprocess.Popen(
+                    [
+                        sys.executable,
+                        str(Path(__file__).resolve().parent / "worker_probe.py"),
+                        settings.model_dump_json(),
+                        str(result_path),
+                        str(drained_w),
+                    ],
+                    env=env,
+                    stdin=subprocess.PIPE,
+                    stdout=log,
+                    stderr=subprocess.PIPE,
+                    pass_fds=(drained_w,),
+                    text=True,
+                )
+                os.close(drained_w)
+                assert child.stdin is not None
+                for _ in range(PROBE_PHASES):
+                    clock.advance(60)
+                    with contextlib.redirect_stdout(io.StringIO()):
+                        run_tick(ticker, 0.0, sleep=lambda s: None)
+                    child.stdin.write(f"{(clock.now() + timedelta(seconds=30)).isoformat()}\n")
+                    child.stdin.flush()
+                    if drained.readline().strip() != "drained":
+                        break
+                _, errors = child.communicate(timeout=600)
+            if child.returncode != 0:
+                raise RuntimeError(f"worker probe failed: {errors[-2000:]}")
+            probe: dict[str, Any] = json.loads(result_path.read_text())
+            output = log_path.read_bytes()
+        probe["log_bytes"] = len(output)
+        probe["log_lines"] = output.decode().splitlines()
+        return probe
+    finally:
+        receiver.shutdown()
+        receiver.server_close()
+        server.stop()
+
+
 # --- the model -------------------------------------------------------------------------------
 
 
@@ -565,11 +737,23 @@ def model(m: dict[str, Any], infra: dict[str, Any]) -> dict[str, Any]:
     }
     worker_calls = sum(n for (phase, _, _), n in requests.items() if phase == "worker") / runs
     invocations_per_run = m["invocations"] / runs
-    worker_s_per_run = (worker_calls * AWS_CALL_MS + TARGET_MS) / 1000
-    gb_s_per_run = worker_s_per_run * infra["worker_mb"] / 1024
-    log_bytes_per_run = (
-        m["worker_log_bytes"] + m["invocations"] * LAMBDA_PLATFORM_LOG_BYTES
-    ) / runs
+    batch = m["runs_per_batch"]
+    probe = m["probe"]
+    cpu_per_record_s = probe["cpu_per_record_s"]
+    # One invocation runs its batch's records at once: it lasts as long as its
+    # longest record (its AWS calls one after another, then the target), plus
+    # the batch's CPU time at the function's share of a vCPU (as if none of it
+    # overlapped a wait: an upper bound).
+    record_calls = sum(probe["calls_per_record"].values())
+    io_path_s = (record_calls * AWS_CALL_MS + TARGET_MS) / 1000
+    worker_mb = infra["worker_mb"]
+    sizing = {
+        mb: worker_duration(mb, batch, io_path_s, cpu_per_record_s, probe)
+        for mb in sorted({*MEMORY_SIZES_MB, worker_mb})
+    }
+    chosen = sizing[worker_mb]
+    gb_s_per_run = chosen["gb_s_per_run"]
+    log_bytes_per_run = probe["log_bytes_per_run"] + LAMBDA_PLATFORM_LOG_BYTES / batch
     million = 1_000_000
     dollars = {
         "DynamoDB writes": per_run["dynamodb_wru"] * DYNAMODB_PER_MILLION_WRU,
@@ -579,7 +763,51 @@ def model(m: dict[str, Any], infra: dict[str, Any]) -> dict[str, Any]:
         "Lambda duration (worker)": gb_s_per_run * million * LAMBDA_ARM64_PER_GB_SECOND,
         "CloudWatch Logs": log_bytes_per_run * million / 1024**3 * LOGS_INGESTION_PER_GB,
     }
-    webhook_secret = million * SECRETS_MANAGER_PER_10K_CALLS / 10_000
+    # Runs that come due alone: with no batching window, each is a batch of one
+    # (its own send, receive, delete and invocation).
+    alone = worker_duration(worker_mb, 1, io_path_s, cpu_per_record_s, probe)
+    dollars_alone = {
+        **dollars,
+        "SQS": 3 * SQS_PER_MILLION_REQUESTS,
+        "Lambda requests (worker)": LAMBDA_PER_MILLION_REQUESTS,
+        "Lambda duration (worker)": alone["usd"],
+        "CloudWatch Logs": (probe["log_bytes_per_run"] + LAMBDA_PLATFORM_LOG_BYTES)
+        * million
+        / 1024**3
+        * LOGS_INGESTION_PER_GB,
+    }
+    not_starved = [
+        mb
+        for mb in range(MIN_LAMBDA_MB, LAMBDA_MB_PER_VCPU + 1, 64)
+        if (row := worker_duration(mb, MAX_BATCH, io_path_s, cpu_per_record_s, probe))[
+            "within_margin"
+        ]
+        and row["fits"]
+    ]
+    secrets_by_cadence = {
+        name: secret_dollars(every_s) for name, every_s in SECRET_CADENCES.items()
+    }
+    # The floor: the fewest writes that record every state a run must record
+    # (admitted, started, finished), and the least of everything else a queued,
+    # batched delivery needs.
+    floor_batch = MAX_BATCH
+    floor = {
+        "DynamoDB writes": FLOOR_WRU * DYNAMODB_PER_MILLION_WRU,
+        "DynamoDB reads": 0.0,
+        "SQS": 3 / floor_batch * SQS_PER_MILLION_REQUESTS,
+        "Lambda requests (worker)": 1 / floor_batch * LAMBDA_PER_MILLION_REQUESTS,
+        "Lambda duration (worker)": MIN_LAMBDA_MB
+        / 1024
+        * (TARGET_MS / 1000)
+        / floor_batch
+        * million
+        * LAMBDA_ARM64_PER_GB_SECOND,
+        "CloudWatch Logs": LAMBDA_PLATFORM_LOG_BYTES
+        / floor_batch
+        * million
+        / 1024**3
+        * LOGS_INGESTION_PER_GB,
+    }
 
     # Fixed per month.
     tick_invocations = MONTH_S / 60
@@ -639,11 +867,16 @@ def model(m: dict[str, Any], infra: dict[str, Any]) -> dict[str, Any]:
         "per_pass": per_pass,
         "worker_calls": worker_calls,
         "invocations_per_run": invocations_per_run,
-        "worker_s_per_run": worker_s_per_run,
+        "io_path_s": io_path_s,
+        "record_calls": record_calls,
+        "sizing": sizing,
         "gb_s_per_run": gb_s_per_run,
+        "secrets_by_cadence": secrets_by_cadence,
+        "dollars_alone": dollars_alone,
+        "least_not_starved_mb": not_starved[0] if not_starved else None,
+        "floor": floor,
         "log_bytes_per_run": log_bytes_per_run,
         "dollars": dollars,
-        "webhook_secret": webhook_secret,
         "fixed": fixed,
         "fixed_groups": {
             "compute, DynamoDB, SQS": compute,
@@ -652,6 +885,81 @@ def model(m: dict[str, Any], infra: dict[str, Any]) -> dict[str, Any]:
         },
         "busy_metrics": declared * CUSTOM_METRIC_PER_MONTH,
         "passes_per_month": passes_per_month,
+    }
+
+
+def worker_duration(
+    mb: int, batch: float, io_path_s: float, cpu_per_record_s: float, probe: Mapping[str, Any]
+) -> dict[str, Any]:
+    """One invocation of ``batch`` records at ``mb``: the longest record's waits
+    plus the batch's CPU time at the function's share of a vCPU."""
+    share = min(1.0, mb / LAMBDA_MB_PER_VCPU)
+    cpu_s = batch * cpu_per_record_s / share
+    batch_s = io_path_s + cpu_s
+    gb_s_per_run = mb / 1024 * batch_s / batch
+    return {
+        "share": share,
+        "cpu_s": cpu_s,
+        "batch_s": batch_s,
+        "lower_s": max(io_path_s, cpu_s),
+        "gb_s_per_run": gb_s_per_run,
+        "usd": gb_s_per_run * 1_000_000 * LAMBDA_ARM64_PER_GB_SECOND,
+        "starved": cpu_s > io_path_s,
+        "within_margin": cpu_s <= CPU_MARGIN * io_path_s,
+        "fits": probe["peak_rss_mb"] <= MEMORY_HEADROOM * mb,
+        "init_s": probe["init_cpu_s"] / share,
+    }
+
+
+def secret_dollars(every_s: float) -> dict[str, float]:
+    """Per million runs of one webhook schedule that runs every ``every_s``: its
+    GetSecretValue calls (one per cache lifetime on a warm worker, at most one a
+    run) and its secret's monthly fee spread over its runs."""
+    reads_per_run = min(1.0, every_s / SECRET_CACHE_TTL_S)
+    runs_per_month = MONTH_S / every_s
+    return {
+        "reads_per_run": reads_per_run,
+        "calls": reads_per_run * SECRETS_MANAGER_PER_10K_CALLS * 100,
+        "fee": SECRETS_MANAGER_SECRET_PER_MONTH / runs_per_month * 1_000_000,
+    }
+
+
+def summarize_probe(probe: Mapping[str, Any]) -> dict[str, Any]:
+    """The worker probe's figures. Steady state from the warm phases (the median
+    CPU seconds per record over their full batches, the AWS requests per record);
+    the cold phase (each schedule's secret and version read once) beside it."""
+    calls = probe["invocations"]
+
+    def full(phases: Any) -> list[dict[str, Any]]:
+        chosen = [c for c in calls if phases(c["phase"])]
+        return [c for c in chosen if c["records"] == MAX_BATCH] or chosen
+
+    warm, cold = full(lambda p: p > 0), full(lambda p: p == 0)
+    runs = sum(c["records"] for c in calls)
+    warm_runs = sum(c["records"] for c in calls if c["phase"] > 0)
+    warm_calls: Counter[str] = Counter()
+    for c in calls:
+        if c["phase"] > 0:
+            warm_calls.update(c["calls"])
+    return {
+        "runs": runs,
+        "batches": len(calls),
+        "failed": sum(c["failed"] for c in calls),
+        "cpu_per_batch_s": statistics.median(c["cpu_s"] for c in warm),
+        "cpu_per_record_s": statistics.median(c["cpu_s"] / c["records"] for c in warm),
+        "cold_cpu_per_batch_s": statistics.median(c["cpu_s"] for c in cold),
+        "wall_per_batch_s": statistics.median(c["wall_s"] for c in warm),
+        "calls_per_record": {op: n / warm_runs for op, n in sorted(warm_calls.items())},
+        "log_bytes_per_run": probe["log_bytes"] / runs,
+        "attempt_line_bytes": statistics.median(
+            len(line) + 1 for line in probe["log_lines"] if '"message":"attempt"' in line
+        ),
+        "emf_bytes_per_batch": statistics.median(
+            [len(line) + 1 for line in probe["log_lines"] if '"_aws"' in line] or [0]
+        ),
+        "init_cpu_s": probe["init_cpu_s"],
+        "init_rss_mb": probe["init_rss_mb"],
+        "peak_rss_mb": probe["peak_rss_mb"],
     }
 
 
@@ -683,6 +991,8 @@ def report(m: dict[str, Any], infra: dict[str, Any], r: dict[str, Any]) -> str:
             n = n - passes * idle.get((service, op), 0.0)
         out.append(f"  {phase:<7} {service:<9} {op:<22} {n / runs:7.3f}")
     p = r["per_run"]
+    pr = m["probe"]
+    batch = m["runs_per_batch"]
     out += [
         "  (tick: the run phase's passes less as many idle passes; esm: Lambda's SQS poller)",
         "",
@@ -703,24 +1013,96 @@ def report(m: dict[str, Any], infra: dict[str, Any], r: dict[str, Any]) -> str:
         "AWS requests per idle tick pass (measured)",
         *(f"  tick    {svc:<9} {op:<22} {n:7.2f}" for (svc, op), n in sorted(idle.items())),
         "",
+        "The worker function, measured in a process of its own (bench/worker_probe.py:",
+        f"  {pr['runs']} webhook runs in {pr['batches']} invocations, {PROBE_PHASES} slots of "
+        f"{PROBE_SCHEDULES} schedules, a receiver answering in {TARGET_MS:g} ms, on this"
+        " machine's CPU)",
+        f"  cold start (import, clients)   {pr['init_cpu_s']:6.2f} s CPU, "
+        f"{pr['init_rss_mb']:.0f} MB resident",
+        f"  a batch of {MAX_BATCH}, warm          {pr['cpu_per_batch_s']:6.3f} s CPU "
+        f"({pr['cpu_per_record_s'] * 1000:.1f} ms a record), {pr['wall_per_batch_s']:.3f} s "
+        "wall here",
+        f"  a batch of {MAX_BATCH}, cold          {pr['cold_cpu_per_batch_s']:6.3f} s CPU "
+        "(each schedule's first run on this worker: its secret and version read)",
+        "  AWS requests a record, warm     "
+        + ", ".join(f"{op} {n:.2f}" for op, n in pr["calls_per_record"].items()),
+        f"  peak resident memory           {pr['peak_rss_mb']:6.0f} MB",
+        f"  output a run                   {pr['log_bytes_per_run']:6.0f} B "
+        f"(attempt line {pr['attempt_line_bytes']:.0f} B; EMF {pr['emf_bytes_per_batch']:.0f} B"
+        " a batch)",
+        "",
+        f"Event source mapping (infra/functions.py): BatchSize {infra['worker_batch']}, "
+        f"MaximumBatchingWindow {infra['worker_batch_window_s']:g} s: a batch is what is visible"
+        " when a poller receives",
+        f"Worker sizing: a batch of {batch:g} (the mean here) lasts its longest record's"
+        f" {r['record_calls']:.1f} AWS calls x {AWS_CALL_MS:g} ms + {TARGET_MS:g} ms target"
+        f" = {r['io_path_s']:.3f} s,",
+        "  plus the batch's CPU at the size's share of a vCPU (1 vCPU at "
+        f"{LAMBDA_MB_PER_VCPU} MB; an upper bound: no CPU overlaps a wait)",
+        f"  {'MB':>5} {'vCPU':>5} {'CPU s':>6} {'batch s':>8} {'(at least)':>10} "
+        f"{'cold start s':>12} {'$/M':>6}  fits / CPU-bound",
+    ]
+    for mb, row in r["sizing"].items():
+        notes = [
+            "fits" if row["fits"] else f"does not fit ({pr['peak_rss_mb']:.0f} MB peak)",
+            "CPU-bound" if row["starved"] else "waits on the target",
+        ]
+        mark = " <- deployed" if mb == infra["worker_mb"] else ""
+        out.append(
+            f"  {mb:5d} {row['share']:5.2f} {row['cpu_s']:6.3f} {row['batch_s']:8.3f} "
+            f"{row['lower_s']:10.3f} {row['init_s']:12.2f} {row['usd']:6.2f}  "
+            f"{', '.join(notes)}{mark}"
+        )
+    least = r["least_not_starved_mb"]
+    out += [
+        f"  the least memory (in 64 MB steps) at which a warm batch of {MAX_BATCH}'s CPU takes at"
+        f" most {CPU_MARGIN:.0%} of its longest wait: {least} MB;"
+        f" deployed: {infra['worker_mb']} MB",
+        "",
         "Units per run",
         f"  DynamoDB write request units  {p['dynamodb_wru']:7.2f}  "
         f"(largest item seen {m['largest_item']} B: every write is one 1 KB unit)",
         f"  DynamoDB read request units   {p['dynamodb_rru']:7.2f}",
         f"  SQS requests (64 KB chunks)   {p['sqs_requests']:7.2f}",
         f"  worker invocations            {r['invocations_per_run']:7.2f}  "
-        f"(batches of {max(m['batch_sizes'])}, as the event source mapping fills them)",
+        f"(batches of {batch:g} on average: the bench's schedules come due at the same second)",
         f"  worker GB-seconds             {r['gb_s_per_run']:7.4f}  "
-        f"({infra['worker_mb']} MB x ({r['worker_calls']:.1f} AWS calls x {AWS_CALL_MS:g} ms "
-        f"+ {TARGET_MS:g} ms target))",
-        f"  log bytes                     {r['log_bytes_per_run']:7.0f}",
+        f"({infra['worker_mb']} MB x {r['sizing'][infra['worker_mb']]['batch_s']:.3f} s"
+        f" / {batch:g} runs)",
+        f"  log bytes                     {r['log_bytes_per_run']:7.0f}  (the probe's output, "
+        f"START/END/REPORT {LAMBDA_PLATFORM_LOG_BYTES} B an invocation)",
         "",
-        "$ per million runs",
+        f"$ per million runs, all in         {'measured':>8} {'floor':>8} {'alone':>8}",
     ]
-    out += _priced(r["dollars"], 40, 8)
+    total = sum(r["dollars"].values())
+    floor_total = sum(r["floor"].values())
+    for name, dollars in r["dollars"].items():
+        out.append(
+            f"  {name:<32} {dollars:8.2f} {r['floor'][name]:8.2f} {r['dollars_alone'][name]:8.2f}"
+        )
     out += [
-        f"  {'+ webhook targets: GetSecretValue':<40} {r['webhook_secret']:8.2f}"
-        "  (the webhook sender reads the signing secret on every attempt)",
+        f"  {'total':<32} {total:8.2f} {floor_total:8.2f} {sum(r['dollars_alone'].values()):8.2f}",
+        "  (alone: runs that come due at a second of their own, each a batch of one: no"
+        " batching window)",
+        f"  ratio to the floor: {total / floor_total:.2f}; without the writes: "
+        f"{total - r['dollars']['DynamoDB writes']:.2f} against "
+        f"{floor_total - r['floor']['DynamoDB writes']:.2f}",
+        f"  (floor: {FLOOR_WRU} WRU a run (admitted, started, finished), no read, a send, a "
+        f"receive and a delete per {MAX_BATCH} runs,",
+        f"  one invocation of {MIN_LAMBDA_MB} MB per {MAX_BATCH} runs waiting "
+        f"{TARGET_MS:g} ms, START/END/REPORT only)",
+        "",
+        "Webhook signing secrets, per million runs of a schedule, on top (Secrets Manager: a "
+        f"secret a schedule at ${SECRETS_MANAGER_SECRET_PER_MONTH:.2f} a month, GetSecretValue",
+        f"  once per {SECRET_CACHE_TTL_S:g} s cache lifetime on a warm worker, at most once a "
+        "run; each cold worker reads it again)",
+    ]
+    for name, row in r["secrets_by_cadence"].items():
+        out.append(
+            f"  {name:<18} GetSecretValue {row['reads_per_run']:5.2f} a run {row['calls']:8.2f}"
+            f"   secret fee {row['fee']:10.2f}"
+        )
+    out += [
         "",
         "Fixed $ per month (independent of runs), idle",
     ]
@@ -756,9 +1138,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--slots", type=int, default=3)
     args = parser.parse_args(argv)
     infra = infra_numbers()
-    measured = measure(args.schedules, args.slots)
+    measured = measure(args.schedules, args.slots, infra["worker_batch"])
     if measured["runs"] == 0:
         print("no run succeeded: nothing to divide by", file=sys.stderr)
+        return 1
+    measured["runs_per_batch"] = measured["runs"] / measured["invocations"]
+    measured["probe"] = summarize_probe(probe_worker(PROBE_SCHEDULES))
+    if measured["probe"]["failed"]:
+        print("the worker probe's runs did not all succeed", file=sys.stderr)
         return 1
     print(report(measured, infra, model(measured, infra)))
     return 0

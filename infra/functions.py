@@ -67,8 +67,17 @@ WORKER_BATCH_WINDOW: Final = Duration.seconds(0)
 WORKER_TIMEOUT: Final = Duration.seconds(150)
 
 API: Final = FunctionSpec("api", "handlers.api.handler", "duetime HTTP API", Duration.seconds(29))
+# Sized by its measured CPU (bench/cost.py, docs/cost.md "Lambda duration and
+# the worker's memory"): the least size at which a warm batch of 10's CPU time,
+# at Lambda's share of a vCPU for the size, takes at most 80% of the batch's
+# longest wait (its AWS calls and a 200 ms target). It peaks at about 80 MB.
+WORKER_MEMORY_MB: Final = 448
 WORKER: Final = FunctionSpec(
-    "worker", "handlers.worker.handler", "duetime worker: runs occurrences", WORKER_TIMEOUT
+    "worker",
+    "handlers.worker.handler",
+    "duetime worker: runs occurrences",
+    WORKER_TIMEOUT,
+    memory_mb=WORKER_MEMORY_MB,
 )
 WATCHDOG: Final = FunctionSpec(
     "watchdog",

@@ -98,6 +98,18 @@ class RunStore(ABC):
         """The schedule's state as it is now, read strongly (None: no such
         schedule): what the worker checks before a run's first attempt."""
 
+    def get_run_and_schedule(
+        self, occurrence_id: str, schedule_id: str, *, fresh_run: bool = True
+    ) -> tuple[Run | None, ScheduleNow | None]:
+        """The run and its schedule's state now (``schedule_now``, always read
+        strongly): what the worker reads of each message before anything else.
+        With ``fresh_run=False`` the run may be read as it was a moment ago (an
+        eventually consistent read, half the price on DynamoDB): the caller then
+        acts on it only through compare-and-set writes, which refuse a stale
+        copy. A store that can read both in one request overrides this
+        (DynamoDB: one ``BatchGetItem`` instead of two ``GetItem``s)."""
+        return self.get_run(occurrence_id), self.schedule_now(schedule_id)
+
     @abstractmethod
     def running_before(self, run: Run, now: datetime) -> Run | None:
         """The latest earlier occurrence (by ``scheduled_at``) of the same

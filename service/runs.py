@@ -65,6 +65,7 @@ from service.run_ports import (
     NoTelemetry,
     RunStore,
     RunTelemetry,
+    ScheduleNow,
 )
 
 Action = Literal["delete", "retry", "dead_letter"]
@@ -135,6 +136,16 @@ def hash_run_token(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
+def _acts_by_compare_and_set(run: Run, now: datetime) -> bool:
+    """Whether everything the worker may do with ``run`` read as it is is a
+    compare-and-set of it: an admitted or retrying run (start, skip, expire,
+    fail), or a running one whose lease has expired (take over, fail)."""
+    if run.status in (RunStatus.ADMITTED, RunStatus.RETRYING):
+        return True
+    lease = run.run_lease_expires_at
+    return run.status is RunStatus.RUNNING and (lease is None or lease <= now)
+
+
 def _result(outcome: Outcome) -> dict[str, Any]:
     result: dict[str, Any] = {"outcome": outcome.kind, "excerpt": outcome.excerpt}
     if outcome.status_code is not None:
@@ -192,7 +203,17 @@ class RunWorker:
         it is logged, the decision does not depend on it.
         """
         now = self.clock.now()
-        run = self.runs.get_run(intent.occurrence_id)
+        # The schedule's state is read with the run (one request where the store
+        # allows it), strongly, after the message arrived and before any attempt.
+        # The run may be read as it was a moment ago: whatever is done to it
+        # below is a compare-and-set that refuses a stale copy, and what would be
+        # decided without one (the message deleted, dead-lettered or put back
+        # behind a live lease) is decided on a strong read.
+        run, schedule = self.runs.get_run_and_schedule(
+            intent.occurrence_id, intent.schedule_id, fresh_run=False
+        )
+        if run is None or not _acts_by_compare_and_set(run, now):
+            run = self.runs.get_run(intent.occurrence_id)
         if run is None:
             return Decision.dead_letter(f"no occurrence {intent.occurrence_id}")
         if (run.schedule_id, run.version) != (intent.schedule_id, intent.version):
@@ -205,8 +226,7 @@ class RunWorker:
         version = self.runs.get_version(run.schedule_id, run.version)
         if version is None:
             reason = f"version {run.version} of the schedule is missing"
-            self._fail_without_attempt(run, reason, now)
-            return Decision.dead_letter(reason)
+            return self._fail_without_attempt(run, reason, now)
         policy = version.policy
 
         if run.status is RunStatus.RUNNING:
@@ -244,15 +264,14 @@ class RunWorker:
 
         if run.status is RunStatus.RETRYING and not policy.retry.allows_another(run.attempts):
             reason = f"attempts exhausted ({run.attempts} of {policy.retry.max_attempts})"
-            self._fail_without_attempt(run, reason, now)
-            return Decision.dead_letter(reason)
+            return self._fail_without_attempt(run, reason, now)
 
         if run.status is RunStatus.ADMITTED and run.attempts == 0 and not run.retried:
             # (A run a user retried was already judged: it runs whatever its lateness.)
             ahead_s = (run.scheduled_at - now).total_seconds()
             if ahead_s > EARLY_TOLERANCE_S:
                 return Decision.retry_after(ahead_s, "not due yet")
-            early = self._closed_at_start(run, version, now)
+            early = self._closed_at_start(run, version, now, schedule)
             if early is not None:
                 return early
 
@@ -261,13 +280,14 @@ class RunWorker:
     # --- the steps ---------------------------------------------------------------------
 
     def _closed_at_start(
-        self, run: Run, version: ScheduleVersion, now: datetime
+        self, run: Run, version: ScheduleVersion, now: datetime, schedule: ScheduleNow | None
     ) -> Decision | None:
-        """Expire (policy checked again at start) or skip (overlap) before the first attempt."""
+        """Cancel (schedule deleted), skip (paused), expire (policy checked again at
+        start) or skip (overlap) before the first attempt. ``schedule`` is the
+        schedule's state as read with the run."""
         policy = version.policy
         status: RunStatus | None = None
         reason: str | None = None
-        schedule = self.runs.schedule_now(run.schedule_id)
         if schedule is None or schedule.deleted:
             status, reason = RunStatus.CANCELLED, Reason.DELETED
         elif schedule.paused:
@@ -434,7 +454,9 @@ class RunWorker:
         self.telemetry.run_ended(ended)
         return Decision.dead_letter(reason)
 
-    def _fail_without_attempt(self, run: Run, reason: str, now: datetime) -> None:
+    def _fail_without_attempt(self, run: Run, reason: str, now: datetime) -> Decision:
+        """Fail the run for good without an attempt and dead-letter its message;
+        if the run changed since it was read, decide again from what is stored."""
         if run.status in STARTABLE:
             ended = self.runs.finish(
                 run.occurrence_id,
@@ -444,8 +466,10 @@ class RunWorker:
                 reason=reason,
                 seen=run,
             )
-            if ended is not None:
-                self.telemetry.run_ended(ended)
+            if ended is None:
+                return self._after_conflict(run.occurrence_id)
+            self.telemetry.run_ended(ended)
+        return Decision.dead_letter(reason)
 
     def _after_conflict(self, occurrence_id: str) -> Decision:
         """A conditional write lost to another worker: decide from what is stored now."""

@@ -17,6 +17,7 @@ keys, the expiry), and sends only what changed. The outbox attributes follow
 
 from __future__ import annotations
 
+import time
 from datetime import datetime
 from typing import Any, Final
 
@@ -59,6 +60,45 @@ class DynamoRunStore(RunStore):
         if schedule is None:
             return None
         return ScheduleNow(schedule.version, schedule.state.paused, schedule.deleted)
+
+    def get_run_and_schedule(
+        self, occurrence_id: str, schedule_id: str, *, fresh_run: bool = True
+    ) -> tuple[Run | None, ScheduleNow | None]:
+        """The record and the schedule's HEAD in one ``BatchGetItem``, the HEAD
+        strongly consistent, the record too unless ``fresh_run`` is False (then
+        half a read unit): one request (one round trip and its CPU) less than
+        two ``GetItem``s for every message the worker takes."""
+        key = it.record_key_of(occurrence_id)
+        if key is None:
+            return None, self.schedule_now(schedule_id)
+        head_key = it.head_key(schedule_id)
+        request: dict[str, Any] = {
+            self.store.tables.schedules: {"Keys": [head_key], "ConsistentRead": True}
+        }
+        if self.table == self.store.tables.schedules:  # one table: the stronger read
+            request[self.table]["Keys"].append(key)
+        else:
+            request[self.table] = {"Keys": [key], "ConsistentRead": fresh_run}
+        found: list[dict[str, Any]] = []
+        delay = 0.01
+        while request:
+            answer = self.client.batch_get_item(RequestItems=request)
+            for items in answer.get("Responses", {}).values():
+                found.extend(items)
+            request = answer.get("UnprocessedKeys") or {}
+            if request:
+                time.sleep(delay)
+                delay = min(delay * 2, 1.0)
+        record = _item_with_key(found, key)
+        head = _item_with_key(found, head_key)
+        run = None if record is None else it.run_from_item(record)
+        if head is None:
+            return run, None
+        current = self.store.get_version(schedule_id, int(it.value(head["version"])))
+        if current is None:  # its version cannot be read: as the store's own read
+            return run, self.schedule_now(schedule_id)
+        schedule = it.schedule_from_head(head, current)
+        return run, ScheduleNow(schedule.version, schedule.state.paused, schedule.deleted)
 
     def compare_and_set(self, before: Run, after: Run) -> bool:
         if before.occurrence_id != after.occurrence_id:
@@ -128,3 +168,10 @@ class DynamoRunStore(RunStore):
                 return None
             request["ExclusiveStartKey"] = last
         return None
+
+
+def _item_with_key(items: list[dict[str, Any]], key: dict[str, Any]) -> dict[str, Any] | None:
+    return next(
+        (item for item in items if all(item.get(name) == value for name, value in key.items())),
+        None,
+    )

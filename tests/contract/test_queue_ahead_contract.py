@@ -89,3 +89,35 @@ def test_a_record_cancelled_at_start_is_finished_without_an_attempt(store: Store
     assert ended.status is RunStatus.CANCELLED and ended.attempts == 0
     stored = runs.get_run(occurrence_id)
     assert stored is not None and stored.reason == "schedule deleted" and stored.terminal
+
+
+def test_the_run_and_its_schedule_are_read_together_as_they_are_now(store: Store) -> None:
+    schedule_id, occurrence_id = _queued_ahead(store)
+    runs = _runs(store)
+    run, schedule = runs.get_run_and_schedule(occurrence_id, schedule_id)
+    assert run == runs.get_run(occurrence_id)
+    assert schedule == runs.schedule_now(schedule_id) == (1, False, False)
+
+    store.pause(schedule_id, "maintenance", NOW)
+    run, schedule = runs.get_run_and_schedule(occurrence_id, schedule_id)
+    assert run is not None and run.occurrence_id == occurrence_id
+    assert schedule == (1, True, False)
+
+    store.delete(schedule_id, NOW)
+    _, schedule = runs.get_run_and_schedule(occurrence_id, schedule_id)
+    assert schedule is not None and schedule.deleted
+
+
+def test_reading_a_run_and_schedule_that_do_not_exist_finds_neither(store: Store) -> None:
+    schedule_id, occurrence_id = _queued_ahead(store)
+    runs = _runs(store)
+    missing = occurrence_id.replace("T080100Z", "T090100Z")
+    assert missing != occurrence_id
+    assert runs.get_run_and_schedule(missing, schedule_id) == (
+        None,
+        runs.schedule_now(schedule_id),
+    )
+    run, schedule = runs.get_run_and_schedule(occurrence_id, "sch_missing")
+    assert run is not None and schedule is None
+    assert runs.get_run_and_schedule("not an occurrence id", "sch_missing") == (None, None)
+    assert runs.get_run(occurrence_id) == run  # nothing changed
