@@ -91,6 +91,8 @@ class DynamoRunStore(RunStore):
                 delay = min(delay * 2, 1.0)
         record = _item_with_key(found, key)
         head = _item_with_key(found, head_key)
+        if record is not None and it.value(record["occurrence_id"]) != occurrence_id:
+            record = None  # its instant holds another version's occurrence
         run = None if record is None else it.run_from_item(record)
         if head is None:
             return run, None
@@ -117,10 +119,14 @@ class DynamoRunStore(RunStore):
             parts.append("REMOVE " + ", ".join(alias[n] for n in removes))
         rev = alias.get("revision", "#rev")
         names[rev] = "revision"
+        # The record at the run's instant, and that run's (another version's
+        # occurrence may hold the instant), at the revision it was read.
+        names["#oid"] = "occurrence_id"
+        values[":oid"] = {"S": before.occurrence_id}
         if before.revision == 0:
-            condition = f"attribute_exists(pk) AND attribute_not_exists({rev})"
+            condition = f"#oid = :oid AND attribute_not_exists({rev})"
         else:
-            condition = f"attribute_exists(pk) AND {rev} = :rev"
+            condition = f"#oid = :oid AND {rev} = :rev"
             values[":rev"] = it.attr(before.revision)
         if not parts:  # nothing changed: still a check that the record is that one
             parts.append(f"SET {rev} = {rev}" if before.revision else f"REMOVE {rev}")

@@ -1231,10 +1231,20 @@ class DynamoStore(Store):
             },
             remove=("sent_at",),
             condition=(
-                "#status = :admitted AND #attempts = :zero AND attribute_not_exists(#outbox_key)"
+                "#occurrence_id = :occurrence_id AND #status = :admitted AND "
+                "#attempts = :zero AND attribute_not_exists(#outbox_key)"
             ),
-            names={"#status": "status", "#attempts": "attempts", "#outbox_key": "outbox_key"},
-            values={":admitted": {"S": RunStatus.ADMITTED.value}, ":zero": {"N": "0"}},
+            names={
+                "#occurrence_id": "occurrence_id",
+                "#status": "status",
+                "#attempts": "attempts",
+                "#outbox_key": "outbox_key",
+            },
+            values={
+                ":occurrence_id": {"S": run.occurrence_id},
+                ":admitted": {"S": RunStatus.ADMITTED.value},
+                ":zero": {"N": "0"},
+            },
         )
 
     def _refused(
@@ -1750,8 +1760,8 @@ class DynamoStore(Store):
         names: Mapping[str, str] | None = None,
         values: Mapping[str, Any] | None = None,
     ) -> list[str]:
-        """One conditional update of each occurrence's record; the ids it
-        changed, in order."""
+        """One conditional update of each occurrence's record (the one at its
+        instant, if it is that occurrence's); the ids it changed, in order."""
 
         def one(occurrence_id: str) -> str | None:
             key = it.record_key_of(occurrence_id)
@@ -1762,9 +1772,9 @@ class DynamoStore(Store):
                 key,
                 set_=set_(occurrence_id),
                 remove=remove,
-                condition=f"attribute_exists(pk) AND ({condition})",
-                names=names,
-                values=values,
+                condition=f"#record_id = :record_id AND ({condition})",
+                names={**(names or {}), "#record_id": "occurrence_id"},
+                values={**(values or {}), ":record_id": {"S": occurrence_id}},
             )
             return None if item is None else occurrence_id
 

@@ -16,6 +16,7 @@ from moto import mock_aws
 
 from adapters.dynamodb import items
 from adapters.dynamodb.local import create_store_tables
+from adapters.dynamodb.runs import DynamoRunStore
 from adapters.dynamodb.store import OCCURRENCES_PER_ADVANCE, DynamoStore
 from domain.partition import Partitioning
 from domain.run import AttemptRecord, PendingOccurrence, Run, RunStatus, new_occurrence
@@ -247,6 +248,12 @@ def test_another_versions_occurrence_at_a_taken_instant_is_refused_and_nothing_c
     assert store.get_run(twin.occurrence_id) is None
     assert store.get_run(held.occurrence_id) == held
     assert store.get_by_business_key(held.business_key) == held
+    # Nothing addressed to the twin lands on the record at its instant.
+    assert store.admit([PendingOccurrence.of(twin)], NOW) == []
+    runs = DynamoRunStore(store)
+    assert not runs.compare_and_set(twin, replace(twin, status=RunStatus.SKIPPED))
+    assert runs.get_run_and_schedule(twin.occurrence_id, sid)[0] is None
+    assert _items(client, store, sid) == before
 
 
 def _zone_changed(store: DynamoStore, sid: str, zone: str, at: Any) -> None:
