@@ -11,10 +11,12 @@ import pytest
 
 from adapters.secrets import InMemorySecretStore
 from adapters.sqlite.store import SqliteStore
+from cli.main import main
 from handlers.api import ApiServices, handler
 from handlers.local_http import ApiServer
 from service.schedules import ScheduleService
 from tests.conftest import FakeClock
+from tests.handlers.cli_driver import Run
 
 
 @pytest.fixture
@@ -34,3 +36,15 @@ def server(tmp_path: Path, clock: FakeClock) -> Iterator[ApiServer]:
     server.server_close()
     thread.join(timeout=5)
     store.close()
+
+
+@pytest.fixture
+def duetime(capsys: pytest.CaptureFixture[str], server: ApiServer) -> Run:
+    """The `duetime` command against ``server``: (exit code, stdout, stderr)."""
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        code = main([*argv, "--api-url", server.url])
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run

@@ -5,7 +5,6 @@ scripted target are run by hand on a fake clock."""
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import signal
@@ -23,7 +22,6 @@ from adapters.sqlite.queue import SqliteQueue
 from adapters.sqlite.runs import SqliteRunStore
 from adapters.sqlite.store import SqliteStore
 from cli import commands, runs
-from cli.main import main
 from domain.delivery import Outcome
 from domain.partition import Partitioning
 from domain.run import DeliveryIntent
@@ -33,11 +31,15 @@ from handlers.settings import Settings
 from service.runs import RunWorker
 from service.tick import TickConfig, Ticker
 from tests.conftest import FakeClock, FakeQueue, utc
+from tests.handlers.cli_driver import Run, as_json, refused
 from tests.unit.test_runs import FakeTarget
 
-Run = Callable[..., tuple[int, str, str]]
 HOOK = "https://example.com/hook"
 PARTITIONING = Partitioning(shards=4, bucket_s=60)
+
+
+def refused_line(run: Run, *argv: str) -> str:
+    return refused(run, *argv, one_line=True)
 
 
 @pytest.fixture
@@ -66,29 +68,6 @@ def server(services: ApiServices) -> Iterator[ApiServer]:
     served.shutdown()
     served.server_close()
     thread.join(timeout=5)
-
-
-@pytest.fixture
-def duetime(capsys: pytest.CaptureFixture[str], server: ApiServer) -> Run:
-    def run(*argv: str) -> tuple[int, str, str]:
-        code = main([*argv, "--api-url", server.url])
-        out, err = capsys.readouterr()
-        return code, out, err
-
-    return run
-
-
-def as_json(run: Run, *argv: str) -> Any:
-    code, out, err = run(*argv, "--json")
-    assert code == 0, err
-    return json.loads(out)
-
-
-def refused(run: Run, *argv: str) -> str:
-    code, out, err = run(*argv)
-    assert (code, out) == (2, "")
-    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
-    return err
 
 
 def store_of(services: ApiServices) -> SqliteStore:
@@ -183,7 +162,7 @@ def test_runs_list_with_an_until_before_anything_ran_is_empty(
 
 
 def test_runs_list_of_an_unknown_schedule_is_a_404(duetime: Run) -> None:
-    assert "HTTP 404" in refused(duetime, "runs", "list", "sch_missing")
+    assert "HTTP 404" in refused_line(duetime, "runs", "list", "sch_missing")
 
 
 def test_runs_show_prints_every_attempt(
@@ -213,7 +192,7 @@ def test_retry_runs_a_failed_occurrence_again_under_the_same_id(
     status = next(line.split()[1] for line in out.splitlines() if line.startswith("status:"))
     assert status in ("admitted", "retrying")
     # Retried already: a second retry is refused, naming the status.
-    err = refused(duetime, "runs", "retry", occurrence)
+    err = refused_line(duetime, "runs", "retry", occurrence)
     assert "HTTP 409" in err and status in err
 
 
@@ -224,13 +203,13 @@ def test_retry_refuses_a_run_that_succeeded_and_changes_nothing(
     tick(services, clock)
     deliver(services, clock, occurrence)
     before = as_json(duetime, "runs", "show", occurrence)
-    err = refused(duetime, "runs", "retry", occurrence)
+    err = refused_line(duetime, "runs", "retry", occurrence)
     assert "HTTP 409" in err and "succeeded" in err
     assert as_json(duetime, "runs", "show", occurrence) == before
 
 
 def test_retry_of_an_unknown_run_is_a_404(duetime: Run) -> None:
-    assert "HTTP 404" in refused(duetime, "runs", "retry", "sch_missing.v1.20261201T080000Z")
+    assert "HTTP 404" in refused_line(duetime, "runs", "retry", "sch_missing.v1.20261201T080000Z")
 
 
 def test_dead_letters_list_shows_their_reason(

@@ -4,39 +4,12 @@ create's policy flags, an edit that changes only what is given, backfill, delete
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from cli import runs
-from cli.main import main
-from handlers.local_http import ApiServer
-
-Run = Callable[..., tuple[int, str, str]]
-
-
-@pytest.fixture
-def duetime(capsys: pytest.CaptureFixture[str], server: ApiServer) -> Run:
-    def run(*argv: str) -> tuple[int, str, str]:
-        code = main([*argv, "--api-url", server.url])
-        out, err = capsys.readouterr()
-        return code, out, err
-
-    return run
-
-
-def as_json(run: Run, *argv: str) -> Any:
-    code, out, err = run(*argv, "--json")
-    assert code == 0, err
-    return json.loads(out)
-
-
-def refused(run: Run, *argv: str) -> str:
-    code, out, err = run(*argv)
-    assert (code, out) == (2, "")
-    assert "Traceback" not in err
-    return err
+from tests.handlers.cli_driver import Run, as_json, refused
 
 
 def create(run: Run, *extra: str) -> dict[str, Any]:
