@@ -135,6 +135,14 @@ ALARM_PER_MONTH: Final = 0.10  # standard-resolution metric alarm
 DASHBOARD_PER_MONTH: Final = 3.00  # beyond the 3 free dashboards per account
 CUSTOM_METRIC_PER_MONTH: Final = 0.30  # first 10,000 metrics
 SECRETS_MANAGER_PER_10K_CALLS: Final = 0.05
+# SSM Parameter Store: standard parameters have no fee and their API calls at
+# standard throughput none; SSM decrypts (and encrypts) a SecureString with a
+# KMS request, $0.03 per 10,000 past the 20,000 free a month (aws/ssm, an AWS
+# managed key, has no monthly fee). Higher throughput, once turned on for the
+# account and region, is $0.05 per 10,000 interactions.
+KMS_PER_10K_REQUESTS: Final = 0.03
+SSM_HIGHER_THROUGHPUT_PER_10K: Final = 0.05
+SSM_ADVANCED_PARAMETER_PER_MONTH: Final = 0.05
 
 # --- assumptions ---------------------------------------------------------------------------
 MONTH_S: Final = 30 * 24 * 3600

@@ -39,7 +39,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Que
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from pydantic import BaseModel
 
-from adapters.secrets import SecretNotFound, SecretStore, new_secret
+from adapters.secrets import SecretNotFound, SecretStore, SecretStoreFull, new_secret
 from domain.errors import DuetimeError, InvalidSchedule
 from domain.partition import Partitioning
 from domain.run import RunKind, RunStatus
@@ -873,6 +873,13 @@ def _contention(error: Contention) -> Response[str]:
     return error_response(409, "contention", str(error), headers={"Retry-After": "1"})
 
 
+@_maps(SecretStoreFull)
+def _secret_store_full(error: SecretStoreFull) -> Response[str]:
+    # The schedule is stored; a retried create (same Idempotency-Key) or an
+    # edit gives it its secret once the store has room.
+    return error_response(503, "secret_store_full", str(error))
+
+
 @app.not_found
 def _no_route(_: Exception) -> Response[str]:
     event = app.current_event
@@ -1245,9 +1252,10 @@ def build_services(
     if secrets is None:
         import boto3
 
-        from adapters.secrets import SecretsManagerSecretStore
+        from adapters.secrets import aws_secret_store
 
-        secrets = SecretsManagerSecretStore(boto3.client("secretsmanager"), settings.secrets_prefix)
+        session = boto3.session.Session()
+        secrets = aws_secret_store(settings.secret_store, settings.secrets_prefix, session.client)
     dynamo = DynamoStore.from_settings(settings)
     dynamo_runs = DynamoRunStore(dynamo)
     aws_planning: PlanNow | None = None
