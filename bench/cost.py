@@ -1124,11 +1124,11 @@ def report(m: dict[str, Any], infra: dict[str, Any], r: dict[str, Any]) -> str:
         "  lifetime on a warm worker, at most once a run (each cold worker reads it again).",
         f"  Secrets Manager: ${SECRETS_MANAGER_SECRET_PER_MONTH:.2f} a secret a month, "
         f"${SECRETS_MANAGER_PER_10K_CALLS:.2f} per 10,000 GetSecretValue.",
-        "  SSM standard parameter (the default): no fee, GetParameter free at standard "
-        f"throughput, ${KMS_PER_10K_REQUESTS:.2f}",
-        "  per 10,000 KMS decrypts; higher throughput adds "
-        f"${SSM_HIGHER_THROUGHPUT_PER_10K:.2f} per 10,000 calls, an advanced parameter "
-        f"${SSM_ADVANCED_PARAMETER_PER_MONTH:.2f} a month.",
+        "  SSM standard parameter (the default): no fee, GetParameter free at standard",
+        f"  throughput, ${KMS_PER_10K_REQUESTS:.2f} per 10,000 KMS decrypts; higher throughput "
+        f"adds ${SSM_HIGHER_THROUGHPUT_PER_10K:.2f} per 10,000",
+        f"  calls, an advanced parameter ${SSM_ADVANCED_PARAMETER_PER_MONTH:.2f} a month "
+        "(the KMS free tier, 20,000 requests a month, left out).",
         f"  {'cadence':<16} {'reads/run':>9} | {'SM calls':>8} {'SM fee':>10} {'SM total':>10} "
         f"| {'SSM (KMS)':>9} {'+higher tput':>12} {'+advanced':>10}",
     ]
