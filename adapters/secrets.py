@@ -6,21 +6,20 @@ read by the worker to sign requests. The API never returns it again; rotating
 it is another ``put``.
 
 Two stores for AWS, the same contract:
-- ``SecretsManagerSecretStore`` keeps each secret as a Secrets Manager secret
-  named ``<prefix><schedule_id>`` (the prefix ends with ``/``), the layout the
-  CDK stack grants its functions access to;
-- ``SsmSecretStore`` keeps it as an SSM SecureString parameter named
-  ``<prefix>/<schedule_id>``: no per-secret monthly cost, for deployments that
-  prefer Parameter Store.
+- ``SsmSecretStore`` keeps each secret as an SSM SecureString parameter named
+  ``<path>/<schedule_id>``: no per-secret monthly cost (standard parameters),
+  the default of the CDK stack (``duetime:secretStore``);
+- ``SecretsManagerSecretStore`` keeps it as a Secrets Manager secret named
+  ``<prefix><schedule_id>`` (the prefix ends with ``/``), $0.40 a month each.
 Both encrypt with the account's service key, or the KMS key given.
 ``MovingSecretStore`` reads the SSM store first and Secrets Manager when the
 parameter is missing, for a stack that kept its secrets in Secrets Manager
 before: a schedule created then still gets signed deliveries, and a new
 secret for it (a ``put``) lands in SSM and removes the old one.
-``aws_secret_store`` builds the store a deployment chose (``ssm`` or
-``secretsmanager``). ``InMemorySecretStore`` is for tests. ``CachedSecretStore`` keeps what
-another store read for a while, so a warm worker does not call Secrets
-Manager for every delivery.
+``aws_secret_store`` builds the store a deployment chose (``STORE_KINDS``).
+``InMemorySecretStore`` is for tests. ``CachedSecretStore`` keeps what another
+store read for a while, so a warm worker does not read the store for every
+delivery.
 """
 
 from __future__ import annotations
