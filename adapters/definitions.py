@@ -256,6 +256,8 @@ ENV_DIRECT_WINDOW_S = "DUETIME_DIRECT_WINDOW_S"
 ENV_TICK_BUDGET_S = "DUETIME_TICK_BUDGET_S"
 ENV_ALLOW_PRIVATE_TARGETS = "DUETIME_ALLOW_PRIVATE_TARGETS"
 ENV_SECRETS_PREFIX = "DUETIME_SECRETS_PREFIX"
+# Where webhook signing secrets live: adapters.secrets.STORE_KINDS.
+ENV_SECRET_STORE = "DUETIME_SECRET_STORE"
 
 FUNCTION_ENV: dict[str, tuple[str, ...]] = {
     "api": (
@@ -272,6 +274,7 @@ FUNCTION_ENV: dict[str, tuple[str, ...]] = {
         ENV_BUCKET_S,
         ENV_LOOKAHEAD_S,
         ENV_SECRETS_PREFIX,
+        ENV_SECRET_STORE,
     ),
     "tick": (
         SCHEDULES.env_var,
@@ -291,6 +294,7 @@ FUNCTION_ENV: dict[str, tuple[str, ...]] = {
         DELIVERY_QUEUE.dlq_env_var,
         ENV_ALLOW_PRIVATE_TARGETS,
         ENV_SECRETS_PREFIX,
+        ENV_SECRET_STORE,
     ),
     "watchdog": (
         SCHEDULES.env_var,

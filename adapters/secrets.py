@@ -6,16 +6,20 @@ read by the worker to sign requests. The API never returns it again; rotating
 it is another ``put``.
 
 Two stores for AWS, the same contract:
-- ``SecretsManagerSecretStore`` keeps each secret as a Secrets Manager secret
-  named ``<prefix><schedule_id>`` (the prefix ends with ``/``), the layout the
-  CDK stack grants its functions access to;
-- ``SsmSecretStore`` keeps it as an SSM SecureString parameter named
-  ``<prefix>/<schedule_id>``: no per-secret monthly cost, for deployments that
-  prefer Parameter Store.
+- ``SsmSecretStore`` keeps each secret as an SSM SecureString parameter named
+  ``<path>/<schedule_id>``: no per-secret monthly cost (standard parameters),
+  the default of the CDK stack (``duetime:secretStore``);
+- ``SecretsManagerSecretStore`` keeps it as a Secrets Manager secret named
+  ``<prefix><schedule_id>`` (the prefix ends with ``/``), $0.40 a month each.
 Both encrypt with the account's service key, or the KMS key given.
-``InMemorySecretStore`` is for tests. ``CachedSecretStore`` keeps what
-another store read for a while, so a warm worker does not call Secrets
-Manager for every delivery.
+``MovingSecretStore`` reads the SSM store first and Secrets Manager when the
+parameter is missing, for a stack that kept its secrets in Secrets Manager
+before: a schedule created then still gets signed deliveries, and a new
+secret for it (a ``put``) lands in SSM and removes the old one.
+``aws_secret_store`` builds the store a deployment chose (``STORE_KINDS``).
+``InMemorySecretStore`` is for tests. ``CachedSecretStore`` keeps what another
+store read for a while, so a warm worker does not read the store for every
+delivery.
 """
 
 from __future__ import annotations
@@ -35,6 +39,11 @@ SECRET_BYTES = 32
 _SCHEDULE_ID = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 _PREFIX = re.compile(r"^(/[A-Za-z0-9_.-]+)+$")
 _SECRETS_MANAGER_PREFIX = re.compile(r"^[A-Za-z0-9/_+=.@-]+/$")
+# SSM parameter tiers duetime asks for: standard parameters have no fee and
+# at most 10,000 a region; intelligent tiering makes advanced ones past that.
+SSM_STANDARD: Final = "Standard"
+SSM_INTELLIGENT: Final = "Intelligent-Tiering"
+SSM_TIERS: Final = (SSM_STANDARD, SSM_INTELLIGENT)
 
 
 class SecretNotFound(DuetimeError, LookupError):
@@ -43,6 +52,10 @@ class SecretNotFound(DuetimeError, LookupError):
     def __init__(self, schedule_id: str) -> None:
         super().__init__(f"no signing secret for schedule {schedule_id}")
         self.schedule_id = schedule_id
+
+
+class SecretStoreFull(DuetimeError):
+    """The store refuses a new secret: the account holds as many as it may."""
 
 
 class SecretStore(Protocol):
@@ -104,16 +117,31 @@ class SsmSecretStore:
     ``client`` is a boto3 SSM client; ``prefix`` is a parameter path such as
     ``/duetime/prod/webhook-secrets`` (IAM grants can be scoped to it);
     ``kms_key_id`` chooses a customer managed key instead of ``alias/aws/ssm``.
-    Errors other than a missing parameter (throttling, no permission) are
-    raised as botocore raised them.
+    ``tier`` is ``Standard`` (no fee, at most 10,000 parameters in the
+    account and region: past them ``put`` raises ``SecretStoreFull``) or
+    ``Intelligent-Tiering`` (standard until then, advanced parameters at a
+    monthly fee each after). Errors other than a missing parameter
+    (throttling, no permission) are raised as botocore raised them.
     """
 
-    def __init__(self, client: Any, prefix: str, kms_key_id: str | None = None) -> None:
+    def __init__(
+        self,
+        client: Any,
+        prefix: str,
+        kms_key_id: str | None = None,
+        *,
+        tier: str = SSM_STANDARD,
+    ) -> None:
         if not _PREFIX.match(prefix):
             raise ValueError(f"prefix {prefix!r} must look like /duetime/webhook-secrets")
+        if prefix.split("/")[1].lower().startswith(("aws", "ssm")):
+            raise ValueError(f"prefix {prefix!r}: SSM keeps names starting aws or ssm to itself")
+        if tier not in SSM_TIERS:
+            raise ValueError(f"tier {tier!r} is not one of {', '.join(SSM_TIERS)}")
         self._client = client
         self._prefix = prefix
         self._kms_key_id = kms_key_id
+        self._tier = tier
 
     def name(self, schedule_id: str) -> str:
         """The parameter name that holds the schedule's secret."""
@@ -128,10 +156,18 @@ class SsmSecretStore:
             "Value": secret,
             "Type": "SecureString",
             "Overwrite": True,
+            "Tier": self._tier,
         }
         if self._kms_key_id is not None:
             params["KeyId"] = self._kms_key_id
-        self._client.put_parameter(**params)
+        try:
+            self._client.put_parameter(**params)
+        except self._client.exceptions.ParameterLimitExceeded:
+            raise SecretStoreFull(
+                f"SSM refused a new {self._tier} parameter for schedule {schedule_id}: the "
+                "account and region hold as many as they may (10,000 standard); see "
+                "duetime:secretStore in docs/deploy.md"
+            ) from None
         return secret
 
     def get(self, schedule_id: str) -> str:
@@ -202,6 +238,66 @@ class SecretsManagerSecretStore:
             )
         except self._client.exceptions.ResourceNotFoundException:
             return
+
+
+class MovingSecretStore:
+    """A ``SecretStore`` over a new store, reading an old one for what is not moved yet.
+
+    ``get`` asks ``new`` and, when it has no secret for the schedule, ``old``;
+    ``put`` stores in ``new`` and then deletes from ``old`` (a rotation moves
+    the schedule's secret, and its Secrets Manager fee stops); ``delete``
+    forgets it in both. A failure of ``old`` other than a missing secret is
+    raised, as the store raised it.
+    """
+
+    def __init__(self, new: SecretStore, old: SecretStore) -> None:
+        self.new = new
+        self.old = old
+
+    def get(self, schedule_id: str) -> str:
+        try:
+            return self.new.get(schedule_id)
+        except SecretNotFound:
+            return self.old.get(schedule_id)
+
+    def put(self, schedule_id: str) -> str:
+        value = self.new.put(schedule_id)
+        self.old.delete(schedule_id)
+        return value
+
+    def delete(self, schedule_id: str) -> None:
+        self.new.delete(schedule_id)
+        self.old.delete(schedule_id)
+
+
+# The stores a deployment can choose (CDK context ``duetime:secretStore``):
+# SSM standard parameters, SSM with intelligent tiering, Secrets Manager.
+SSM: Final = "ssm"
+SSM_TIERED: Final = "ssm-intelligent-tiering"
+SECRETS_MANAGER: Final = "secretsmanager"
+STORE_KINDS: Final = (SSM, SSM_TIERED, SECRETS_MANAGER)
+
+
+def ssm_path(prefix: str) -> str:
+    """The SSM parameter path of a Secrets Manager name prefix: ``duetime/prod/webhooks/``
+    is ``/duetime/prod/webhooks``. One prefix setting names both layouts, so a
+    stack that moves to SSM finds its old secrets under the same name."""
+    return "/" + prefix.strip("/")
+
+
+def aws_secret_store(kind: str, prefix: str, client: Callable[[str], Any]) -> SecretStore:
+    """The store of a deployment: ``ssm`` or ``ssm-intelligent-tiering`` (SSM
+    parameters under ``ssm_path(prefix)``, reading Secrets Manager for secrets
+    stored before) or ``secretsmanager``. ``client`` builds a boto3 client by
+    service name."""
+    if kind not in STORE_KINDS:
+        raise ValueError(f"secret store {kind!r} is not one of {', '.join(STORE_KINDS)}")
+    secretsmanager = SecretsManagerSecretStore(client("secretsmanager"), prefix.rstrip("/") + "/")
+    if kind == SECRETS_MANAGER:
+        return secretsmanager
+    tier = SSM_INTELLIGENT if kind == SSM_TIERED else SSM_STANDARD
+    ssm = SsmSecretStore(client("ssm"), ssm_path(prefix), tier=tier)
+    return MovingSecretStore(ssm, secretsmanager)
 
 
 # How long a worker signs with a secret it read before reading it again: a

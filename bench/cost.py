@@ -135,6 +135,14 @@ ALARM_PER_MONTH: Final = 0.10  # standard-resolution metric alarm
 DASHBOARD_PER_MONTH: Final = 3.00  # beyond the 3 free dashboards per account
 CUSTOM_METRIC_PER_MONTH: Final = 0.30  # first 10,000 metrics
 SECRETS_MANAGER_PER_10K_CALLS: Final = 0.05
+# SSM Parameter Store: standard parameters have no fee and their API calls at
+# standard throughput none; SSM decrypts (and encrypts) a SecureString with a
+# KMS request, $0.03 per 10,000 past the 20,000 free a month (aws/ssm, an AWS
+# managed key, has no monthly fee). Higher throughput, once turned on for the
+# account and region, is $0.05 per 10,000 interactions.
+KMS_PER_10K_REQUESTS: Final = 0.03
+SSM_HIGHER_THROUGHPUT_PER_10K: Final = 0.05
+SSM_ADVANCED_PARAMETER_PER_MONTH: Final = 0.05
 
 # --- assumptions ---------------------------------------------------------------------------
 MONTH_S: Final = 30 * 24 * 3600
@@ -159,7 +167,7 @@ MEMORY_HEADROOM: Final = 0.8
 CPU_MARGIN: Final = 0.8
 MAX_BATCH: Final = 10  # SQS gives at most 10 messages a receive
 FLOOR_WRU: Final = 3  # admitted, started, finished: one write each
-# Webhook signing secrets: one Secrets Manager secret per webhook schedule.
+# Webhook signing secrets with duetime:secretStore secretsmanager: a secret per webhook schedule.
 SECRETS_MANAGER_SECRET_PER_MONTH: Final = 0.40
 SECRET_CADENCES: Final = {
     "every minute": 60,
@@ -621,7 +629,7 @@ def probe_worker(schedules: int) -> dict[str, Any]:
     child's CPU time, memory and output are the function's alone."""
     from moto.server import ThreadedMotoServer
 
-    from adapters.secrets import SecretsManagerSecretStore
+    from adapters.secrets import aws_secret_store
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
@@ -643,8 +651,10 @@ def probe_worker(schedules: int) -> dict[str, Any]:
             delivery_dlq_url=urls["DUETIME_DELIVERY_DLQ_URL"],
             # The settings' own default, as deployed.
         )
-        secrets = SecretsManagerSecretStore(
-            boto3.client("secretsmanager", endpoint_url=endpoint), settings.secrets_prefix
+        secrets = aws_secret_store(
+            settings.secret_store,
+            settings.secrets_prefix,
+            lambda service: boto3.client(service, endpoint_url=endpoint),
         )
         clock = BenchClock(T0)
         store = DynamoStore(dynamodb, tables, lease_shards=settings.shards)
@@ -913,14 +923,31 @@ def worker_duration(
 
 def secret_dollars(every_s: float) -> dict[str, float]:
     """Per million runs of one webhook schedule that runs every ``every_s``: its
-    GetSecretValue calls (one per cache lifetime on a warm worker, at most one a
-    run) and its secret's monthly fee spread over its runs."""
+    secret's reads (one per cache lifetime on a warm worker, at most one a run)
+    and its monthly fee spread over its runs, in each store.
+
+    Secrets Manager: a GetSecretValue call each read, $0.40 a month a secret.
+    SSM standard parameter: no fee, the call free at standard throughput, one
+    KMS Decrypt each read (``ssm_*``); with higher throughput turned on the
+    call is charged too (``ssm_ht_calls``); an advanced parameter (past 10,000
+    standard ones, with intelligent tiering) has a fee (``ssm_advanced_fee``).
+    The KMS free tier (20,000 requests a month an account) is left out."""
     reads_per_run = min(1.0, every_s / SECRET_CACHE_TTL_S)
     runs_per_month = MONTH_S / every_s
+    per_million_reads = reads_per_run * 1_000_000 / 10_000
+    sm_calls = per_million_reads * SECRETS_MANAGER_PER_10K_CALLS
+    sm_fee = SECRETS_MANAGER_SECRET_PER_MONTH / runs_per_month * 1_000_000
+    ssm_kms = per_million_reads * KMS_PER_10K_REQUESTS
     return {
         "reads_per_run": reads_per_run,
-        "calls": reads_per_run * SECRETS_MANAGER_PER_10K_CALLS * 100,
-        "fee": SECRETS_MANAGER_SECRET_PER_MONTH / runs_per_month * 1_000_000,
+        "calls": sm_calls,
+        "fee": sm_fee,
+        "secrets_manager": sm_calls + sm_fee,
+        "ssm_kms": ssm_kms,
+        "ssm_fee": 0.0,
+        "ssm": ssm_kms,
+        "ssm_ht_calls": per_million_reads * SSM_HIGHER_THROUGHPUT_PER_10K,
+        "ssm_advanced_fee": SSM_ADVANCED_PARAMETER_PER_MONTH / runs_per_month * 1_000_000,
     }
 
 
@@ -1092,15 +1119,24 @@ def report(m: dict[str, Any], infra: dict[str, Any], r: dict[str, Any]) -> str:
         f"  one invocation of {MIN_LAMBDA_MB} MB per {MAX_BATCH} runs waiting "
         f"{TARGET_MS:g} ms, START/END/REPORT only)",
         "",
-        "Webhook signing secrets, per million runs of a schedule, on top (Secrets Manager: a "
-        f"secret a schedule at ${SECRETS_MANAGER_SECRET_PER_MONTH:.2f} a month, GetSecretValue",
-        f"  once per {SECRET_CACHE_TTL_S:g} s cache lifetime on a warm worker, at most once a "
-        "run; each cold worker reads it again)",
+        "Webhook signing secrets, per million runs of a schedule, on top: read once per "
+        f"{SECRET_CACHE_TTL_S:g} s cache",
+        "  lifetime on a warm worker, at most once a run (each cold worker reads it again).",
+        f"  Secrets Manager: ${SECRETS_MANAGER_SECRET_PER_MONTH:.2f} a secret a month, "
+        f"${SECRETS_MANAGER_PER_10K_CALLS:.2f} per 10,000 GetSecretValue.",
+        "  SSM standard parameter (the default): no fee, GetParameter free at standard",
+        f"  throughput, ${KMS_PER_10K_REQUESTS:.2f} per 10,000 KMS decrypts; higher throughput "
+        f"adds ${SSM_HIGHER_THROUGHPUT_PER_10K:.2f} per 10,000",
+        f"  calls, an advanced parameter ${SSM_ADVANCED_PARAMETER_PER_MONTH:.2f} a month "
+        "(the KMS free tier, 20,000 requests a month, left out).",
+        f"  {'cadence':<16} {'reads/run':>9} | {'SM calls':>8} {'SM fee':>10} {'SM total':>10} "
+        f"| {'SSM (KMS)':>9} {'+higher tput':>12} {'+advanced':>10}",
     ]
     for name, row in r["secrets_by_cadence"].items():
         out.append(
-            f"  {name:<18} GetSecretValue {row['reads_per_run']:5.2f} a run {row['calls']:8.2f}"
-            f"   secret fee {row['fee']:10.2f}"
+            f"  {name:<16} {row['reads_per_run']:9.2f} | {row['calls']:8.2f} {row['fee']:10.2f} "
+            f"{row['secrets_manager']:10.2f} | {row['ssm']:9.2f} {row['ssm_ht_calls']:12.2f} "
+            f"{row['ssm_advanced_fee']:10.2f}"
         )
     out += [
         "",

@@ -39,7 +39,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Que
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from pydantic import BaseModel
 
-from adapters.secrets import SecretNotFound, SecretStore, new_secret
+from adapters.secrets import SecretNotFound, SecretStore, SecretStoreFull, new_secret
 from domain.errors import DuetimeError, InvalidSchedule
 from domain.partition import Partitioning
 from domain.run import RunKind, RunStatus
@@ -142,6 +142,14 @@ class PreconditionRequired(DuetimeError):
 
 class NotAvailable(DuetimeError):
     """A route this deployment has no adapter for yet (HTTP 501)."""
+
+
+class NoWebhookTarget(DuetimeError):
+    """A webhook-only operation on a schedule whose target is not a webhook (HTTP 409)."""
+
+    def __init__(self, schedule_id: str) -> None:
+        super().__init__(f"schedule {schedule_id!r} has no webhook target, so no signing secret")
+        self.schedule_id = schedule_id
 
 
 class BadHeader(DuetimeError):
@@ -572,7 +580,29 @@ def resume_schedule(schedule_id: str) -> ScheduleOut:
 )
 def delete_schedule(schedule_id: str) -> ScheduleOut:
     services = _services()
-    return _schedule_body(services, services.schedules.delete(schedule_id))
+    schedule = services.schedules.delete(schedule_id)
+    if services.secrets is not None:
+        try:
+            services.secrets.delete(schedule_id)
+        except Exception:  # the schedule is deleted either way; the secret is left behind
+            logger().exception("could not delete the signing secret of a deleted schedule")
+    return _schedule_body(services, schedule)
+
+
+@app.post(
+    "/schedules/<schedule_id>/rotate-secret",
+    summary="A new webhook signing secret, returned once",
+    responses=_responses(200, ScheduleOut, "the schedule, with its new webhook_secret", 409),
+)
+def rotate_secret(schedule_id: str) -> ScheduleOut:
+    services = _services()
+    schedule = services.schedules.get(schedule_id)
+    if not isinstance(schedule.current.target, WebhookTarget):
+        raise NoWebhookTarget(schedule_id)
+    if services.secrets is None:
+        raise NotAvailable("this deployment keeps no signing secrets to rotate")
+    secret = services.secrets.put(schedule_id)
+    return _schedule_body(services, schedule, webhook_secret=secret)
 
 
 @app.post(
@@ -871,6 +901,18 @@ def _not_available(error: NotAvailable) -> Response[str]:
 @_maps(Contention)
 def _contention(error: Contention) -> Response[str]:
     return error_response(409, "contention", str(error), headers={"Retry-After": "1"})
+
+
+@_maps(NoWebhookTarget)
+def _no_webhook_target(error: NoWebhookTarget) -> Response[str]:
+    return error_response(409, "no_webhook_target", str(error))
+
+
+@_maps(SecretStoreFull)
+def _secret_store_full(error: SecretStoreFull) -> Response[str]:
+    # The schedule is stored; a retried create (same Idempotency-Key) or an
+    # edit gives it its secret once the store has room.
+    return error_response(503, "secret_store_full", str(error))
 
 
 @app.not_found
@@ -1245,9 +1287,10 @@ def build_services(
     if secrets is None:
         import boto3
 
-        from adapters.secrets import SecretsManagerSecretStore
+        from adapters.secrets import aws_secret_store
 
-        secrets = SecretsManagerSecretStore(boto3.client("secretsmanager"), settings.secrets_prefix)
+        session = boto3.session.Session()
+        secrets = aws_secret_store(settings.secret_store, settings.secrets_prefix, session.client)
     dynamo = DynamoStore.from_settings(settings)
     dynamo_runs = DynamoRunStore(dynamo)
     aws_planning: PlanNow | None = None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -31,7 +32,11 @@ class Settings(BaseModel):
     tick_budget_s: float = Field(default=50.0, ge=0)
     lease_ttl_s: float = Field(default=30.0, gt=0, le=3600)
     allow_private_targets: bool = False
-    secrets_prefix: str = "duetime/webhooks/"  # Secrets Manager names: <prefix><schedule_id>
+    # Webhook signing secrets: SSM parameters /<prefix without its slashes>/<schedule_id>
+    # (reading Secrets Manager <prefix><schedule_id> for ones stored before), or
+    # Secrets Manager alone (adapters.secrets.aws_secret_store).
+    secrets_prefix: str = "duetime/webhooks/"
+    secret_store: Literal["ssm", "ssm-intelligent-tiering", "secretsmanager"] = "ssm"
     # How long the local (SQLite) store keeps finished runs and dead letters
     # (`duetime local --retention`); the AWS tables expire theirs by TTL after
     # the same 90 days.
@@ -54,5 +59,6 @@ class Settings(BaseModel):
             "lease_ttl_s": "DUETIME_LEASE_TTL_S",
             "allow_private_targets": d.ENV_ALLOW_PRIVATE_TARGETS,
             "secrets_prefix": d.ENV_SECRETS_PREFIX,
+            "secret_store": d.ENV_SECRET_STORE,
         }
         return cls.model_validate({field: env[key] for field, key in pairs.items() if key in env})

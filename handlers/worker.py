@@ -300,16 +300,17 @@ def build_aws_parts(
     import boto3
 
     from adapters.dynamodb.runs import DynamoRunStore
-    from adapters.secrets import CachedSecretStore, SecretsManagerSecretStore
+    from adapters.secrets import CachedSecretStore, aws_secret_store
     from adapters.sqs_worker import SqsWorkQueue
     from adapters.targets.aws import control_client_config, lambda_client_config
 
     session = boto3.session.Session()
     policy = address_policy or AddressPolicy.from_settings(settings.allow_private_targets)
     secrets = CachedSecretStore(
-        SecretsManagerSecretStore(
-            session.client("secretsmanager", config=control_client_config()),
-            settings.secrets_prefix.rstrip("/") + "/",
+        aws_secret_store(
+            settings.secret_store,
+            settings.secrets_prefix,
+            lambda service: session.client(service, config=control_client_config()),
         )
     )
     targets = Targets.for_deployment(

@@ -19,6 +19,7 @@ from adapters.definitions import (
     ENV_BUCKET_S,
     ENV_DIRECT_WINDOW_S,
     ENV_LOOKAHEAD_S,
+    ENV_SECRET_STORE,
     ENV_SECRETS_PREFIX,
     ENV_SHARDS,
     ENV_TICK_BUDGET_S,
@@ -208,6 +209,7 @@ class Functions(Construct):
             ENV_TICK_BUDGET_S: str(settings.tick_budget_s),
             ENV_ALLOW_PRIVATE_TARGETS: "true" if settings.allow_private_targets else "false",
             ENV_SECRETS_PREFIX: secrets.prefix,
+            ENV_SECRET_STORE: secrets.store,
         }
 
         def make(id: str, spec: FunctionSpec, reserved: int | None = None) -> DuetimeFunction:

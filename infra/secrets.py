@@ -1,12 +1,21 @@
-"""Webhook signing secrets: Secrets Manager secrets under one name prefix.
+"""Webhook signing secrets: SSM parameters (or Secrets Manager secrets) under one prefix.
 
-This is the layout of adapters.secrets.SecretsManagerSecretStore.
+This is the layout of ``adapters.secrets.aws_secret_store``. The stack
+creates no secret itself: the API stores a schedule's signing secret when the
+schedule is created (and reads it back for a retried create or an edit,
+deletes it with the schedule), and the worker reads it to sign deliveries. So
+both are granted access by name prefix, to the calls each one makes, and only
+to that prefix.
 
-The stack creates no secret itself. The API stores a schedule's signing
-secret as ``<prefix><name>`` when the schedule is created and the worker
-reads it to sign deliveries, so both are granted access by name prefix, and
-only to that prefix. Secrets use the account's aws/secretsmanager key, which
-needs no KMS grant.
+With ``duetime:secretStore`` ``ssm`` (the default) or
+``ssm-intelligent-tiering`` a secret is the SecureString parameter
+``/<prefix>/<schedule id>`` under the account's ``aws/ssm`` key, whose key
+policy lets any principal of the account use it through SSM: no KMS grant.
+A secret stored before, while the stack used Secrets Manager, is read from
+``<prefix><schedule id>`` there until a new secret for the schedule replaces
+it (the store deletes the old one), so those grants stay, narrowed to reading
+and deleting. With ``secretsmanager`` the secrets are Secrets Manager secrets
+under the ``aws/secretsmanager`` key, as before.
 """
 
 from __future__ import annotations
@@ -17,38 +26,74 @@ from aws_cdk import ArnFormat, Stack
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from adapters.secrets import SECRETS_MANAGER, STORE_KINDS, ssm_path
 from infra.nag import acknowledge
 
 # What adapters.secrets.SecretsManagerSecretStore calls: create (or put a new
-# value when the secret exists), delete without a recovery window, and read
-# the value. It never describes a secret.
+# value when the secret exists), read the value (a retried create, an edit),
+# delete without a recovery window. It never describes a secret.
 WRITE_ACTIONS: Final = (
     "secretsmanager:CreateSecret",
     "secretsmanager:PutSecretValue",
     "secretsmanager:DeleteSecret",
+    "secretsmanager:GetSecretValue",
 )
 READ_ACTIONS: Final = ("secretsmanager:GetSecretValue",)
+# What adapters.secrets.SsmSecretStore calls: PutParameter (Overwrite, so a
+# rotation is the same call), GetParameter with decryption, DeleteParameter.
+SSM_WRITE_ACTIONS: Final = ("ssm:PutParameter", "ssm:GetParameter", "ssm:DeleteParameter")
+SSM_READ_ACTIONS: Final = ("ssm:GetParameter",)
+# What the moving store asks of the secrets stored before in Secrets Manager:
+# the API reads (a retried create, an edit) and deletes them (a new secret or
+# the schedule's deletion); the worker reads them.
+LEGACY_WRITE_ACTIONS: Final = ("secretsmanager:GetSecretValue", "secretsmanager:DeleteSecret")
+LEGACY_READ_ACTIONS: Final = READ_ACTIONS
 
 
 class WebhookSecrets(Construct):
-    def __init__(self, scope: Construct, id: str, *, prefix: str) -> None:
+    def __init__(self, scope: Construct, id: str, *, prefix: str, store: str = "ssm") -> None:
         super().__init__(scope, id)
+        if store not in STORE_KINDS:
+            raise ValueError(f"secret store {store!r} is not one of {', '.join(STORE_KINDS)}")
         self.prefix = prefix
+        self.store = store
+        self.parameter_path = ssm_path(prefix)
         # Secrets Manager appends "-" and six random characters to a secret's
         # ARN, and the names are chosen at run time: a prefix wildcard is the
-        # narrowest resource that works.
+        # narrowest resource that works. A parameter's ARN is its name after
+        # "parameter" (the name begins with "/").
         self.arn_pattern = Stack.of(self).format_arn(
             service="secretsmanager",
             resource="secret",
             resource_name=f"{prefix}*",
             arn_format=ArnFormat.COLON_RESOURCE_NAME,
         )
+        self.parameter_arn_pattern = Stack.of(self).format_arn(
+            service="ssm",
+            resource="parameter",
+            resource_name=f"{self.parameter_path.lstrip('/')}/*",
+            arn_format=ArnFormat.SLASH_RESOURCE_NAME,
+        )
+
+    @property
+    def uses_ssm(self) -> bool:
+        return self.store != SECRETS_MANAGER
 
     def grant_write(self, role: iam.IRole) -> None:
-        self._grant(role, WRITE_ACTIONS)
+        """The API: create, read back, replace and delete a schedule's secret."""
+        if self.uses_ssm:
+            self._grant_ssm(role, SSM_WRITE_ACTIONS)
+            self._grant(role, LEGACY_WRITE_ACTIONS)
+        else:
+            self._grant(role, WRITE_ACTIONS)
 
     def grant_read(self, role: iam.IRole) -> None:
-        self._grant(role, READ_ACTIONS)
+        """The worker: read a schedule's secret."""
+        if self.uses_ssm:
+            self._grant_ssm(role, SSM_READ_ACTIONS)
+            self._grant(role, LEGACY_READ_ACTIONS)
+        else:
+            self._grant(role, READ_ACTIONS)
 
     def _grant(self, role: iam.IRole, actions: tuple[str, ...]) -> None:
         role.add_to_principal_policy(
@@ -56,13 +101,20 @@ class WebhookSecrets(Construct):
         )
         acknowledge(
             role,
-            f"AwsSolutions-IAM5[Resource::{self._finding_resource()}]",
+            "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:secretsmanager:<AWS::Region>:"
+            f"<AWS::AccountId>:secret:{self.prefix}*]",
             f"Webhook signing secrets are created per schedule at run time under the "
             f"prefix {self.prefix!r}; the grant is limited to that prefix.",
         )
 
-    def _finding_resource(self) -> str:
-        return (
-            "arn:<AWS::Partition>:secretsmanager:<AWS::Region>:<AWS::AccountId>:"
-            f"secret:{self.prefix}*"
+    def _grant_ssm(self, role: iam.IRole, actions: tuple[str, ...]) -> None:
+        role.add_to_principal_policy(
+            iam.PolicyStatement(actions=list(actions), resources=[self.parameter_arn_pattern])
+        )
+        acknowledge(
+            role,
+            "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ssm:<AWS::Region>:"
+            f"<AWS::AccountId>:parameter{self.parameter_path}/*]",
+            f"Webhook signing secrets are SSM parameters created per schedule at run time "
+            f"under the path {self.parameter_path!r}; the grant is limited to that path.",
         )

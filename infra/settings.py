@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
+from adapters.secrets import SECRETS_MANAGER, STORE_KINDS
+
 PREFIX: Final = "duetime:"
 
 # Target ARNs the worker may call. "*" is the documented wildcard: any Lambda
@@ -43,6 +45,10 @@ class Settings:
     target_arns: tuple[str, ...] = ()
     allow_private_targets: bool = False
     secrets_prefix: str = ""  # empty: "duetime/<stack name>/webhooks/"
+    # Where webhook signing secrets live (adapters.secrets.STORE_KINDS): SSM
+    # standard parameters (no fee, 10,000 an account and region), SSM with
+    # intelligent tiering (advanced parameters past those), or Secrets Manager.
+    secret_store: str = "ssm"
     shards: int = 16
     bucket_s: int = 60
     lookahead_s: int = 90
@@ -91,6 +97,24 @@ class Settings:
             raise SettingError(
                 f"{PREFIX}secretsPrefix: use letters, digits and /_+=.@- and end with '/'"
             )
+        if self.secret_store not in STORE_KINDS:
+            raise SettingError(
+                f"{PREFIX}secretStore: {self.secret_store!r} is not one of {', '.join(STORE_KINDS)}"
+            )
+        if self.secret_store != SECRETS_MANAGER:
+            # SSM names are narrower than Secrets Manager's: no +=@, and no first
+            # segment starting aws or ssm.
+            path = self.webhook_secrets_prefix.strip("/")
+            if not re.fullmatch(r"[A-Za-z0-9/_.-]+", path) or "//" in path:
+                raise SettingError(
+                    f"{PREFIX}secretsPrefix: with secretStore {self.secret_store} use letters, "
+                    "digits and /_.- (SSM parameter names)"
+                )
+            if path.split("/")[0].lower().startswith(("aws", "ssm")):
+                raise SettingError(
+                    f"{PREFIX}secretsPrefix: with secretStore {self.secret_store} it cannot "
+                    "start with aws or ssm (SSM keeps those names)"
+                )
         for arn in self.target_arns:
             if arn == WILDCARD:
                 if len(self.target_arns) > 1:
@@ -129,6 +153,7 @@ class Settings:
             target_arns=read("targetArns", _str_list, d.target_arns),
             allow_private_targets=read("allowPrivateTargets", _bool, d.allow_private_targets),
             secrets_prefix=read("secretsPrefix", _str, d.secrets_prefix),
+            secret_store=read("secretStore", _str, d.secret_store).lower(),
             shards=read("shards", _int, d.shards),
             bucket_s=read("bucketS", _int, d.bucket_s),
             lookahead_s=read("lookaheadS", _int, d.lookahead_s),

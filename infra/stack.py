@@ -29,7 +29,9 @@ class DuetimeStack(Stack):
         self.settings = settings
         self.tables = Tables(self, "Tables", retain=settings.retain)
         self.delivery = DeliveryQueues(self, "Delivery")
-        self.secrets = WebhookSecrets(self, "Secrets", prefix=settings.webhook_secrets_prefix)
+        self.secrets = WebhookSecrets(
+            self, "Secrets", prefix=settings.webhook_secrets_prefix, store=settings.secret_store
+        )
         self.functions = Functions(
             self,
             "Functions",
@@ -67,6 +69,9 @@ class DuetimeStack(Stack):
         CfnOutput(self, "AlarmTopicArn", value=self.alarms.topic.topic_arn)
         CfnOutput(self, "DeliveryDlqUrl", value=self.delivery.dead_letter_queue.queue_url)
         CfnOutput(self, "WebhookSecretsPrefix", value=self.secrets.prefix)
+        CfnOutput(self, "WebhookSecretStore", value=self.secrets.store)
+        if self.secrets.uses_ssm:
+            CfnOutput(self, "WebhookSecretsParameterPath", value=self.secrets.parameter_path)
         CfnOutput(
             self,
             "SmokeQueueUrl",

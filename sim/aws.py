@@ -39,6 +39,7 @@ PLANNING = "planning"
 _DENIED_CODES = {
     "dynamodb": "AccessDeniedException",
     "secretsmanager": "AccessDeniedException",
+    "ssm": "AccessDeniedException",
     "sqs": "AccessDenied",
     "lambda": "AccessDeniedException",
 }
@@ -90,6 +91,9 @@ class Ledger:
     requests_by_hour: Counter[int] = field(default_factory=Counter)
     sqs_by_invocation: Counter[int] = field(default_factory=Counter)
     secrets_by_invocation: Counter[int] = field(default_factory=Counter)
+    # SSM SecureString reads and writes: each is one KMS request SSM makes (the
+    # parameter itself, standard tier at standard throughput, costs nothing).
+    kms_by_invocation: Counter[int] = field(default_factory=Counter)
     # Items DynamoDB read to answer Scans and Queries (ScannedCount), by invocation.
     scanned_by_invocation: Counter[int] = field(default_factory=Counter)
     denied: list[Denied] = field(default_factory=list)
@@ -290,6 +294,8 @@ class Account:
                 self.ledger.sqs_by_invocation[invocation] += 1
             if service == "secretsmanager":
                 self.ledger.secrets_by_invocation[invocation] += 1
+            if service == "ssm" and operation in ("GetParameter", "PutParameter"):
+                self.ledger.kms_by_invocation[invocation] += 1
 
     def units(self) -> dict[tuple[Any, str], float]:
         """DynamoDB units by (invocation, "wru" | "rru")."""

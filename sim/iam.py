@@ -55,6 +55,8 @@ def checks(service: str, operation: str, params: Mapping[str, Any]) -> list[Chec
         return [Check(action, "*")]
     if service == "secretsmanager":
         return [Check("secretsmanager:" + operation, secret_arn(params))]
+    if service == "ssm":
+        return _ssm(operation, params)
     if service == "lambda":
         action = "lambda:InvokeFunction" if operation in ("Invoke", "InvokeAsync") else ""
         name = str(params.get("FunctionName", "*"))
@@ -85,6 +87,29 @@ def secret_arn(params: Mapping[str, Any]) -> str:
     if name.startswith("arn:"):
         return name
     return f"arn:{PARTITION}:secretsmanager:{REGION}:{ACCOUNT}:secret:{name}-AbCdEf"
+
+
+def parameter_arn(name: str) -> str:
+    """A parameter's ARN: ``parameter`` and its name, which begins with ``/`` when it
+    is in a path (``/duetime/x`` is ``parameter/duetime/x``, ``x`` is ``parameter/x``)."""
+    if name.startswith("arn:"):
+        return name
+    return f"arn:{PARTITION}:ssm:{REGION}:{ACCOUNT}:parameter/{name.lstrip('/')}"
+
+
+def _ssm(operation: str, params: Mapping[str, Any]) -> list[Check]:
+    # GetParameters and DeleteParameters are authorized per name; a path read
+    # on the path itself. The SecureString decryption is SSM's own call to KMS
+    # (the aws/ssm key's policy allows the account's principals through SSM):
+    # nothing the role is judged on.
+    action = "ssm:" + operation
+    if "Names" in params:
+        return [Check(action, parameter_arn(str(n))) for n in params["Names"]]
+    if "Name" in params:
+        return [Check(action, parameter_arn(str(params["Name"])))]
+    if "Path" in params:
+        return [Check(action, parameter_arn(str(params["Path"])))]
+    return [Check(action, "*")]
 
 
 def _dynamodb(operation: str, params: Mapping[str, Any]) -> list[Check]:

@@ -133,6 +133,7 @@ RUN_ITEMS = (
     "dynamodb_reads",
     "sqs",
     "secrets_manager",
+    "ssm_kms",
     "logs",
 )
 
@@ -169,6 +170,7 @@ def invocation_items(sim: Simulation) -> dict[int, dict[str, float]]:
                 "secrets_manager": ledger.secrets_by_invocation[record.id]
                 * prices.SECRETS_MANAGER_PER_10K_CALLS
                 / 1e4,
+                "ssm_kms": ledger.kms_by_invocation[record.id] * prices.KMS_PER_10K_REQUESTS / 1e4,
                 "logs": (record.log_bytes + prices.LAMBDA_PLATFORM_LOG_BYTES)
                 / 1024**3
                 * prices.LOGS_INGESTION_PER_GB,
@@ -309,6 +311,7 @@ def cost(sim: Simulation) -> dict[str, Any]:
         )
         idle["sqs"] += fires * base.get("sqs", 0.0)
         idle["secrets_manager"] += fires * base.get("secrets_manager", 0.0)
+        idle["ssm_kms"] += fires * base.get("ssm_kms", 0.0)
         idle["logs"] += fires * base.get("logs", 0.0)
     mappings = sum(1 for m in sim.mappings if m.function.stack.name == primary)
     # The mapping long-polls even when the queue is empty: bench/cost.py's idle polling model.

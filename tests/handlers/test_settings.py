@@ -29,3 +29,14 @@ def test_defaults_and_zero_direct_window() -> None:
 def test_a_bad_direct_window_is_refused_naming_the_setting(value: str) -> None:
     with pytest.raises(ValidationError, match="direct_window_s"):
         Settings.from_env({d.ENV_DIRECT_WINDOW_S: value})
+
+
+def test_the_secret_store_comes_from_the_environment_and_defaults_to_ssm() -> None:
+    assert Settings.from_env({}).secret_store == "ssm"
+    chosen = Settings.from_env({d.ENV_SECRET_STORE: "secretsmanager"})
+    assert chosen.secret_store == "secretsmanager"
+
+
+def test_an_unknown_secret_store_is_refused_naming_the_setting() -> None:
+    with pytest.raises(ValidationError, match="secret_store"):
+        Settings.from_env({d.ENV_SECRET_STORE: "vault"})

@@ -172,7 +172,7 @@ def test_the_clients_the_worker_builds_use_the_bounded_configs(
         )
     )
     assert made["lambda"].retries == {"mode": "standard", "total_max_attempts": 1}
-    for name in ("sqs", "events", "secretsmanager", "dynamodb"):
+    for name in ("sqs", "events", "secretsmanager", "ssm", "dynamodb"):
         assert made[name] is not None and made[name].read_timeout <= 10
 
 

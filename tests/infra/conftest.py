@@ -1,7 +1,8 @@
 """Synthesize the stack once per session and share the templates.
 
 One CDK app holds three stacks: the defaults, a sandbox variant (nothing
-retained, explicit target ARNs, an alarm email) and one with the documented
+retained, explicit target ARNs, an alarm email, webhook secrets in Secrets
+Manager) and one with the documented
 target wildcard. Synthesizing them together costs one jsii start and one asset
 hash instead of three. cdk-nag runs on all of them during that synthesis.
 """
@@ -98,6 +99,7 @@ def synthesized(lambda_asset: Path, tmp_path_factory: pytest.TempPathFactory) ->
             manage_api_gateway_account=False,
             dispatch_lag_p99_threshold_s=30,
             log_retention_days=7,
+            secret_store="secretsmanager",
         ),
         "DuetimeWildcard": Settings(stack_name="DuetimeWildcard", target_arns=("*",)),
     }

@@ -7,13 +7,25 @@ from typing import Any
 
 import pytest
 
+from infra.secrets import LEGACY_READ_ACTIONS, LEGACY_WRITE_ACTIONS, SSM_READ_ACTIONS
 from infra.secrets import READ_ACTIONS as SECRET_READ
+from infra.secrets import SSM_WRITE_ACTIONS as PARAMETER_WRITE
 from infra.secrets import WRITE_ACTIONS as SECRET_WRITE
 from infra.tables import READ_ACTIONS, WRITE_ACTIONS
 from tests.infra.conftest import SANDBOX_TARGETS, Synthesized
-from tests.infra.helpers import actions, can, function_role, logical_id, resources, statements
+from tests.infra.helpers import (
+    _as_list,
+    actions,
+    can,
+    dumps,
+    function_role,
+    logical_id,
+    resources,
+    statements,
+)
 
 SECRETS = "secret:duetime/Duetime/webhooks/*"
+PARAMETERS = ":parameter/duetime/Duetime/webhooks/*"
 TARGET_ACTIONS = ("lambda:InvokeFunction", "sqs:SendMessage", "events:PutEvents")
 
 
@@ -60,8 +72,59 @@ def test_api_manages_schedules_and_runs_and_only_reads_leases(
     assert reads(t, ids.api, ids.schedules) and writes(t, ids.api, ids.schedules)
     assert reads(t, ids.api, ids.occurrences) and writes(t, ids.api, ids.occurrences)
     assert reads(t, ids.api, ids.leases) and not writes_any(t, ids.api, ids.leases)
-    assert all(can(t, ids.api, a, SECRETS) for a in SECRET_WRITE)
-    assert not can(t, ids.api, "secretsmanager:GetSecretValue", SECRETS)
+
+
+def secret_grants(t: dict[str, Any], role: str) -> set[tuple[str, str]]:
+    """(action, resource) of every SSM and Secrets Manager grant of the role."""
+    return {
+        (action, dumps(resource))
+        for s in statements(t, role)
+        for action in _as_list(s["Action"])
+        if action.startswith(("ssm:", "secretsmanager:", "kms:"))
+        for resource in _as_list(s["Resource"])
+    }
+
+
+def only_on(grants: set[tuple[str, str]], marker: str) -> set[str]:
+    """The actions granted on resources that mention ``marker``."""
+    return {action for action, resource in grants if marker in resource}
+
+
+def test_api_writes_signing_secrets_as_ssm_parameters_under_its_path_only(
+    template: dict[str, Any], ids: Ids
+) -> None:
+    # Put (a new or rotated secret), Get (a retried create, an edit), Delete
+    # (with the schedule) on the stack's parameter path; of Secrets Manager,
+    # what the secrets stored before need: read them, delete them once moved.
+    grants = secret_grants(template, ids.api)
+    assert only_on(grants, PARAMETERS) == set(PARAMETER_WRITE)
+    assert only_on(grants, SECRETS) == set(LEGACY_WRITE_ACTIONS)
+    assert {a for a, r in grants if PARAMETERS not in r and SECRETS not in r} == set()
+    assert not can(template, ids.api, "secretsmanager:CreateSecret", SECRETS)
+
+
+def test_worker_reads_signing_secrets_from_ssm_and_secrets_stored_before(
+    template: dict[str, Any], ids: Ids
+) -> None:
+    # No KMS grant: the aws/ssm key's policy lets the account's principals
+    # decrypt through SSM.
+    grants = secret_grants(template, ids.worker)
+    assert only_on(grants, PARAMETERS) == set(SSM_READ_ACTIONS)
+    assert only_on(grants, SECRETS) == set(LEGACY_READ_ACTIONS)
+    assert {a for a, r in grants if PARAMETERS not in r and SECRETS not in r} == set()
+
+
+def test_with_secrets_manager_chosen_no_function_touches_ssm(
+    synthesized: Synthesized,
+) -> None:
+    t = synthesized.template("DuetimeSandbox")
+    api = function_role(t, "handlers.api.handler")
+    worker = function_role(t, "handlers.worker.handler")
+    sandbox = "secret:duetime/DuetimeSandbox/webhooks/*"
+    assert only_on(secret_grants(t, api), sandbox) == set(SECRET_WRITE)
+    assert only_on(secret_grants(t, worker), sandbox) == set(SECRET_READ)
+    for role in (api, worker):
+        assert not [a for a in actions(t, role) if a.startswith(("ssm:", "kms:"))]
 
 
 def test_api_sends_delivery_intents_and_only_peeks_at_the_dlq(
@@ -94,7 +157,7 @@ def test_tick_reads_and_writes_all_tables_and_sends_intents(
     assert can(t, ids.tick, "sqs:SendMessage", ids.delivery)
     assert not can(t, ids.tick, "sqs:SendMessage", ids.dlq)
     assert not can(t, ids.tick, "sqs:ReceiveMessage", ids.delivery)
-    assert not any(a.startswith("secretsmanager:") for a in actions(t, ids.tick))
+    assert not any(a.startswith(("secretsmanager:", "ssm:")) for a in actions(t, ids.tick))
 
 
 def test_worker_runs_occurrences_without_touching_leases(
@@ -121,8 +184,15 @@ def test_worker_reads_signing_secrets_and_cannot_change_them(
 ) -> None:
     t = template
     assert all(can(t, ids.worker, a, SECRETS) for a in SECRET_READ)
-    assert not can(t, ids.worker, "secretsmanager:CreateSecret", SECRETS)
-    assert not can(t, ids.worker, "secretsmanager:PutSecretValue", SECRETS)
+    assert all(can(t, ids.worker, a, PARAMETERS) for a in SSM_READ_ACTIONS)
+    for action in (
+        "secretsmanager:CreateSecret",
+        "secretsmanager:PutSecretValue",
+        "secretsmanager:DeleteSecret",
+    ):
+        assert not can(t, ids.worker, action, SECRETS)
+    for action in ("ssm:PutParameter", "ssm:DeleteParameter"):
+        assert not can(t, ids.worker, action, PARAMETERS)
 
 
 def test_by_default_the_worker_may_call_no_aws_target_but_the_smoke_queue(
@@ -156,7 +226,9 @@ def test_watchdog_reads_what_it_judges_and_writes_verdicts_and_heartbeats_to_lea
     assert writes(t, ids.watchdog, ids.leases)
     assert not writes_any(t, ids.watchdog, ids.schedules)
     assert not writes_any(t, ids.watchdog, ids.occurrences)
-    assert not any(a.startswith(("sqs:", "secretsmanager:")) for a in actions(t, ids.watchdog))
+    assert not any(
+        a.startswith(("sqs:", "secretsmanager:", "ssm:")) for a in actions(t, ids.watchdog)
+    )
 
 
 @pytest.mark.parametrize("role", ["api", "tick", "worker", "watchdog"])
@@ -226,9 +298,10 @@ def test_the_target_wildcard_grants_the_three_target_actions_on_everything(
 def test_secrets_grants_are_the_calls_the_secret_store_makes(
     template: dict[str, Any], ids: Ids
 ) -> None:
-    # SecretsManagerSecretStore never describes a secret.
+    # The stores never describe a secret nor list parameters.
     for role in (ids.api, ids.worker):
         assert not can(template, role, "secretsmanager:DescribeSecret", SECRETS)
+        assert not can(template, role, "ssm:GetParametersByPath", PARAMETERS)
     smoke_statements = [
         s for s in statements(template, ids.worker) if ids.smoke in json.dumps(s["Resource"])
     ]

@@ -79,3 +79,32 @@ def test_a_json_list_on_the_command_line_is_accepted() -> None:
 def test_bad_values_are_refused_naming_the_setting(key: str, value: Any) -> None:
     with pytest.raises(SettingError, match=key):
         from_context({key: value})
+
+
+def test_webhook_secrets_go_to_ssm_unless_secrets_manager_is_chosen() -> None:
+    assert Settings.from_context(lambda _: None).secret_store == "ssm"
+    chosen = Settings.from_context({"duetime:secretStore": "SecretsManager"}.get)
+    assert chosen.secret_store == "secretsmanager"
+    tiered = Settings.from_context({"duetime:secretStore": "ssm-intelligent-tiering"}.get)
+    assert tiered.secret_store == "ssm-intelligent-tiering"
+
+
+@pytest.mark.parametrize(
+    ("context", "message"),
+    [
+        ({"duetime:secretStore": "vault"}, "duetime:secretStore: 'vault' is not one of"),
+        ({"duetime:secretsPrefix": "team+a/webhooks/"}, "SSM parameter names"),
+        ({"duetime:secretsPrefix": "aws-hooks/"}, "cannot start with aws or ssm"),
+        ({"duetime:secretsPrefix": "SSM/hooks/"}, "cannot start with aws or ssm"),
+    ],
+)
+def test_a_secret_store_setting_ssm_cannot_use_is_refused_by_name(
+    context: dict[str, str], message: str
+) -> None:
+    with pytest.raises(SettingError, match=message):
+        Settings.from_context(context.get)
+
+
+def test_secrets_manager_keeps_its_wider_prefix_alphabet() -> None:
+    context = {"duetime:secretStore": "secretsmanager", "duetime:secretsPrefix": "team+a/hooks/"}
+    assert Settings.from_context(context.get).webhook_secrets_prefix == "team+a/hooks/"

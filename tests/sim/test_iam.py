@@ -98,6 +98,43 @@ def test_a_secret_name_matches_a_prefix_grant_with_the_suffix_secrets_manager_ad
     assert not policy.judge(other).allowed
 
 
+PARAMETER = "arn:aws:ssm:us-east-1:123456789012:parameter"
+
+
+def test_a_parameter_in_a_path_is_authorized_on_parameter_and_its_name() -> None:
+    # A name that begins with "/" is not "parameter//...": the ARN is "parameter"
+    # followed by the name; a name without a path gets the "/" added.
+    assert checks("ssm", "GetParameter", {"Name": "/app/hooks/sch_1", "WithDecryption": True}) == [
+        Check("ssm:GetParameter", PARAMETER + "/app/hooks/sch_1")
+    ]
+    assert checks("ssm", "PutParameter", {"Name": "flat"}) == [
+        Check("ssm:PutParameter", PARAMETER + "/flat")
+    ]
+    assert checks("ssm", "GetParameters", {"Names": ["/a/x", "/b/y"]}) == [
+        Check("ssm:GetParameters", PARAMETER + "/a/x"),
+        Check("ssm:GetParameters", PARAMETER + "/b/y"),
+    ]
+
+
+def test_a_parameter_path_grant_covers_its_parameters_and_nothing_beside_it() -> None:
+    policy = role_policy(
+        _stack(
+            {
+                "Effect": "Allow",
+                "Action": ["ssm:GetParameter"],
+                "Resource": PARAMETER + "/app/hooks/*",
+            }
+        ),
+        "Role",
+    )
+    [inside] = checks("ssm", "GetParameter", {"Name": "/app/hooks/sch_1"})
+    [beside] = checks("ssm", "GetParameter", {"Name": "/app/hooksx"})
+    [write] = checks("ssm", "PutParameter", {"Name": "/app/hooks/sch_1"})
+    assert policy.judge(inside).allowed
+    assert not policy.judge(beside).allowed
+    assert not policy.judge(write).allowed
+
+
 def test_only_the_roles_own_policies_count() -> None:
     policy = role_policy(
         _stack({"Effect": "Allow", "Action": "dynamodb:GetItem", "Resource": TABLE + "t"}), "Role"
