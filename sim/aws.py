@@ -180,7 +180,10 @@ class Account:
             from moto.core.models import botocore_stubber
 
             with self._moto_lock:
-                return botocore_stubber(event_name=event_name, request=request, **kwargs)
+                try:
+                    return botocore_stubber(event_name=event_name, request=request, **kwargs)
+                finally:
+                    forget_moto_instances()
 
         events.register("before-parameter-build.*.*", before)
         events.register_first("before-send.*.*", send)
@@ -416,6 +419,21 @@ class Account:
                         )
                         removed += 1
         return removed
+
+
+def forget_moto_instances() -> None:
+    """Let go of every model instance moto has made so far.
+
+    moto appends each instance of its models to a class-level list, for its server's
+    dashboard only: every DynamoDB item ever written, every SQS message ever sent, and
+    the copy of each table a ``TransactWriteItems`` takes before it writes (to roll back
+    with). Nothing frees them before moto's reset, so a run's memory grew with the square
+    of its size (a burst's creations each copy tables as large as the burst). The state
+    moto answers from (its backends) is not in these lists; moto's own reset empties them
+    the same way."""
+    from moto.core.model_instances import reset_model_data
+
+    reset_model_data()
 
 
 class _SimClients:

@@ -32,7 +32,7 @@ from datetime import UTC, datetime
 from types import ModuleType
 from typing import Any
 
-from sim.aws import Account
+from sim.aws import Account, forget_moto_instances
 from sim.cloudwatch import MetricStore
 from sim.engine import Engine, Process
 from sim.functions import Function, ModuleSeam, install_stdout, reset_containers
@@ -506,6 +506,7 @@ class Simulation:
         while next_minute <= end:
             self.engine.run_until(next_minute)
             self._queue_metrics()
+            forget_moto_instances()  # what the simulator's own requests made moto keep
             elapsed = self.engine.elapsed_s()
             if int(elapsed) % int(sample_every_s) == 0:
                 self.sample_items()
