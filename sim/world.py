@@ -35,6 +35,7 @@ from typing import Any
 from sim.aws import Account, forget_moto_instances
 from sim.cloudwatch import MetricStore
 from sim.engine import Engine, Process
+from sim.fastmoto import faster_moto
 from sim.functions import Function, ModuleSeam, install_stdout, reset_containers
 from sim.targets import Receiver
 from sim.template import Stack
@@ -157,6 +158,7 @@ class Simulation:
         self._stack.callback(reset_containers)
         self._stack.enter_context(mock_aws())
         self._stack.enter_context(self.engine)
+        self._stack.enter_context(faster_moto(lambda: self.engine.now))
         self._stack.enter_context(self.account)
         self._stack.callback(install_stdout(self.engine))
         self._patch_code_seams()
