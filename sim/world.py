@@ -34,7 +34,7 @@ from typing import Any
 
 from sim.aws import Account, forget_moto_instances
 from sim.cloudwatch import MetricStore
-from sim.engine import Engine, Process
+from sim.engine import Engine, Process, SimulationError
 from sim.fastmoto import faster_moto
 from sim.functions import Function, ModuleSeam, install_stdout, reset_containers
 from sim.targets import Receiver
@@ -218,6 +218,32 @@ class Simulation:
             module.build_services = built  # type: ignore[attr-defined]
 
         self.seams.setdefault("handlers.api", []).append(api_seams)
+
+        def tick_seams(module: ModuleType) -> None:
+            # The tick's per-run work (planning a page of due schedules, walking a shard's
+            # due records to admit and send them) is metered as planning, like the API's:
+            # a run's, counted whole. What a pass does whatever is due (the due query, a
+            # look at each shard, the heartbeat, releasing leases) is its idle cost.
+            build = getattr(module, "build_aws_ticker", None)
+            if build is None:
+                return
+
+            @functools.wraps(build)
+            def built(*args: Any, **kwargs: Any) -> Any:
+                ticker = build(*args, **kwargs)
+                for part, name in ((ticker.planner, "_plan_page"), (ticker.dispatcher, "_walk")):
+                    method = getattr(part, name, None)
+                    if method is None:
+                        raise SimulationError(
+                            f"the tick's {type(part).__name__} has no {name}: the simulator "
+                            "cannot tell its per-run writes from its idle ones"
+                        )
+                    setattr(part, name, _planning(engine, method))
+                return ticker
+
+            module.build_aws_ticker = built  # type: ignore[attr-defined]
+
+        self.seams.setdefault("handlers.tick", []).append(tick_seams)
 
         # The one patch of a shared module left: the DynamoDB adapter overlaps independent
         # writes on a thread pool, and moto is not safe for concurrent requests (a
