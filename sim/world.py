@@ -420,16 +420,21 @@ class Simulation:
             self._deliver(mapping, messages)
 
     def _receive(self, mapping: EventSourceMapping, count: int) -> list[dict[str, Any]]:
-        if count <= 0:
-            return []
-        self.esm_requests["sqs:ReceiveMessage"] += 1
-        answer = self.account.sim.sqs.receive_message(
-            QueueUrl=mapping.queue_url,
-            MaxNumberOfMessages=min(10, count),
-            WaitTimeSeconds=0,
-            MessageSystemAttributeNames=["All"],
-        )
-        messages: list[dict[str, Any]] = answer.get("Messages", [])
+        """Up to ``count`` messages, ten a request (SQS's most): a batch larger than ten
+        takes a poller several receives, until it is full or the queue has no more."""
+        messages: list[dict[str, Any]] = []
+        while len(messages) < count:
+            self.esm_requests["sqs:ReceiveMessage"] += 1
+            answer = self.account.sim.sqs.receive_message(
+                QueueUrl=mapping.queue_url,
+                MaxNumberOfMessages=min(10, count - len(messages)),
+                WaitTimeSeconds=0,
+                MessageSystemAttributeNames=["All"],
+            )
+            got: list[dict[str, Any]] = answer.get("Messages", [])
+            messages.extend(got)
+            if len(got) < 10:
+                break
         return messages
 
     def _deliver(self, mapping: EventSourceMapping, messages: list[dict[str, Any]]) -> None:
