@@ -70,6 +70,12 @@ SIMULATE_ARGS ?= --short
 simulate: install asset
 	$(PY) -m sim all $(SIMULATE_ARGS)
 
+# The full burst: 10,000 one-off schedules due at one instant, on modelled Lambda
+# concurrency (docs/simulator.md, "A burst of 10,000"); on moto, over an hour of wall time.
+.PHONY: simulate-burst
+simulate-burst: install asset
+	$(PY) -m sim burst --json $(BURST_ARGS)
+
 # Reliability campaigns (figures in RELIABILITY.md): the model-based state
 # machine at length (SOAK_EXAMPLES, SOAK_MINUTES bound it), and the kill -9
 # soak of the local stack (SOAK_DURATION seconds of kills).

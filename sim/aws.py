@@ -33,7 +33,8 @@ from sim.engine import Engine
 from sim.iam import RolePolicy, checks
 from sim.template import REGION, Stack, queue_url
 
-# The phase of the writes an invocation makes while planning at the call (see ``_phase``).
+# The phase of what an invocation does while it plans occurrences: the API at the call, the
+# tick planning a page of due schedules or walking a shard's due records (see ``_phase``).
 PLANNING = "planning"
 
 _DENIED_CODES = {
@@ -96,6 +97,11 @@ class Ledger:
     kms_by_invocation: Counter[int] = field(default_factory=Counter)
     # Items DynamoDB read to answer Scans and Queries (ScannedCount), by invocation.
     scanned_by_invocation: Counter[int] = field(default_factory=Counter)
+    # The share of the three counts above made while the invocation planned (``_phase``).
+    planning_requests_by_invocation: Counter[int] = field(default_factory=Counter)
+    planning_sqs_by_invocation: Counter[int] = field(default_factory=Counter)
+    planning_secrets_by_invocation: Counter[int] = field(default_factory=Counter)
+    planning_kms_by_invocation: Counter[int] = field(default_factory=Counter)
     denied: list[Denied] = field(default_factory=list)
     used_grants: set[tuple[str, str, str]] = field(default_factory=set)
     injected: list[dict[str, Any]] = field(default_factory=list)
@@ -184,7 +190,10 @@ class Account:
             from moto.core.models import botocore_stubber
 
             with self._moto_lock:
-                return botocore_stubber(event_name=event_name, request=request, **kwargs)
+                try:
+                    return botocore_stubber(event_name=event_name, request=request, **kwargs)
+                finally:
+                    forget_moto_instances()
 
         events.register("before-parameter-build.*.*", before)
         events.register_first("before-send.*.*", send)
@@ -196,8 +205,8 @@ class Account:
         return int(record.id) if record is not None else 0
 
     def _phase(self) -> int | tuple[int, str]:
-        """The meter's phase: the invocation, or ``(invocation, PLANNING)`` for the
-        writes an API invocation makes while it plans an occurrence at the call."""
+        """The meter's phase: the invocation, or ``(invocation, PLANNING)`` for what it
+        does while it plans occurrences (a run's work, whatever invocation does it)."""
         process = self.engine.current()
         record = getattr(process, "record", None)
         if record is None:
@@ -288,14 +297,23 @@ class Account:
             self.ledger.requests[key] += 1
             self.ledger.requests_by_function[(actor.function, key)] += 1
             invocation = self._invocation()
+            planning = isinstance(self._phase(), tuple)
             self.ledger.requests_by_invocation[invocation] += 1
             self.ledger.requests_by_hour[int(self.engine.elapsed_s() // 3600)] += 1
+            if planning:
+                self.ledger.planning_requests_by_invocation[invocation] += 1
             if service == "sqs":
                 self.ledger.sqs_by_invocation[invocation] += 1
+                if planning:
+                    self.ledger.planning_sqs_by_invocation[invocation] += 1
             if service == "secretsmanager":
                 self.ledger.secrets_by_invocation[invocation] += 1
+                if planning:
+                    self.ledger.planning_secrets_by_invocation[invocation] += 1
             if service == "ssm" and operation in ("GetParameter", "PutParameter"):
                 self.ledger.kms_by_invocation[invocation] += 1
+                if planning:
+                    self.ledger.planning_kms_by_invocation[invocation] += 1
 
     def units(self) -> dict[tuple[Any, str], float]:
         """DynamoDB units by (invocation, "wru" | "rru")."""
@@ -306,10 +324,19 @@ class Account:
                 total[(invocation, kind)] += value
         return dict(total)
 
+    def units_by_phase(self) -> dict[tuple[Any, str], float]:
+        """DynamoDB units by (phase, "wru" | "rru"): the phase is the invocation, or
+        ``(invocation, PLANNING)`` for what it read and wrote while planning."""
+        total: defaultdict[tuple[Any, str], float] = defaultdict(float)
+        for meter in self._meters:
+            for (phase, kind), value in meter.units.items():
+                total[(phase, kind)] += value
+        return dict(total)
+
     def write_units(self) -> dict[tuple[Any, str], float]:
         """DynamoDB write units by (invocation, where): where is the table's logical id
         (the CDK's hash suffix dropped), or ``<table>/index/<index name>``; the invocation
-        is ``(id, PLANNING)`` for an API invocation's writes while it plans at the call."""
+        is ``(id, PLANNING)`` for an invocation's writes while it plans (``_phase``)."""
         total: defaultdict[tuple[Any, str], float] = defaultdict(float)
         for meter in self._meters:
             for (invocation, where), value in meter.write_units.items():
@@ -422,6 +449,21 @@ class Account:
                         )
                         removed += 1
         return removed
+
+
+def forget_moto_instances() -> None:
+    """Let go of every model instance moto has made so far.
+
+    moto appends each instance of its models to a class-level list, for its server's
+    dashboard only: every DynamoDB item ever written, every SQS message ever sent, and
+    the copy of each table a ``TransactWriteItems`` takes before it writes (to roll back
+    with). Nothing frees them before moto's reset, so a run's memory grew with the square
+    of its size (a burst's creations each copy tables as large as the burst). The state
+    moto answers from (its backends) is not in these lists; moto's own reset empties them
+    the same way."""
+    from moto.core.model_instances import reset_model_data
+
+    reset_model_data()
 
 
 class _SimClients:

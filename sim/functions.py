@@ -55,7 +55,8 @@ class Invocation:
     lines: list[str] = field(default_factory=list)
     container: int = 0  # which environment of its function ran it
     cold: bool = False  # the container's first invocation
-    # Inside planning at the call (the API's): its DynamoDB writes are a run's, not set-up.
+    # Inside planning (the API's at the call, the tick's per-run work): what it does then is
+    # a run's, not set-up nor idle cost.
     planning: int = 0
 
     @property

@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bench import cost as prices
+from sim.aws import PLANNING
 from sim.cloudwatch import AlarmHistory, evaluate
 from sim.world import Simulation
 
@@ -146,36 +147,76 @@ def _is_idle(record: Any) -> bool:
 
 
 def invocation_items(sim: Simulation) -> dict[int, dict[str, float]]:
-    """Dollars by item for every invocation of the run."""
-    units = sim.account.units()
+    """Dollars by item for every invocation of the run, less what it spent planning
+    (``planning_items``)."""
+    units = sim.account.units_by_phase()
     ledger = sim.account.ledger
     items: dict[int, dict[str, float]] = {}
     for function in sim.functions.values():
         for record in function.invocations:
-            requests = ledger.requests_by_invocation[record.id]
+            i = record.id
+            requests = ledger.requests_by_invocation[i] - ledger.planning_requests_by_invocation[i]
             seconds = record.duration_s + requests * prices.AWS_CALL_MS / 1000
-            items[record.id] = {
+            items[i] = {
                 "lambda_requests": prices.LAMBDA_PER_MILLION_REQUESTS / 1e6,
                 "lambda_duration": seconds
                 * function.memory_mb
                 / 1024
                 * prices.LAMBDA_ARM64_PER_GB_SECOND,
-                "dynamodb_writes": units.get((record.id, "wru"), 0.0)
-                * prices.DYNAMODB_PER_MILLION_WRU
-                / 1e6,
-                "dynamodb_reads": units.get((record.id, "rru"), 0.0)
-                * prices.DYNAMODB_PER_MILLION_RRU
-                / 1e6,
-                "sqs": ledger.sqs_by_invocation[record.id] * prices.SQS_PER_MILLION_REQUESTS / 1e6,
-                "secrets_manager": ledger.secrets_by_invocation[record.id]
-                * prices.SECRETS_MANAGER_PER_10K_CALLS
-                / 1e4,
-                "ssm_kms": ledger.kms_by_invocation[record.id] * prices.KMS_PER_10K_REQUESTS / 1e4,
+                **_requests_items(
+                    units.get((i, "wru"), 0.0),
+                    units.get((i, "rru"), 0.0),
+                    ledger.sqs_by_invocation[i] - ledger.planning_sqs_by_invocation[i],
+                    ledger.secrets_by_invocation[i] - ledger.planning_secrets_by_invocation[i],
+                    ledger.kms_by_invocation[i] - ledger.planning_kms_by_invocation[i],
+                ),
                 "logs": (record.log_bytes + prices.LAMBDA_PLATFORM_LOG_BYTES)
                 / 1024**3
                 * prices.LOGS_INGESTION_PER_GB,
             }
     return items
+
+
+def planning_items(sim: Simulation) -> dict[int, dict[str, float]]:
+    """Dollars by item of what each invocation did while it planned occurrences (the
+    API's at the call, the tick's passes): a run's work, counted whole, never against
+    an idle baseline. Its Lambda time is ``AWS_CALL_MS`` per request it made planning
+    (planning does not sleep; the invocation's own time is in ``invocation_items``)."""
+    units = sim.account.units_by_phase()
+    ledger = sim.account.ledger
+    items: dict[int, dict[str, float]] = {}
+    for function in sim.functions.values():
+        for record in function.invocations:
+            i = record.id
+            requests = ledger.planning_requests_by_invocation[i]
+            if not requests:
+                continue
+            items[i] = {
+                "lambda_duration": requests
+                * prices.AWS_CALL_MS
+                / 1000
+                * function.memory_mb
+                / 1024
+                * prices.LAMBDA_ARM64_PER_GB_SECOND,
+                **_requests_items(
+                    units.get(((i, PLANNING), "wru"), 0.0),
+                    units.get(((i, PLANNING), "rru"), 0.0),
+                    ledger.planning_sqs_by_invocation[i],
+                    ledger.planning_secrets_by_invocation[i],
+                    ledger.planning_kms_by_invocation[i],
+                ),
+            }
+    return items
+
+
+def _requests_items(wru: float, rru: float, sqs: int, secrets: int, kms: int) -> dict[str, float]:
+    return {
+        "dynamodb_writes": wru * prices.DYNAMODB_PER_MILLION_WRU / 1e6,
+        "dynamodb_reads": rru * prices.DYNAMODB_PER_MILLION_RRU / 1e6,
+        "sqs": sqs * prices.SQS_PER_MILLION_REQUESTS / 1e6,
+        "secrets_manager": secrets * prices.SECRETS_MANAGER_PER_10K_CALLS / 1e4,
+        "ssm_kms": kms * prices.KMS_PER_10K_REQUESTS / 1e4,
+    }
 
 
 def _mean(vectors: list[dict[str, float]]) -> dict[str, float]:
@@ -212,14 +253,20 @@ def _baselines(
 
 
 def _marginal(
-    sim: Simulation, vectors: dict[int, dict[str, float]], baselines: dict[str, dict[str, float]]
+    sim: Simulation,
+    vectors: dict[int, dict[str, float]],
+    baselines: dict[str, dict[str, float]],
+    planning: dict[int, dict[str, float]],
 ) -> dict[str, float]:
     """The sum over the invocations that did the runs' work (not the API's), less what
-    each scheduled invocation would have cost with nothing due."""
+    each scheduled invocation would have cost with nothing due, plus what every
+    invocation (the API's too) did while planning occurrences."""
     total: defaultdict[str, float] = defaultdict(float)
     for function in sim.functions.values():
         base = baselines.get(function.key, {})
         for record in function.invocations:
+            for key, value in planning.get(record.id, {}).items():
+                total[key] += value
             if record.source == "api":
                 continue  # creating schedules is set-up, not a run
             for key, value in vectors.get(record.id, {}).items():
@@ -265,7 +312,7 @@ def cost(sim: Simulation) -> dict[str, Any]:
     runs = runs_seen(sim)
     per_run: dict[str, float] | None = None
     if runs:
-        marginal = _marginal(sim, vectors, baselines)
+        marginal = _marginal(sim, vectors, baselines, planning_items(sim))
         esm = (
             (sim.esm_requests["sqs:ReceiveMessage"] + sim.esm_requests["sqs:DeleteMessageBatch"])
             * prices.SQS_PER_MILLION_REQUESTS
@@ -276,20 +323,21 @@ def cost(sim: Simulation) -> dict[str, Any]:
 
     # DynamoDB write units per run, by table and index, with the same baseline rule.
     # The API's invocations are set-up, but what one writes while it plans an occurrence at
-    # the call (record, claim, the HEAD's advance) is that run's, as the tick's would be.
+    # the call (record, claim, the HEAD's advance) is that run's, and so is what the tick
+    # writes planning and dispatching: counted whole, never against an idle baseline (a
+    # tick that never ran idle has a busy one as its baseline, whose planning would
+    # otherwise be taken off every tick).
     wru_vectors: defaultdict[int, dict[str, float]] = defaultdict(dict)
-    planned: defaultdict[str, float] = defaultdict(float)
+    planned: defaultdict[int, dict[str, float]] = defaultdict(dict)
     for (invocation, where), value in sim.account.write_units().items():
         if isinstance(invocation, int):
             wru_vectors[invocation][where] = value
         elif isinstance(invocation, tuple):
-            planned[where] += value
+            planned[int(invocation[0])][where] = value
     wru_baselines, _ = _baselines(sim, dict(wru_vectors))
     wru_per_run: dict[str, float] | None = None
     if runs:
-        wru = _marginal(sim, dict(wru_vectors), wru_baselines)
-        for where, value in planned.items():
-            wru[where] = wru.get(where, 0.0) + value
+        wru = _marginal(sim, dict(wru_vectors), wru_baselines, dict(planned))
         wru_per_run = {k: round(v / runs, 2) for k, v in sorted(wru.items()) if v}
         wru_per_run["total"] = round(sum(wru.values()) / runs, 2)
 

@@ -32,9 +32,10 @@ from datetime import UTC, datetime
 from types import ModuleType
 from typing import Any
 
-from sim.aws import Account
+from sim.aws import Account, forget_moto_instances
 from sim.cloudwatch import MetricStore
-from sim.engine import Engine, Process
+from sim.engine import Engine, Process, SimulationError
+from sim.fastmoto import faster_moto
 from sim.functions import Function, ModuleSeam, install_stdout, reset_containers
 from sim.targets import Receiver
 from sim.template import Stack
@@ -157,6 +158,7 @@ class Simulation:
         self._stack.callback(reset_containers)
         self._stack.enter_context(mock_aws())
         self._stack.enter_context(self.engine)
+        self._stack.enter_context(faster_moto(lambda: self.engine.now))
         self._stack.enter_context(self.account)
         self._stack.callback(install_stdout(self.engine))
         self._patch_code_seams()
@@ -216,6 +218,32 @@ class Simulation:
             module.build_services = built  # type: ignore[attr-defined]
 
         self.seams.setdefault("handlers.api", []).append(api_seams)
+
+        def tick_seams(module: ModuleType) -> None:
+            # The tick's per-run work (planning a page of due schedules, walking a shard's
+            # due records to admit and send them) is metered as planning, like the API's:
+            # a run's, counted whole. What a pass does whatever is due (the due query, a
+            # look at each shard, the heartbeat, releasing leases) is its idle cost.
+            build = getattr(module, "build_aws_ticker", None)
+            if build is None:
+                return
+
+            @functools.wraps(build)
+            def built(*args: Any, **kwargs: Any) -> Any:
+                ticker = build(*args, **kwargs)
+                for part, name in ((ticker.planner, "_plan_page"), (ticker.dispatcher, "_walk")):
+                    method = getattr(part, name, None)
+                    if method is None:
+                        raise SimulationError(
+                            f"the tick's {type(part).__name__} has no {name}: the simulator "
+                            "cannot tell its per-run writes from its idle ones"
+                        )
+                    setattr(part, name, _planning(engine, method))
+                return ticker
+
+            module.build_aws_ticker = built  # type: ignore[attr-defined]
+
+        self.seams.setdefault("handlers.tick", []).append(tick_seams)
 
         # The one patch of a shared module left: the DynamoDB adapter overlaps independent
         # writes on a thread pool, and moto is not safe for concurrent requests (a
@@ -392,16 +420,21 @@ class Simulation:
             self._deliver(mapping, messages)
 
     def _receive(self, mapping: EventSourceMapping, count: int) -> list[dict[str, Any]]:
-        if count <= 0:
-            return []
-        self.esm_requests["sqs:ReceiveMessage"] += 1
-        answer = self.account.sim.sqs.receive_message(
-            QueueUrl=mapping.queue_url,
-            MaxNumberOfMessages=min(10, count),
-            WaitTimeSeconds=0,
-            MessageSystemAttributeNames=["All"],
-        )
-        messages: list[dict[str, Any]] = answer.get("Messages", [])
+        """Up to ``count`` messages, ten a request (SQS's most): a batch larger than ten
+        takes a poller several receives, until it is full or the queue has no more."""
+        messages: list[dict[str, Any]] = []
+        while len(messages) < count:
+            self.esm_requests["sqs:ReceiveMessage"] += 1
+            answer = self.account.sim.sqs.receive_message(
+                QueueUrl=mapping.queue_url,
+                MaxNumberOfMessages=min(10, count - len(messages)),
+                WaitTimeSeconds=0,
+                MessageSystemAttributeNames=["All"],
+            )
+            got: list[dict[str, Any]] = answer.get("Messages", [])
+            messages.extend(got)
+            if len(got) < 10:
+                break
         return messages
 
     def _deliver(self, mapping: EventSourceMapping, messages: list[dict[str, Any]]) -> None:
@@ -506,6 +539,7 @@ class Simulation:
         while next_minute <= end:
             self.engine.run_until(next_minute)
             self._queue_metrics()
+            forget_moto_instances()  # what the simulator's own requests made moto keep
             elapsed = self.engine.elapsed_s()
             if int(elapsed) % int(sample_every_s) == 0:
                 self.sample_items()

@@ -75,3 +75,45 @@ def test_the_ceiling_is_the_lowest_of_maximum_concurrency_reserved_and_the_accou
     assert esm_ceiling(_mapping(), [tick]) == ACCOUNT_CONCURRENCY - 2
     assert esm_ceiling(_mapping(maximum=50), [tick]) == 50
     assert esm_ceiling(_mapping(reserved=3, maximum=50), [tick]) == 3
+
+
+class _Queue:
+    """SQS's receive, as far as a poller sees it: at most ten messages a request."""
+
+    def __init__(self, depth: int) -> None:
+        self.left = depth
+        self.requests: list[int] = []
+
+    def receive_message(self, MaxNumberOfMessages: int, **_: Any) -> dict[str, Any]:
+        self.requests.append(MaxNumberOfMessages)
+        n = min(MaxNumberOfMessages, 10, self.left)
+        self.left -= n
+        return {"Messages": [{"MessageId": str(i)} for i in range(n)]} if n else {}
+
+
+def _receive(depth: int, batch: int) -> tuple[int, _Queue, int]:
+    from collections import Counter
+
+    from sim.world import Simulation
+
+    queue = _Queue(depth)
+    poller: Any = SimpleNamespace(
+        esm_requests=Counter(), account=SimpleNamespace(sim=SimpleNamespace(sqs=queue))
+    )
+    got = Simulation._receive(poller, _mapping(), batch)
+    return len(got), queue, poller.esm_requests["sqs:ReceiveMessage"]
+
+
+def test_a_batch_larger_than_ten_takes_a_poller_several_receives() -> None:
+    got, queue, counted = _receive(depth=1000, batch=25)
+    assert got == 25
+    assert queue.requests == [10, 10, 5]
+    assert counted == 3
+
+
+def test_a_poller_stops_receiving_when_the_queue_runs_dry() -> None:
+    got, queue, counted = _receive(depth=13, batch=100)
+    assert got == 13
+    assert queue.requests == [10, 10]
+    assert counted == 2
+    assert _receive(depth=0, batch=10)[0] == 0

@@ -280,6 +280,31 @@ def test_burst_write_units_per_run_count_the_runs_own_three_writes(burst: dict[s
     assert wru["total"] >= 5, wru
 
 
+def test_mixed_write_units_per_run_count_the_ticks_planning_whole(mixed: dict[str, Any]) -> None:
+    # The tick of the mixed day never runs idle, so its baseline is a busy invocation: its
+    # planning writes (record and claim puts, the HEAD's advance, the `due` entry) are a
+    # run's, counted whole, not taken off every tick as if they were its idle cost.
+    wru = mixed["dynamodb_write_units_per_run"]
+    runs = sum(v for k, v in wru.items() if k.endswith("Runs"))
+    assert runs >= 4, wru  # record, claim (the tick's), start, finish (the worker's)
+    assert any(k.endswith("Schedules/index/due") and v > 0 for k, v in wru.items()), wru
+    assert any(k.endswith("Schedules") and v > 0 for k, v in wru.items()), wru
+
+
+@pytest.mark.parametrize("scenario", ["burst", "mixed"])
+def test_cost_per_run_prices_the_write_units_per_run(
+    scenario: str, request: pytest.FixtureRequest
+) -> None:
+    # The dollars and the units come from the same writes, the planning at the call (the
+    # API's, in a burst) and the tick's included.
+    from bench import cost as prices
+
+    result = request.getfixturevalue(scenario)
+    wru = result["dynamodb_write_units_per_run"]["total"]
+    dollars = result["usd_per_million_runs_by_service"]["dynamodb_writes"]
+    assert dollars == pytest.approx(wru * prices.DYNAMODB_PER_MILLION_WRU, rel=0.02, abs=0.01)
+
+
 def test_a_tick_of_one_pass_an_invocation_is_not_reported_thinned(burst: dict[str, Any]) -> None:
     ticks = [k for k, v in burst["invocations"].items() if "FunctionsTick" in k and v]
     assert ticks, burst["invocations"]
