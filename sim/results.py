@@ -323,7 +323,7 @@ def cost(sim: Simulation) -> dict[str, Any]:
 
     # DynamoDB write units per run, by table and index, with the same baseline rule.
     # The API's invocations are set-up, but what one writes while it plans an occurrence at
-    # the call (record, claim, the HEAD's advance) is that run's, and so is what the tick
+    # the call (the record, the HEAD's advance) is that run's, and so is what the tick
     # writes planning and dispatching: counted whole, never against an idle baseline (a
     # tick that never ran idle has a busy one as its baseline, whose planning would
     # otherwise be taken off every tick).

@@ -200,7 +200,7 @@ class Simulation:
 
         def api_seams(module: ModuleType) -> None:
             # The API plans an occurrence due within the tick's horizon at the call (its
-            # record, claim, the HEAD's advance, the intent): that is a run's work, not the
+            # the record, the HEAD's advance, the intent): that is a run's work, not the
             # schedule's set-up, and the account meters it apart (``Invocation.planning``).
             build = getattr(module, "build_services", None)
             if build is None:
