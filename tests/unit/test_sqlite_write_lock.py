@@ -12,7 +12,6 @@ import sqlite3
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -128,7 +127,9 @@ def test_a_write_waits_for_the_writer_lock_and_gives_up_after_the_busy_timeout(
 
 def test_the_writer_lock_of_a_killed_process_is_free_at_once(tmp_path: Path) -> None:
     path = tmp_path / "x.db"
-    waiter = Database(path, SCHEMA, busy_timeout_s=5.0)
+    # A short busy timeout: a lock the dead process still held would make the
+    # write below give up ("locked") instead of waiting for it.
+    waiter = Database(path, SCHEMA, busy_timeout_s=0.5)
     holder = subprocess.Popen(
         [
             sys.executable,
@@ -146,10 +147,8 @@ def test_the_writer_lock_of_a_killed_process_is_free_at_once(tmp_path: Path) -> 
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
         holder.send_signal(signal.SIGKILL)
         holder.wait(10)
-        started = time.monotonic()
         with waiter._write() as db:
             db.execute("INSERT INTO t VALUES (5, 'after the kill')")
-        assert time.monotonic() - started < 1.0
     finally:
         holder.kill()
         holder.wait(10)
