@@ -692,63 +692,36 @@ class DynamoStore(Store):
             return Page(())
 
         def heads(shard: int) -> list[dict[str, Any]]:
-            values: dict[str, Any] = {":shard": {"S": str(shard)}, ":upper": {"S": upper}}
-            condition = "#due_shard = :shard AND #due_key <= :upper"
-            if after is not None:
-                values[":after"] = {"S": after}
-                condition = "#due_shard = :shard AND #due_key BETWEEN :after AND :upper"
-            request = {
-                "TableName": self.tables.schedules,
-                "IndexName": "due",
-                "KeyConditionExpression": condition,
-                "ExpressionAttributeNames": {"#due_shard": "due_shard", "#due_key": "due_key"},
-                "ExpressionAttributeValues": values,
-                # One more than a page, and one for the item the token names.
-                "Limit": limit + 2,
-            }
-            return self._first_after(request, "due_key", after, limit)
+            return self._index_range(
+                self.tables.schedules, "due", shard, after, upper, after, limit
+            )
 
-        def chains(shard: int) -> list[dict[str, Any]]:
-            values: dict[str, Any] = {":shard": {"S": str(shard)}, ":upper": {"S": upper}}
-            condition = "#next_shard = :shard AND #next_key <= :upper"
-            if low is not None:
-                values[":low"] = {"S": low}
-                condition = "#next_shard = :shard AND #next_key BETWEEN :low AND :upper"
-            request = {
-                "TableName": self.tables.occurrences,
-                "IndexName": "next",
-                "KeyConditionExpression": condition,
-                "ExpressionAttributeNames": {"#next_shard": "next_shard", "#next_key": "next_key"},
-                "ExpressionAttributeValues": values,
-                "Limit": limit + 2,
+        def chain_entry(item: Mapping[str, Any]) -> dict[str, Any]:
+            at, schedule_id, version = it.parse_next_key(str(it.value(item["next_key"])))
+            return {
+                "due_key": {"S": it.due_key(at, schedule_id)},
+                "schedule_id": {"S": schedule_id},
+                "version": {"N": str(version)},
+                "next_due": {"S": it.iso(at)},
+                _CHAIN: True,
             }
-            found = []
-            for item in self._first_after(request, "next_key", after, limit):
-                at, schedule_id, version = it.parse_next_key(str(it.value(item["next_key"])))
-                found.append(
-                    {
-                        "due_key": {"S": it.due_key(at, schedule_id)},
-                        "schedule_id": {"S": schedule_id},
-                        "version": {"N": str(version)},
-                        "next_due": {"S": it.iso(at)},
-                        _CHAIN: True,
-                    }
+
+        def read_chains(floor: datetime | None) -> list[dict[str, Any]]:
+            low = None if floor is None else f"{it.iso(floor)}#{it.KEY_CEILING}"
+            if after is not None and (low is None or after > low):
+                low = after
+
+            def one(shard: int) -> list[dict[str, Any]]:
+                return self._index_range(
+                    self.tables.occurrences, "next", shard, low, upper, after, limit, chain_entry
                 )
-            return found
+
+            return [item for found in self._each(one, shards) for item in found]
 
         shards = range(self.due_shards)
         merged = [item for found in self._each(heads, shards) for item in found]
         floor = self._chain_floor(until)
-        low: str | None = None
-
-        def read_chains() -> list[dict[str, Any]]:
-            nonlocal low
-            low = None if floor is None else f"{it.iso(floor)}#{it.KEY_CEILING}"
-            if after is not None and (low is None or after > low):
-                low = after
-            return [item for found in self._each(chains, shards) for item in found]
-
-        chained = read_chains()
+        chained = read_chains(floor)
         if (chained or merged) and not self._plan_held:
             # Something to plan: only the pass that holds the plan lease plans
             # the chain's entries and chains records, reading again from where
@@ -758,9 +731,8 @@ class DynamoStore(Store):
             if not held:
                 chained = []
             elif through != floor:
-                floor = through
                 self._floor = (until, through)
-                chained = read_chains()
+                chained = read_chains(through)
         merged += chained
         merged.sort(key=lambda item: str(it.value(item["due_key"])))
         page = merged[:limit]
@@ -769,15 +741,42 @@ class DynamoStore(Store):
         )
         return Page(tuple(self._due_schedules(page)), next_token)
 
-    def _first_after(
-        self, request: Mapping[str, Any], key: str, after: str | None, limit: int
+    def _index_range(
+        self,
+        table: str,
+        index: str,
+        shard: int,
+        low: str | None,
+        upper: str,
+        after: str | None,
+        limit: int,
+        as_due: Callable[[Mapping[str, Any]], dict[str, Any]] = dict,
     ) -> list[dict[str, Any]]:
-        """Up to ``limit + 1`` items of an index query whose ``key`` is past ``after``."""
+        """Up to ``limit + 1`` entries of one shard of the ``due`` or ``next``
+        index (both are ``<index>_shard``, ``<index>_key``) with a key in
+        ``[low, upper]``, each made a ``due`` entry by ``as_due``, whose
+        ``due_key`` is past ``after`` (the page token's)."""
+        shard_name, key_name = f"{index}_shard", f"{index}_key"
+        values: dict[str, Any] = {":shard": {"S": str(shard)}, ":upper": {"S": upper}}
+        condition = "#shard = :shard AND #key <= :upper"
+        if low is not None:
+            values[":low"] = {"S": low}
+            condition = "#shard = :shard AND #key BETWEEN :low AND :upper"
+        request = {
+            "TableName": table,
+            "IndexName": index,
+            "KeyConditionExpression": condition,
+            "ExpressionAttributeNames": {"#shard": shard_name, "#key": key_name},
+            "ExpressionAttributeValues": values,
+            # One more than a page, and one for the item the token names.
+            "Limit": limit + 2,
+        }
         found: list[dict[str, Any]] = []
         for item in self._query(request):
-            if after is not None and str(it.value(item[key])) <= after:
+            entry = as_due(item)
+            if after is not None and str(it.value(entry["due_key"])) <= after:
                 continue
-            found.append(item)
+            found.append(entry)
             if len(found) > limit:
                 break
         return found

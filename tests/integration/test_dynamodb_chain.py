@@ -250,3 +250,19 @@ def test_the_plan_lease_outlives_the_longest_tick_invocation() -> None:
 
     longest = tick_spec(Settings(tick_budget_s=55)).timeout.to_seconds()
     assert PLAN_LEASE.total_seconds() > longest
+
+
+def test_the_chain_is_read_page_by_page_without_a_repeat(world: World) -> None:
+    ids = {world.create({"every": "PT1M", "start_at": "2026-12-01T08:01:00Z"}) for _ in range(3)}
+    world.passes(1)  # each handed to its chain, next slot 08:02
+    until = world.clock.now() + CONFIG.lookahead
+    seen: list[str] = []
+    token = None
+    for _ in range(10):  # bounded: a repeat across pages would never end
+        page = world.store.due(until, 1, token)
+        seen += [due.schedule_id for due in page.items]
+        token = page.next_token
+        if token is None:
+            break
+    world.store.planned_through(None)
+    assert sorted(seen) == sorted(ids)
