@@ -57,6 +57,7 @@ from handlers.api_models import (
     CompleteIn,
     DeadLetterListOut,
     DeadLetterOut,
+    EmptyIn,
     ErrorDetail,
     ErrorOut,
     HealthOut,
@@ -594,7 +595,8 @@ def delete_schedule(schedule_id: str) -> ScheduleOut:
     summary="A new webhook signing secret, returned once",
     responses=_responses(200, ScheduleOut, "the schedule, with its new webhook_secret", 409),
 )
-def rotate_secret(schedule_id: str) -> ScheduleOut:
+def rotate_secret(schedule_id: str, body: Annotated[EmptyIn | None, Body()] = None) -> ScheduleOut:
+    del body  # no fields: an empty object or no body
     services = _services()
     schedule = services.schedules.get(schedule_id)
     if not isinstance(schedule.current.target, WebhookTarget):
@@ -610,7 +612,10 @@ def rotate_secret(schedule_id: str) -> ScheduleOut:
     summary="One extra run now, with its own identity",
     responses=_responses(201, RunOut, "the new occurrence; the next tick admits it", 409),
 )
-def trigger_schedule(schedule_id: str) -> Response[RunOut]:
+def trigger_schedule(
+    schedule_id: str, body: Annotated[EmptyIn | None, Body()] = None
+) -> Response[RunOut]:
+    del body  # no fields: an empty object or no body
     services = _services()
     run = services.schedules.trigger(schedule_id)
     return Response(

@@ -957,6 +957,11 @@ class DeadLetterListOut(_Out):
     next_token: str | None
 
 
+class EmptyIn(_In):
+    """A request that takes no fields (a trigger, a secret's rotation): send
+    no body, or ``{}``; a field is refused."""
+
+
 class RetryRunIn(_In):
     """A retry takes no fields: send no body, or ``{}``."""
 

@@ -102,3 +102,21 @@ def test_rotating_an_old_schedules_secret_moves_it_to_the_new_store(api: Api) ->
     assert new_store.get(schedule_id) == answer.body["webhook_secret"]
     with pytest.raises(SecretNotFound):
         old_store.get(schedule_id)
+
+
+@pytest.mark.parametrize("route", ["rotate-secret", "trigger"])
+def test_a_field_sent_to_a_route_that_takes_none_is_refused_and_nothing_changes(
+    api: Api, route: str
+) -> None:
+    created = api.create().body
+    before = api.snapshot()
+    secret = api.secrets.get(created["id"])
+
+    answer = api.call("POST", f"/schedules/{created['id']}/{route}", {"reason": "why not"})
+
+    assert answer.status == 422, answer.body
+    assert answer.error["field"] == "reason"
+    assert api.snapshot() == before
+    assert api.secrets.get(created["id"]) == secret
+    # No body, or an empty object, is what they take.
+    assert api.call("POST", f"/schedules/{created['id']}/{route}", {}).status in (200, 201)
