@@ -156,8 +156,12 @@ class ScheduleStore(ABC):
         return {key: version.policy for key, version in self.get_versions(keys).items()}
 
     @abstractmethod
-    def list_schedules(self, limit: int, token: str | None = None) -> Page[Schedule]:
-        """Schedules not deleted, oldest first (created_at, then id), ``limit`` a page."""
+    def list_schedules(
+        self, limit: int, token: str | None = None, *, next_due: bool = True
+    ) -> Page[Schedule]:
+        """Schedules not deleted, oldest first (created_at, then id), ``limit`` a
+        page. ``next_due=False``: the caller does not read ``next_due``, and a
+        store that has to look it up elsewhere may leave it as stored."""
 
     @abstractmethod
     def due(self, until: datetime, limit: int, token: str | None = None) -> Page[DueSchedule]:

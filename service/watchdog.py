@@ -183,7 +183,8 @@ class Watchdog:
         token = self._cursor() if time_left is not None else None
         from_start = token is None
         while True:
-            page = self.store.list_schedules(PAGE, token)
+            # The verdict reads the runs, not next_due: no lookup of it.
+            page = self.store.list_schedules(PAGE, token, next_due=False)
             for schedule in page.items:
                 if schedule.quarantine is not None:
                     report.set_aside += 1

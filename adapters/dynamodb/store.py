@@ -652,7 +652,9 @@ class DynamoStore(Store):
             while len(self._versions) > VERSION_CACHE_SIZE:
                 self._versions.popitem(last=False)
 
-    def list_schedules(self, limit: int, token: str | None = None) -> Page[Schedule]:
+    def list_schedules(
+        self, limit: int, token: str | None = None, *, next_due: bool = True
+    ) -> Page[Schedule]:
         found, next_token = self._query_page(
             {
                 "TableName": self.tables.schedules,
@@ -676,7 +678,10 @@ class DynamoStore(Store):
             for f in found
             if (pk := str(it.value(f["pk"]))) in heads and "deleted_at" not in heads[pk]
         ]
-        return Page(tuple(self._with_chain(self._schedules(ordered), ordered)), next_token)
+        schedules = self._schedules(ordered)
+        if next_due:  # one query of the newest records per schedule its chain carries
+            schedules = self._with_chain(schedules, ordered)
+        return Page(tuple(schedules), next_token)
 
     def due(self, until: datetime, limit: int, token: str | None = None) -> Page[DueSchedule]:
         """From two sparse indexes: ``due`` on the Schedules table (a HEAD that

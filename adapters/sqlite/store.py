@@ -739,7 +739,9 @@ class SqliteStore(Database, Store):
                 found.update(self._readable(lambda r: ((r[0], r[1]), stored_policy(r[2])), rows))
         return found
 
-    def list_schedules(self, limit: int, token: str | None = None) -> Page[Schedule]:
+    def list_schedules(
+        self, limit: int, token: str | None = None, *, next_due: bool = True
+    ) -> Page[Schedule]:
         after = _untoken(token) if token else [-1, ""]
         rows = self._read(
             _HEAD_SELECT + "WHERE s.deleted_at IS NULL "

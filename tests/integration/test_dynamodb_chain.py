@@ -48,10 +48,14 @@ class World:
         )
         self.service = ScheduleService(self.store, self.clock, PARTS)
         self.calls: Counter[tuple[str, str]] = Counter()
-        client.meta.events.register("before-call.dynamodb.*", self._count)
+        # Counted with the request's own parameters (before they are serialized).
+        client.meta.events.register("before-parameter-build.dynamodb.*", self._count)
 
     def _count(self, model: Any, params: Any, **_: Any) -> None:
-        self.calls[(model.name, str(params.get("TableName", "")))] += 1
+        tables = [params["TableName"]] if "TableName" in params else []
+        tables += list(params.get("RequestItems", {}))  # BatchGetItem, BatchWriteItem
+        for table in tables or [""]:
+            self.calls[(model.name, str(table))] += 1
 
     def create(self, spec: dict[str, Any]) -> str:
         schedule, _ = self.service.create({"name": "job", "spec": spec, "target": WEBHOOK})
@@ -116,7 +120,8 @@ def test_a_steady_schedule_is_carried_by_its_records_and_its_head_is_not_written
 
 def test_an_idle_pass_writes_no_cursor(world: World) -> None:
     world.passes(3)
-    assert world.writes(world.tables.leases) == 0
+    # One write a pass, the tick process's membership heartbeat; none to the cursor.
+    assert world.writes(world.tables.leases) == 3
     answer = world.client.get_item(
         TableName=world.tables.leases, Key=items.attrs({"pk": PLAN_CURSOR})
     )
@@ -266,3 +271,16 @@ def test_the_chain_is_read_page_by_page_without_a_repeat(world: World) -> None:
             break
     world.store.planned_through(None)
     assert sorted(seen) == sorted(ids)
+
+
+def test_a_listing_looks_up_the_chains_next_slot_only_when_asked(world: World) -> None:
+    sid = world.create({"every": "PT1M", "start_at": "2026-12-01T08:01:00Z"})
+    world.passes(2)
+    world.calls.clear()
+    [listed] = world.store.list_schedules(10).items
+    schedule = world.store.get(sid)
+    assert schedule is not None and listed.next_due == schedule.next_due
+    assert world.calls[("Query", world.tables.occurrences)] == 2, world.calls  # listing, get
+    world.calls.clear()
+    world.store.list_schedules(10, next_due=False)  # the watchdog's: no lookup
+    assert world.calls[("Query", world.tables.occurrences)] == 0
