@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Literal
+from typing import Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from adapters import definitions as d
+from service.tick import BLOCK_MARGIN, MAX_QUEUE_AHEAD
+
+# The longest lookahead + block a deployment may set (see ``TickConfig``).
+MAX_BLOCK_REACH_S: Final = int((MAX_QUEUE_AHEAD - BLOCK_MARGIN).total_seconds())
 
 
 class Settings(BaseModel):
@@ -24,6 +28,11 @@ class Settings(BaseModel):
     shards: int = Field(default=16, ge=1, le=1024)
     bucket_s: int = Field(default=60, ge=1, le=3600)
     lookahead_s: int = Field(default=90, ge=0, le=7 * 86400)
+    # A schedule selected by the lookahead is filled this much further
+    # (``TickConfig.plan_block``): one planning covers several of a frequent
+    # schedule's runs. 0: filled up to the lookahead. lookahead + block is at
+    # most MAX_BLOCK_REACH_S (everything filled is queued with a delay).
+    plan_block_s: int = Field(default=0, ge=0, le=MAX_BLOCK_REACH_S)
     # Slots due less than this long ago when planned are admitted by the write
     # that stores them (docs/decisions.md); 0 sends every slot through dispatch.
     direct_window_s: int = Field(default=60, ge=0, le=3600)
@@ -42,6 +51,16 @@ class Settings(BaseModel):
     # the same 90 days.
     history_retention_s: int = Field(default=90 * 86400, ge=3600, le=3650 * 86400)
 
+    @model_validator(mode="after")
+    def _block_within_the_queue_delay(self) -> Settings:
+        if self.plan_block_s and self.lookahead_s + self.plan_block_s > MAX_BLOCK_REACH_S:
+            raise ValueError(
+                f"plan_block_s: lookahead_s + plan_block_s must be at most {MAX_BLOCK_REACH_S} s "
+                f"(SQS holds a message back at most {int(MAX_QUEUE_AHEAD.total_seconds())} s), "
+                f"got {self.lookahead_s} + {self.plan_block_s}"
+            )
+        return self
+
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
         env = os.environ if env is None else env
@@ -54,6 +73,7 @@ class Settings(BaseModel):
             "shards": d.ENV_SHARDS,
             "bucket_s": d.ENV_BUCKET_S,
             "lookahead_s": d.ENV_LOOKAHEAD_S,
+            "plan_block_s": d.ENV_PLAN_BLOCK_S,
             "direct_window_s": d.ENV_DIRECT_WINDOW_S,
             "tick_budget_s": d.ENV_TICK_BUDGET_S,
             "lease_ttl_s": "DUETIME_LEASE_TTL_S",

@@ -57,6 +57,7 @@ def tick_config(settings: Settings) -> TickConfig:
     return TickConfig(
         partitioning=Partitioning(shards=settings.shards, bucket_s=settings.bucket_s),
         lookahead=timedelta(seconds=settings.lookahead_s),
+        plan_block=timedelta(seconds=settings.plan_block_s),
         direct_window=timedelta(seconds=settings.direct_window_s),
         lease_ttl=timedelta(seconds=settings.lease_ttl_s),
         queue_ahead=True,

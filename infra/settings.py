@@ -16,6 +16,9 @@ from typing import Any, Final, TypeVar
 from adapters.secrets import SECRETS_MANAGER, STORE_KINDS
 
 PREFIX: Final = "duetime:"
+# The longest lookahead + plan block: SQS's 900 s DelaySeconds less a 60 s
+# margin (service.tick.BLOCK_MARGIN; infra does not import the service).
+MAX_BLOCK_REACH_S: Final = 840
 
 # Target ARNs the worker may call. "*" is the documented wildcard: any Lambda
 # function, SQS queue or EventBridge bus in any account the resource policies
@@ -52,6 +55,10 @@ class Settings:
     shards: int = 16
     bucket_s: int = 60
     lookahead_s: int = 90
+    # A schedule the tick selects (next slot within the lookahead) is filled
+    # this much further, so a frequent schedule is planned once a block, not
+    # once a pass (docs/decisions.md, "A block"). lookahead + block <= 840 s.
+    plan_block_s: int = 300
     direct_window_s: int = 60
     tick_budget_s: int = 50
     # Reserved concurrency of the tick. 0 leaves it unreserved, for accounts
@@ -78,6 +85,15 @@ class Settings:
             # The tick plans once a minute what falls due before the next pass and
             # queues it with SQS's DelaySeconds, at most 15 minutes.
             raise SettingError(f"{PREFIX}lookaheadS: must be between 60 and 900 seconds")
+        if self.plan_block_s < 0:
+            raise SettingError(f"{PREFIX}planBlockS: must be 0 or more seconds")
+        if self.plan_block_s and self.lookahead_s + self.plan_block_s > MAX_BLOCK_REACH_S:
+            # Everything filled is queued with DelaySeconds (at most 900 s),
+            # with a margin for the pass's own time.
+            raise SettingError(
+                f"{PREFIX}planBlockS: lookaheadS + planBlockS must be at most "
+                f"{MAX_BLOCK_REACH_S} seconds, got {self.lookahead_s} + {self.plan_block_s}"
+            )
         if not 0 <= self.direct_window_s <= 3600:
             raise SettingError(f"{PREFIX}directWindowS: must be between 0 and 3600 seconds")
         if self.tick_reserved_concurrency < 0:
@@ -157,6 +173,7 @@ class Settings:
             shards=read("shards", _int, d.shards),
             bucket_s=read("bucketS", _int, d.bucket_s),
             lookahead_s=read("lookaheadS", _int, d.lookahead_s),
+            plan_block_s=read("planBlockS", _int, d.plan_block_s),
             direct_window_s=read("directWindowS", _int, d.direct_window_s),
             tick_budget_s=read("tickBudgetS", _int, d.tick_budget_s),
             tick_reserved_concurrency=read(

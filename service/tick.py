@@ -58,6 +58,16 @@ stores admitted before it advances their schedules, so they need no outbox
 entry and no mark-sent write. ``PlanNow`` is the same
 planning for one schedule, run by the API call that created, edited or
 resumed it (and the send of a trigger's intent).
+
+**Block** (``TickConfig.plan_block``, what the AWS tick runs). Selection is
+unchanged (a schedule whose next slot falls within the lookahead), but a
+schedule selected is filled with every slot up to lookahead + block, all
+admitted and queued ahead, so it is not selected again for about a block: a
+minutely schedule is planned every few passes, a few slots at a time, and
+one chain entry (one schedule read) covers them. ``PlanNow`` fills the same
+way. The price: more slots exist when an edit lands, and an edit reaches
+only the slots after them (pause and delete are still decided by the
+worker at start).
 """
 
 from __future__ import annotations
@@ -109,6 +119,10 @@ TICK_COMPONENT: Final = "tick"
 # The longest a queue holds a message back before it becomes visible (SQS's
 # DelaySeconds is at most 15 minutes): a slot further ahead waits unadmitted.
 MAX_QUEUE_AHEAD: Final = MAX_DELAY
+# What a block leaves of MAX_QUEUE_AHEAD unused: a pass's sends happen after
+# its ``now``, and a clock read late by this much still queues every slot it
+# filled with a delay the queue honours.
+BLOCK_MARGIN: Final = timedelta(seconds=60)
 MEMBER_PREFIX: Final = "tick/"
 
 
@@ -132,13 +146,38 @@ class TickConfig:
     # is sent with a delay up to its due second. Off: a slot is admitted when
     # it is due, which needs a pass every second or so.
     queue_ahead: bool = False
+    # A block (hysteresis): a schedule is still selected when its next slot
+    # falls within the lookahead, but then filled with every slot up to
+    # lookahead + plan_block, so it is not selected again for about a block
+    # and one planning (one chain entry, one schedule read) covers several
+    # runs. Zero: filled up to the lookahead, as selected.
+    plan_block: timedelta = timedelta(0)
+
+    def __post_init__(self) -> None:
+        if self.plan_block < timedelta(0):
+            raise ValueError(f"plan_block must not be negative, got {self.plan_block}")
+        if self.plan_block > timedelta(0):
+            reach = self.lookahead + self.plan_block
+            if reach > MAX_QUEUE_AHEAD - BLOCK_MARGIN:
+                longest = (MAX_QUEUE_AHEAD - BLOCK_MARGIN).total_seconds()
+                raise ValueError(
+                    f"lookahead + plan_block must be at most {longest:g} s (the queue holds a "
+                    f"message back {MAX_QUEUE_AHEAD.total_seconds():g} s at most, less a "
+                    f"{BLOCK_MARGIN.total_seconds():g} s margin), got {reach.total_seconds():g} s"
+                )
+
+    @property
+    def fill(self) -> timedelta:
+        """How far ahead of a pass a schedule it selects is filled."""
+        return self.lookahead + self.plan_block
 
     @property
     def ahead(self) -> timedelta:
-        """How far ahead of its due time a pass admits and queues a slot."""
+        """How far ahead of its due time a pass admits and queues a slot:
+        everything it fills, block included (at most MAX_QUEUE_AHEAD)."""
         if not self.queue_ahead:
             return timedelta(0)
-        return min(self.lookahead, MAX_QUEUE_AHEAD)
+        return min(self.fill, MAX_QUEUE_AHEAD)
 
 
 @dataclass
@@ -254,7 +293,11 @@ class Planner:
         report = PlanReport()
         now = self.clock.now()
         self._memo, self._by_value = {}, {}
+        # Selected by the lookahead, filled up to the block beyond it; the
+        # store's read cursor (``until``, ``planned_through``) is the selection
+        # horizon: a chain entry past it is read by a later pass.
         horizon = now + self.config.lookahead
+        fill = now + self.config.fill
         token: str | None = None
         through: datetime | None = None
         try:
@@ -262,7 +305,7 @@ class Planner:
                 self.config.max_planned_per_pass
             ):
                 page = self.store.due(horizon, self.config.page_size, token)
-                self._plan_page(page.items, now, horizon, direct, report, until=horizon)
+                self._plan_page(page.items, now, fill, direct, report, until=horizon)
                 token = page.next_token
                 if token is None:
                     through = horizon  # every page read and planned
@@ -276,14 +319,15 @@ class Planner:
     ) -> PlanReport:
         """Plan these schedules now, as a pass would (the API, after a create,
         edit or resume whose next slot falls within the horizon): the ones
-        whose ``next_due`` is beyond it are left to the tick."""
+        whose ``next_due`` is beyond it are left to the tick. A schedule
+        selected is filled with its block, as a pass fills it."""
         report = PlanReport()
         now = self.clock.now()
         self._memo, self._by_value = {}, {}
         horizon = now + self.config.lookahead
         due = [s for s in schedules if s.next_due <= horizon]
         if due:
-            self._plan_page(due, now, horizon, direct, report)
+            self._plan_page(due, now, now + self.config.fill, direct, report)
         return report
 
     def _plan_page(
@@ -296,8 +340,10 @@ class Planner:
         *,
         until: datetime | None = None,
     ) -> None:
-        """Plan one page; ``until``: the pass's horizon, when the page is one
-        of ``due(until)`` (see ``Store.materialize``)."""
+        """Plan one page, each schedule filled up to ``horizon`` (the
+        selection horizon, plus the block when there is one); ``until``: the
+        pass's selection horizon, when the page is one of ``due(until)`` (see
+        ``Store.materialize``)."""
         report.schedules += len(schedules)
         planned: list[tuple[Materialization, _PlannedSlots, int]] = []
         for schedule in schedules:
