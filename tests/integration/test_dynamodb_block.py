@@ -1,0 +1,304 @@
+"""A plan block on DynamoDB (moto): a schedule selected by the lookahead is
+filled a block further, every slot admitted and queued ahead, so its chain
+entry (the ``next`` index) is written once a block, not once a pass; pause,
+delete and edit keep their promises with more slots already queued.
+
+Each test drives the real planner (``Ticker`` passes, queueing ahead as
+deployed) and the real worker over moto, and counts requests from their own
+parameters. The queue is a fake that holds each intent until its due second
+(moto's SQS holds messages back by the real clock).
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from adapters.dynamodb.local import create_store_tables
+from adapters.dynamodb.runs import DynamoRunStore
+from adapters.dynamodb.store import DynamoStore
+from domain.delivery import Delivery, Outcome
+from domain.partition import Partitioning
+from domain.run import DeliveryIntent, Reason, RunStatus
+from domain.targets import Target
+from service.ports import DeliveryQueue
+from service.runs import RunWorker
+from service.schedules import ScheduleService
+from service.tick import PlanNow, TickConfig, Ticker
+from tests.conftest import FakeClock, utc
+
+START = utc("2026-12-01T08:00:00Z")
+WEBHOOK = {"type": "webhook", "url": "https://example.com/hook"}
+PARTS = Partitioning(shards=2, bucket_s=60)
+LOOKAHEAD = timedelta(seconds=90)
+BLOCK = timedelta(seconds=300)
+BLOCKED = TickConfig(partitioning=PARTS, lookahead=LOOKAHEAD, plan_block=BLOCK, queue_ahead=True)
+UNBLOCKED = TickConfig(partitioning=PARTS, lookahead=LOOKAHEAD, queue_ahead=True)
+EVERY_MINUTE = {"every": "PT1M", "start_at": "2026-12-01T08:01:00Z"}
+
+
+class HeldQueue(DeliveryQueue):
+    """Keeps every intent sent; ``due`` hands out, once, those due by then."""
+
+    def __init__(self) -> None:
+        self.held: list[DeliveryIntent] = []
+
+    def send_batch(self, intents: Sequence[DeliveryIntent]) -> list[str]:
+        self.held.extend(intents)
+        return []
+
+    def due(self, now: datetime) -> list[DeliveryIntent]:
+        ready = sorted((i for i in self.held if i.scheduled_at <= now), key=lambda i: i.scheduled_at)
+        self.held = [i for i in self.held if i.scheduled_at > now]
+        return ready
+
+
+class Calls:
+    """A target that succeeds and remembers each delivery."""
+
+    def __init__(self) -> None:
+        self.deliveries: list[Delivery] = []
+
+    def deliver(self, target: Target, delivery: Delivery, *, timeout_s: float) -> Outcome:
+        self.deliveries.append(delivery)
+        return Outcome.succeeded(200)
+
+
+class World:
+    def __init__(self, client: Any, config: TickConfig, name: str = "block") -> None:
+        self.client = client
+        self.clock = FakeClock(START)
+        self.tables = create_store_tables(client, name)
+        self.store = DynamoStore(client, self.tables, due_shards=2)
+        self.queue = HeldQueue()
+        self.ticker = Ticker(self.store, self.queue, self.clock, config, owner="tick-1")
+        self.target = Calls()
+        worker_store = DynamoRunStore(DynamoStore(client, self.tables, due_shards=2))
+        self.worker = RunWorker(worker_store, self.target, self.clock, random.Random(1))
+        self.service = ScheduleService(
+            self.store,
+            self.clock,
+            PARTS,
+            planning=PlanNow(self.store, self.queue, self.clock, config),
+        )
+        self.calls: Counter[tuple[str, str]] = Counter()
+        self.next_entries = 0  # records written with a ``next`` index entry
+        client.meta.events.register("before-parameter-build.dynamodb.*", self._count)
+
+    def _count(self, model: Any, params: Any, **_: Any) -> None:
+        tables = [params["TableName"]] if "TableName" in params else []
+        tables += list(params.get("RequestItems", {}))
+        for table in tables or [""]:
+            self.calls[(model.name, str(table))] += 1
+        written = params.get("Item", {})
+        if model.name == "PutItem" and "next_key" in written:
+            self.next_entries += 1
+        if model.name == "UpdateItem" and "next_key" in str(params.get("UpdateExpression", "")):
+            self.next_entries += 1
+
+    def create(self, spec: dict[str, Any], payload: dict[str, Any] | None = None) -> str:
+        body = {"name": "job", "spec": spec, "target": WEBHOOK, "payload": payload or {}}
+        return self.service.create(body)[0].schedule_id
+
+    def minutes(self, count: int, *, work: bool = True) -> None:
+        """A tick pass each minute, as EventBridge Scheduler invokes it, and
+        the worker running every intent as it comes due, second by second."""
+        for _ in range(count):
+            self.ticker.tick_once()
+            self.work_until(self.clock.now() + timedelta(seconds=60), work=work)
+
+    def work_until(self, end: datetime, *, work: bool = True) -> None:
+        while True:
+            upcoming = sorted(i.scheduled_at for i in self.queue.held)
+            if not upcoming or upcoming[0] >= end or not work:
+                break
+            self.clock.set(max(self.clock.now(), upcoming[0]))
+            for intent in self.queue.due(self.clock.now()):
+                self.worker.handle(intent)
+        self.clock.set(end)
+
+    def slots(self, schedule_id: str) -> list[tuple[datetime, RunStatus, int, str | None]]:
+        runs = self.store.runs(schedule_id, 500).items
+        return sorted((r.scheduled_at, r.status, r.version, r.reason) for r in runs)
+
+    def called(self) -> list[str]:
+        return [d.occurrence_id for d in self.target.deliveries]
+
+
+@pytest.fixture
+def client() -> Iterator[Any]:
+    with mock_aws():
+        yield boto3.client("dynamodb", region_name="us-east-1")
+
+
+def _every_minute_from(first: datetime, last: datetime) -> list[datetime]:
+    count = int((last - first).total_seconds() // 60) + 1
+    return [first + timedelta(minutes=m) for m in range(count)]
+
+
+def test_a_minutely_schedule_writes_its_next_entry_once_a_block_not_once_a_pass(
+    client: Any,
+) -> None:
+    passes = 30
+    written = {}
+    for name, config in (("unblocked", UNBLOCKED), ("blocked", BLOCKED)):
+        world = World(client, config, name)
+        sid = world.create(EVERY_MINUTE)
+        world.minutes(passes)
+        written[name] = world.next_entries
+        slots = world.slots(sid)
+        instants = [s[0] for s in slots]
+        # Every slot once, none missing, every one run once.
+        assert len(instants) == len(set(instants))
+        assert instants[: passes - 1] == _every_minute_from(utc("2026-12-01T08:01:00Z"), START + timedelta(minutes=passes - 1))
+        assert len(world.called()) == len(set(world.called())) == passes - 1
+        assert all(s[1] is RunStatus.SUCCEEDED for s in slots if s[0] < world.clock.now())
+        if name == "blocked":
+            # Everything filled ahead is admitted (and queued).
+            assert all(s[1] is RunStatus.ADMITTED for s in slots if s[0] > world.clock.now())
+    # Without a block, one entry a pass; with a 300 s block, one every ~5-6.
+    assert written["unblocked"] >= passes - 1
+    assert written["blocked"] <= passes // 4, written
+
+
+def test_a_block_reads_the_schedule_once_a_block(client: Any) -> None:
+    reads = {}
+    for name, config in (("unblocked", UNBLOCKED), ("blocked", BLOCKED)):
+        world = World(client, config, name)
+        world.create(EVERY_MINUTE)
+        world.minutes(2)
+        world.calls.clear()
+        world.minutes(20, work=False)
+        reads[name] = world.calls[("BatchGetItem", world.tables.schedules)]
+    assert reads["blocked"] * 3 <= reads["unblocked"], reads
+
+
+def test_a_two_hour_outage_keeps_every_slot_with_the_block_on(client: Any) -> None:
+    world = World(client, BLOCKED)
+    sid = world.create(EVERY_MINUTE)
+    world.minutes(3)
+    world.clock.advance(timedelta(hours=2))  # no pass, no worker, for two hours
+    world.minutes(12)
+    slots = world.slots(sid)
+    instants = [s[0] for s in slots]
+    assert len(instants) == len(set(instants))
+    now = world.clock.now()
+    due = [at for at in instants if at <= now]
+    # Every slot up to now has a record, each run at most once.
+    assert due == _every_minute_from(utc("2026-12-01T08:01:00Z"), due[-1])
+    assert due[-1] > now - timedelta(minutes=1)
+    assert len(world.called()) == len(set(world.called()))
+    # latest_only (the default): the backlog the first pass after the outage
+    # found is recorded skipped (superseded), its latest slot and every one
+    # after it ran; what was queued before the outage ran when the worker came.
+    back = START + timedelta(minutes=3) + timedelta(hours=2)
+    backlog = [s for s in slots if START + timedelta(minutes=7) <= s[0] < back]
+    assert backlog and all(s[1] is RunStatus.SKIPPED for s in backlog)
+    assert all(s[1] is RunStatus.SUCCEEDED for s in slots if back <= s[0] < now)
+    assert all(s[1] is RunStatus.SUCCEEDED for s in slots if s[0] < START + timedelta(minutes=7))
+
+
+def test_a_pause_mid_block_skips_the_queued_slots_due_while_paused_and_a_resume_runs_on(
+    client: Any,
+) -> None:
+    # Given a minutely schedule planned a block ahead (slots queued to ~08:06:30)
+    world = World(client, BLOCKED)
+    sid = world.create(EVERY_MINUTE)
+    world.minutes(3)  # 08:00 .. 08:03, 08:01 .. 08:03 run
+    queued = [i.scheduled_at for i in world.queue.held]
+    assert len(queued) >= 4  # mid-block: several slots already admitted and queued
+    # When it is paused at 08:03:30 and resumed at 08:06:30
+    world.work_until(utc("2026-12-01T08:03:30Z"))  # 08:03 runs
+    world.service.pause(sid, "maintenance")
+    world.work_until(utc("2026-12-01T08:04:00Z"))
+    world.minutes(2)  # 08:04, 08:05
+    world.work_until(utc("2026-12-01T08:06:30Z"))
+    called_while_paused = list(world.called())
+    world.service.resume(sid)
+    world.work_until(utc("2026-12-01T08:07:00Z"))
+    world.minutes(10)
+    # Then the slots due while paused were not called, each recorded skipped
+    slots = world.slots(sid)
+    paused = [s for s in slots if utc("2026-12-01T08:03:30Z") < s[0] < utc("2026-12-01T08:06:30Z")]
+    assert [s[0] for s in paused] == _every_minute_from(
+        utc("2026-12-01T08:04:00Z"), utc("2026-12-01T08:06:00Z")
+    )
+    assert all(s[1] is RunStatus.SKIPPED and s[3] == Reason.PAUSED for s in paused)
+    assert len(called_while_paused) == 3  # 08:01 .. 08:03, nothing while paused
+    # And every slot is there once, none missing; the ones after the resume ran
+    instants = [s[0] for s in slots]
+    assert len(instants) == len(set(instants))
+    end = world.clock.now()
+    assert [at for at in instants if at < end] == _every_minute_from(
+        utc("2026-12-01T08:01:00Z"), end - timedelta(minutes=1)
+    )
+    ran = [s for s in slots if s[1] is RunStatus.SUCCEEDED]
+    assert [s[0] for s in ran] == [at for at in instants if at < end and not (
+        utc("2026-12-01T08:03:30Z") < at < utc("2026-12-01T08:06:30Z")
+    )]
+    assert len(world.called()) == len(set(world.called())) == len(ran)
+
+
+def test_a_delete_mid_block_runs_none_of_the_queued_slots(client: Any) -> None:
+    world = World(client, BLOCKED)
+    sid = world.create(EVERY_MINUTE)
+    world.minutes(2)
+    assert len(world.queue.held) >= 4
+    called = len(world.called())
+    world.clock.set(utc("2026-12-01T08:02:30Z"))
+    world.service.delete(sid)
+    world.work_until(utc("2026-12-01T08:03:00Z"))
+    world.minutes(10)
+    assert len(world.called()) == called
+    after = [s for s in world.slots(sid) if s[0] > utc("2026-12-01T08:02:30Z")]
+    assert after and all(s[1] is RunStatus.CANCELLED for s in after)
+
+
+def test_an_edit_mid_block_reaches_the_slots_after_the_block_and_none_before(
+    client: Any,
+) -> None:
+    # Given a minutely schedule (payload v1) planned a block ahead
+    world = World(client, BLOCKED)
+    sid = world.create(EVERY_MINUTE, {"v": 1})
+    world.minutes(3)
+    schedule = world.store.get(sid)
+    assert schedule is not None and schedule.last_materialized_at is not None
+    planned_through = schedule.last_materialized_at
+    assert planned_through > world.clock.now() + LOOKAHEAD  # the block is queued
+    # When it is edited at 08:03:30 to every two minutes with payload v2
+    world.clock.set(utc("2026-12-01T08:03:30Z"))
+    world.service.edit(
+        sid,
+        schedule.version,
+        {
+            "name": "job",
+            "spec": {"every": "PT2M", "start_at": "2026-12-01T08:00:00Z"},
+            "target": WEBHOOK,
+            "payload": {"v": 2},
+        },
+    )
+    world.work_until(utc("2026-12-01T08:04:00Z"))
+    world.minutes(15)
+    slots = world.slots(sid)
+    instants = [s[0] for s in slots]
+    # Then no instant twice; the slots queued before the edit ran as version 1,
+    # every one after them is version 2's (every two minutes), none before
+    assert len(instants) == len(set(instants))
+    old = [s for s in slots if s[2] == 1]
+    new = [s for s in slots if s[2] == 2]
+    assert [s[0] for s in old] == _every_minute_from(utc("2026-12-01T08:01:00Z"), planned_through)
+    assert new and min(s[0] for s in new) > planned_through
+    assert all(s[0].minute % 2 == 0 for s in new)
+    payloads = {d.occurrence_id: d.payload for d in world.target.deliveries}
+    runs = {r.occurrence_id: r for r in world.store.runs(sid, 500).items}
+    assert payloads and all(
+        payloads[oid] == {"v": runs[oid].version} for oid in payloads
+    ), "each run was delivered with its own version's payload"
+    assert len(world.called()) == len(set(world.called()))
