@@ -150,3 +150,12 @@ def test_the_worker_outlives_its_longest_target_call_and_the_time_to_record_it(
     timeout = worker["Properties"]["Timeout"]
     assert timeout >= LAMBDA_TARGET_READ_TIMEOUT_S + INVOCATION_MARGIN_S
     assert timeout <= 180  # a stuck batch holds its messages for 6x this (visibility)
+
+
+@pytest.mark.parametrize("name", ["api", "tick"])
+def test_the_tick_and_the_api_plan_with_the_same_block(template: dict[str, Any], name: str) -> None:
+    from adapters.definitions import ENV_LOOKAHEAD_S, ENV_PLAN_BLOCK_S
+
+    _, fn = function(template, HANDLERS[name])
+    env = fn["Properties"]["Environment"]["Variables"]
+    assert (env[ENV_LOOKAHEAD_S], env[ENV_PLAN_BLOCK_S]) == ("90", "300")

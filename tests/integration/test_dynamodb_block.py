@@ -55,7 +55,9 @@ class HeldQueue(DeliveryQueue):
         return []
 
     def due(self, now: datetime) -> list[DeliveryIntent]:
-        ready = sorted((i for i in self.held if i.scheduled_at <= now), key=lambda i: i.scheduled_at)
+        ready = sorted(
+            (i for i in self.held if i.scheduled_at <= now), key=lambda i: i.scheduled_at
+        )
         self.held = [i for i in self.held if i.scheduled_at > now]
         return ready
 
@@ -157,7 +159,9 @@ def test_a_minutely_schedule_writes_its_next_entry_once_a_block_not_once_a_pass(
         instants = [s[0] for s in slots]
         # Every slot once, none missing, every one run once.
         assert len(instants) == len(set(instants))
-        assert instants[: passes - 1] == _every_minute_from(utc("2026-12-01T08:01:00Z"), START + timedelta(minutes=passes - 1))
+        assert instants[: passes - 1] == _every_minute_from(
+            utc("2026-12-01T08:01:00Z"), START + timedelta(minutes=passes - 1)
+        )
         assert len(world.called()) == len(set(world.called())) == passes - 1
         assert all(s[1] is RunStatus.SUCCEEDED for s in slots if s[0] < world.clock.now())
         if name == "blocked":
@@ -240,9 +244,11 @@ def test_a_pause_mid_block_skips_the_queued_slots_due_while_paused_and_a_resume_
         utc("2026-12-01T08:01:00Z"), end - timedelta(minutes=1)
     )
     ran = [s for s in slots if s[1] is RunStatus.SUCCEEDED]
-    assert [s[0] for s in ran] == [at for at in instants if at < end and not (
-        utc("2026-12-01T08:03:30Z") < at < utc("2026-12-01T08:06:30Z")
-    )]
+    assert [s[0] for s in ran] == [
+        at
+        for at in instants
+        if at < end and not (utc("2026-12-01T08:03:30Z") < at < utc("2026-12-01T08:06:30Z"))
+    ]
     assert len(world.called()) == len(set(world.called())) == len(ran)
 
 
@@ -298,7 +304,7 @@ def test_an_edit_mid_block_reaches_the_slots_after_the_block_and_none_before(
     assert all(s[0].minute % 2 == 0 for s in new)
     payloads = {d.occurrence_id: d.payload for d in world.target.deliveries}
     runs = {r.occurrence_id: r for r in world.store.runs(sid, 500).items}
-    assert payloads and all(
-        payloads[oid] == {"v": runs[oid].version} for oid in payloads
-    ), "each run was delivered with its own version's payload"
+    assert payloads and all(payloads[oid] == {"v": runs[oid].version} for oid in payloads), (
+        "each run was delivered with its own version's payload"
+    )
     assert len(world.called()) == len(set(world.called()))
