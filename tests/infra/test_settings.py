@@ -123,7 +123,8 @@ def test_the_deployed_tick_plans_a_block_of_300_seconds_unless_told() -> None:
         ({"duetime:planBlockS": "soon"}, "duetime:planBlockS: expected an integer"),
         (
             {"duetime:planBlockS": 751},
-            r"duetime:planBlockS: lookaheadS \+ planBlockS must be at most 840 seconds, got 90 \+ 751",
+            r"duetime:planBlockS: lookaheadS \+ planBlockS must be at most 840 seconds, "
+            r"got 90 \+ 751",
         ),
         ({"duetime:lookaheadS": 600}, r"planBlockS: lookaheadS \+ planBlockS"),
     ],

@@ -42,7 +42,7 @@ def test_a_negative_block_is_refused() -> None:
 
 
 def test_a_block_reaching_past_the_queue_delay_less_its_margin_is_refused() -> None:
-    assert MAX_QUEUE_AHEAD == timedelta(seconds=900)
+    assert timedelta(seconds=900) == MAX_QUEUE_AHEAD
     TickConfig(lookahead=timedelta(seconds=90), plan_block=timedelta(seconds=750))  # 840 s
     with pytest.raises(ValueError, match=r"lookahead \+ plan_block must be at most 840 s"):
         TickConfig(lookahead=timedelta(seconds=90), plan_block=timedelta(seconds=751))
