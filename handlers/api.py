@@ -23,7 +23,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import lru_cache
 from http import HTTPStatus
@@ -219,8 +219,12 @@ def _schedule_body(
 ) -> ScheduleOut:
     spec = schedule.current.spec
     slots = services.schedules.next_occurrences(schedule, NEXT_OCCURRENCES)
+    # next_due as a person reads it: the next slot that will run, queued or not.
+    next_due = overview.next_to_run(
+        services.schedules.store, schedule, services.schedules.clock.now()
+    )
     return schedule_out(
-        schedule,
+        replace(schedule, next_due=next_due),
         slots,
         lambda instant: local_time(spec, instant),
         status=overview.status(schedule, services.schedules.clock.now()).value,

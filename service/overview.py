@@ -9,18 +9,18 @@ never a scan of its whole history.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Final
 
 from domain.errors import DuetimeError, InvalidSchedule
 from domain.explain import slot_note
 from domain.overview import ScheduleStatus, changed_fields, schedule_status
-from domain.run import Run, RunStatus
+from domain.run import Run, RunKind, RunStatus
 from domain.schedule import Schedule, ScheduleVersion
 from domain.spec import Slot, spec_zone_name
 from domain.timezones import load_zone
 from service.errors import ScheduleNotFound
-from service.ports import Page, Store
+from service.ports import Page, RunQuery, Store
 
 RECENT_RUNS: Final = 5
 # How many of a schedule's newest records are read to find its recent runs and
@@ -72,6 +72,33 @@ def upcoming_occurrences(schedule: Schedule, slots: list[Slot]) -> list[Upcoming
     time was in a gap or a fold."""
     zone = load_zone(spec_zone_name(schedule.current.spec))
     return [UpcomingOccurrence(slot, schedule.version, slot_note(slot, zone)) for slot in slots]
+
+
+def next_to_run(store: Store, schedule: Schedule, now: datetime) -> datetime | None:
+    """The instant of the schedule's next slot that will run, strictly after
+    ``now``: the earliest occurrence already created for it (planned ahead,
+    admitted and queued, or waiting, under whichever version created it),
+    else the first slot not created yet (``next_due``, which is what the
+    store keeps: with a lookahead, and more with a plan block, it can be
+    minutes after slots already queued). One read of the schedule's records
+    from ``now`` on, and only when something is planned past ``now``. A
+    paused, quarantined or ended schedule shows ``next_due`` as stored."""
+    planned_to = schedule.last_materialized_at
+    if not schedule.active or schedule.quarantine is not None:
+        return schedule.next_due
+    if planned_to is None or planned_to <= now:
+        return schedule.next_due
+    query = RunQuery(
+        schedule_id=schedule.schedule_id,
+        statuses=_NOT_RUN,
+        kinds=frozenset({RunKind.SCHEDULED}),
+        since=now + timedelta(microseconds=1),
+        newest_first=False,
+    )
+    found = store.find_runs(query, 1).items
+    if found and (schedule.next_due is None or found[0].scheduled_at < schedule.next_due):
+        return found[0].scheduled_at
+    return schedule.next_due
 
 
 def _newest_runs(store: Store, schedule_id: str, now: datetime) -> list[Run]:

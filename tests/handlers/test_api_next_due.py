@@ -1,0 +1,117 @@
+"""``next_due`` in a schedule's answer is the next slot that will run: with a
+lookahead, and more with a plan block, slots are created (admitted and
+queued) ahead, and the first slot not created yet can be minutes after
+them. On both stores (SQLite, and DynamoDB on moto), with and without a
+block, through the handler as each deployment builds it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from adapters.dynamodb.local import create_store_tables
+from adapters.secrets import InMemorySecretStore
+from adapters.sqlite.store import SqliteStore
+from handlers.api import ApiServices, build_services, handler
+from handlers.settings import Settings
+from handlers.tick import tick_config
+from service.tick import Ticker
+from tests.conftest import FakeClock, FakeQueue, utc
+from tests.handlers.test_api import rest_event
+
+WEBHOOK = {"type": "webhook", "url": "https://example.com/hook"}
+EVERY_MINUTE = {"every": "PT1M", "start_at": "2026-12-01T08:01:00Z"}
+
+
+@pytest.fixture(params=["sqlite-0", "sqlite-300", "dynamodb-0", "dynamodb-300"])
+def deployment(
+    request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock
+) -> Iterator[tuple[ApiServices, Settings]]:
+    kind, block = str(request.param).split("-")
+    settings = Settings(shards=2, plan_block_s=int(block))
+    if kind == "sqlite":
+        built = build_services(
+            settings, data_dir=tmp_path, clock=clock, secrets=InMemorySecretStore()
+        )
+        yield built, settings
+        store = built.schedules.store
+        assert isinstance(store, SqliteStore)
+        store.close()
+        return
+    with mock_aws():
+        tables = create_store_tables(boto3.client("dynamodb"), "next-due")
+        settings = settings.model_copy(
+            update={
+                "schedules_table": tables.schedules,
+                "occurrences_table": tables.occurrences,
+                "leases_table": tables.leases,
+            }
+        )
+        yield build_services(settings, clock=clock, secrets=InMemorySecretStore()), settings
+
+
+def call(services: ApiServices, method: str, path: str, body: Any = None) -> Any:
+    event = rest_event(
+        method,
+        path,
+        body=None if body is None else json.dumps(body),
+        headers={"Content-Type": "application/json"},
+    )
+    response = handler(event, None, service=services)
+    return response["statusCode"], json.loads(response["body"])
+
+
+def shown(services: ApiServices, schedule_id: str) -> tuple[str, str]:
+    """``next_due`` as GET /schedules/{id} and the listing show it."""
+    _, one = call(services, "GET", f"/schedules/{schedule_id}")
+    _, listing = call(services, "GET", "/schedules")
+    [listed] = [s for s in listing["schedules"] if s["id"] == schedule_id]
+    return one["next_due"], listed["next_due"]
+
+
+def test_next_due_is_the_next_slot_that_will_run_even_when_slots_are_queued_ahead(
+    deployment: tuple[ApiServices, Settings], clock: FakeClock
+) -> None:
+    services, settings = deployment
+    status, created = call(
+        services, "POST", "/schedules", {"name": "job", "spec": EVERY_MINUTE, "target": WEBHOOK}
+    )
+    assert status == 201
+    sid = created["id"]
+    ticker = Ticker(services.schedules.store, FakeQueue(), clock, tick_config(settings), owner="t")
+    ticker.tick_once()  # 08:00: 08:01 (and with the block up to 08:06) created, queued
+    stored = services.schedules.store.get(sid)
+    assert stored is not None and stored.next_due is not None
+    assert stored.next_due > utc("2026-12-01T08:01:00Z")  # the store's: the first not created
+    clock.set(utc("2026-12-01T08:00:30Z"))
+    assert shown(services, sid) == ("2026-12-01T08:01:00Z", "2026-12-01T08:01:00Z")
+    # Strictly after: at 08:01:00 exactly, the next one is 08:02.
+    clock.set(utc("2026-12-01T08:01:00Z"))
+    ticker.tick_once()
+    assert shown(services, sid) == ("2026-12-01T08:02:00Z", "2026-12-01T08:02:00Z")
+
+
+def test_a_paused_schedule_shows_next_due_as_stored(
+    deployment: tuple[ApiServices, Settings], clock: FakeClock
+) -> None:
+    services, settings = deployment
+    _, created = call(
+        services, "POST", "/schedules", {"name": "job", "spec": EVERY_MINUTE, "target": WEBHOOK}
+    )
+    sid = created["id"]
+    Ticker(
+        services.schedules.store, FakeQueue(), clock, tick_config(settings), owner="t"
+    ).tick_once()
+    status, paused = call(services, "POST", f"/schedules/{sid}/pause", {})
+    assert status == 200
+    stored = services.schedules.store.get(sid)
+    assert stored is not None and stored.next_due is not None
+    expected = stored.next_due.strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert paused["next_due"] == expected
+    assert shown(services, sid) == (expected, expected)
