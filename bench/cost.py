@@ -47,6 +47,14 @@ worker on a clock a lookahead later, where every intent is due.
 
     .venv/bin/python bench/cost.py                      # 100 schedules x 3 slots
     .venv/bin/python bench/cost.py --schedules 50 --slots 2
+    .venv/bin/python bench/cost.py --every 60 --every 300 --every 3600
+
+``--every SECONDS`` (repeatable) adds the steady state per cadence: schedules
+of that cadence, after a warm-up that hands every one to its chain, over many
+passes, DynamoDB write and read units a run, without a plan block and with
+the block the stack deploys (``infra.settings.Settings.plan_block_s``), side
+by side; $ a million runs all in adds the main run's SQS, Lambda and logs a
+run to each cadence's DynamoDB.
 
 Prices are list prices (us-east-1, on demand, no free tier) as read on the
 date in ``PRICES_READ_ON``; prices change, so check the pricing pages.
@@ -562,6 +570,172 @@ def measure(schedules: int, slots: int, batch_size: int = MAX_BATCH) -> dict[str
             ),
             "elapsed_s": elapsed,
         }
+
+
+def _drain(
+    sqs: Any, url: str, worker: RunWorker, queue: SqsWorkQueue, meter: Meter, batch_size: int
+) -> int:
+    """Receive and run what the queue holds, as the event source mapping
+    does; the number of records that succeeded."""
+    done_count = 0
+    while True:
+        meter.phase = "esm"
+        answer = sqs.receive_message(
+            QueueUrl=url,
+            MaxNumberOfMessages=batch_size,
+            MessageSystemAttributeNames=["ApproximateReceiveCount"],
+        )
+        messages = answer.get("Messages", [])
+        if not messages:
+            return done_count
+        meter.phase = "worker"
+        with contextlib.redirect_stdout(io.StringIO()):
+            result = worker_handler.handler(
+                {"Records": [_record(m) for m in messages]}, None, worker=worker, queue=queue
+            )
+        failed = {f["itemIdentifier"] for f in result.get("batchItemFailures", [])}
+        done = [m for m in messages if m["MessageId"] not in failed]
+        done_count += len(done)
+        meter.phase = "esm"
+        if done:
+            sqs.delete_message_batch(
+                QueueUrl=url,
+                Entries=[
+                    {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)
+                ],
+            )
+
+
+def steady_state(every_s: int, block_s: int, schedules: int, batch_size: int) -> dict[str, Any]:
+    """DynamoDB units a run at steady state, for schedules every ``every_s``
+    with a plan block of ``block_s``: a warm-up hands every schedule from its
+    HEAD to its chain (a block's length and a slot), then passes a minute for
+    at least 60 minutes and three slots, each followed by the worker running
+    what it queued (on a clock a lookahead and a block later, where every
+    intent is due). Tick units less as many idle passes, plus the worker's."""
+    with mock_aws():
+        dynamodb = boto3.client("dynamodb", region_name="us-east-1")
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        tables = create_store_tables(dynamodb, "steady")
+        urls = create_queues(sqs, "steady")
+        definitions = {
+            tables.schedules: SCHEDULES,
+            tables.occurrences: OCCURRENCES,
+            tables.leases: next(t for t in TABLES if t.logical_id == "Leases"),
+        }
+        meter = Meter(boto3.client("dynamodb", region_name="us-east-1"), definitions)
+        meter.attach(dynamodb)
+        meter.attach(sqs)
+        settings = Settings(
+            schedules_table=tables.schedules,
+            occurrences_table=tables.occurrences,
+            leases_table=tables.leases,
+            delivery_queue_url=urls["DUETIME_DELIVERY_QUEUE_URL"],
+            delivery_dlq_url=urls["DUETIME_DELIVERY_DLQ_URL"],
+            plan_block_s=block_s,
+        )
+        config = tick_config(settings)
+        clock = BenchClock(T0)
+        store = DynamoStore(dynamodb, tables, lease_shards=settings.shards)
+        service = ScheduleService(store, clock, config.partitioning)
+        ticker = Ticker(
+            store, _Undelayed(sqs, settings.delivery_queue_url), clock, config, owner="steady"
+        )
+        worker_clock = BenchClock(T0 + config.fill)
+        worker = RunWorker(
+            DynamoRunStore(DynamoStore(dynamodb, tables, lease_shards=settings.shards)),
+            Succeeds(),
+            worker_clock,
+            random.Random(0),
+            telemetry=worker_handler.PowertoolsTelemetry(),
+        )
+        queue = SqsWorkQueue(sqs, settings.delivery_queue_url, settings.delivery_dlq_url)
+        meter.phase = "idle"
+        with contextlib.redirect_stdout(io.StringIO()):
+            run_tick(ticker, 0.0, sleep=lambda s: None)
+        idle = {k: meter.units[("idle", k)] for k in ("wru", "rru")}
+        meter.phase = "setup"
+        for i in range(schedules):
+            service.create(
+                {
+                    "name": f"steady {i}",
+                    "spec": {"every": f"PT{every_s}S"},
+                    "target": {"type": "webhook", "url": "https://example.com/hook"},
+                    "payload": {"n": i},
+                }
+            )
+
+        def passes(count: int, phase: str) -> int:
+            ran = 0
+            for _ in range(count):
+                clock.advance(60)
+                worker_clock.advance(60)
+                meter.phase = phase
+                with contextlib.redirect_stdout(io.StringIO()):
+                    run_tick(ticker, 0.0, sleep=lambda s: None)
+                ran += _drain(sqs, settings.delivery_queue_url, worker, queue, meter, batch_size)
+            return ran
+
+        fill_s = config.fill.total_seconds()
+        passes(math.ceil((fill_s + every_s) / 60) + 2, "warm")
+        for key in list(meter.units):
+            if key[0] in ("tick", "worker", "esm"):
+                del meter.units[key]
+        count = max(60, 3 * every_s // 60)
+        runs = passes(count, "tick")
+        wru = meter.units[("tick", "wru")] - count * idle["wru"] + meter.units[("worker", "wru")]
+        rru = meter.units[("tick", "rru")] - count * idle["rru"] + meter.units[("worker", "rru")]
+        tick_writes = {w: n for (ph, w), n in meter.writes.items() if ph == "tick"}
+        leases = tick_writes.get("Leases", 0.0)
+        return {
+            "every_s": every_s,
+            "block_s": block_s,
+            "schedules": schedules,
+            "passes": count,
+            "runs": runs,
+            # A run's own units: its record, the chain's entry, a HEAD or
+            # outbox write, the worker's; the leases are a cost a pass.
+            "wru": (wru - leases) / runs if runs else float("nan"),
+            "next_per_run": tick_writes.get("Runs.next", 0.0) / runs if runs else float("nan"),
+            "lease_wru_per_pass": leases / count,
+            "rru": rru / runs if runs else float("nan"),
+        }
+
+
+def steady_report(rows: Sequence[Mapping[str, Any]], r: Mapping[str, Any], block_s: int) -> str:
+    """The steady state per cadence, without a block and with the deployed one."""
+    others = sum(
+        v for k, v in r["dollars"].items() if not k.startswith("DynamoDB")
+    )  # SQS, Lambda, logs a run, from the main run
+    out = [
+        "",
+        f"Steady state per cadence (measured; {rows[0]['schedules']} schedules each, "
+        f"after a warm-up; lookahead {Settings().lookahead_s} s; block as deployed: {block_s} s)",
+        f"  {'cadence':<16} {'block':>6} {'runs':>5} {'WRU/run':>8} {'next/run':>9} "
+        f"{'RRU/run':>8} {'$/M all in':>11} {'lease WRU/pass':>15}",
+    ]
+    for row in rows:
+        dollars = (
+            row["wru"] * DYNAMODB_PER_MILLION_WRU + row["rru"] * DYNAMODB_PER_MILLION_RRU + others
+        )
+        every = row["every_s"]
+        name = {60: "every minute", 300: "every 5 minutes", 3600: "hourly"}.get(
+            every, f"every {every} s"
+        )
+        out.append(
+            f"  {name:<16} {row['block_s']:>4} s {row['runs']:>5} {row['wru']:>8.2f} "
+            f"{row['next_per_run']:>9.2f} {row['rru']:>8.2f} {dollars:>11.2f} "
+            f"{row['lease_wru_per_pass']:>15.2f}"
+        )
+    out.append(
+        f"  ($/M all in: these DynamoDB units, plus {others:.2f} a million runs of SQS, Lambda "
+        "and logs from the run above; the tick's fixed cost a month is not in it)"
+    )
+    out.append(
+        "  (WRU/run leaves out the shard leases, a cost a pass that a pass with work pays"
+        " whatever the number of runs: lease WRU/pass)"
+    )
+    return "\n".join(out)
 
 
 class _LambdaContext:
@@ -1172,6 +1346,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--schedules", type=int, default=100)
     parser.add_argument("--slots", type=int, default=3)
+    parser.add_argument(
+        "--every",
+        type=int,
+        action="append",
+        default=[],
+        metavar="SECONDS",
+        help="add the steady state of schedules of this cadence (repeatable)",
+    )
+    parser.add_argument("--steady-schedules", type=int, default=20)
     args = parser.parse_args(argv)
     infra = infra_numbers()
     measured = measure(args.schedules, args.slots, infra["worker_batch"])
@@ -1183,7 +1366,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     if measured["probe"]["failed"]:
         print("the worker probe's runs did not all succeed", file=sys.stderr)
         return 1
-    print(report(measured, infra, model(measured, infra)))
+    modelled = model(measured, infra)
+    print(report(measured, infra, modelled))
+    if args.every:
+        from infra.settings import Settings as StackSettings
+
+        block_s = StackSettings().plan_block_s
+        rows = [
+            steady_state(every, block, args.steady_schedules, infra["worker_batch"])
+            for every in args.every
+            for block in (0, block_s)
+        ]
+        print(steady_report(rows, modelled, block_s))
     return 0
 
 
