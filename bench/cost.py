@@ -653,7 +653,7 @@ def steady_state(every_s: int, block_s: int, schedules: int, batch_size: int) ->
         meter.phase = "idle"
         with contextlib.redirect_stdout(io.StringIO()):
             run_tick(ticker, 0.0, sleep=lambda s: None)
-        idle = {k: meter.units[("idle", k)] for k in ("wru", "rru")}
+        idle_rru = meter.units[("idle", "rru")]
         meter.phase = "setup"
         for i in range(schedules):
             service.create(
@@ -683,8 +683,9 @@ def steady_state(every_s: int, block_s: int, schedules: int, batch_size: int) ->
                 del meter.units[key]
         count = max(60, 3 * every_s // 60)
         runs = passes(count, "tick")
-        wru = meter.units[("tick", "wru")] - count * idle["wru"] + meter.units[("worker", "wru")]
-        rru = meter.units[("tick", "rru")] - count * idle["rru"] + meter.units[("worker", "rru")]
+        wru = meter.units[("tick", "wru")] + meter.units[("worker", "wru")]
+        # The reads every pass makes anyway (index reads) are left out.
+        rru = meter.units[("tick", "rru")] - count * idle_rru + meter.units[("worker", "rru")]
         tick_writes = {w: n for (ph, w), n in meter.writes.items() if ph == "tick"}
         leases = tick_writes.get("Leases", 0.0)
         return {
@@ -694,7 +695,9 @@ def steady_state(every_s: int, block_s: int, schedules: int, batch_size: int) ->
             "passes": count,
             "runs": runs,
             # A run's own units: its record, the chain's entry, a HEAD or
-            # outbox write, the worker's; the leases are a cost a pass.
+            # outbox write, the worker's. The leases table's (the pass's
+            # heartbeat, the shard leases it takes and lets go, the plan
+            # cursor) are a cost a pass, whatever the number of runs.
             "wru": (wru - leases) / runs if runs else float("nan"),
             "next_per_run": tick_writes.get("Runs.next", 0.0) / runs if runs else float("nan"),
             "lease_wru_per_pass": leases / count,
@@ -712,7 +715,7 @@ def steady_report(rows: Sequence[Mapping[str, Any]], r: Mapping[str, Any], block
         f"Steady state per cadence (measured; {rows[0]['schedules']} schedules each, "
         f"after a warm-up; lookahead {Settings().lookahead_s} s; block as deployed: {block_s} s)",
         f"  {'cadence':<16} {'block':>6} {'runs':>5} {'WRU/run':>8} {'next/run':>9} "
-        f"{'RRU/run':>8} {'$/M all in':>11} {'lease WRU/pass':>15}",
+        f"{'RRU/run':>8} {'$/M all in':>11} {'Leases WRU/pass':>16}",
     ]
     for row in rows:
         dollars = (
@@ -725,15 +728,16 @@ def steady_report(rows: Sequence[Mapping[str, Any]], r: Mapping[str, Any], block
         out.append(
             f"  {name:<16} {row['block_s']:>4} s {row['runs']:>5} {row['wru']:>8.2f} "
             f"{row['next_per_run']:>9.2f} {row['rru']:>8.2f} {dollars:>11.2f} "
-            f"{row['lease_wru_per_pass']:>15.2f}"
+            f"{row['lease_wru_per_pass']:>16.2f}"
         )
     out.append(
         f"  ($/M all in: these DynamoDB units, plus {others:.2f} a million runs of SQS, Lambda "
         "and logs from the run above; the tick's fixed cost a month is not in it)"
     )
     out.append(
-        "  (WRU/run leaves out the shard leases, a cost a pass that a pass with work pays"
-        " whatever the number of runs: lease WRU/pass)"
+        "  (WRU/run leaves out the leases table: the pass's heartbeat, the shard leases a pass"
+        " with work takes and lets go, the plan cursor; a cost a pass, whatever the number"
+        " of runs: Leases WRU/pass. RRU/run leaves out the reads of an idle pass)"
     )
     return "\n".join(out)
 
