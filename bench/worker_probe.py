@@ -19,11 +19,27 @@ next ones a warm one. At the end of input it writes to ``<result path>`` as
 JSON: the cold start's CPU seconds and resident memory, then per invocation
 its phase, record count, CPU seconds (user + system, all threads), wall
 seconds and the worker's AWS requests by operation, and the peak resident
-memory. Its standard output is what the function would log.
+memory. Its standard output is what the function would log: the process
+has the variables Lambda sets (``AWS_LAMBDA_FUNCTION_NAME``, and a new
+``_X_AMZN_TRACE_ID`` each invocation), so the log lines are the deployed
+ones.
+
+moto's server answers every request with ``Connection: close``, so each AWS
+request here opens a TCP connection (on Lambda the SDK keeps one open, and
+pays TLS instead): a little CPU a request that the deployed function spends
+differently.
+
+With ``DUETIME_PROBE_PROFILE`` set to a path, the warm invocations also run
+under cProfile, timed by each thread's CPU clock (the invocation's thread
+and each record's thread, merged), and the statistics are written there
+(``python -m pstats <path>``). The profiler's own overhead inflates the CPU
+seconds several times over: compare shares within a profile, and take CPU
+figures from a run without it.
 """
 
 from __future__ import annotations
 
+import cProfile
 import json
 import os
 import resource
@@ -93,10 +109,62 @@ def count_requests(calls: Counter[str]) -> None:
     BaseClient._make_api_call = counted  # type: ignore[method-assign]
 
 
+class Profiles:
+    """cProfile for a multi-threaded invocation: one profiler per thread
+    (a ``cProfile.Profile`` follows only the thread that enabled it), merged
+    at the end."""
+
+    def __init__(self) -> None:
+        self.done: list[cProfile.Profile] = []
+        self.on = False
+        self._lock = threading.Lock()
+
+    def wrap(self, call: Any) -> Any:
+        def profiled(*args: Any, **kwargs: Any) -> Any:
+            if not self.on:
+                return call(*args, **kwargs)
+            profile = cProfile.Profile(time.thread_time)  # this thread's CPU, not its waits
+            profile.enable()
+            try:
+                return call(*args, **kwargs)
+            finally:
+                profile.disable()
+                with self._lock:
+                    self.done.append(profile)
+
+        return profiled
+
+    def dump(self, path: str) -> None:
+        import pstats
+
+        if self.done:
+            stats = pstats.Stats(self.done[0])
+            for profile in self.done[1:]:
+                stats.add(profile)
+            stats.dump_stats(path)
+
+
+def lambda_environment() -> None:
+    """The variables Lambda gives the function's process (what the worker's
+    logger and botocore read of them: the function's name, and a trace id
+    per invocation, X-Ray on or not)."""
+    os.environ.setdefault("AWS_LAMBDA_FUNCTION_NAME", "duetime-worker")
+    new_trace_id()
+
+
+def new_trace_id() -> None:
+    os.environ["_X_AMZN_TRACE_ID"] = (
+        f"Root=1-{int(time.time()):08x}-{os.urandom(12).hex()};"
+        f"Parent={os.urandom(8).hex()};Sampled=0;Lineage=1:{os.urandom(4).hex()}:0"
+    )
+
+
 def main(settings_json: str, result_path: str, report_fd: int) -> None:
     # The cold start: what Lambda's init runs (the module) and what the first
     # invocation builds once (the clients).
     import random
+
+    lambda_environment()
 
     from adapters.targets import AddressPolicy
     from handlers import worker as worker_handler
@@ -127,8 +195,16 @@ def main(settings_json: str, result_path: str, report_fd: int) -> None:
     count_requests(calls)
     sqs = boto3.client("sqs")  # the event source mapping's, not the function's
     report = os.fdopen(report_fd, "w")
+    profile_path = os.environ.get("DUETIME_PROBE_PROFILE")
+    profiles = Profiles()
+    if profile_path:
+        worker_handler.handle_message = profiles.wrap(worker_handler.handle_message)
+        invoke = profiles.wrap(worker_handler.handler)
+    else:
+        invoke = worker_handler.handler
     for phase, line in enumerate(sys.stdin):
         clock.at = datetime.fromisoformat(line.strip())
+        profiles.on = phase > 0
         while True:
             answer = sqs.receive_message(
                 QueueUrl=settings.delivery_queue_url,
@@ -140,8 +216,9 @@ def main(settings_json: str, result_path: str, report_fd: int) -> None:
                 break
             event = {"Records": [_record(m) for m in messages]}
             calls.clear()
+            new_trace_id()
             before, wall = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
-            response = worker_handler.handler(event, Context(), worker=worker, queue=parts.queue)
+            response = invoke(event, Context(), worker=worker, queue=parts.queue)
             wall = time.perf_counter() - wall
             after = resource.getrusage(resource.RUSAGE_SELF)
             failed = {f["itemIdentifier"] for f in response.get("batchItemFailures", [])}
@@ -169,6 +246,8 @@ def main(settings_json: str, result_path: str, report_fd: int) -> None:
         report.flush()
     sys.stdout.flush()
     result["peak_rss_mb"] = peak_rss_mb()
+    if profile_path:
+        profiles.dump(profile_path)
     Path(result_path).write_text(json.dumps(result))
 
 

@@ -22,9 +22,10 @@ the emulator), with a heartbeat that keeps each held message hidden and each
 run in flight leased for seconds at a time, so the work of a killed process
 is taken over within seconds.
 
-Every attempt is one JSON log line (occurrence_id, schedule_id, version,
-attempt, status, duration, error) and the metrics RunAttempts, StartLateness,
-RunsRetried, RunsSucceeded and RunsFailed.
+Every attempt is one JSON log line (occurrence_id, schedule_id, attempt,
+status, duration_s, late_by_s, and error and status_code when there is one)
+and the metrics RunAttempts, StartLateness, RunsRetried, RunsSucceeded and
+RunsFailed.
 """
 
 from __future__ import annotations
@@ -113,15 +114,19 @@ class PowertoolsTelemetry(RunTelemetry):
             put_seconds(Metric.START_LATENESS, late_by_s)
 
     def attempt_ended(self, report: AttemptReport) -> None:
+        # What an operator finds a run by and reads of it. The occurrence id
+        # names the schedule, version and scheduled_at (``parse_occurrence_id``):
+        # the version is not repeated, the schedule id is (the runbook filters
+        # on it). An attempt without an error has no ``error`` key, one without
+        # an HTTP answer no ``status_code``.
         line = {
             "occurrence_id": report.occurrence_id,
             "schedule_id": report.schedule_id,
-            "version": report.version,
             "attempt": report.attempt,
             "status": report.status,
             "duration_s": round(report.duration_s, 3),
             "late_by_s": round(report.late_by_s, 3),
-            "error": report.error or "",
+            "error": report.error or None,
             "status_code": report.status_code,
         }
         level = logging.INFO if report.status in ("succeeded", "accepted") else logging.WARNING

