@@ -530,3 +530,38 @@ def test_sqs_receives_deletes_and_visibility_changes_answer_as_moto_answers_them
     assert fast == _answers(_sqs_story, fast=False)
     assert fast[3] == "answered" and fast[4] == "ReceiptHandleIsInvalid"
     assert fast[-2], "some messages reached the dead-letter queue"
+
+
+def test_the_meters_reads_of_an_item_are_what_a_client_reads(aws: dict[str, Any]) -> None:
+    from sim.aws import _UNANSWERED, stored_item
+
+    dynamodb = aws["dynamodb"]
+    every_kind = {
+        "pk": {"S": "s1"},
+        "sk": {"S": "all"},
+        "s": {"S": "héllo"},
+        "n": {"N": "-12.50"},
+        "b": {"B": b"\x00\x01binary"},
+        "yes": {"BOOL": True},
+        "nothing": {"NULL": True},
+        "list": {"L": [{"S": "a"}, {"N": "1"}, {"B": b"\xff"}, {"M": {"x": {"N": "2"}}}]},
+        "map": {"M": {"inner": {"L": [{"BOOL": False}]}, "bin": {"B": b"\x10"}}},
+        "ss": {"SS": ["x", "y"]},
+        "ns": {"NS": ["1", "2.5"]},
+        "bs": {"BS": [b"\x01", b"\x02"]},
+    }
+    dynamodb.put_item(TableName="runs", Item=every_kind)
+    dynamodb.put_item(TableName="heads", Item={"pk": {"S": "h1"}, "next": {"N": "5"}})
+    for table, key in (
+        ("runs", {"pk": {"S": "s1"}, "sk": {"S": "all"}}),
+        ("heads", {"pk": {"S": "h1"}}),
+    ):
+        expected = dynamodb.get_item(TableName=table, Key=key, ConsistentRead=True)["Item"]
+        assert stored_item(table, key) == expected
+    assert stored_item("runs", {"pk": {"S": "s1"}, "sk": {"S": "none"}}) is None
+    assert "Item" not in dynamodb.get_item(
+        TableName="runs", Key={"pk": {"S": "s1"}, "sk": {"S": "none"}}
+    )
+    # What a request would refuse is left to the request.
+    assert stored_item("runs", {"pk": {"S": "s1"}}) is _UNANSWERED
+    assert stored_item("missing", {"pk": {"S": "s1"}}) is _UNANSWERED
