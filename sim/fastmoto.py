@@ -1,7 +1,7 @@
 """moto's hot paths made cheap for a simulation, with the same answers.
 
 moto is a test double for small data; a burst of 10,000 occurrences is not
-small. Three of its costs grew with the square of a burst's size, and each is
+small. Several of its costs grew with the square of a burst's size, and each is
 replaced here, while a simulation runs, by one that answers the same:
 
 - ``TransactWriteItems`` deep-copies every table it touches before it writes,
@@ -16,6 +16,19 @@ replaced here, while a simulation runs, by one that answers the same:
 - SQS checks each received message's retention by computing *every*
   attribute of its queue, three of which count its messages: here it reads
   the retention period alone.
+- A ``Query`` reads every item of the table, sorted (for a table's own key
+  too, whose items moto holds by partition already), to keep those of one
+  partition key value. Here it is handed only those: a table's partition, or
+  an index's bucket of items with that value, kept up to date by every write
+  (put, update, delete, a transaction's, a batch's, and a cancelled
+  transaction's undoing). moto's own query code then filters, sorts, pages
+  and projects them as it would have.
+- SQS finds a message by its receipt handle (every delete and visibility
+  change) by asking every message of the queue whether it ever had that
+  handle, twice for a delete: here each handle moto gives is remembered with
+  its message. ``Queue.messages`` (every receive, every count of visible
+  messages) judges each message with two property calls that each read the
+  clock: here one reading, and the same comparisons.
 
 Each patch is undone when the simulation ends.
 """

@@ -185,22 +185,29 @@ def test_the_patches_are_undone_when_the_simulation_ends() -> None:
     from moto.dynamodb.models.table import Table
     from moto.sqs import models as sqs_models
 
-    before = (
-        sqs_models.unix_time,
-        sqs_models.unix_time_millis,
-        DynamoDBBackend.transact_write_items,
-        sqs_models.SQSBackend.is_message_valid_based_on_retention_period,
-    )
+    def patched() -> tuple[Any, ...]:
+        return (
+            sqs_models.unix_time,
+            sqs_models.unix_time_millis,
+            DynamoDBBackend.transact_write_items,
+            DynamoDBBackend.put_item,
+            DynamoDBBackend.update_item,
+            DynamoDBBackend.delete_item,
+            Table.query,
+            sqs_models.SQSBackend.is_message_valid_based_on_retention_period,
+            sqs_models.SQSBackend.change_message_visibility,
+            sqs_models.Queue.__dict__["messages"],
+            sqs_models.Queue.delete_message,
+            sqs_models.Message.mark_received,
+        )
+
+    before = patched()
     with faster_moto(lambda: NOW_S):
         assert sqs_models.unix_time() == NOW_S
         assert "__deepcopy__" in Table.__dict__
-    after = (
-        sqs_models.unix_time,
-        sqs_models.unix_time_millis,
-        DynamoDBBackend.transact_write_items,
-        sqs_models.SQSBackend.is_message_valid_based_on_retention_period,
-    )
-    assert after == before
+        during = patched()
+    assert all(a is not b for a, b in zip(during, before, strict=True))
+    assert patched() == before
     assert "__deepcopy__" not in Table.__dict__
 
 
