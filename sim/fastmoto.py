@@ -364,6 +364,46 @@ def _query(original: Callable[..., Any]) -> Callable[..., Any]:
     return query
 
 
+# --- DynamoDB answers: an item's attribute values are written as they are -------------------
+
+_SCALARS = {"S": str, "N": str, "BOOL": bool, "NULL": bool}
+
+
+def _plain(value: Any) -> bool:
+    """An attribute value moto's JSON serializer would write out unchanged: one type key,
+    its value already what the wire carries (no binary, which it would encode)."""
+    if type(value) is not dict or len(value) != 1:
+        return False
+    [(kind, inner)] = value.items()
+    scalar = _SCALARS.get(kind)
+    if scalar is not None:
+        return type(inner) is scalar
+    if kind in ("SS", "NS"):
+        return type(inner) is list and all(type(v) is str for v in inner)
+    if kind == "L":
+        return type(inner) is list and all(_plain(v) for v in inner)
+    if kind == "M":
+        return type(inner) is dict and all(type(k) is str and _plain(v) for k, v in inner.items())
+    return False
+
+
+def _attribute_values(original: Callable[..., None]) -> Callable[..., None]:
+    """moto serializes an answer by walking its shape, member by member: an item's
+    attribute value, ten members of which one is set, costs ten lookups through its
+    attribute pickers, for every attribute of every item answered. A plain value
+    (``_plain``) is what that walk writes out: it is written as it is."""
+
+    def serialize_structure(
+        serializer: Any, serialized: Any, value: Any, shape: Any, key: str
+    ) -> None:
+        if key and shape.name == "AttributeValue" and _plain(value):
+            serialized[serializer.get_serialized_name(shape, key)] = value
+            return
+        original(serializer, serialized, value, shape, key)
+
+    return serialize_structure
+
+
 def _shared(table: Any, memo: dict[int, Any]) -> Any:
     """A table's deep copy, in a simulation: the table itself (see ``_transact``)."""
     return table
@@ -373,6 +413,7 @@ def _shared(table: Any, memo: dict[int, Any]) -> Any:
 def faster_moto(clock: Callable[[], float]) -> Iterator[None]:
     """moto's quadratic paths replaced while the simulation runs (``clock``: the
     simulated instant, seconds since the epoch)."""
+    from moto.core.serialize import JSONSerializer
     from moto.dynamodb.models import DynamoDBBackend
     from moto.dynamodb.models import DynamoDBBackend as Backend
     from moto.dynamodb.models.table import Table
@@ -385,6 +426,11 @@ def faster_moto(clock: Callable[[], float]) -> Iterator[None]:
         (sqs_models.Queue, "delete_message", handles.deleter()),
         (sqs_models.SQSBackend, "change_message_visibility", handles.visibility_changer()),
         (Table, "query", _query(Table.query)),
+        (
+            JSONSerializer,
+            "_serialize_type_structure",
+            _attribute_values(JSONSerializer._serialize_type_structure),
+        ),
         (Backend, "put_item", _reindexed(Backend.put_item, "item_attrs")),
         (Backend, "update_item", _reindexed(Backend.update_item, "key")),
         (Backend, "delete_item", _reindexed(Backend.delete_item, "key")),

@@ -438,6 +438,64 @@ def _dynamodb_story(_: Any) -> Iterator[Any]:
     )
     yield refused
     yield _queries(dynamodb)
+    yield _reads_of_every_kind(dynamodb)
+
+
+EVERY_KIND: dict[str, Any] = {
+    "s": {"S": "héllo"},
+    "n": {"N": "-12.50"},
+    "b": {"B": b"\x00\x01binary"},
+    "yes": {"BOOL": True},
+    "nothing": {"NULL": True},
+    "list": {"L": [{"S": "a"}, {"N": "1"}, {"B": b"\xff"}, {"M": {"x": {"N": "2"}}}]},
+    "map": {"M": {"inner": {"L": [{"BOOL": False}]}, "bin": {"B": b"\x10"}}},
+    "plain": {"M": {"inner": {"L": [{"BOOL": False}, {"NULL": True}]}, "s": {"SS": ["q"]}}},
+    "ss": {"SS": ["x", "y"]},
+    "ns": {"NS": ["1", "2.5"]},
+    "bs": {"BS": [b"\x01", b"\x02"]},
+}
+
+
+def _reads_of_every_kind(dynamodb: Any) -> list[Any]:
+    """Items holding every kind of attribute value, read back every way."""
+    key = {"pk": {"S": "p5"}, "sk": {"S": "all"}}
+    dynamodb.put_item(TableName="t", Item={**key, **EVERY_KIND})
+    dynamodb.put_item(
+        TableName="t", Item={"pk": {"S": "p5"}, "sk": {"S": "small"}, "n": {"N": "1"}}
+    )
+    return [
+        dynamodb.get_item(TableName="t", Key=key)["Item"],
+        dynamodb.update_item(
+            TableName="t",
+            Key=key,
+            UpdateExpression="SET n = n + :one, #l = list_append(#l, :more) ADD c :two",
+            ExpressionAttributeNames={"#l": "list"},
+            ExpressionAttributeValues={
+                ":one": {"N": "1"},
+                ":two": {"N": "2"},
+                ":more": {"L": [{"S": "z"}]},
+            },
+            ReturnValues="ALL_NEW",
+        )["Attributes"],
+        dynamodb.update_item(
+            TableName="t",
+            Key=key,
+            UpdateExpression="SET s = :s",
+            ExpressionAttributeValues={":s": {"S": "bye"}},
+            ReturnValues="UPDATED_OLD",
+        )["Attributes"],
+        _pages(
+            dynamodb, TableName="t", KeyConditionExpression="pk = :p", **_v({":p": {"S": "p5"}})
+        ),
+        dynamodb.batch_get_item(RequestItems={"t": {"Keys": [key]}})["Responses"],
+        dynamodb.transact_get_items(TransactItems=[{"Get": {"TableName": "t", "Key": key}}])[
+            "Responses"
+        ],
+        sorted(
+            dynamodb.scan(TableName="t", ConsistentRead=True)["Items"],
+            key=lambda item: (item["pk"]["S"], item["sk"]["S"]),
+        ),
+    ]
 
 
 def test_queries_answer_as_moto_answers_them_after_every_kind_of_write() -> None:
