@@ -28,7 +28,10 @@ replaced here, while a simulation runs, by one that answers the same:
   handle, twice for a delete: here each handle moto gives is remembered with
   its message. ``Queue.messages`` (every receive, every count of visible
   messages) judges each message with two property calls that each read the
-  clock: here one reading, and the same comparisons.
+  clock: here one reading, and the same comparisons. The same for the counts
+  of delayed and in-flight messages, which moto computes over the whole queue
+  for every message sent (it reads one attribute of the queue's, and computes
+  them all): a burst's sends grew with the square of the queue.
 
 Each patch is undone when the simulation ends.
 """
@@ -145,6 +148,26 @@ def _visible_messages(clock: Callable[[], float]) -> property:
         return [m for m in queue._messages if now_ms > m.visible_at and now_ms >= m.delayed_until]
 
     return property(messages)
+
+
+def _delayed_count(clock: Callable[[], float]) -> property:
+    """``Queue.approximate_number_of_messages_delayed``, as ``Message.delayed`` judges."""
+
+    def count(queue: Any) -> int:
+        now_ms = round(clock() * 1000.0, 3)
+        return sum(1 for m in queue._messages if now_ms < m.delayed_until)
+
+    return property(count)
+
+
+def _in_flight_count(clock: Callable[[], float]) -> property:
+    """``Queue.approximate_number_of_messages_not_visible``, as ``Message.visible`` judges."""
+
+    def count(queue: Any) -> int:
+        now_ms = round(clock() * 1000.0, 3)
+        return sum(1 for m in queue._messages if not now_ms > m.visible_at)
+
+    return property(count)
 
 
 class _Handles:
@@ -422,6 +445,8 @@ def faster_moto(clock: Callable[[], float]) -> Iterator[None]:
     handles = _Handles(clock)
     patches: list[tuple[Any, str, Any]] = [
         (sqs_models.Queue, "messages", _visible_messages(clock)),
+        (sqs_models.Queue, "approximate_number_of_messages_delayed", _delayed_count(clock)),
+        (sqs_models.Queue, "approximate_number_of_messages_not_visible", _in_flight_count(clock)),
         (sqs_models.Message, "mark_received", handles.received(sqs_models.Message.mark_received)),
         (sqs_models.Queue, "delete_message", handles.deleter()),
         (sqs_models.SQSBackend, "change_message_visibility", handles.visibility_changer()),

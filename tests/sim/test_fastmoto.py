@@ -197,6 +197,8 @@ def test_the_patches_are_undone_when_the_simulation_ends() -> None:
             sqs_models.SQSBackend.is_message_valid_based_on_retention_period,
             sqs_models.SQSBackend.change_message_visibility,
             sqs_models.Queue.__dict__["messages"],
+            sqs_models.Queue.__dict__["approximate_number_of_messages_delayed"],
+            sqs_models.Queue.__dict__["approximate_number_of_messages_not_visible"],
             sqs_models.Queue.delete_message,
             sqs_models.Message.mark_received,
         )
