@@ -356,6 +356,12 @@ def test_burst_reports_start_lateness_percentiles(burst: dict[str, Any]) -> None
     assert 0 <= late["p50"] <= late["p90"] <= late["p99"] <= late["max"]
 
 
+def test_burst_reports_the_wall_time_of_creating_and_of_running(burst: dict[str, Any]) -> None:
+    # What a size costs to simulate on this machine (no bound asserted: bench, not test).
+    assert set(burst["wall_s"]) == {"creating", "running"}
+    assert all(isinstance(v, float) and v >= 0 for v in burst["wall_s"].values())
+
+
 def test_burst_batches_in_flight_stay_under_the_mappings_ceiling(burst: dict[str, Any]) -> None:
     esm = burst["event_source_mapping"]
     assert 1 <= esm["peak_batches_in_flight"] <= esm["ceiling"]
