@@ -123,6 +123,7 @@ class Account:
         self._actor: Actor | None = None  # set while an invocation builds its clients
         self._original_create_client: Any = None
         self._original_create_loader: Any = None
+        self._original_stubber_call: Any = None
         self.sim: Any = None  # the simulator's own, unjudged clients
 
     # --- hooks on every client -----------------------------------------------------------------
@@ -153,9 +154,24 @@ class Account:
         )
         boto3.DEFAULT_SESSION = None
         self.sim = _SimClients()
+        # moto's stubber passes by a request this account's hook answered (see ``_attach``).
+        from moto.core.botocore_stubber import BotocoreStubber
+
+        self._original_stubber_call = BotocoreStubber.__call__
+        original_call = BotocoreStubber.__call__
+
+        def stubber_call(stubber: Any, event_name: str, request: Any, **kwargs: Any) -> Any:
+            if getattr(request, "sim_answered", False):
+                return None
+            return original_call(stubber, event_name, request, **kwargs)
+
+        setattr(BotocoreStubber, "__call__", stubber_call)  # noqa: B010
         return self
 
     def __exit__(self, *exc: object) -> None:
+        from moto.core.botocore_stubber import BotocoreStubber
+
+        setattr(BotocoreStubber, "__call__", self._original_stubber_call)  # noqa: B010
         setattr(botocore.session.Session, "create_client", self._original_create_client)  # noqa: B010
         setattr(botocore.session, "create_loader", self._original_create_loader)  # noqa: B010
         boto3.DEFAULT_SESSION = None
@@ -179,10 +195,16 @@ class Account:
                         self.ledger.scanned_by_invocation[invocation] += scanned
 
         def send(request: Any, event_name: str = "", **kwargs: Any) -> Any:
+            # botocore calls *every* before-send handler and takes the first answer: moto's
+            # own (registered for every client) would run the request a second time after
+            # this one (a second message sent, a write made twice, a faulted write made
+            # anyway). An answered request is marked so that moto's passes it by.
+            request.sim_answered = False
             pending = getattr(self._local, "request", None)
             if pending is not None:
                 answer = self._answer_fault(actor, *pending)
                 if answer is not None:
+                    request.sim_answered = True
                     return answer
             # moto answers here. Its backends are not safe for concurrent requests (a query
             # iterating a table another thread writes to), and an invocation may make
@@ -191,9 +213,11 @@ class Account:
 
             with self._moto_lock:
                 try:
-                    return botocore_stubber(event_name=event_name, request=request, **kwargs)
+                    answer = botocore_stubber(event_name=event_name, request=request, **kwargs)
                 finally:
                     forget_moto_instances()
+            request.sim_answered = answer is not None
+            return answer
 
         events.register("before-parameter-build.*.*", before)
         events.register_first("before-send.*.*", send)

@@ -502,6 +502,7 @@ def burst(templates: dict[str, Any], options: Options) -> dict[str, Any]:
                     "peak_batches_in_flight": mapping.peak_in_flight,
                     "ceiling": sim.esm_ceiling(mapping),
                     "throttled_batches": mapping.throttled,
+                    "messages_received": mapping.received,
                 },
                 "wall_s": {
                     "creating": round(created - began, 1),
