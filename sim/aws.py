@@ -123,6 +123,7 @@ class Account:
         self._actor: Actor | None = None  # set while an invocation builds its clients
         self._original_create_client: Any = None
         self._original_create_loader: Any = None
+        self._original_stubber_call: Any = None
         self.sim: Any = None  # the simulator's own, unjudged clients
 
     # --- hooks on every client -----------------------------------------------------------------
@@ -153,9 +154,24 @@ class Account:
         )
         boto3.DEFAULT_SESSION = None
         self.sim = _SimClients()
+        # moto's stubber passes by a request this account's hook answered (see ``_attach``).
+        from moto.core.botocore_stubber import BotocoreStubber
+
+        self._original_stubber_call = BotocoreStubber.__call__
+        original_call = BotocoreStubber.__call__
+
+        def stubber_call(stubber: Any, event_name: str, request: Any, **kwargs: Any) -> Any:
+            if getattr(request, "sim_answered", False):
+                return None
+            return original_call(stubber, event_name, request, **kwargs)
+
+        setattr(BotocoreStubber, "__call__", stubber_call)  # noqa: B010
         return self
 
     def __exit__(self, *exc: object) -> None:
+        from moto.core.botocore_stubber import BotocoreStubber
+
+        setattr(BotocoreStubber, "__call__", self._original_stubber_call)  # noqa: B010
         setattr(botocore.session.Session, "create_client", self._original_create_client)  # noqa: B010
         setattr(botocore.session, "create_loader", self._original_create_loader)  # noqa: B010
         boto3.DEFAULT_SESSION = None
@@ -179,10 +195,16 @@ class Account:
                         self.ledger.scanned_by_invocation[invocation] += scanned
 
         def send(request: Any, event_name: str = "", **kwargs: Any) -> Any:
+            # botocore calls *every* before-send handler and takes the first answer: moto's
+            # own (registered for every client) would run the request a second time after
+            # this one (a second message sent, a write made twice, a faulted write made
+            # anyway). An answered request is marked so that moto's passes it by.
+            request.sim_answered = False
             pending = getattr(self._local, "request", None)
             if pending is not None:
                 answer = self._answer_fault(actor, *pending)
                 if answer is not None:
+                    request.sim_answered = True
                     return answer
             # moto answers here. Its backends are not safe for concurrent requests (a query
             # iterating a table another thread writes to), and an invocation may make
@@ -191,9 +213,11 @@ class Account:
 
             with self._moto_lock:
                 try:
-                    return botocore_stubber(event_name=event_name, request=request, **kwargs)
+                    answer = botocore_stubber(event_name=event_name, request=request, **kwargs)
                 finally:
                     forget_moto_instances()
+            request.sim_answered = answer is not None
+            return answer
 
         events.register("before-parameter-build.*.*", before)
         events.register_first("before-send.*.*", send)
@@ -478,7 +502,12 @@ class _SimClients:
 
 class _Locked:
     """The meter's reads of items before and after a write, one moto request at a time
-    with the functions' own (moto's ``get_item`` may add an empty partition)."""
+    with the functions' own (moto's ``get_item`` may add an empty partition).
+
+    A read of one item by its whole key (what the meter asks, twice per item written)
+    is answered from moto's table directly, as the client would parse moto's answer
+    (``stored_item``), without a request's serializing and parsing; anything else
+    goes through the client."""
 
     def __init__(self, client: Any, lock: threading.RLock) -> None:
         self._client = client
@@ -486,7 +515,55 @@ class _Locked:
 
     def get_item(self, **kwargs: Any) -> Any:
         with self._lock:
+            if set(kwargs) <= {"TableName", "Key", "ConsistentRead"}:
+                found = stored_item(kwargs["TableName"], kwargs["Key"])
+                if found is not _UNANSWERED:
+                    return {} if found is None else {"Item": found}
             return self._client.get_item(**kwargs)
+
+
+_UNANSWERED: Any = object()
+
+
+def stored_item(table_name: str, key: dict[str, Any]) -> Any:
+    """The item of ``key`` in moto's table, in the form a client's ``get_item`` gives
+    it (numbers as text, binaries as bytes), None if there is none, or ``_UNANSWERED``
+    where a request would be refused (no such table, not the table's whole key)."""
+    from moto.dynamodb.models import dynamodb_backends
+    from moto.dynamodb.models.dynamo_type import DynamoType
+
+    table = dynamodb_backends[_account()][REGION].tables.get(table_name)
+    if table is None:
+        return _UNANSWERED
+    names = {table.hash_key_attr} | ({table.range_key_attr} if table.range_key_attr else set())
+    if set(key) != names or not all(isinstance(v, dict) and len(v) == 1 for v in key.values()):
+        return _UNANSWERED
+    hash_value = DynamoType(key[table.hash_key_attr])
+    if table.range_key_attr:
+        item = table.items.get(hash_value, {}).get(DynamoType(key[table.range_key_attr]))
+    else:
+        item = table.items.get(hash_value)
+    if item is None:
+        return None
+    return {name: _parsed(value.to_json()) for name, value in item.attrs.items()}
+
+
+def _parsed(value: dict[str, Any]) -> dict[str, Any]:
+    """An attribute value as botocore parses it from moto's JSON (binaries decoded)."""
+    import base64
+
+    [(kind, inner)] = value.items()
+    if kind == "B":
+        return {kind: inner if isinstance(inner, bytes) else base64.b64decode(inner)}
+    if kind == "BS":
+        return {kind: [v if isinstance(v, bytes) else base64.b64decode(v) for v in inner]}
+    if kind == "L":
+        return {kind: [_parsed(v if isinstance(v, dict) else v.to_json()) for v in inner]}
+    if kind == "M":
+        return {
+            kind: {k: _parsed(v if isinstance(v, dict) else v.to_json()) for k, v in inner.items()}
+        }
+    return {kind: list(inner) if isinstance(inner, list) else inner}
 
 
 @dataclass(frozen=True)

@@ -86,6 +86,7 @@ def deliveries(
         "unexpected": len(first.keys() - expected_all),
         "lateness_s": {
             "p50": percentile(lateness, 50),
+            "p90": percentile(lateness, 90),
             "p99": percentile(lateness, 99),
             "max": round(max(lateness), 3) if lateness else None,
         },

@@ -89,6 +89,7 @@ class EventSourceMapping:
     quiet_since: float | None = None
     peak_in_flight: int = 0
     throttled: int = 0
+    received: int = 0  # messages its pollers received, redeliveries included
 
 
 def esm_ceiling(mapping: EventSourceMapping, functions: list[Function]) -> int:
@@ -432,6 +433,7 @@ class Simulation:
                 MessageSystemAttributeNames=["All"],
             )
             got: list[dict[str, Any]] = answer.get("Messages", [])
+            mapping.received += len(got)
             messages.extend(got)
             if len(got) < 10:
                 break

@@ -353,7 +353,20 @@ def test_burst_every_occurrence_due_at_one_instant_reaches_its_target_once(
 
 def test_burst_reports_start_lateness_percentiles(burst: dict[str, Any]) -> None:
     late = burst["lateness_s"]
-    assert 0 <= late["p50"] <= late["p99"] <= late["max"]
+    assert 0 <= late["p50"] <= late["p90"] <= late["p99"] <= late["max"]
+
+
+def test_burst_each_occurrence_is_one_message_received_once(burst: dict[str, Any]) -> None:
+    # One intent sent per occurrence (a request answered once, not again by moto's own
+    # stubber), and none redelivered: the mapping received exactly the burst.
+    assert burst["event_source_mapping"]["messages_received"] == burst["occurrences"]
+    assert burst["requests_by_operation"]["sqs:SendMessageBatch"] == burst["occurrences"]
+
+
+def test_burst_reports_the_wall_time_of_creating_and_of_running(burst: dict[str, Any]) -> None:
+    # What a size costs to simulate on this machine (no bound asserted: bench, not test).
+    assert set(burst["wall_s"]) == {"creating", "running"}
+    assert all(isinstance(v, float) and v >= 0 for v in burst["wall_s"].values())
 
 
 def test_burst_batches_in_flight_stay_under_the_mappings_ceiling(burst: dict[str, Any]) -> None:
