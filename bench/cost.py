@@ -109,6 +109,7 @@ from adapters.definitions import (  # noqa: E402
     TableDefinition,
     create_queues,
 )
+from adapters.dynamodb.items import PAGE_PREFIX  # noqa: E402
 from adapters.dynamodb.local import create_store_tables  # noqa: E402
 from adapters.dynamodb.runs import DynamoRunStore  # noqa: E402
 from adapters.dynamodb.store import DynamoStore  # noqa: E402
@@ -349,6 +350,8 @@ class Meter:
         definition = self.definitions[table]
         self.units[(self.phase, "wru")] += write_units(size) * mult
         self.writes[(self.phase, definition.logical_id)] += write_units(size) * mult
+        if str(key.get("pk", {}).get("S", "")).startswith(PAGE_PREFIX):
+            self.writes[(self.phase, f"{definition.logical_id}.pages")] += write_units(size) * mult
         self.write_units[(self.phase, table)] += write_units(size) * mult
         if failed or old == new:
             return
@@ -469,7 +472,11 @@ def measure(schedules: int, slots: int, batch_size: int = MAX_BATCH) -> dict[str
         )  # fmt: skip
         worker_clock = BenchClock(T0 + timedelta(seconds=settings.lookahead_s))
         # One idle tick invocation before any schedule exists: the dispatcher's fixed
-        # work (index reads, heartbeat), one pass, as deployed.
+        # work (index reads, heartbeat), one pass, as deployed; after the
+        # deployment's first pass, which sets the plan cursor (uncounted).
+        meter.phase = "first"
+        with contextlib.redirect_stdout(io.StringIO()):
+            run_tick(ticker, 0.0, sleep=lambda s: None)
         meter.phase = "idle"
         tick_logs = io.StringIO()
         with contextlib.redirect_stdout(tick_logs):
@@ -606,13 +613,19 @@ def _drain(
             )
 
 
-def steady_state(every_s: int, block_s: int, schedules: int, batch_size: int) -> dict[str, Any]:
+def steady_state(
+    every_s: int, block_s: int, schedules: int, batch_size: int, *, spread: bool = False
+) -> dict[str, Any]:
     """DynamoDB units a run at steady state, for schedules every ``every_s``
     with a plan block of ``block_s``: a warm-up hands every schedule from its
     HEAD to its chain (a block's length and a slot), then passes a minute for
     at least 60 minutes and three slots, each followed by the worker running
     what it queued (on a clock a lookahead and a block later, where every
-    intent is due). Tick units less as many idle passes, plus the worker's."""
+    intent is due). Tick units less as many idle passes, plus the worker's.
+
+    The schedules start together (they come due in the same minutes and so
+    share plan pages), or with ``spread`` evenly over the cadence, whole
+    minutes apart where the cadence has room: as few to a page as they can be."""
     with mock_aws():
         dynamodb = boto3.client("dynamodb", region_name="us-east-1")
         sqs = boto3.client("sqs", region_name="us-east-1")
@@ -650,16 +663,23 @@ def steady_state(every_s: int, block_s: int, schedules: int, batch_size: int) ->
             telemetry=worker_handler.PowertoolsTelemetry(),
         )
         queue = SqsWorkQueue(sqs, settings.delivery_queue_url, settings.delivery_dlq_url)
+        meter.phase = "first"  # the deployment's first pass sets the plan cursor
+        with contextlib.redirect_stdout(io.StringIO()):
+            run_tick(ticker, 0.0, sleep=lambda s: None)
         meter.phase = "idle"
         with contextlib.redirect_stdout(io.StringIO()):
             run_tick(ticker, 0.0, sleep=lambda s: None)
         idle_rru = meter.units[("idle", "rru")]
         meter.phase = "setup"
         for i in range(schedules):
+            spec: dict[str, Any] = {"every": f"PT{every_s}S"}
+            if spread:
+                offset = (i * every_s // schedules) // 60 * 60
+                spec["start_at"] = (T0 + timedelta(seconds=60 + offset)).isoformat()
             service.create(
                 {
                     "name": f"steady {i}",
-                    "spec": {"every": f"PT{every_s}S"},
+                    "spec": spec,
                     "target": {"type": "webhook", "url": "https://example.com/hook"},
                     "payload": {"n": i},
                 }
@@ -691,6 +711,7 @@ def steady_state(every_s: int, block_s: int, schedules: int, batch_size: int) ->
         return {
             "every_s": every_s,
             "block_s": block_s,
+            "spread": spread,
             "schedules": schedules,
             "passes": count,
             "runs": runs,
@@ -700,6 +721,7 @@ def steady_state(every_s: int, block_s: int, schedules: int, batch_size: int) ->
             # cursor) are a cost a pass, whatever the number of runs.
             "wru": (wru - leases) / runs if runs else float("nan"),
             "next_per_run": tick_writes.get("Runs.next", 0.0) / runs if runs else float("nan"),
+            "pages_per_run": tick_writes.get("Runs.pages", 0.0) / runs if runs else float("nan"),
             "lease_wru_per_pass": leases / count,
             "rru": rru / runs if runs else float("nan"),
         }
@@ -714,8 +736,9 @@ def steady_report(rows: Sequence[Mapping[str, Any]], r: Mapping[str, Any], block
         "",
         f"Steady state per cadence (measured; {rows[0]['schedules']} schedules each, "
         f"after a warm-up; lookahead {Settings().lookahead_s} s; block as deployed: {block_s} s)",
-        f"  {'cadence':<16} {'block':>6} {'runs':>5} {'WRU/run':>8} {'next/run':>9} "
-        f"{'RRU/run':>8} {'$/M all in':>11} {'Leases WRU/pass':>16}",
+        f"  {'cadence':<16} {'start':<8} {'block':>6} {'runs':>5} {'WRU/run':>8} "
+        f"{'next/run':>9} {'pages/run':>10} {'RRU/run':>8} {'$/M all in':>11} "
+        f"{'Leases WRU/pass':>16}",
     ]
     for row in rows:
         dollars = (
@@ -725,10 +748,11 @@ def steady_report(rows: Sequence[Mapping[str, Any]], r: Mapping[str, Any], block
         name = {60: "every minute", 300: "every 5 minutes", 3600: "hourly"}.get(
             every, f"every {every} s"
         )
+        start = "spread" if row["spread"] else "together"
         out.append(
-            f"  {name:<16} {row['block_s']:>4} s {row['runs']:>5} {row['wru']:>8.2f} "
-            f"{row['next_per_run']:>9.2f} {row['rru']:>8.2f} {dollars:>11.2f} "
-            f"{row['lease_wru_per_pass']:>16.2f}"
+            f"  {name:<16} {start:<8} {row['block_s']:>4} s {row['runs']:>5} {row['wru']:>8.2f} "
+            f"{row['next_per_run']:>9.2f} {row['pages_per_run']:>10.2f} {row['rru']:>8.2f} "
+            f"{dollars:>11.2f} {row['lease_wru_per_pass']:>16.2f}"
         )
     out.append(
         f"  ($/M all in: these DynamoDB units, plus {others:.2f} a million runs of SQS, Lambda "
@@ -738,6 +762,12 @@ def steady_report(rows: Sequence[Mapping[str, Any]], r: Mapping[str, Any], block
         "  (WRU/run leaves out the leases table: the pass's heartbeat, the shard leases a pass"
         " with work takes and lets go, the plan cursor; a cost a pass, whatever the number"
         " of runs: Leases WRU/pass. RRU/run leaves out the reads of an idle pass)"
+    )
+    out.append(
+        "  (start: together, the schedules come due in the same minutes and share plan pages;"
+        " spread, evenly over the cadence, whole minutes apart where it has room: next/run"
+        " and pages/run are the write units of the chain's next slots, in its index and in"
+        " plan pages, included in WRU/run)"
     )
     return "\n".join(out)
 
@@ -1377,9 +1407,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         block_s = StackSettings().plan_block_s
         rows = [
-            steady_state(every, block, args.steady_schedules, infra["worker_batch"])
+            steady_state(every, block, args.steady_schedules, infra["worker_batch"], spread=spread)
             for every in args.every
-            for block in (0, block_s)
+            for block, spread in ((0, False), (block_s, False), (block_s, True))
         ]
         print(steady_report(rows, modelled, block_s))
     return 0

@@ -14,10 +14,13 @@ the time the writers need to make them:
   ``request_s``: so a phase of ``r`` requests per occurrence lasts at least
   ``N * r / (tick_processes * requests_in_flight / request_s)``. Planning
   reads the HEAD and puts the record (admitted and stamped sent, out of the
-  outbox), which carries its schedule's next slot into the ``next`` index:
-  the HEAD of a steady schedule is not written (``DynamoStore.
+  outbox): the HEAD of a steady schedule is not written (``DynamoStore.
   materialize_sending``); the send itself is a queue request, batched, and
   is not counted, which shortens the phase (a bound above);
+- the pass ends by writing its schedules' next slots as plan pages, all of
+  one due hour under one key, at most ``page_units_per_s`` a second to a key
+  (``DynamoStore._write_pages``), a page a request: a key's share lasts the
+  longer of its requests at the tick's pace and its units at that rate;
 - an intent whose send failed is the pessimistic case (``send_fails``):
   planning also puts its record in the outbox, and dispatch later marks it
   sent (out of the outbox) with one request per occurrence, the outbox
@@ -36,13 +39,14 @@ from __future__ import annotations
 import math
 import zlib
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 from adapters.definitions import OCCURRENCES, TABLES, TableDefinition
 from adapters.dynamodb import items as it
+from adapters.dynamodb.store import PAGE_UNITS_PER_S
 from domain.run import Run, RunStatus, new_occurrence
 from domain.spec import Slot
 
@@ -60,6 +64,7 @@ class Pace:
     tick_processes: int = 2  # the tick function's reserved concurrency
     requests_in_flight: int = 8  # DynamoStore's CONCURRENCY
     request_s: float = 0.004  # a fast DynamoDB request from Lambda, in-region
+    page_units_per_s: float = PAGE_UNITS_PER_S  # the plan pages' pace per key
 
     @property
     def tick_requests_per_s(self) -> float:
@@ -137,16 +142,10 @@ def occurrence_writes(
     )
     retention = timedelta(days=90)
     tomorrow = at + timedelta(days=1)
-    # The planner's chain: the record carries its schedule's next slot into
-    # the ``next`` index (written once, with the record); the HEAD is not
-    # written (``DynamoStore.materialize_sending``, a steady schedule).
-    chain = it.attrs(
-        {
-            "next_due": it.iso(tomorrow),
-            "next_shard": it.due_shard(schedule_id, pace.due_shards),
-            "next_key": it.next_key(tomorrow, schedule_id, 1),
-        }
-    )
+    # The planner's chain: the record names its schedule's next slot, which
+    # the pass's plan pages carry (``page_writes``); the HEAD is not written
+    # (``DynamoStore.materialize_sending``, a steady schedule).
+    chain = it.attrs({"next_due": it.iso(tomorrow)})
     # Stored admitted and stamped sent, out of the outbox (``_write_occurrence``).
     stored = replace(run, status=RunStatus.ADMITTED, admitted_at=at, sent_at=at, pending=False)
     running = replace(stored, status=RunStatus.RUNNING, attempts=1, started_at=at)
@@ -169,6 +168,25 @@ def occurrence_writes(
         Write("run", OCCURRENCES, record(stored), record(running)),
         Write("run", OCCURRENCES, record(running), record(done)),
     ]
+
+
+def page_writes(schedules: Sequence[str], at: datetime, pace: Pace) -> list[HotKey]:
+    """The plan pages a pass writes for ``schedules`` planned at ``at`` whose
+    next slot is a day later: the hottest key's units and how long its
+    writes last at the pages' pace."""
+    tomorrow = at + timedelta(days=1)
+    pages = it.page_items([(tomorrow, sid, 1) for sid in schedules], "t" * 12, timedelta(days=90))
+    units: Counter[str] = Counter()
+    requests: Counter[str] = Counter()
+    for page in pages:
+        key = str(it.value(page["pk"]))
+        units[key] += it.item_units(page)
+        requests[key] += 1
+    found = []
+    for key, total in units.items():
+        seconds = max(1.0, requests[key] / pace.tick_requests_per_s, total / pace.page_units_per_s)
+        found.append(HotKey(OCCURRENCES.logical_id, key, "pages", total, seconds, total / seconds))
+    return found
 
 
 # Requests per occurrence in each phase (reads included: they take a slot in
@@ -216,6 +234,11 @@ def worst_minute(
                 own = sid in key  # a key of this schedule alone
                 counts[(write.phase, name, key)] += units if own else units * len(members)
     hottest: dict[tuple[str, str], HotKey] = {}
+    members = [sid for group in groups.values() for sid in group]
+    for page in page_writes(members, at, pace):
+        current = hottest.get((page.phase, page.name))
+        if current is None or page.units > current.units:
+            hottest[(page.phase, page.name)] = page
     for (phase, name, key), units in counts.items():
         seconds = schedules * PHASE_REQUESTS[send_fails][phase] / pace.tick_requests_per_s
         candidate = HotKey(name, key, phase, units, seconds, units / seconds)

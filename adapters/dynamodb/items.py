@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import json
 import zlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
@@ -215,6 +215,77 @@ def next_key(next_due: datetime, schedule_id: str, version: int) -> str:
 def parse_next_key(text: str) -> tuple[datetime, str, int]:
     at, schedule_id, version = text.split("#")
     return from_iso(at), schedule_id, int(version)
+
+
+# --- plan pages -----------------------------------------------------------------------
+#
+# A planning pass writes the next slots of the schedules its chain carries as
+# pages, not as one ``next`` index entry a record: one item per due minute
+# (chunked), in the Runs table under a partition of its own per due hour,
+# ``P#<hour>`` / ``<minute>#<token>#<chunk>``. An entry is
+# ``<schedule_id>#<version>``, with ``#<microseconds past the minute>`` when
+# the slot is not on the minute's start; entries are separated by newlines.
+# Schedule ids hold neither ``#`` nor a newline.
+
+PAGE_PREFIX: Final = "P#"
+PAGE_ENTRIES: Final = 4000  # entries an item holds at most (about 100 KB)
+
+
+def page_minute(instant: datetime) -> datetime:
+    return instant.astimezone(UTC).replace(second=0, microsecond=0)
+
+
+def page_pk(minute: datetime) -> str:
+    """The partition of a due hour's pages: ``P#2026-12-01T10``."""
+    return f"{PAGE_PREFIX}{iso(minute)[:13]}"
+
+
+def page_items(
+    entries: Iterable[tuple[datetime, str, int]], token: str, retention: timedelta
+) -> list[Item]:
+    """The items that hold ``entries`` (next slot, schedule, version), one or
+    more per due minute, in due order; ``token`` tells apart the pages of two
+    writers of one minute. Each expires ``retention`` after its minute."""
+    by_minute: dict[datetime, list[str]] = {}
+    for at, schedule_id, version in sorted(set(entries)):
+        minute = page_minute(at)
+        offset = at - minute
+        text = f"{schedule_id}#{version}"
+        if offset:
+            text += f"#{offset // timedelta(microseconds=1)}"
+        by_minute.setdefault(minute, []).append(text)
+    found: list[Item] = []
+    for minute, texts in sorted(by_minute.items()):
+        for chunk, start in enumerate(range(0, len(texts), PAGE_ENTRIES)):
+            found.append(
+                attrs(
+                    {
+                        "pk": page_pk(minute),
+                        "sk": f"{iso(minute)}#{token}#{chunk:04d}",
+                        "entries": "\n".join(texts[start : start + PAGE_ENTRIES]),
+                        "expires_at_epoch": int((minute + retention).timestamp()),
+                    }
+                )
+            )
+    return found
+
+
+def item_units(item: Mapping[str, Any]) -> int:
+    """The write units of an item (1 KB each), by the length of its names and
+    values: a bound above DynamoDB's own size for these plain items."""
+    size = sum(len(name) + len(str(value(v))) for name, v in item.items())
+    return max(1, -(-size // 1024))
+
+
+def page_entries(item: Mapping[str, Any]) -> list[tuple[datetime, str, int]]:
+    """The (next slot, schedule, version) entries of a page item."""
+    minute = from_iso(str(value(item["sk"])).split("#", 1)[0])
+    found: list[tuple[datetime, str, int]] = []
+    for text in str(value(item["entries"])).split("\n"):
+        parts = text.split("#")
+        offset = timedelta(microseconds=int(parts[2])) if len(parts) > 2 else timedelta(0)
+        found.append((minute + offset, parts[0], int(parts[1])))
+    return found
 
 
 def outbox_bucket(bucket: int) -> str:

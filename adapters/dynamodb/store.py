@@ -41,6 +41,7 @@ Page tokens are base64 JSON of the next query's ExclusiveStartKey.
 from __future__ import annotations
 
 import base64
+import bisect
 import itertools
 import json
 import logging
@@ -122,6 +123,16 @@ PLAN_LEASE: Final = timedelta(seconds=120)
 # names the next slot (a seed), or its newest planned record does (its chain).
 _SEED: Final = "seed"
 _CHAIN: Final = "chain"
+# A pass writes the next slots its chain carries as plan pages (see items),
+# at most this many write units a second to one page partition (DynamoDB's
+# ceiling for a key is 1,000; half is left for the estimate of a page's size).
+# With no cursor yet, the pages of this long before the horizon are read.
+PAGE_UNITS_PER_S: Final = 500
+PAGE_REACH: Final = timedelta(days=1)
+# A pages' read costs a query per due hour it spans, from the cursor: a pass
+# takes the plan lease (and so moves the cursor) when the cursor is this far
+# behind, even with nothing to plan, so an idle deployment's read stays short.
+PAGE_STALE: Final = timedelta(hours=1)
 
 # Why a record stored and sent is closed when its schedule's advance is refused.
 WITHDRAWN: Final = "the schedule changed while this slot was being planned"
@@ -312,6 +323,13 @@ class DynamoStore(Store):
         self._plan_held = False
         self._plan_owner = f"plan-{uuid.uuid4().hex}"
         self._heads_read: dict[str, dict[str, Any]] = {}
+        # The next slots this pass's chain carries, written as plan pages
+        # when it ends (``planned_through``), and the pages a pass read, by
+        # its range, as sorted (due_key, entry) pairs.
+        self._page_entries: list[tuple[datetime, str, int]] = []
+        self._pages_read: (
+            tuple[tuple[datetime, datetime], list[tuple[str, dict[str, Any]]]] | None
+        ) = None
 
     @classmethod
     def from_settings(cls, settings: TableSettings, session: Any = None) -> DynamoStore:
@@ -702,14 +720,7 @@ class DynamoStore(Store):
             )
 
         def chain_entry(item: Mapping[str, Any]) -> dict[str, Any]:
-            at, schedule_id, version = it.parse_next_key(str(it.value(item["next_key"])))
-            return {
-                "due_key": {"S": it.due_key(at, schedule_id)},
-                "schedule_id": {"S": schedule_id},
-                "version": {"N": str(version)},
-                "next_due": {"S": it.iso(at)},
-                _CHAIN: True,
-            }
+            return _chain_entry(*it.parse_next_key(str(it.value(item["next_key"]))))
 
         def read_chains(floor: datetime | None) -> list[dict[str, Any]]:
             low = None if floor is None else f"{it.iso(floor)}#{it.KEY_CEILING}"
@@ -721,17 +732,20 @@ class DynamoStore(Store):
                     self.tables.occurrences, "next", shard, low, upper, after, limit, chain_entry
                 )
 
-            return [item for found in self._each(one, shards) for item in found]
+            indexed = [item for found in self._each(one, shards) for item in found]
+            return indexed + self._paged(floor, until, after, limit)
 
         shards = range(self.due_shards)
         merged = [item for found in self._each(heads, shards) for item in found]
         floor = self._chain_floor(until)
         chained = read_chains(floor)
-        if (chained or merged) and not self._plan_held:
+        stale = floor is None or floor < until - PAGE_STALE
+        if (chained or merged or stale) and not self._plan_held:
             # Something to plan: only the pass that holds the plan lease plans
             # the chain's entries and chains records, reading again from where
             # the last holder stopped. A pass that cannot take it leaves the
             # entries to the holder, and plans the HEADs' slots on the HEADs.
+            # (With nothing to plan, a pass takes it to move a stale cursor.)
             held, through = self._hold_plan()
             if not held:
                 chained = []
@@ -745,6 +759,74 @@ class DynamoStore(Store):
             _token({"due_key": str(it.value(page[-1]["due_key"]))}) if len(merged) > limit else None
         )
         return Page(tuple(self._due_schedules(page)), next_token)
+
+    def _paged(
+        self, floor: datetime | None, until: datetime, after: str | None, limit: int
+    ) -> list[dict[str, Any]]:
+        """Up to ``limit + 1`` chain entries of the plan pages, with a next
+        slot in ``(floor, until]`` (with no floor, the ``PAGE_REACH`` before
+        ``until``) and a ``due_key`` past ``after``. The pages of a range are
+        read once a pass, however many pages of ``due`` it asks for."""
+        low = floor if floor is not None else until - PAGE_REACH
+        if self._pages_read is None or self._pages_read[0] != (low, until):
+            self._pages_read = ((low, until), self._read_pages(low, until))
+        entries = self._pages_read[1]
+        start = 0 if after is None else bisect.bisect_right(entries, after, key=lambda e: e[0])
+        return [entry for _, entry in entries[start : start + limit + 1]]
+
+    def _read_pages(self, low: datetime, upper: datetime) -> list[tuple[str, dict[str, Any]]]:
+        """Every entry of the plan pages with a next slot in ``(low, upper]``,
+        once each, in ``due_key`` order: a query of each due hour's partition
+        between the two minutes, read consistently (the last pass wrote them
+        as it ended)."""
+        first, last = it.page_minute(low), it.page_minute(upper)
+        hours = []
+        hour = first.replace(minute=0)
+        while hour <= last:
+            hours.append(hour)
+            hour += timedelta(hours=1)
+        bounds = {":low": {"S": it.iso(first)}, ":high": {"S": f"{it.iso(last)}#{it.KEY_CEILING}"}}
+
+        def one(hour: datetime) -> list[dict[str, Any]]:
+            return list(
+                self._query(
+                    {
+                        "TableName": self.tables.occurrences,
+                        "KeyConditionExpression": "pk = :pk AND sk BETWEEN :low AND :high",
+                        "ExpressionAttributeValues": {":pk": {"S": it.page_pk(hour)}, **bounds},
+                        "ConsistentRead": True,
+                    }
+                )
+            )
+
+        found: dict[tuple[str, int], dict[str, Any]] = {}
+        for items in self._each(one, hours):
+            for item in items:
+                for at, schedule_id, version in it.page_entries(item):
+                    if low < at <= upper:
+                        found[(it.due_key(at, schedule_id), version)] = _chain_entry(
+                            at, schedule_id, version
+                        )
+        return [(key[0], found[key]) for key in sorted(found)]
+
+    def _write_pages(self, entries: Sequence[tuple[datetime, str, int]]) -> None:
+        """Write a pass's next slots as plan pages, at most ``PAGE_UNITS_PER_S``
+        write units a second to one partition (a due hour's)."""
+        if not entries:
+            return
+        token = uuid.uuid4().hex[:12]
+        opened: dict[str, tuple[float, int]] = {}  # partition: its second's start, units spent
+        for item in it.page_items(entries, token, self.history_retention):
+            pk, units = str(it.value(item["pk"])), it.item_units(item)
+            now = time.monotonic()
+            start, spent = opened.get(pk, (now, 0))
+            if now - start >= 1.0:
+                start, spent = now, 0
+            elif spent and spent + units > PAGE_UNITS_PER_S:
+                time.sleep(1.0 - (now - start))
+                start, spent = time.monotonic(), 0
+            self.client.put_item(TableName=self.tables.occurrences, Item=item)
+            opened[pk] = (start, spent + units)
 
     def _index_range(
         self,
@@ -869,15 +951,31 @@ class DynamoStore(Store):
         return True, _through(answer.get("Attributes"))
 
     def planned_through(self, until: datetime | None) -> None:
-        """The pass ends: with ``until``, it planned every entry of the
-        ``next`` index up to it, and the next holder reads after it (forward
-        only); with None, it stopped early and moves nothing. Either way the
-        plan lease is let go. A pass that did not hold it writes nothing."""
+        """The pass ends: it writes the plan pages of the next slots its
+        chain carries; then, with ``until``, it planned every chain entry up
+        to it, and the next holder reads after it (forward only); with None,
+        it stopped early and moves nothing. Either way the plan lease is let
+        go. A pass that did not hold it writes nothing. Pages that cannot be
+        written move nothing either: the next holder reads again from the
+        same place, and plans the same slots again (found written)."""
         floor = self._floor[1] if self._floor is not None else None
         self._floor = None
+        self._pages_read = None
+        with self._versions_lock:
+            entries, self._page_entries = self._page_entries, []
         if not self._plan_held:
             return
         self._plan_held = False
+        try:
+            self._write_pages(entries)
+        except BaseException:
+            self._let_plan_go(floor, None)
+            raise
+        self._let_plan_go(floor, until)
+
+    def _let_plan_go(self, floor: datetime | None, until: datetime | None) -> None:
+        """Let go of the plan lease, moving the cursor to ``until`` if given
+        (and past ``floor``)."""
         through = floor if until is None or (floor is not None and floor >= until) else until
         update = "REMOVE #owner, #held_until"
         values: dict[str, Any] = {":me": {"S": self._plan_owner}}
@@ -1063,7 +1161,7 @@ class DynamoStore(Store):
                     return None
                 return self._store_chunk(list(item.occurrences), sending=True)
             stored = self._store_chunk(
-                list(item.occurrences), sending=True, chain=self._chain_fields(item)
+                list(item.occurrences), sending=True, chain=self._chain_fields(item, mode)
             )
             stored.advance = mode == _SEED
             return stored
@@ -1114,12 +1212,20 @@ class DynamoStore(Store):
             and (item.next_due is None or item.next_due > until)
         )
 
-    def _chain_fields(self, item: Materialization) -> dict[str, Any]:
+    def _chain_fields(self, item: Materialization, mode: str) -> dict[str, Any]:
         """The attributes the item's last record gets: ``next_due`` (or
-        ``chain_end`` when the spec has no slot after it) and, for a next
-        slot, the keys of the sparse ``next`` index."""
+        ``chain_end`` when the spec has no slot after it). A schedule its
+        chain carried here (``_CHAIN``) is carried on by this pass's plan
+        pages: its next slot is queued for them. A seed handed over to the
+        chain gets, for a next slot, the keys of the sparse ``next`` index,
+        written with the record: its HEAD leaves ``due`` in this pass, before
+        the pages are written."""
         if item.next_due is None:
             return {"chain_end": True}
+        if mode == _CHAIN:
+            with self._versions_lock:
+                self._page_entries.append((item.next_due, item.schedule_id, item.expected_version))
+            return {"next_due": it.iso(item.next_due)}
         return {
             "next_due": it.iso(item.next_due),
             "next_shard": it.due_shard(item.schedule_id, self.due_shards),
@@ -1285,7 +1391,9 @@ class DynamoStore(Store):
             return MaterializeOutcome(item.schedule_id, False)
         if self._chained(item, until):
             stored = self._store_chunk(
-                list(item.occurrences), sending=send is not None, chain=self._chain_fields(item)
+                list(item.occurrences),
+                sending=send is not None,
+                chain=self._chain_fields(item, mode),
             )
             if send is not None:
                 self._send_or_outbox([stored], send)
@@ -2082,6 +2190,17 @@ def _instant_of_business_key(key: str) -> datetime | None:
     except ValueError:
         return None
     return instant.replace(tzinfo=UTC) if instant.tzinfo is None else instant.astimezone(UTC)
+
+
+def _chain_entry(at: datetime, schedule_id: str, version: int) -> dict[str, Any]:
+    """A chain entry (of the ``next`` index or a plan page) as a ``due`` entry."""
+    return {
+        "due_key": {"S": it.due_key(at, schedule_id)},
+        "schedule_id": {"S": schedule_id},
+        "version": {"N": str(version)},
+        "next_due": {"S": it.iso(at)},
+        _CHAIN: True,
+    }
 
 
 def _through(item: Mapping[str, Any] | None) -> datetime | None:

@@ -91,7 +91,9 @@ class World:
             planning=PlanNow(self.store, self.queue, self.clock, config),
         )
         self.calls: Counter[tuple[str, str]] = Counter()
-        self.next_entries = 0  # records written with a ``next`` index entry
+        # Next slots written: a record's ``next`` index entry, or an entry of
+        # a plan page (see adapters.dynamodb.items).
+        self.next_entries = 0
         client.meta.events.register("before-parameter-build.dynamodb.*", self._count)
 
     def _count(self, model: Any, params: Any, **_: Any) -> None:
@@ -102,6 +104,8 @@ class World:
         written = params.get("Item", {})
         if model.name == "PutItem" and "next_key" in written:
             self.next_entries += 1
+        if model.name == "PutItem" and str(written.get("pk", {}).get("S", "")).startswith("P#"):
+            self.next_entries += len(written["entries"]["S"].split("\n"))
         if model.name == "UpdateItem" and "next_key" in str(params.get("UpdateExpression", "")):
             self.next_entries += 1
 

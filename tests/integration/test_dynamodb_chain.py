@@ -118,14 +118,23 @@ def test_a_steady_schedule_is_carried_by_its_records_and_its_head_is_not_written
     assert items.from_iso(cursor["through"]["S"]) == world.clock.now() - timedelta(seconds=60 - 90)
 
 
-def test_an_idle_pass_writes_no_cursor(world: World) -> None:
-    world.passes(3)
-    # One write a pass, the tick process's membership heartbeat; none to the cursor.
-    assert world.writes(world.tables.leases) == 3
-    answer = world.client.get_item(
-        TableName=world.tables.leases, Key=items.attrs({"pk": PLAN_CURSOR})
-    )
-    assert "Item" not in answer
+def test_an_idle_pass_writes_no_cursor_until_it_is_an_hour_behind(world: World) -> None:
+    # A deployment's first pass sets the cursor (the plan lease taken and let go).
+    world.passes(1)
+    first = _cursor(world)
+    assert "owner" not in first
+    # Then one write a pass, the tick process's membership heartbeat; none to
+    # the cursor, for an hour.
+    world.calls.clear()
+    world.passes(60)
+    assert world.writes(world.tables.leases) == 60
+    assert _cursor(world) == first
+    # An hour behind, a pass moves it (take and let go), so the pages' read
+    # from it spans at most two due hours: two queries, not one an hour idle.
+    world.calls.clear()
+    world.passes(2)
+    assert world.writes(world.tables.leases) == 2 + 2
+    assert items.from_iso(_cursor(world)["through"]) > items.from_iso(first["through"])
 
 
 def test_an_edit_leaves_the_old_versions_chain_and_no_slot_runs_twice(world: World) -> None:
@@ -284,3 +293,127 @@ def test_a_listing_looks_up_the_chains_next_slot_only_when_asked(world: World) -
     world.calls.clear()
     world.store.list_schedules(10, next_due=False)  # the watchdog's: no lookup
     assert world.calls[("Query", world.tables.occurrences)] == 0
+
+
+# --- plan pages: the next slots a pass's chain carries, one item a due minute ----
+
+
+class PageWrites:
+    """Every plan page put on the runs table, and a switch that refuses them."""
+
+    def __init__(self, world: World) -> None:
+        self.puts: list[dict[str, Any]] = []
+        self.indexed = 0  # records put with a ``next`` index entry
+        self.failing = False
+        world.client.meta.events.register("before-parameter-build.dynamodb.PutItem", self._put)
+
+    def _put(self, params: Any, **_: Any) -> None:
+        item = params["Item"]
+        if "next_key" in item:
+            self.indexed += 1
+        if str(item["pk"]["S"]).startswith(items.PAGE_PREFIX):
+            if self.failing:
+                raise RuntimeError("the plan pages cannot be written")
+            self.puts.append(item)
+
+    def entries(self) -> list[tuple[Any, str, int]]:
+        return [entry for page in self.puts for entry in items.page_entries(page)]
+
+
+def test_schedules_planned_in_one_pass_share_one_plan_page_and_no_index_entry(
+    world: World,
+) -> None:
+    # Given 20 schedules every 10 minutes, created together and handed to
+    # their chains by the first pass (a seed's next slot is a ``next`` entry).
+    ids = [world.create({"every": "PT10M", "start_at": "2026-12-01T08:01:00Z"}) for _ in range(20)]
+    world.passes(1)
+    pages = PageWrites(world)
+    # When the chain carries them for three more plannings.
+    world.passes(31)
+    # Then each planning wrote one page naming all 20 next slots, and no
+    # record a ``next`` index entry.
+    assert pages.indexed == 0
+    assert len(pages.puts) == 3
+    assert all(len(items.page_entries(page)) == 20 for page in pages.puts)
+    assert all(items.item_units(page) == 1 for page in pages.puts)
+    assert {sid for _, sid, _ in pages.entries()} == set(ids)
+    # And every slot was planned once, none missing.
+    expected = [f"2026-12-01T08:{m}1:00+00:00" for m in range(4)]
+    for sid in ids:
+        assert [s[0] for s in world.slots(sid)] == expected
+
+
+def test_a_pass_reads_its_pages_once_however_many_pages_of_due_it_plans(world: World) -> None:
+    ids = {world.create({"every": "PT1M", "start_at": "2026-12-01T08:01:00Z"}) for _ in range(5)}
+    world.passes(2)  # handed over, then carried on by a page
+    small = TickConfig(
+        partitioning=PARTS, lookahead=timedelta(seconds=90), queue_ahead=True, page_size=1
+    )
+    world.ticker = Ticker(
+        world.store, world.ticker.dispatcher.queue, world.clock, small, owner="tick-1"
+    )
+    page_reads: list[str] = []
+
+    def count(params: Any, **_: Any) -> None:
+        pk = params["ExpressionAttributeValues"].get(":pk", {}).get("S", "")
+        if pk.startswith(items.PAGE_PREFIX):
+            page_reads.append(pk)
+
+    world.client.meta.events.register("before-parameter-build.dynamodb.Query", count)
+    world.passes(1)
+    assert page_reads == ["P#2026-12-01T08"]  # one query, for five pages of one due entry
+    for sid in ids:
+        instants = [s[0] for s in world.slots(sid)]
+        assert instants == [f"2026-12-01T08:0{m}:00+00:00" for m in range(1, 4)]
+
+
+def test_the_pages_are_read_page_by_page_without_a_repeat(world: World) -> None:
+    ids = {world.create({"every": "PT1M", "start_at": "2026-12-01T08:01:00Z"}) for _ in range(3)}
+    world.passes(2)  # the second pass carried them on by a page: next slots 08:03
+    until = world.clock.now() + CONFIG.lookahead
+    seen: list[str] = []
+    token = None
+    for _ in range(10):  # bounded: a repeat across pages would never end
+        page = world.store.due(until, 1, token)
+        seen += [due.schedule_id for due in page.items]
+        token = page.next_token
+        if token is None:
+            break
+    world.store.planned_through(None)
+    assert sorted(seen) == sorted(ids)
+
+
+def test_pages_that_cannot_be_written_move_no_cursor_and_the_next_pass_plans_again(
+    world: World,
+) -> None:
+    sid = world.create({"every": "PT1M", "start_at": "2026-12-01T08:01:00Z"})
+    world.passes(3)
+    pages = PageWrites(world)
+    cursor = _cursor(world)
+    pages.failing = True
+    with pytest.raises(RuntimeError, match="plan pages"):
+        world.ticker.tick_once()
+    # The pass wrote its slot, but not where the chain goes next: the cursor
+    # stays, and the plan lease is let go.
+    assert _cursor(world) == cursor
+    world.clock.advance(60)
+    pages.failing = False
+    world.passes(3)
+    instants = [s[0] for s in world.slots(sid)]
+    assert instants == [f"2026-12-01T08:0{m}:00+00:00" for m in range(1, 8)]
+    assert "owner" not in _cursor(world)
+
+
+def test_a_page_carried_schedule_paused_deleted_or_edited_is_not_planned_from_its_page(
+    world: World,
+) -> None:
+    paused = world.create({"every": "PT1M", "start_at": "2026-12-01T08:01:00Z"})
+    deleted = world.create({"every": "PT1M", "start_at": "2026-12-01T08:01:00Z"})
+    world.passes(3)  # both on pages now
+    world.service.pause(paused)
+    world.service.delete(deleted)
+    before = {sid: world.slots(sid) for sid in (paused, deleted)}
+    world.calls.clear()
+    world.passes(4)
+    assert world.writes(world.tables.occurrences) == 0
+    assert {sid: world.slots(sid) for sid in (paused, deleted)} == before

@@ -3,6 +3,7 @@ the table definitions and the items the store writes."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
 from adapters.dynamodb.hot_keys import (
@@ -11,6 +12,7 @@ from adapters.dynamodb.hot_keys import (
     key_writes,
     local_indexes,
     occurrence_writes,
+    page_writes,
     worst_minute,
 )
 
@@ -22,9 +24,10 @@ def test_no_table_has_a_local_index_so_no_schedule_has_an_item_collection_cap() 
 def test_no_key_takes_more_than_a_thousand_write_units_a_second_when_100000_fire_at_once() -> None:
     sent = worst_minute(100_000)
     # An intent sent as it is planned never touches the outbox.
-    # A steady schedule's HEAD is not written: its record carries it on.
+    # A steady schedule's HEAD is not written, and no index either: the
+    # pass's plan pages carry the next slots.
     assert {(h.name, h.phase) for h in sent} == {
-        ("Runs.next", "plan"),
+        ("Runs", "pages"),
         ("Runs", "plan"),
         ("Runs", "run"),
     }
@@ -32,23 +35,34 @@ def test_no_key_takes_more_than_a_thousand_write_units_a_second_when_100000_fire
     # planned and leaves it when dispatch sends it again.
     failed = worst_minute(100_000, send_fails=True)
     assert {(h.name, h.phase) for h in failed} >= {
-        ("Runs.next", "plan"),
+        ("Runs", "pages"),
         ("Runs.outbox", "plan"),
         ("Runs.outbox", "dispatch"),
         ("Runs", "run"),
     }
-    assert (failed[0].name, failed[0].phase) == ("Runs.outbox", "dispatch")
+    outbox = [h for h in failed if h.name == "Runs.outbox"]
+    assert max(outbox, key=lambda h: h.per_s).phase == "dispatch"
     for hot in (sent, failed):
         assert max(h.per_s for h in hot) <= WRITE_UNITS_PER_KEY
-        # The index keys take the burst; a table key is one schedule's.
-        assert max(h.units for h in hot if h.name in ("Runs", "Schedules")) <= 3
+        # The index keys and the pages take the burst; a table key of a
+        # run is one schedule's.
+        assert max(h.units for h in hot if h.phase != "pages" and h.name == "Runs") <= 3
+    # The pages of 100,000 next slots (about 22 bytes each) share one due
+    # hour's key, written over about 3 seconds.
+    pages = next(h for h in sent if h.phase == "pages")
+    assert pages.key == "P#2026-12-02T09"
+    assert 2_000 <= pages.units <= 3_000
+    assert pages.seconds >= pages.units / WRITE_UNITS_PER_KEY
 
 
 def test_the_arithmetic_finds_a_hot_key_when_the_writers_outrun_the_shards() -> None:
     crowded = Pace(shards=1, due_shards=1, tick_processes=4, request_s=0.002)
-    hot = worst_minute(10_000, crowded)
+    # Pages written as fast as the tick can make requests: one key takes them.
+    unpaced = replace(crowded, page_units_per_s=1e9)
+    hot = worst_minute(100_000, unpaced)
     assert hot[0].per_s > WRITE_UNITS_PER_KEY
-    assert hot[0].name == "Runs.next"
+    assert (hot[0].name, hot[0].phase) == ("Runs", "pages")
+    assert max(h.per_s for h in worst_minute(100_000, crowded)) <= WRITE_UNITS_PER_KEY
     failed = worst_minute(10_000, crowded, send_fails=True)
     assert failed[0].per_s > WRITE_UNITS_PER_KEY
     assert failed[0].name == "Runs.outbox"
@@ -63,19 +77,23 @@ def _units_per_target(*, send_fails: bool) -> dict[str, int]:
     return per_target
 
 
-def test_one_occurrence_sent_as_it_is_planned_writes_four_units_and_no_outbox_entry() -> None:
-    # Runs: the record (admitted, stamped sent), start, finish; the record's
-    # entry in the ``next`` index, written once with it. No claim, no HEAD.
-    assert _units_per_target(send_fails=False) == {"Runs": 3, "Runs.next": 1}
+def test_one_occurrence_sent_as_it_is_planned_writes_three_units_and_no_index_entry() -> None:
+    # Runs: the record (admitted, stamped sent), start, finish. No claim, no
+    # HEAD, no index: its next slot is a line of its pass's plan page.
+    assert _units_per_target(send_fails=False) == {"Runs": 3}
 
 
 def test_one_occurrence_whose_send_failed_enters_the_outbox_once_and_leaves_it_once() -> None:
     # Runs: record, into the outbox, mark sent, start, finish.
-    assert _units_per_target(send_fails=True) == {
-        "Runs": 5,
-        "Runs.outbox": 2,
-        "Runs.next": 1,
-    }
+    assert _units_per_target(send_fails=True) == {"Runs": 5, "Runs.outbox": 2}
+
+
+def test_a_planned_next_slot_costs_a_few_dozen_bytes_of_a_page() -> None:
+    at = datetime(2026, 12, 1, 9, tzinfo=UTC)
+    pages = page_writes([f"sch_{n:016x}" for n in range(1000)], at, Pace())
+    assert len(pages) == 1
+    # 1,000 schedules planned together: about 22 units, not 1,000 index entries.
+    assert 15 <= pages[0].units <= 30
 
 
 def test_the_pace_is_the_deployments_own_defaults() -> None:
