@@ -80,11 +80,14 @@ SCHEDULES = TableDefinition(
 # run a user retries). A record a planning pass stores admitted and sends
 # before its schedule advances never enters it, unless the send failed.
 #
-# The sparse, KEYS_ONLY "next" index is the planner's chain: the last record
-# a planning pass writes for a schedule carries the schedule's next slot
-# ("next_shard", "next_key" = "<next_due>#<schedule_id>#<version>"), written
-# once with the record and never moved; the next passes read the index from
-# where the last complete pass stopped. Old history expires by TTL. (This
+# The planner's chain: a pass writes the next slots of the schedules it
+# carries as plan pages, items of this table under "P#<due hour>", one per
+# due minute (adapters/dynamodb/items.py). The sparse, KEYS_ONLY "next" index
+# holds only a seed's hand-over: the record a pass plans from a HEAD carries
+# the schedule's next slot ("next_shard", "next_key" =
+# "<next_due>#<schedule_id>#<version>"), written once with it and never
+# moved. The passes read both from where the last complete pass stopped.
+# Old history and old pages expire by TTL. (This
 # table replaces "Occurrences", which had a local index: see
 # docs/decisions.md for the upgrade.)
 OCCURRENCES = TableDefinition(

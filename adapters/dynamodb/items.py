@@ -22,6 +22,7 @@ table          pk                      sk
 Schedules      ``S#<schedule_id>``     ``HEAD`` / ``V#<version:08d>``
 Schedules      ``K#<idempotency key>`` ``CREATE``
 Runs           ``<schedule_id>``       ``R#<scheduled_at>#`` (record)
+Runs           ``P#<due hour>``        ``<minute>#<token>#<chunk>`` (plan page)
 Leases         ``L#<shard:06d>`` / ``H#<component>``
 =============  ======================  ==============================
 
