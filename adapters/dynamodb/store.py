@@ -133,6 +133,10 @@ PAGE_REACH: Final = timedelta(days=1)
 # takes the plan lease (and so moves the cursor) when the cursor is this far
 # behind, even with nothing to plan, so an idle deployment's read stays short.
 PAGE_STALE: Final = timedelta(hours=1)
+# A record expires the history retention after its slot (TTL), and takes a
+# seed's ``next`` entry with it: a next slot later than that, less this
+# margin (an outage of the tick, TTL's own delay), stays on the HEAD.
+CHAIN_TTL_MARGIN: Final = timedelta(days=7)
 
 # Why a record stored and sent is closed when its schedule's advance is refused.
 WITHDRAWN: Final = "the schedule changed while this slot was being planned"
@@ -1204,12 +1208,19 @@ class DynamoStore(Store):
         read of the index, which starts after it, finds it), written in one
         chunk, by the pass that holds the plan lease (``_hold_plan``). A
         backlog, a call from outside a pass, a pass without the lease, or
-        nothing to write stays on the HEAD."""
+        nothing to write stays on the HEAD; so does a schedule whose next
+        slot comes after its last record (and a seed's ``next`` entry on it)
+        would have expired, less ``CHAIN_TTL_MARGIN``: a slot months away."""
         return (
             until is not None
             and self._plan_held
             and 0 < len(item.occurrences) <= OCCURRENCES_PER_ADVANCE
             and (item.next_due is None or item.next_due > until)
+            and (
+                item.next_due is None
+                or item.next_due
+                < item.occurrences[-1].scheduled_at + self.history_retention - CHAIN_TTL_MARGIN
+            )
         )
 
     def _chain_fields(self, item: Materialization, mode: str) -> dict[str, Any]:

@@ -417,3 +417,26 @@ def test_a_page_carried_schedule_paused_deleted_or_edited_is_not_planned_from_it
     world.passes(4)
     assert world.writes(world.tables.occurrences) == 0
     assert {sid: world.slots(sid) for sid in (paused, deleted)} == before
+
+
+def test_a_schedule_whose_next_slot_outlives_its_last_record_stays_on_its_head(
+    world: World,
+) -> None:
+    # A yearly schedule: its slot's record expires 90 days after it (TTL),
+    # long before the next slot, so no record may carry that slot.
+    yearly = world.create({"cron": "1 8 1 12 *", "time_zone": "UTC"})
+    monthly = world.create({"cron": "1 8 1 * *", "time_zone": "UTC"})
+    world.passes(2)
+    assert [s[0] for s in world.slots(yearly)] == ["2026-12-01T08:01:00+00:00"]
+    # The yearly one's HEAD names its next slot, in the ``due`` index ...
+    head = world.head(yearly)
+    assert head["next_due"].startswith("2027-12-01T08:01:00")
+    assert "due_key" in head
+    # ... and the monthly one was handed to its chain as before.
+    assert "due_key" not in world.head(monthly)
+    records = world.client.query(
+        TableName=world.tables.occurrences,
+        KeyConditionExpression="pk = :pk",
+        ExpressionAttributeValues={":pk": {"S": yearly}},
+    )["Items"]
+    assert [r for r in records if "next_key" in r] == []
