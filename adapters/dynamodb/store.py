@@ -133,6 +133,11 @@ PAGE_REACH: Final = timedelta(days=1)
 # takes the plan lease (and so moves the cursor) when the cursor is this far
 # behind, even with nothing to plan, so an idle deployment's read stays short.
 PAGE_STALE: Final = timedelta(hours=1)
+# The plan cursor item carries next slots too, while its text stays within
+# this many bytes: the item (its keys, ``through``, the lease's owner) then
+# stays within the one write unit each let-go pays anyway, so a deployment
+# with few schedules a pass writes no page at all.
+CARRY_BYTES: Final = 800
 # A record expires the history retention after its slot (TTL), and takes a
 # seed's ``next`` entry with it: a next slot later than that, less this
 # margin (an outage of the tick, TTL's own delay), stays on the HEAD.
@@ -297,12 +302,15 @@ class DynamoStore(Store):
         history_retention: timedelta = HISTORY_RETENTION,
         concurrency: int = 1,
         lease_shards: int | None = None,
+        carry_bytes: int = CARRY_BYTES,
     ) -> None:
         """``concurrency``: independent conditional writes (admissions,
         closures, materializations of different schedules) and index queries
         in flight at once. Keep 1 on in-process moto, whose backends are not
         safe under concurrent requests. ``lease_shards``: the deployment's
-        shard count, so the leases are read by key rather than by a scan."""
+        shard count, so the leases are read by key rather than by a scan.
+        ``carry_bytes``: how much of the plan cursor item may carry next
+        slots (0: every next slot goes on a plan page)."""
         if due_shards < 1:
             raise ValueError("due_shards must be at least 1")
         if concurrency < 1:
@@ -315,6 +323,7 @@ class DynamoStore(Store):
         self.due_shards = due_shards
         self.lease_shards = lease_shards
         self.history_retention = history_retention
+        self.carry_bytes = carry_bytes
         self._versions: OrderedDict[tuple[str, int], ScheduleVersion] = OrderedDict()
         self._versions_lock = threading.Lock()
         # Versions whose stored form no rule reads any more, with the error (bounded).
@@ -331,6 +340,9 @@ class DynamoStore(Store):
         # when it ends (``planned_through``), and the pages a pass read, by
         # its range, as sorted (due_key, entry) pairs.
         self._page_entries: list[tuple[datetime, str, int]] = []
+        # The next slots the plan cursor carries, as this pass read it (or
+        # took the plan lease with it).
+        self._carried: list[tuple[datetime, str, int]] = []
         self._pages_read: (
             tuple[tuple[datetime, datetime], list[tuple[str, dict[str, Any]]]] | None
         ) = None
@@ -737,7 +749,10 @@ class DynamoStore(Store):
                 )
 
             indexed = [item for found in self._each(one, shards) for item in found]
-            return indexed + self._paged(floor, until, after, limit)
+            found = indexed + self._paged(floor, until, after, limit)
+            found += self._carried_in(floor, until, after, limit)
+            unique = {(str(it.value(e["due_key"])), str(it.value(e["version"]))): e for e in found}
+            return list(unique.values())
 
         shards = range(self.due_shards)
         merged = [item for found in self._each(heads, shards) for item in found]
@@ -750,10 +765,11 @@ class DynamoStore(Store):
             # the last holder stopped. A pass that cannot take it leaves the
             # entries to the holder, and plans the HEADs' slots on the HEADs.
             # (With nothing to plan, a pass takes it to move a stale cursor.)
+            carried = self._carried
             held, through = self._hold_plan()
             if not held:
                 chained = []
-            elif through != floor:
+            elif through != floor or self._carried != carried:
                 self._floor = (until, through)
                 chained = read_chains(through)
         merged += chained
@@ -775,6 +791,18 @@ class DynamoStore(Store):
         if self._pages_read is None or self._pages_read[0] != (low, until):
             self._pages_read = ((low, until), self._read_pages(low, until))
         entries = self._pages_read[1]
+        start = 0 if after is None else bisect.bisect_right(entries, after, key=lambda e: e[0])
+        return [entry for _, entry in entries[start : start + limit + 1]]
+
+    def _carried_in(
+        self, floor: datetime | None, until: datetime, after: str | None, limit: int
+    ) -> list[dict[str, Any]]:
+        """Up to ``limit + 1`` chain entries of the cursor's carry, as ``_paged``."""
+        entries = sorted(
+            (it.due_key(at, schedule_id), _chain_entry(at, schedule_id, version))
+            for at, schedule_id, version in self._carried
+            if (floor is None or at > floor) and at <= until
+        )
         start = 0 if after is None else bisect.bisect_right(entries, after, key=lambda e: e[0])
         return [entry for _, entry in entries[start : start + limit + 1]]
 
@@ -921,6 +949,7 @@ class DynamoStore(Store):
         item = answer.get("Item")
         floor = _through(item)
         self._floor = (until, floor)
+        self._carried = _carry(item)
         with self._versions_lock:
             self._heads_read.clear()  # a new pass: what an earlier one read is old
         return floor
@@ -952,42 +981,63 @@ class DynamoStore(Store):
                 raise
             return False, None
         self._plan_held = True
+        self._carried = _carry(answer.get("Attributes"))
         return True, _through(answer.get("Attributes"))
 
     def planned_through(self, until: datetime | None) -> None:
-        """The pass ends: it writes the plan pages of the next slots its
-        chain carries; then, with ``until``, it planned every chain entry up
-        to it, and the next holder reads after it (forward only); with None,
-        it stopped early and moves nothing. Either way the plan lease is let
-        go. A pass that did not hold it writes nothing. Pages that cannot be
-        written move nothing either: the next holder reads again from the
+        """The pass ends: it puts the next slots its chain carries on the
+        plan cursor's carry while they fit, and the rest on plan pages;
+        then, with ``until``, it planned every chain entry up to it, and the
+        next holder reads after it (forward only); with None, it stopped
+        early and moves nothing. Either way the plan lease is let go, with
+        the carry less what the cursor passed. A pass that did not hold it
+        writes nothing. Pages that cannot be written move nothing either
+        (the carry stays as it was): the next holder reads again from the
         same place, and plans the same slots again (found written)."""
         floor = self._floor[1] if self._floor is not None else None
         self._floor = None
         self._pages_read = None
+        carried, self._carried = self._carried, []
         with self._versions_lock:
             entries, self._page_entries = self._page_entries, []
         if not self._plan_held:
             return
         self._plan_held = False
+        through = _moved(floor, until)
+        kept = [entry for entry in carried if through is None or entry[0] > through]
+        carry, spill = it.split_carry(kept, entries, self.carry_bytes)
         try:
-            self._write_pages(entries)
+            self._write_pages(spill)
         except BaseException:
-            self._let_plan_go(floor, None)
+            self._let_plan_go(floor, None, None)
             raise
-        self._let_plan_go(floor, until)
+        if not self._let_plan_go(floor, until, carry):
+            # The lease ran out and another holder took it; it plans these
+            # slots again from the same cursor, but their pages cost little.
+            self._write_pages(sorted(set(entries) - set(spill)))
 
-    def _let_plan_go(self, floor: datetime | None, until: datetime | None) -> None:
+    def _let_plan_go(
+        self, floor: datetime | None, until: datetime | None, carry: str | None
+    ) -> bool:
         """Let go of the plan lease, moving the cursor to ``until`` if given
-        (and past ``floor``)."""
-        through = floor if until is None or (floor is not None and floor >= until) else until
-        update = "REMOVE #owner, #held_until"
+        (and past ``floor``) and setting its carry if given; False if the
+        lease was no longer this store's."""
+        through = _moved(floor, until)
+        sets, removes = [], ["#owner", "#held_until"]
         values: dict[str, Any] = {":me": {"S": self._plan_owner}}
         names = {"#owner": "owner", "#held_until": "held_until"}
         if through is not None:
-            update = "SET #through = :through " + update
+            sets.append("#through = :through")
             values[":through"] = {"S": it.iso(through)}
             names["#through"] = "through"
+        if carry is not None:
+            names["#carry"] = "carry"
+            if carry:
+                sets.append("#carry = :carry")
+                values[":carry"] = {"S": carry}
+            else:
+                removes.append("#carry")
+        update = ("SET " + ", ".join(sets) + " " if sets else "") + "REMOVE " + ", ".join(removes)
         try:
             self.client.update_item(
                 TableName=self.tables.leases,
@@ -999,7 +1049,9 @@ class DynamoStore(Store):
             )
         except ClientError as error:
             if not _failed_condition(error):
-                raise  # (refused: the lease ran out and another holder took it)
+                raise
+            return False  # refused: the lease ran out and another holder took it
+        return True
 
     @staticmethod
     def _next_due_condition(expected: datetime | None) -> tuple[str, dict[str, Any]]:
@@ -2212,6 +2264,19 @@ def _chain_entry(at: datetime, schedule_id: str, version: int) -> dict[str, Any]
         "next_due": {"S": it.iso(at)},
         _CHAIN: True,
     }
+
+
+def _moved(floor: datetime | None, until: datetime | None) -> datetime | None:
+    """Where a pass that read from ``floor`` leaves the cursor: at ``until``
+    if it planned through it and that is forward, else where it was."""
+    return floor if until is None or (floor is not None and floor >= until) else until
+
+
+def _carry(item: Mapping[str, Any] | None) -> list[tuple[datetime, str, int]]:
+    """The next slots the cursor item carries."""
+    if item is None or "carry" not in item:
+        return []
+    return it.carry_entries(str(it.value(item["carry"])))
 
 
 def _through(item: Mapping[str, Any] | None) -> datetime | None:

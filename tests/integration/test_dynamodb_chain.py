@@ -324,7 +324,9 @@ def test_schedules_planned_in_one_pass_share_one_plan_page_and_no_index_entry(
     world: World,
 ) -> None:
     # Given 20 schedules every 10 minutes, created together and handed to
-    # their chains by the first pass (a seed's next slot is a ``next`` entry).
+    # their chains by the first pass (a seed's next slot is a ``next`` entry),
+    # and no carry on the plan cursor.
+    world.store.carry_bytes = 0
     ids = [world.create({"every": "PT10M", "start_at": "2026-12-01T08:01:00Z"}) for _ in range(20)]
     world.passes(1)
     pages = PageWrites(world)
@@ -344,6 +346,7 @@ def test_schedules_planned_in_one_pass_share_one_plan_page_and_no_index_entry(
 
 
 def test_a_pass_reads_its_pages_once_however_many_pages_of_due_it_plans(world: World) -> None:
+    world.store.carry_bytes = 0
     ids = {world.create({"every": "PT1M", "start_at": "2026-12-01T08:01:00Z"}) for _ in range(5)}
     world.passes(2)  # handed over, then carried on by a page
     small = TickConfig(
@@ -367,9 +370,11 @@ def test_a_pass_reads_its_pages_once_however_many_pages_of_due_it_plans(world: W
         assert instants == [f"2026-12-01T08:0{m}:00+00:00" for m in range(1, 4)]
 
 
-def test_the_pages_are_read_page_by_page_without_a_repeat(world: World) -> None:
+@pytest.mark.parametrize("carry_bytes", [0, 60])  # all on pages; one on the carry
+def test_the_pages_are_read_page_by_page_without_a_repeat(world: World, carry_bytes: int) -> None:
+    world.store.carry_bytes = carry_bytes
     ids = {world.create({"every": "PT1M", "start_at": "2026-12-01T08:01:00Z"}) for _ in range(3)}
-    world.passes(2)  # the second pass carried them on by a page: next slots 08:03
+    world.passes(2)  # the second pass carried them on: next slots 08:03
     until = world.clock.now() + CONFIG.lookahead
     seen: list[str] = []
     token = None
@@ -386,6 +391,7 @@ def test_the_pages_are_read_page_by_page_without_a_repeat(world: World) -> None:
 def test_pages_that_cannot_be_written_move_no_cursor_and_the_next_pass_plans_again(
     world: World,
 ) -> None:
+    world.store.carry_bytes = 0
     sid = world.create({"every": "PT1M", "start_at": "2026-12-01T08:01:00Z"})
     world.passes(3)
     pages = PageWrites(world)
@@ -440,3 +446,98 @@ def test_a_schedule_whose_next_slot_outlives_its_last_record_stays_on_its_head(
         ExpressionAttributeValues={":pk": {"S": yearly}},
     )["Items"]
     assert [r for r in records if "next_key" in r] == []
+
+
+# --- the plan cursor's carry: next slots on the item each pass rewrites anyway ----------
+
+
+def test_a_few_schedules_next_slots_ride_on_the_cursor_and_write_no_page(world: World) -> None:
+    # 20 hourly schedules, 3 minutes apart: each alone in its minute, where a
+    # page would cost a whole write unit for one line.
+    ids = [
+        world.create({"every": "PT1H", "start_at": f"2026-12-01T08:{1 + 3 * n:02d}:00Z"})
+        for n in range(20)
+    ]
+    world.passes(60)  # each handed to its chain by the pass that plans its first slot
+    pages = PageWrites(world)
+    sizes: list[int] = []
+
+    def cursor_write(params: Any, **_: Any) -> None:
+        if params.get("Key", {}).get("pk", {}).get("S") == PLAN_CURSOR:
+            sizes.append(
+                len(params.get("ExpressionAttributeValues", {}).get(":carry", {}).get("S", ""))
+            )
+
+    world.client.meta.events.register("before-parameter-build.dynamodb.UpdateItem", cursor_write)
+    world.passes(130)
+    assert pages.puts == [] and pages.indexed == 0
+    # The carry stayed within its budget: the cursor item within one write unit.
+    assert 0 < max(sizes) <= world.store.carry_bytes
+    assert (
+        items.item_units(
+            world.client.get_item(
+                TableName=world.tables.leases, Key=items.attrs({"pk": PLAN_CURSOR})
+            )["Item"]
+        )
+        == 1
+    )
+    # Every slot once, none missing, up to the last pass's horizon.
+    horizon = world.clock.now() - timedelta(seconds=60) + CONFIG.lookahead
+    for n, sid in enumerate(ids):
+        first = START + timedelta(minutes=1 + 3 * n)
+        expected = []
+        at = first
+        while at <= horizon:
+            expected.append(at.isoformat())
+            at += timedelta(hours=1)
+        assert [s[0] for s in world.slots(sid)] == expected
+
+
+def test_next_slots_beyond_the_carry_go_on_pages_and_none_is_lost(world: World) -> None:
+    ids = [world.create({"every": "PT1M", "start_at": "2026-12-01T08:01:00Z"}) for _ in range(60)]
+    world.passes(2)
+    pages = PageWrites(world)
+    world.passes(5)
+    # 60 lines do not fit in 800 bytes: the rest of each planning is a page.
+    assert pages.puts
+    assert all(len(items.page_entries(page)) < 60 for page in pages.puts)
+    for sid in ids:
+        assert [s[0] for s in world.slots(sid)] == [
+            f"2026-12-01T08:0{m}:00+00:00" for m in range(1, 8)
+        ]
+
+
+def test_a_pass_that_lost_the_plan_lease_loses_no_slot(world: World) -> None:
+    ids = [world.create({"every": "PT1M", "start_at": "2026-12-01T08:01:00Z"}) for _ in range(3)]
+    world.passes(3)
+    pages = PageWrites(world)
+    other = boto3.client("dynamodb", region_name="us-east-1")  # uncounted, same backend
+    stolen = []
+
+    def steal(params: Any, **_: Any) -> None:
+        # As the pass lets go, its lease has run out and another holder has it.
+        if params.get("ConditionExpression") == "#owner = :me" and not stolen:
+            stolen.append(True)
+            other.update_item(
+                TableName=world.tables.leases,
+                Key=items.attrs({"pk": PLAN_CURSOR}),
+                UpdateExpression="SET #owner = :other, #held_until = :past",
+                ExpressionAttributeNames={"#owner": "owner", "#held_until": "held_until"},
+                ExpressionAttributeValues={
+                    ":other": {"S": "plan-other"},
+                    ":past": {"S": items.iso(START)},  # and it ran out since
+                },
+            )
+
+    world.client.meta.events.register("before-parameter-build.dynamodb.UpdateItem", steal)
+    cursor = _cursor(world)["through"]
+    world.passes(1)
+    assert stolen
+    # The refused let-go moved nothing; the pass's next slots went on a page.
+    assert _cursor(world)["through"] == cursor
+    assert {sid for _, sid, _ in pages.entries()} == set(ids)
+    world.passes(3)
+    for sid in ids:
+        assert [s[0] for s in world.slots(sid)] == [
+            f"2026-12-01T08:0{m}:00+00:00" for m in range(1, 8)
+        ]
