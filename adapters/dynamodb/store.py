@@ -162,6 +162,10 @@ class _Stored:
     # The HEAD is to be advanced after the chunk (False: the chain carries on,
     # on the last occurrence's record, and the HEAD is not written).
     advance: bool = True
+    # The last occurrence's record was put by this call, with the chain's
+    # fields (False: it was there already, written by another planner
+    # without them, so no ``next`` entry names the slot after it).
+    chain_written: bool = False
 
     @property
     def inserted(self) -> tuple[str, ...]:
@@ -1236,7 +1240,11 @@ class DynamoStore(Store):
                 return result
             if not result.advance:
                 return MaterializeOutcome(item.schedule_id, True, result.inserted)
-            chained = self._chained(item, until)
+            # A seed hands its schedule to the chain only if its record carries
+            # the next slot: when another planner (a pass without the plan
+            # lease, planning on the HEAD) put that record first, the HEAD
+            # keeps naming the slot instead.
+            chained = self._chained(item, until) and result.chain_written
             if self._advance(
                 item,
                 item.expected_next_due,
@@ -1374,6 +1382,7 @@ class DynamoStore(Store):
                 written, to_send = self._write_occurrence(run, sending=False, extra=extra)[0], None
             if written:
                 stored.written.append(run)
+                stored.chain_written = extra is not None
             if to_send is not None:
                 stored.to_send.append(to_send)
         return stored
@@ -1468,7 +1477,7 @@ class DynamoStore(Store):
                 item.next_due,
                 item.last_materialized_at,
                 now,
-                chained=True,
+                chained=stored.chain_written,  # see ``materialize_sending``
             ):
                 return self._refused(item, stored, ())
             return MaterializeOutcome(item.schedule_id, True, stored.inserted)

@@ -541,3 +541,31 @@ def test_a_pass_that_lost_the_plan_lease_loses_no_slot(world: World) -> None:
         assert [s[0] for s in world.slots(sid)] == [
             f"2026-12-01T08:0{m}:00+00:00" for m in range(1, 8)
         ]
+
+
+def test_a_seed_whose_record_another_planner_put_first_stays_on_its_head(world: World) -> None:
+    # Two passes plan a new schedule's seed at once: one without the plan
+    # lease (on the HEAD) puts the slot's record first, without the chain's
+    # fields; the lease holder's put of it, which would carry the next slot,
+    # is refused. The holder must not hand the schedule to a chain that no
+    # record carries.
+    sid = world.create({"every": "PT1M", "start_at": "2026-12-01T08:01:00Z"})
+    other = boto3.client("dynamodb", region_name="us-east-1")  # uncounted, same backend
+    raced: list[str] = []
+
+    def first(params: Any, **_: Any) -> None:
+        item = params["Item"]
+        if "next_key" in item and not raced:
+            plain = {k: v for k, v in item.items() if k not in ("next_key", "next_shard")}
+            other.put_item(TableName=params["TableName"], Item=plain)
+            raced.append(item["sk"]["S"])
+
+    world.client.meta.events.register("before-parameter-build.dynamodb.PutItem", first)
+    world.passes(1)
+    assert raced
+    # The HEAD still names the next slot, in the ``due`` index ...
+    head = world.head(sid)
+    assert head["next_due"].startswith("2026-12-01T08:02:00") and "due_key" in head
+    # ... and the schedule goes on: every slot once.
+    world.passes(5)
+    assert [s[0] for s in world.slots(sid)] == [f"2026-12-01T08:0{m}:00+00:00" for m in range(1, 7)]
