@@ -794,9 +794,7 @@ class DynamoStore(Store):
         low = floor if floor is not None else until - PAGE_REACH
         if self._pages_read is None or self._pages_read[0] != (low, until):
             self._pages_read = ((low, until), self._read_pages(low, until))
-        entries = self._pages_read[1]
-        start = 0 if after is None else bisect.bisect_right(entries, after, key=lambda e: e[0])
-        return [entry for _, entry in entries[start : start + limit + 1]]
+        return _past(self._pages_read[1], after, limit)
 
     def _carried_in(
         self, floor: datetime | None, until: datetime, after: str | None, limit: int
@@ -807,8 +805,7 @@ class DynamoStore(Store):
             for at, schedule_id, version in self._carried
             if (floor is None or at > floor) and at <= until
         )
-        start = 0 if after is None else bisect.bisect_right(entries, after, key=lambda e: e[0])
-        return [entry for _, entry in entries[start : start + limit + 1]]
+        return _past(entries, after, limit)
 
     def _read_pages(self, low: datetime, upper: datetime) -> list[tuple[str, dict[str, Any]]]:
         """Every entry of the plan pages with a next slot in ``(low, upper]``,
@@ -2273,6 +2270,15 @@ def _chain_entry(at: datetime, schedule_id: str, version: int) -> dict[str, Any]
         "next_due": {"S": it.iso(at)},
         _CHAIN: True,
     }
+
+
+def _past(
+    entries: Sequence[tuple[str, dict[str, Any]]], after: str | None, limit: int
+) -> list[dict[str, Any]]:
+    """Up to ``limit + 1`` of ``entries`` (sorted (due_key, entry) pairs) with
+    a ``due_key`` past ``after``: a page of ``due`` and whether there is more."""
+    start = 0 if after is None else bisect.bisect_right(entries, after, key=lambda e: e[0])
+    return [entry for _, entry in entries[start : start + limit + 1]]
 
 
 def _moved(floor: datetime | None, until: datetime | None) -> datetime | None:

@@ -266,20 +266,26 @@ def test_the_plan_lease_outlives_the_longest_tick_invocation() -> None:
     assert PLAN_LEASE.total_seconds() > longest
 
 
-def test_the_chain_is_read_page_by_page_without_a_repeat(world: World) -> None:
-    ids = {world.create({"every": "PT1M", "start_at": "2026-12-01T08:01:00Z"}) for _ in range(3)}
-    world.passes(1)  # each handed to its chain, next slot 08:02
+def _due_one_at_a_time(world: World) -> list[str]:
+    """The schedules ``due`` names for the next pass's horizon, read one a
+    page (bounded: a repeat across pages would never end)."""
     until = world.clock.now() + CONFIG.lookahead
     seen: list[str] = []
     token = None
-    for _ in range(10):  # bounded: a repeat across pages would never end
+    for _ in range(10):
         page = world.store.due(until, 1, token)
         seen += [due.schedule_id for due in page.items]
         token = page.next_token
         if token is None:
             break
     world.store.planned_through(None)
-    assert sorted(seen) == sorted(ids)
+    return seen
+
+
+def test_the_chain_is_read_page_by_page_without_a_repeat(world: World) -> None:
+    ids = {world.create({"every": "PT1M", "start_at": "2026-12-01T08:01:00Z"}) for _ in range(3)}
+    world.passes(1)  # each handed to its chain, next slot 08:02
+    assert sorted(_due_one_at_a_time(world)) == sorted(ids)
 
 
 def test_a_listing_looks_up_the_chains_next_slot_only_when_asked(world: World) -> None:
@@ -375,17 +381,7 @@ def test_the_pages_are_read_page_by_page_without_a_repeat(world: World, carry_by
     world.store.carry_bytes = carry_bytes
     ids = {world.create({"every": "PT1M", "start_at": "2026-12-01T08:01:00Z"}) for _ in range(3)}
     world.passes(2)  # the second pass carried them on: next slots 08:03
-    until = world.clock.now() + CONFIG.lookahead
-    seen: list[str] = []
-    token = None
-    for _ in range(10):  # bounded: a repeat across pages would never end
-        page = world.store.due(until, 1, token)
-        seen += [due.schedule_id for due in page.items]
-        token = page.next_token
-        if token is None:
-            break
-    world.store.planned_through(None)
-    assert sorted(seen) == sorted(ids)
+    assert sorted(_due_one_at_a_time(world)) == sorted(ids)
 
 
 def test_pages_that_cannot_be_written_move_no_cursor_and_the_next_pass_plans_again(

@@ -73,14 +73,20 @@ class Puts:
         self.sent.append((self.clock[0], str(Item["pk"]["S"]), items.item_units(Item)))
 
 
-def test_pages_are_written_no_faster_than_a_partition_takes_them(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+@pytest.fixture
+def paced(monkeypatch: pytest.MonkeyPatch) -> tuple[DynamoStore, Puts]:
+    """A store whose clock moves only when it sleeps, over a recording client."""
     clock = [1000.0]
     monkeypatch.setattr(store_module.time, "monotonic", lambda: clock[0])
     monkeypatch.setattr(store_module.time, "sleep", lambda s: clock.__setitem__(0, clock[0] + s))
     client = Puts(clock)
-    store = DynamoStore(client, TableNames("s", "r", "l"))
+    return DynamoStore(client, TableNames("s", "r", "l")), client
+
+
+def test_pages_are_written_no_faster_than_a_partition_takes_them(
+    paced: tuple[DynamoStore, Puts],
+) -> None:
+    store, client = paced
     # 8,000 slots in each minute of one due hour: 120 pages of about 115
     # units each, all in one partition.
     entries = [
@@ -106,13 +112,9 @@ def test_pages_are_written_no_faster_than_a_partition_takes_them(
 
 
 def test_pages_of_different_hours_do_not_wait_for_each_other(
-    monkeypatch: pytest.MonkeyPatch,
+    paced: tuple[DynamoStore, Puts],
 ) -> None:
-    clock = [1000.0]
-    monkeypatch.setattr(store_module.time, "monotonic", lambda: clock[0])
-    monkeypatch.setattr(store_module.time, "sleep", lambda s: clock.__setitem__(0, clock[0] + s))
-    client = Puts(clock)
-    store = DynamoStore(client, TableNames("s", "r", "l"))
+    store, client = paced
     # One small page in each of 48 due hours: nothing waits.
     entries = [(MINUTE + timedelta(hours=h), "a", 1) for h in range(48)]
     store._write_pages(entries)
