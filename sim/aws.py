@@ -10,6 +10,14 @@ request units from item sizes (``bench/cost.py``'s rules). Faults a scenario
 injects (a throttled write, a slow call) are applied at the same point.
 Clients the simulator builds for itself carry no invocation and are not
 judged or counted.
+
+Each request of an invocation (but the API's: ``sim.functions.charges_time``)
+also takes time, as on Lambda: botocore's CPU work (``CPU_PER_REQUEST_S``, at
+the function's CPU factor, on its container's one share of a core), then a
+round trip (``NETWORK_LATENCY_S``). A Lambda ``Invoke`` of a function
+deployed in the simulation is answered here, as Lambda answers it, and never
+reaches moto: an ``Event`` invocation is accepted (202) and handed to the
+simulation's async queue (``Account.async_invoke``).
 """
 
 from __future__ import annotations
@@ -36,6 +44,19 @@ from sim.template import REGION, Stack, queue_url
 # The phase of what an invocation does while it plans occurrences: the API at the call, the
 # tick planning a page of due schedules or walking a shard's due records (see ``_phase``).
 PLANNING = "planning"
+
+# bench/worker_probe.py: about 4.3 ms of CPU a warm worker record on one full core, 83% of it
+# botocore building, signing and parsing the record's three DynamoDB requests: 1.45 ms a
+# request, whole. A batch request (a SendMessageBatch of ten, a TransactWriteItems, a
+# BatchWriteItem) also serializes and parses each entry: ``CPU_PER_ENTRY_S`` for each past
+# the first, an assumption (a tenth of a request's) the probe does not measure.
+CPU_PER_REQUEST_S = 0.00145
+CPU_PER_ENTRY_S = 0.000145
+# One in-region round trip from Lambda, by service: assumptions (bench/cost.py assumes
+# 8 ms for a DynamoDB or SQS request; DynamoDB's single-digit-millisecond reads are
+# faster, an Invoke's authorization and queueing slower).
+NETWORK_LATENCY_S = {"dynamodb": 0.004, "sqs": 0.008, "lambda": 0.015}
+DEFAULT_NETWORK_LATENCY_S = 0.010
 
 _DENIED_CODES = {
     "dynamodb": "AccessDeniedException",
@@ -125,6 +146,10 @@ class Account:
         self._original_create_loader: Any = None
         self._original_stubber_call: Any = None
         self.sim: Any = None  # the simulator's own, unjudged clients
+        # The simulation's async queue: (function name or ARN, event) -> False when no
+        # function of that name is deployed in it (the request then goes to moto).
+        self.async_invoke: Callable[[str, Any], bool] | None = None
+        self.is_simulated_function: Callable[[str], bool] = lambda _: False
 
     # --- hooks on every client -----------------------------------------------------------------
 
@@ -203,6 +228,8 @@ class Account:
             pending = getattr(self._local, "request", None)
             if pending is not None:
                 answer = self._answer_fault(actor, *pending)
+                if answer is None and pending[0] == "lambda":
+                    answer = self._answer_invoke(*pending)
                 if answer is not None:
                     request.sim_answered = True
                     return answer
@@ -246,7 +273,53 @@ class Account:
                 self._meters.append(meter)
         return meter
 
+    def _spend(self, service: str, params: dict[str, Any]) -> None:
+        """A request's time inside the invocation making it: botocore's CPU on its
+        container's share of a core, then the round trip; simulated, so other invocations
+        run meanwhile. The API's requests, and any outside an invocation, take none."""
+        import time
+
+        process = self.engine.current()
+        record = getattr(process, "record", None)
+        container = getattr(process, "container", None)
+        if process is None or record is None or container is None:
+            return
+        from sim.functions import charges_time
+
+        if not charges_time(record.source):
+            return
+        entries = _entries(params)
+        cpu_s = (CPU_PER_REQUEST_S + CPU_PER_ENTRY_S * max(0, entries - 1)) * (
+            container.function.cpu_factor
+        )
+        container.compute(self.engine, cpu_s)
+        time.sleep(NETWORK_LATENCY_S.get(service, DEFAULT_NETWORK_LATENCY_S))
+        process.check_deadline()
+
+    def _answer_invoke(self, service: str, operation: str, params: dict[str, Any]) -> Any:
+        """Lambda's answer to an ``Invoke`` of a function deployed in the simulation (never
+        moto's, which would run a container): ``Event`` is accepted, 202 and an empty
+        payload, and the event queued; ``DryRun`` is 204."""
+        if operation != "Invoke" or self.async_invoke is None:
+            return None
+        name = str(params.get("FunctionName", ""))
+        if not self.is_simulated_function(name):
+            return None
+        kind = params.get("InvocationType", "RequestResponse")
+        if kind == "DryRun":
+            return _lambda_response(204)
+        if kind != "Event":
+            from sim.engine import SimulationError
+
+            raise SimulationError(
+                f"Invoke of {name} with InvocationType {kind}: the simulator models "
+                "Event (asynchronous) and DryRun invocations of its functions only"
+            )
+        self.async_invoke(name, _payload(params.get("Payload")))
+        return _lambda_response(202)
+
     def _before(self, actor: Actor, service: str, operation: str, params: dict[str, Any]) -> None:
+        self._spend(service, params)
         process = self.engine.current()
         if process is not None:
             process.check_deadline()
@@ -473,6 +546,39 @@ class Account:
                         )
                         removed += 1
         return removed
+
+
+def _entries(params: dict[str, Any]) -> int:
+    """How many entries one request carries (a batch's), 1 for a plain request."""
+    if isinstance(params.get("Entries"), list):
+        return max(1, len(params["Entries"]))
+    if isinstance(params.get("TransactItems"), list):
+        return max(1, len(params["TransactItems"]))
+    if isinstance(params.get("RequestItems"), dict):
+        count = 0
+        for value in params["RequestItems"].values():
+            count += len(value) if isinstance(value, list) else len(value.get("Keys", []))
+        return max(1, count)
+    return 1
+
+
+def _payload(raw: Any) -> Any:
+    """An Invoke's ``Payload`` (bytes, text or a file), JSON-decoded: the event."""
+    if raw is None:
+        return {}
+    if hasattr(raw, "read"):
+        raw = raw.read()
+    if isinstance(raw, (bytes, bytearray)):
+        raw = raw.decode()
+    return json.loads(raw) if str(raw).strip() else {}
+
+
+def _lambda_response(status: int) -> Any:
+    from botocore.awsrequest import AWSResponse
+    from moto.core.botocore_stubber import MockRawResponse
+
+    headers = {"Content-Type": "application/json", "x-amzn-RequestId": "sim"}
+    return AWSResponse("https://sim", status, headers, MockRawResponse(b""))
 
 
 def forget_moto_instances() -> None:

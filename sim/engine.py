@@ -256,8 +256,18 @@ class SimExecutor:
         self.engine.at(self.engine.now, strand.resume)
         return future
 
+    def map(self, fn: Callable[..., Any], *iterables: Any, timeout: float | None = None) -> Any:
+        futures = [self.submit(fn, *args) for args in zip(*iterables, strict=False)]
+        return (future.result(timeout) for future in futures)
+
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         pass
+
+    def __enter__(self) -> SimExecutor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
 
 
 def aware(text: str) -> datetime:

@@ -15,6 +15,25 @@ the API's services belongs to that container alone), its own Powertools
 metric set, and its function's environment variables. Two overlapping
 invocations of one function are two containers; a container whose
 invocation timed out is thrown away, as Lambda resets the environment.
+
+What Lambda charges in time, besides the handler's sleeps (docs/simulator.md,
+"What the simulator charges: CPU, cold starts, the network"):
+
+- a container's first invocation spends its init phase first
+  (``COLD_START_CPU_S`` at the function's CPU factor), billed and before the
+  handler runs; the function's ``Timeout`` counts from the end of it;
+- a container is one share of a core: the CPU its threads spend (its init, its
+  AWS requests' botocore work, ``Container.compute``) is served one slice after
+  another, so two strands of one invocation wait for each other and two
+  containers do not;
+- an invocation is throttled over its reserved concurrency, over the account's
+  concurrency left to unreserved functions (``AccountConcurrency``), or when it
+  needs a new environment and its function has started as many as Lambda's
+  scaling rate allows (``ScalingRate``: 1,000 every 10 s).
+
+The API is exempt from the time charges (its cold start and its requests'
+CPU and latency): the scenarios call it synchronously to set up schedules, and
+``Simulation.api`` expects it to answer without sleeping.
 """
 
 from __future__ import annotations
@@ -27,6 +46,7 @@ import os
 import sys
 import traceback
 import uuid
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -38,6 +58,32 @@ from sim.iam import RolePolicy, role_policy
 from sim.template import Stack
 
 _invocation_ids = itertools.count(1)
+
+# bench/worker_probe.py, on one full core: the worker's init (its modules imported, its
+# clients built by its first invocation), in CPU seconds.
+COLD_START_CPU_S = 0.36
+# Lambda gives a function one full vCPU at 1,769 MB and a proportional share below it; a
+# Python process runs Python on one core at a time, so more memory buys no more than one.
+FULL_VCPU_MB = 1769
+# Lambda's concurrency scaling rate (AWS docs, "Lambda scaling behavior", since November
+# 2023): per function, at most 1,000 new execution environments every 10 seconds, refilled
+# continuously and never banked beyond 1,000.
+SCALING_ENVIRONMENTS = 1000
+SCALING_WINDOW_S = 10.0
+# The account's concurrent executions (Lambda's default quota), shared by every function
+# without reserved concurrency, less what the reserved ones hold.
+ACCOUNT_CONCURRENCY = 1000
+
+
+def cpu_factor(memory_mb: int) -> float:
+    """How many times longer CPU work takes at ``memory_mb`` than on one full core."""
+    return max(1.0, FULL_VCPU_MB / memory_mb)
+
+
+def charges_time(source: str) -> bool:
+    """Whether an invocation from ``source`` is charged its cold start and its requests'
+    CPU and latency: all but the API's (see the module's docstring)."""
+    return source != "api"
 
 
 @dataclass
@@ -55,9 +101,12 @@ class Invocation:
     lines: list[str] = field(default_factory=list)
     container: int = 0  # which environment of its function ran it
     cold: bool = False  # the container's first invocation
+    init_s: float = 0.0  # its init phase (a charged cold start), within its duration
     # Inside planning (the API's at the call, the tick's per-run work): what it does then is
     # a run's, not set-up nor idle cost.
     planning: int = 0
+    planning_s: float = 0.0  # simulated time spent planning (within the duration)
+    planning_since: float = 0.0
 
     @property
     def duration_s(self) -> float:
@@ -128,6 +177,18 @@ class Container:
         self.metric_sets: tuple[dict[str, Any], ...] = ({}, {}, {})
         self._handler: Callable[..., Any] | None = None
         self.modules: dict[str, ModuleType] = {}
+        # The container's one share of a core is busy until then (simulated seconds since
+        # the epoch): CPU work of its threads is served one after another.
+        self.cpu_free_at = 0.0
+
+    def compute(self, engine: Engine, cpu_s: float) -> None:
+        """Spend ``cpu_s`` of this container's CPU (already at its function's factor):
+        after whatever CPU work of its other threads is ahead, in simulated time."""
+        import time
+
+        start = max(engine.now, self.cpu_free_at)
+        self.cpu_free_at = start + cpu_s
+        time.sleep(self.cpu_free_at - engine.now)  # simulated: other invocations run
 
     def handler(self) -> Callable[..., Any]:
         """The handler, loaded at this container's first invocation (its cold start)."""
@@ -148,6 +209,40 @@ class Container:
         if _ACTIVE[0] is self:
             for shared in _powertools_metric_sets():
                 shared.clear()
+
+
+class ScalingRate:
+    """Lambda's concurrency scaling rate for one function: a bucket of new execution
+    environments, ``SCALING_ENVIRONMENTS`` full, refilled continuously over
+    ``SCALING_WINDOW_S``; each new environment takes one."""
+
+    def __init__(self) -> None:
+        self.tokens = float(SCALING_ENVIRONMENTS)
+        self.at: float | None = None
+
+    def take(self, now: float) -> bool:
+        if self.at is not None:
+            refill = (now - self.at) * SCALING_ENVIRONMENTS / SCALING_WINDOW_S
+            self.tokens = min(float(SCALING_ENVIRONMENTS), self.tokens + refill)
+        self.at = now
+        if self.tokens < 1.0:
+            return False
+        self.tokens -= 1.0
+        return True
+
+
+class AccountConcurrency:
+    """The account's concurrent executions: every function without reserved concurrency
+    shares what the reservations leave of ``limit``."""
+
+    def __init__(self, functions: dict[str, Function], limit: int = ACCOUNT_CONCURRENCY) -> None:
+        self.functions = functions
+        self.limit = limit
+
+    def unreserved_left(self) -> int:
+        reserved = sum(f.reserved or 0 for f in self.functions.values())
+        running = sum(len(f.busy()) for f in self.functions.values() if f.reserved is None)
+        return self.limit - reserved - running
 
 
 class Function:
@@ -184,10 +279,29 @@ class Function:
         self.idle: list[Container] = []  # warm containers, most recently used last
         self.containers_started = 0
         self.peak_concurrency = 0
+        self.cpu_factor = cpu_factor(self.memory_mb)
+        self.scaling = ScalingRate()
+        self.concurrency: AccountConcurrency | None = None  # set by the simulation
+        self.throttled_by: Counter[str] = Counter()  # "reserved" | "account" | "scaling"
 
     @property
     def short(self) -> str:
         return self.logical_id
+
+    def busy(self) -> list[Process]:
+        self.running = [p for p in self.running if not p.done]
+        return self.running
+
+    def _throttle(self, engine: Engine) -> str | None:
+        """Why an invocation now would be throttled, or None."""
+        if self.reserved is not None:
+            if len(self.busy()) >= self.reserved:
+                return "reserved"
+        elif self.concurrency is not None and self.concurrency.unreserved_left() <= 0:
+            return "account"
+        if not self.idle and not self.scaling.take(engine.now):
+            return "scaling"  # a new environment is needed, and the rate allows none now
+        return None
 
     def _container(self) -> Container:
         if self.idle:
@@ -205,9 +319,10 @@ class Function:
     ) -> Invocation | None:
         """Start an invocation now (it runs until it first sleeps); None when throttled.
         ``on_end`` is called once it has ended and been recorded (its caller's answer)."""
-        self.running = [p for p in self.running if not p.done]
-        if self.reserved is not None and len(self.running) >= self.reserved:
+        reason = self._throttle(engine)
+        if reason is not None:
             self.throttles.append(engine.elapsed_s())
+            self.throttled_by[reason] += 1
             return None
         record = Invocation(next(_invocation_ids), self.key, source, engine.elapsed_s())
         self.invocations.append(record)
@@ -215,22 +330,28 @@ class Function:
         container.invocations += 1
         record.container = container.id
         record.cold = container.invocations == 1
+        if record.cold and charges_time(source):
+            record.init_s = COLD_START_CPU_S * self.cpu_factor
 
         def activate() -> None:
             _switch_container(container)
 
         def body() -> Any:
+            if record.init_s:
+                container.compute(engine, record.init_s)  # the init phase, billed
             context = Context(self, process)
             return container.handler()(event, context)
 
-        process = Process(engine, f"{self.short}#{record.id}", body, engine.now + self.timeout_s)
+        # The function's Timeout counts from the end of the init phase.
+        deadline = engine.now + record.init_s + self.timeout_s
+        process = Process(engine, f"{self.short}#{record.id}", body, deadline)
         process.record = record  # type: ignore[attr-defined]
         process.function = self  # type: ignore[attr-defined]
         process.container = container  # type: ignore[attr-defined]
         process.out = io.StringIO()  # type: ignore[attr-defined]
         process.on_activate = activate
         process.on_end = on_end  # type: ignore[attr-defined]
-        self.running.append(process)
+        self.busy().append(process)
         self.peak_concurrency = max(self.peak_concurrency, len(self.running))
         process.resume()
         return record

@@ -2,10 +2,11 @@
 
 Cost is priced with ``bench/cost.py``'s price table (imported, not copied):
 
-- Lambda duration is each invocation's *simulated* duration (sleeps and
-  target calls take simulated time; AWS requests take none in the
-  simulation, so ``AWS_CALL_MS`` is added per request, as bench/cost.py
-  assumes) times the function's configured memory, on arm64 prices;
+- Lambda duration is each invocation's *simulated* duration (sleeps, target
+  calls, its cold start and its AWS requests' CPU and round trips take
+  simulated time) times the function's configured memory, on arm64 prices;
+  the API's requests take none (``sim.functions.charges_time``), so
+  ``AWS_CALL_MS`` is added per request of its, as bench/cost.py assumes;
 - DynamoDB units come from item sizes (bench/cost.py's ``Meter``);
 - SQS counts every request the functions and the event source mapping made;
 - the idle cost per month is the cost rate of what runs when nothing is due
@@ -26,6 +27,7 @@ from typing import Any
 from bench import cost as prices
 from sim.aws import PLANNING
 from sim.cloudwatch import AlarmHistory, evaluate
+from sim.functions import charges_time
 from sim.world import Simulation
 
 
@@ -157,7 +159,10 @@ def invocation_items(sim: Simulation) -> dict[int, dict[str, float]]:
         for record in function.invocations:
             i = record.id
             requests = ledger.requests_by_invocation[i] - ledger.planning_requests_by_invocation[i]
-            seconds = record.duration_s + requests * prices.AWS_CALL_MS / 1000
+            if charges_time(record.source):
+                seconds = record.duration_s - record.planning_s
+            else:
+                seconds = record.duration_s + requests * prices.AWS_CALL_MS / 1000
             items[i] = {
                 "lambda_requests": prices.LAMBDA_PER_MILLION_REQUESTS / 1e6,
                 "lambda_duration": seconds
@@ -181,8 +186,9 @@ def invocation_items(sim: Simulation) -> dict[int, dict[str, float]]:
 def planning_items(sim: Simulation) -> dict[int, dict[str, float]]:
     """Dollars by item of what each invocation did while it planned occurrences (the
     API's at the call, the tick's passes): a run's work, counted whole, never against
-    an idle baseline. Its Lambda time is ``AWS_CALL_MS`` per request it made planning
-    (planning does not sleep; the invocation's own time is in ``invocation_items``)."""
+    an idle baseline. Its Lambda time is the simulated time it spent planning, or for the
+    API (whose requests take none) ``AWS_CALL_MS`` per request it made planning; the rest
+    of the invocation's time is in ``invocation_items``."""
     units = sim.account.units_by_phase()
     ledger = sim.account.ledger
     items: dict[int, dict[str, float]] = {}
@@ -192,10 +198,13 @@ def planning_items(sim: Simulation) -> dict[int, dict[str, float]]:
             requests = ledger.planning_requests_by_invocation[i]
             if not requests:
                 continue
+            seconds = (
+                record.planning_s
+                if charges_time(record.source)
+                else requests * prices.AWS_CALL_MS / 1000
+            )
             items[i] = {
-                "lambda_duration": requests
-                * prices.AWS_CALL_MS
-                / 1000
+                "lambda_duration": seconds
                 * function.memory_mb
                 / 1024
                 * prices.LAMBDA_ARM64_PER_GB_SECOND,
@@ -398,8 +407,9 @@ def cost(sim: Simulation) -> dict[str, Any]:
         "idle_baseline": {
             k.split("/", 1)[1]: v for k, v in baseline_source.items() if k.startswith(primary + "/")
         },
-        "cost_model": "per stack (the first deployed); Lambda GB-s at simulated duration + "
-        "8 ms per AWS request, configured memory; DynamoDB units from item sizes "
+        "cost_model": "per stack (the first deployed); Lambda GB-s at simulated duration "
+        "(cold starts and each AWS request's CPU and round trip included; the API's "
+        "requests at 8 ms each), configured memory; DynamoDB units from item sizes "
         "(bench/cost.py's Meter); per run: every invocation but the API's, less what each "
         "scheduled invocation costs idle, over the occurrences the targets saw; idle: each "
         "schedule's invocations a month at their idle cost; bench/cost.py prices "
@@ -451,6 +461,11 @@ def summary(
         counter: Counter[str] = Counter(r.outcome for r in function.invocations)
         if function.throttles:
             counter["throttled"] = len(function.throttles)
+            for reason, n in sorted(function.throttled_by.items()):
+                counter[f"throttled_{reason}"] = n
+        cold = [r for r in function.invocations if r.init_s]
+        if cold:
+            counter["cold_starts"] = len(cold)
         invocations[function.key] = counter
     unknown_conditions = sorted(
         {c for f in sim.functions.values() for c in f.policy.unknown_conditions}
@@ -492,6 +507,7 @@ def summary(
                 "function": r.function,
                 "started_s": round(r.started_s, 3),
                 "duration_s": round(r.duration_s, 3),
+                "init_s": round(r.init_s, 3),
                 "error": r.error,
             }
             for f in sim.functions.values()

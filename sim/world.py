@@ -1,10 +1,13 @@
 """One simulated deployment: the account, its stacks' functions driven the way AWS drives them.
 
 - EventBridge Scheduler invokes each ``AWS::Scheduler::Schedule`` target per
-  its ``rate(...)`` expression and flexible window, asynchronously: a
-  throttled invocation (reserved concurrency reached) is retried by Lambda's
-  async queue every minute until the event is older than the function's
-  ``MaximumEventAgeInSeconds`` (six hours by default), then dropped.
+  its ``rate(...)`` expression and flexible window, asynchronously, as a
+  handler's ``Invoke`` with ``InvocationType="Event"`` of a deployed function
+  does: Lambda's async queue runs the event ``ASYNC_QUEUE_DELAY_S`` later, and
+  retries a throttled one (reserved or account concurrency reached, or the
+  scaling rate) with a back-off from 1 s doubling to 5 minutes, until the
+  event is older than the function's ``MaximumEventAgeInSeconds`` (six hours
+  by default), then drops it.
 - The SQS event source mapping polls its queue every second, gathers up to
   ``BatchSize`` messages within ``MaximumBatchingWindowInSeconds``, invokes
   the function, deletes the successes (with ``ReportBatchItemFailures``, all
@@ -36,14 +39,29 @@ from sim.aws import Account, forget_moto_instances
 from sim.cloudwatch import MetricStore
 from sim.engine import Engine, Process, SimulationError
 from sim.fastmoto import faster_moto
-from sim.functions import Function, ModuleSeam, install_stdout, reset_containers
+from sim.functions import (
+    ACCOUNT_CONCURRENCY,
+    AccountConcurrency,
+    Function,
+    ModuleSeam,
+    install_stdout,
+    reset_containers,
+)
 from sim.targets import Receiver
 from sim.template import Stack
 
 _RATE = re.compile(r"^rate\((\d+) (minute|minutes|hour|hours|day|days)\)$")
 _UNIT_S = {"minute": 60, "hour": 3600, "day": 86400}
 DEFAULT_MAX_EVENT_AGE_S = 6 * 3600
-ASYNC_RETRY_S = 60.0
+# Lambda's async queue (AWS docs, "How Lambda handles errors and retries with asynchronous
+# invocation"): a throttled event goes back to the queue and is retried with an interval
+# that "increases exponentially from 1 second after the first attempt to a maximum of 5
+# minutes", for up to the event's maximum age.
+ASYNC_RETRY_FIRST_S = 1.0
+ASYNC_RETRY_MAX_S = 300.0
+# The time from an event's acceptance (202) to its invocation when the function has room:
+# the simulator's assumption (Lambda documents none; a queue poll and a dispatch).
+ASYNC_QUEUE_DELAY_S = 0.1
 
 
 @dataclass
@@ -71,7 +89,6 @@ ESM_START_BATCHES = 5
 ESM_SCALE_UP_PER_MINUTE = 300
 ESM_MAX_BATCHES = 1000
 ESM_QUIET_S = 60.0
-ACCOUNT_CONCURRENCY = 1000
 
 
 @dataclass
@@ -138,6 +155,10 @@ class Simulation:
         self.rng = random.Random(seed)
         self.stacks: dict[str, Stack] = {}
         self.functions: dict[str, Function] = {}
+        self.concurrency = AccountConcurrency(self.functions)
+        self.account.async_invoke = self._queue_invoke
+        self.account.is_simulated_function = self._is_function
+        self.async_dropped = 0  # events of handlers' Invokes older than their maximum age
         self.rules: list[ScheduleRule] = []
         self.mappings: list[EventSourceMapping] = []
         self.items_by_hour: list[dict[str, Any]] = []
@@ -221,6 +242,9 @@ class Simulation:
         self.seams.setdefault("handlers.api", []).append(api_seams)
 
         def tick_seams(module: ModuleType) -> None:
+            # A thread pool of the tick's (its fan-out of invocations) runs its tasks as
+            # strands of the invocation, in simulated time, as the worker's do.
+            module.ThreadPoolExecutor = functools.partial(SimExecutor, self.engine)  # type: ignore[attr-defined]
             # The tick's per-run work (planning a page of due schedules, walking a shard's
             # due records to admit and send them) is metered as planning, like the API's:
             # a run's, counted whole. What a pass does whatever is due (the due query, a
@@ -265,6 +289,7 @@ class Simulation:
         self.account.deploy(stack)
         for logical_id in stack.of_type("AWS::Lambda::Function"):
             function = Function(self.account, stack, logical_id, self.seams)
+            function.concurrency = self.concurrency
             self.functions[function.key] = function
         for logical_id, resource in stack.of_type("AWS::Scheduler::Schedule").items():
             self._add_rule(stack, logical_id, resource["Properties"])
@@ -291,6 +316,13 @@ class Simulation:
             self.mappings.append(mapping)
             self._poll(mapping)
         return stack
+
+    def _is_function(self, name_or_arn: str) -> bool:
+        try:
+            self._function_named(name_or_arn)
+        except KeyError:
+            return False
+        return True
 
     def _function_named(self, name_or_arn: str) -> Function:
         for function in self.functions.values():
@@ -358,18 +390,45 @@ class Simulation:
         event = json.loads(rule.input.replace("<aws.scheduler.scheduled-time>", scheduled))
         self.engine.at(
             self.engine.now + offset,
-            lambda: self._invoke_async(rule, event, self.engine.now + offset),
+            lambda: self._invoke_async(rule.function, event, self.engine.now, rule),
         )
 
-    def _invoke_async(self, rule: ScheduleRule, event: dict[str, Any], queued_at: float) -> None:
-        function = rule.function
-        if function.invoke(self.engine, event, "scheduler") is not None:
+    def _queue_invoke(self, name_or_arn: str, event: Any) -> bool:
+        """A handler's ``Invoke`` with ``InvocationType="Event"``: accepted now, run by the
+        async queue ``ASYNC_QUEUE_DELAY_S`` later (the account's hook, sim/aws.py)."""
+        try:
+            function = self._function_named(name_or_arn)
+        except KeyError:
+            return False
+        queued_at = self.engine.now
+        self.engine.after(
+            ASYNC_QUEUE_DELAY_S, lambda: self._invoke_async(function, event, queued_at)
+        )
+        return True
+
+    def _invoke_async(
+        self,
+        function: Function,
+        event: Any,
+        queued_at: float,
+        rule: ScheduleRule | None = None,
+        retry_s: float = ASYNC_RETRY_FIRST_S,
+    ) -> None:
+        """Lambda's async queue runs one event; a throttled one goes back to the queue for
+        ``retry_s`` (doubling to ``ASYNC_RETRY_MAX_S``), or is dropped past its max age."""
+        if function.invoke(self.engine, event, "scheduler" if rule else "async") is not None:
             return
         max_age = self._max_event_age(function)
-        if self.engine.now + ASYNC_RETRY_S - queued_at > max_age:
-            rule.dropped += 1
+        if self.engine.now + retry_s - queued_at > max_age:
+            if rule is not None:
+                rule.dropped += 1
+            else:
+                self.async_dropped += 1
             return
-        self.engine.after(ASYNC_RETRY_S, lambda: self._invoke_async(rule, event, queued_at))
+        following = min(ASYNC_RETRY_MAX_S, retry_s * 2)
+        self.engine.after(
+            retry_s, lambda: self._invoke_async(function, event, queued_at, rule, following)
+        )
 
     def _max_event_age(self, function: Function) -> float:
         for resource in function.stack.of_type("AWS::Lambda::EventInvokeConfig").values():
@@ -593,10 +652,14 @@ def _planning(engine: Engine, method: Any) -> Any:
         record = getattr(process, "record", None)
         if record is None:
             return method(*args, **kwargs)
+        if record.planning == 0:
+            record.planning_since = engine.now
         record.planning += 1
         try:
             return method(*args, **kwargs)
         finally:
             record.planning -= 1
+            if record.planning == 0:
+                record.planning_s += engine.now - record.planning_since
 
     return marked

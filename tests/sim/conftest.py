@@ -69,8 +69,11 @@ def two_stacks(templates: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 @pytest.fixture(scope="session")
 def mixed(templates: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """10 schedules for 6 minutes, ten tick passes per invocation."""
-    return _run("mixed-day", templates, hours=0.1, scale=0.01, tick_interval_s=5)
+    """10 schedules for 6 minutes and 10 seconds, ten tick passes per invocation.
+
+    The tick that plans the schedules' second block runs at 6:00, and its requests take
+    simulated time (CPU and round trips): the extra 10 s let it end inside the run."""
+    return _run("mixed-day", templates, hours=(360 + 10) / 3600, scale=0.01, tick_interval_s=5)
 
 
 @pytest.fixture(scope="session")
