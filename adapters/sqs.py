@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
-from datetime import datetime
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from typing import Any, Final, Protocol
 
 from botocore.config import Config
@@ -48,12 +48,25 @@ def entry(index: int, intent: DeliveryIntent, now: datetime | None) -> dict[str,
     return found
 
 
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
 class SqsDeliveryQueue(DeliveryQueue):
-    def __init__(self, client: Any, queue_url: str) -> None:
+    """``clock`` is read before each request: SQS counts ``DelaySeconds`` from
+    when it receives the message, and a pass that sends thousands of intents
+    may send its last ones seconds after the ``now`` it read (the delay is
+    then counted from the later of the two, so no intent is held back past
+    its due second, nor becomes visible before it)."""
+
+    def __init__(
+        self, client: Any, queue_url: str, *, clock: Callable[[], datetime] = _utc_now
+    ) -> None:
         if not queue_url:
             raise ValueError("the delivery queue URL is required")
         self.client = client
         self.queue_url = queue_url
+        self.clock = clock
 
     @classmethod
     def from_settings(cls, settings: QueueSettings, session: Any = None) -> SqsDeliveryQueue:
@@ -78,7 +91,8 @@ class SqsDeliveryQueue(DeliveryQueue):
             chunk = intents[start : start + MAX_BATCH]
             # Entry ids only need to be unique within one call; an occurrence
             # id holds dots, which SQS refuses in an entry id.
-            entries = [entry(i, x, now) for i, x in enumerate(chunk)]
+            sent_at = None if now is None else max(now, self.clock())
+            entries = [entry(i, x, sent_at) for i, x in enumerate(chunk)]
             try:
                 answer = self.client.send_message_batch(QueueUrl=self.queue_url, Entries=entries)
             except (ClientError, BotoCoreError):

@@ -439,22 +439,53 @@ class Simulation:
 
     # --- the SQS event source mapping ----------------------------------------------------------
 
-    def _visible(self, url: str) -> int:
+    def _queue(self, url: str) -> Any:
         from moto.sqs.models import sqs_backends
 
         from sim.template import ACCOUNT, REGION
 
-        queue = sqs_backends[ACCOUNT][REGION].queues[url.rsplit("/", 1)[-1]]
-        return int(queue.approximate_number_of_messages)
+        return sqs_backends[ACCOUNT][REGION].queues[url.rsplit("/", 1)[-1]]
+
+    def _visible(self, url: str) -> int:
+        return int(self._queue(url).approximate_number_of_messages)
+
+    def _next_visible_s(self, url: str, before: float) -> float | None:
+        """The first instant after now, and before ``before``, at which a message of the
+        queue held back (delayed, or in flight) becomes visible: moto's own tests
+        (``Message.delayed``: now >= delayed_until; ``Message.visible``: now >
+        visible_at, both in milliseconds)."""
+        now_ms = self.engine.now * 1000
+        first: float | None = None
+        for message in self._queue(url)._messages:
+            at_ms = max(float(message.delayed_until), float(message.visible_at) + 1.0)
+            if now_ms < at_ms < before * 1000 and (first is None or at_ms < first):
+                first = at_ms
+        return None if first is None else first / 1000
 
     def esm_ceiling(self, mapping: EventSourceMapping) -> int:
         return esm_ceiling(mapping, list(self.functions.values()))
 
     def _poll(self, mapping: EventSourceMapping) -> None:
-        """One second of the mapping: its pollers take what they may, then it scales."""
-        self.engine.after(1.0, lambda: self._poll(mapping))
+        """One second of the mapping: its pollers take what they may, then it scales.
+        Its pollers long-poll: a message that becomes visible within the second (a
+        delay counted from a send at a fraction of a second) is received then, not at
+        the next whole second."""
+        following = self.engine.now + 1.0
+        self.engine.at(following, lambda: self._poll(mapping))
         self._pull(mapping)
         scale(mapping, self._visible(mapping.queue_url), self.engine.now, self.esm_ceiling(mapping))
+        self._wake_within(mapping, following)
+
+    def _wake_within(self, mapping: EventSourceMapping, before: float) -> None:
+        at = self._next_visible_s(mapping.queue_url, before)
+        if at is None:
+            return
+
+        def wake() -> None:
+            self._pull(mapping)
+            self._wake_within(mapping, before)
+
+        self.engine.at(at, wake)
 
     def _pull(self, mapping: EventSourceMapping) -> None:
         """Idle pollers receive batches and invoke the function, up to the batches allowed

@@ -101,3 +101,28 @@ def test_from_settings_uses_the_deployment_queue(sqs: tuple[Any, str]) -> None:
     intent = DeliveryIntent("sch_one.v1.20261201T090000Z", "sch_one", 1, AT)
     assert queue.send_batch([intent]) == []
     assert [b["occurrence_id"] for b in _drain(queue.client, url)] == [intent.occurrence_id]
+
+
+def test_a_delay_counts_from_when_its_batch_is_sent_not_from_the_pass_s_now(
+    sqs: tuple[Any, str],
+) -> None:
+    """A pass reads ``now`` once and may send its last intents seconds later: the
+    queue counts each batch's delays from its own clock, read before the request."""
+    from datetime import timedelta
+
+    client, url = sqs
+    seen: list[list[dict[str, Any]]] = []
+    client.meta.events.register(
+        "provide-client-params.sqs.SendMessageBatch",
+        lambda params, **_: seen.append(params["Entries"]),
+    )
+    pass_now = AT - timedelta(seconds=60)
+    late = iter([pass_now + timedelta(seconds=4), pass_now + timedelta(seconds=7)])
+    queue = SqsDeliveryQueue(client, url, clock=lambda: next(late))
+    assert queue.send_ahead(_intents(20), pass_now) == []
+    assert [{e["DelaySeconds"] for e in entries} for entries in seen] == [{56}, {53}]
+    # A clock behind the pass's now (a test's fixed instant) never lengthens a delay.
+    seen.clear()
+    behind = SqsDeliveryQueue(client, url, clock=lambda: pass_now - timedelta(seconds=30))
+    assert behind.send_ahead(_intents(1), pass_now) == []
+    assert seen[0][0]["DelaySeconds"] == 60
