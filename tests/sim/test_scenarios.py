@@ -161,24 +161,25 @@ def test_faults_no_occurrence_is_lost(faults: dict[str, Any]) -> None:
     assert faults["gaps"] == 0, faults["gap_examples"]
 
 
-def _memory_mb(templates: dict[str, dict[str, Any]], stack: str, prefix: str) -> int:
+def _function_property(
+    templates: dict[str, dict[str, Any]], stack: str, prefix: str, name: str, default: int
+) -> int:
+    """A property of the one function of ``stack`` whose logical id starts with ``prefix``."""
     resources = templates[stack]["Resources"]
-    [memory] = [
-        r["Properties"].get("MemorySize", 128)
+    [value] = [
+        r["Properties"].get(name, default)
         for logical_id, r in resources.items()
         if r["Type"] == "AWS::Lambda::Function" and logical_id.startswith(prefix)
     ]
-    return int(memory)
+    return int(value)
+
+
+def _memory_mb(templates: dict[str, dict[str, Any]], stack: str, prefix: str) -> int:
+    return _function_property(templates, stack, prefix, "MemorySize", 128)
 
 
 def _timeout_s(templates: dict[str, dict[str, Any]], stack: str, prefix: str) -> int:
-    resources = templates[stack]["Resources"]
-    [timeout] = [
-        r["Properties"].get("Timeout", 3)
-        for logical_id, r in resources.items()
-        if r["Type"] == "AWS::Lambda::Function" and logical_id.startswith(prefix)
-    ]
-    return int(timeout)
+    return _function_property(templates, stack, prefix, "Timeout", 3)
 
 
 def test_faults_a_stalled_tick_is_cut_off_at_its_timeout(
