@@ -16,13 +16,13 @@ calls), invokes the handler for each batch, and when the queue is empty
 writes the line ``drained`` to the report file descriptor. The first phase
 finds a cold worker (each schedule's secret and version read once), the
 next ones a warm one. At the end of input it writes to ``<result path>`` as
-JSON: the cold start's CPU seconds and resident memory, then per invocation
-its phase, record count, CPU seconds (user + system, all threads), wall
-seconds and the worker's AWS requests by operation, and the peak resident
-memory. Its standard output is what the function would log: the process
-has the variables Lambda sets (``AWS_LAMBDA_FUNCTION_NAME``, and a new
-``_X_AMZN_TRACE_ID`` each invocation), so the log lines are the deployed
-ones.
+JSON: the cold start's CPU seconds (and the imports' and the clients' apart)
+and resident memory, then per invocation its phase, record count, CPU
+seconds (user + system, all threads), wall seconds and the worker's AWS
+requests by operation, and the peak resident memory. Its standard output
+is what the function would log: the process has the variables Lambda sets
+(``AWS_LAMBDA_FUNCTION_NAME``, and a new ``_X_AMZN_TRACE_ID`` each
+invocation), so the log lines are the deployed ones.
 
 moto's server answers every request with ``Connection: close``, so each AWS
 request here opens a TCP connection (on Lambda the SDK keeps one open, and
@@ -162,15 +162,19 @@ def new_trace_id() -> None:
 def main(settings_json: str, result_path: str, report_fd: int) -> None:
     # The cold start: what Lambda's init runs (the module) and what the first
     # invocation builds once (the clients).
+    # On Lambda both are the init phase (``handlers.worker.init_container``); here the
+    # module is imported before the process looks like Lambda, so that it does not build
+    # the deployment's worker itself, and the probe builds its own (its clock, its
+    # address rule), timed apart.
     import random
-
-    lambda_environment()
 
     from adapters.targets import AddressPolicy
     from handlers import worker as worker_handler
     from handlers.settings import Settings
     from service.runs import RunWorker, WorkerConfig
 
+    lambda_environment()
+    imported = resource.getrusage(resource.RUSAGE_SELF)
     settings = Settings.model_validate_json(settings_json)
     parts = worker_handler.build_aws_parts(settings, address_policy=AddressPolicy.local())
     clock = FixedClock(datetime.now(UTC))
@@ -185,6 +189,8 @@ def main(settings_json: str, result_path: str, report_fd: int) -> None:
     init = resource.getrusage(resource.RUSAGE_SELF)
     result: dict[str, Any] = {
         "init_cpu_s": cpu_s(init) - cpu_s(INIT_STARTED),
+        "import_cpu_s": cpu_s(imported) - cpu_s(INIT_STARTED),
+        "build_cpu_s": cpu_s(init) - cpu_s(imported),
         "init_rss_mb": peak_rss_mb(),
         "invocations": [],
     }

@@ -550,13 +550,13 @@ class LocalStack:
         return loop
 
     def _worker_loop(self) -> Callable[[], None]:
-        from adapters.sqlite.queue import HELD_VISIBILITY_S
         from handlers.worker import (
             SQLITE_RECEIVE_BATCH,
             build_aws_worker,
             build_sqlite_worker,
             run_worker_loop,
         )
+        from service.run_ports import HELD_VISIBILITY_S
 
         batch = 10  # SQS's most
         if self.args.store == "emulator":

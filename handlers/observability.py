@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import os
 import sys
+from collections.abc import Callable
 from functools import lru_cache
 from typing import IO, cast
 
@@ -43,6 +44,18 @@ def service_name() -> str:
 def on_lambda() -> bool:
     """Whether this process is a Lambda function (Lambda sets the variable)."""
     return bool(os.environ.get("AWS_LAMBDA_FUNCTION_NAME"))
+
+
+def build_at_init(build: Callable[[], object], what: str) -> None:
+    """A handler module's last statement on Lambda: build its container's clients in
+    the init phase rather than in the first invocation (docs/decisions.md, "Why the
+    worker builds its clients in Lambda's init phase"). A build that fails here is
+    logged and left to the first invocation, which builds again and fails with the
+    reason in its own error, instead of a function that cannot start."""
+    try:
+        build()
+    except Exception:
+        logger().exception(f"{what} not built in the init phase: its first invocation builds it")
 
 
 # The keys Powertools puts on every line that duetime leaves out (a key set

@@ -26,7 +26,14 @@ from typing import Any
 
 from adapters.definitions import Metric
 from domain.partition import Partitioning
-from handlers.observability import logger, metrics, put_count, put_seconds
+from handlers.observability import (
+    build_at_init,
+    logger,
+    metrics,
+    on_lambda,
+    put_count,
+    put_seconds,
+)
 from handlers.settings import Settings
 from service.clock import SystemClock
 from service.ports import Clock, DeliveryQueue
@@ -38,9 +45,10 @@ def new_owner() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
-# The ticker of this Lambda container, built by the first invocation and kept
-# for the next ones: one lease owner per container (a warm container renews
-# its own leases) and one set of clients.
+# The ticker of this Lambda container, built once (on Lambda by the init phase,
+# ``init_container``; elsewhere by the first invocation) and kept for the next
+# ones: one lease owner per container (a warm container renews its own leases)
+# and one set of clients.
 _container_ticker: Ticker | None = None
 
 
@@ -49,6 +57,12 @@ def container_ticker(settings: Settings) -> Ticker:
     if _container_ticker is None:
         _container_ticker = build_aws_ticker(settings)
     return _container_ticker
+
+
+def init_container() -> None:
+    """What Lambda's init phase runs after the imports: this container's ticker and its
+    clients, built before the first pass."""
+    build_at_init(lambda: container_ticker(Settings.from_env()), "the ticker")
 
 
 def tick_config(settings: Settings) -> TickConfig:
@@ -206,3 +220,7 @@ def handler(event: dict[str, Any], context: Any, service: Ticker | None = None) 
             "invocation_late_s": late_s,
         },
     )
+
+
+if on_lambda():
+    init_container()

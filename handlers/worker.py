@@ -57,16 +57,29 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationErro
 
 from adapters.definitions import Metric
 from adapters.secrets import SecretStore
-from adapters.sqlite.queue import HELD_VISIBILITY_S
 from adapters.targets import AddressPolicy, Targets, WebhookSender
 from adapters.targets.webhook import Exchange
 from domain.delivery import TargetPort
 from domain.run import DeliveryIntent, Run, RunStatus
-from handlers.observability import logger, metrics, put_count, put_seconds
+from handlers.observability import (
+    build_at_init,
+    logger,
+    metrics,
+    on_lambda,
+    put_count,
+    put_seconds,
+)
 from handlers.settings import Settings
 from service.clock import SystemClock
 from service.ports import Clock
-from service.run_ports import AttemptReport, QueueMessage, RunStore, RunTelemetry, WorkQueue
+from service.run_ports import (
+    HELD_VISIBILITY_S,
+    AttemptReport,
+    QueueMessage,
+    RunStore,
+    RunTelemetry,
+    WorkQueue,
+)
 from service.runs import Decision, RunWorker, WorkerConfig
 
 # A Lambda function runs at most 15 minutes; keep one synchronous call well inside.
@@ -376,8 +389,9 @@ def _run_worker(
     )
 
 
-# The worker of this Lambda container: its clients are built by the first
-# invocation and kept (not at import time: nothing reads the environment then).
+# The worker of this Lambda container, built once and kept: on Lambda by the init
+# phase (``init_container``, this module's last statement), elsewhere by the first
+# invocation (importing the module reads no environment then).
 _container_worker: tuple[RunWorker, WorkQueue] | None = None
 
 
@@ -386,6 +400,12 @@ def container_worker() -> tuple[RunWorker, WorkQueue]:
     if _container_worker is None:
         _container_worker = build_aws_worker(Settings.from_env())
     return _container_worker
+
+
+def init_container() -> None:
+    """What Lambda's init phase runs after the imports: this container's worker and
+    its clients, built before the first message arrives."""
+    build_at_init(container_worker, "the worker")
 
 
 class _LockedTelemetry(RunTelemetry):
@@ -806,3 +826,7 @@ def run_worker_loop(
         heartbeat_s=heartbeat_s,
     )
     return pool.run(stop, max_polls)
+
+
+if on_lambda():
+    init_container()

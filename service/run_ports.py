@@ -41,6 +41,12 @@ from domain.transitions import (
     TransitionRefused,
 )
 
+# How long a received message stays invisible to a worker pool with a heartbeat
+# (the local stack, over SQLite or the emulator): short, so a killed worker's
+# messages come back within seconds; a worker extends it for every message it
+# holds while the run is in flight. Lambda's worker leaves it unset.
+HELD_VISIBILITY_S: Final = 15.0
+
 __all__ = [
     "ATTEMPT_ACCEPTED",
     "ATTEMPT_LOST",

@@ -19,9 +19,14 @@ invocation timed out is thrown away, as Lambda resets the environment.
 What Lambda charges in time, besides the handler's sleeps (docs/simulator.md,
 "What the simulator charges: CPU, cold starts, the network"):
 
-- a container's first invocation spends its init phase first
-  (``COLD_START_CPU_S`` at the function's CPU factor), billed and before the
-  handler runs; the function's ``Timeout`` counts from the end of it;
+- a container's first invocation spends its init phase first, billed and
+  before the handler runs, on a full core (``INIT_CPU_FACTOR``): the imports
+  (``INIT_IMPORT_CPU_S``), and the clients (``INIT_BUILD_CPU_S``) when the
+  handler module builds them there (it has an ``init_container``, which the
+  simulator calls after the module's seams are set, as Lambda runs it at the
+  module's end); a module that leaves its clients to its first invocation
+  spends that CPU at its function's share, after the init phase. The
+  function's ``Timeout`` counts from the end of the init phase;
 - a container is one share of a core: the CPU its threads spend (its init, its
   AWS requests' botocore work, ``Container.compute``) is served one slice after
   another, so two strands of one invocation wait for each other and two
@@ -59,9 +64,19 @@ from sim.template import Stack
 
 _invocation_ids = itertools.count(1)
 
-# bench/worker_probe.py, on one full core: the worker's init (its modules imported, its
-# clients built by its first invocation), in CPU seconds.
+# bench/worker_probe.py, on one full core: the worker's cold start, in CPU seconds, its
+# modules imported (about 64% of it, the median of six runs of the probe) and its
+# clients built (the rest).
 COLD_START_CPU_S = 0.36
+INIT_IMPORT_CPU_S = 0.23
+INIT_BUILD_CPU_S = COLD_START_CPU_S - INIT_IMPORT_CPU_S
+# Lambda runs a function's init phase with burst CPU, whatever its memory: "Lambda managed
+# runtimes offer up to 10 seconds for function initialization with burst CPU" (AWS Labs,
+# Lambda Web Adapter docs, "Async Initialization"; the Lambda developer guide does not say
+# so, and a function's share applies again from its first invocation). The simulator
+# gives the init phase one full core; work a handler leaves to its first invocation runs
+# at its function's share.
+INIT_CPU_FACTOR = 1.0
 # Lambda gives a function one full vCPU at 1,769 MB and a proportional share below it; a
 # Python process runs Python on one core at a time, so more memory buys no more than one.
 FULL_VCPU_MB = 1769
@@ -176,6 +191,8 @@ class Container:
         # every ``Metrics`` in a process; each container keeps its own.
         self.metric_sets: tuple[dict[str, Any], ...] = ({}, {}, {})
         self._handler: Callable[..., Any] | None = None
+        self._initialized = False
+        self._built_at_init = False
         self.modules: dict[str, ModuleType] = {}
         # The container's one share of a core is busy until then (simulated seconds since
         # the epoch): CPU work of its threads is served one after another.
@@ -201,6 +218,20 @@ class Container:
             self.modules = {module_name: module, OBSERVABILITY: observability}
             self._handler = getattr(module, attribute)
         return self._handler
+
+    def init(self) -> bool:
+        """The rest of the init phase, once: the handler module's ``init_container``
+        (what it runs on Lambda as its last statement: its clients built). Whether the
+        module builds its clients there."""
+        if self._initialized:
+            return self._built_at_init
+        self._initialized = True
+        name = self.function.handler_path.rsplit(".", 1)[0]
+        init = getattr(self.modules.get(name), "init_container", None)
+        self._built_at_init = callable(init)
+        if callable(init):
+            init()
+        return self._built_at_init
 
     def drop_unflushed_metrics(self) -> None:
         """A timed-out environment is thrown away, with the metrics it had not printed."""
@@ -330,20 +361,29 @@ class Function:
         container.invocations += 1
         record.container = container.id
         record.cold = container.invocations == 1
-        if record.cold and charges_time(source):
-            record.init_s = COLD_START_CPU_S * self.cpu_factor
+        charged = record.cold and charges_time(source)
 
         def activate() -> None:
             _switch_container(container)
 
         def body() -> Any:
-            if record.init_s:
+            handler = container.handler()
+            if charged:
+                built = container.init()
+                record.init_s = INIT_CPU_FACTOR * (
+                    INIT_IMPORT_CPU_S + (INIT_BUILD_CPU_S if built else 0.0)
+                )
                 container.compute(engine, record.init_s)  # the init phase, billed
+                # The function's Timeout counts from the end of the init phase.
+                process.deadline = engine.now + self.timeout_s
+                if not built:  # the first invocation builds the clients, at the share
+                    container.compute(engine, INIT_BUILD_CPU_S * self.cpu_factor)
+            else:
+                container.init()
             context = Context(self, process)
-            return container.handler()(event, context)
+            return handler(event, context)
 
-        # The function's Timeout counts from the end of the init phase.
-        deadline = engine.now + record.init_s + self.timeout_s
+        deadline = None if charged else engine.now + self.timeout_s
         process = Process(engine, f"{self.short}#{record.id}", body, deadline)
         process.record = record  # type: ignore[attr-defined]
         process.function = self  # type: ignore[attr-defined]

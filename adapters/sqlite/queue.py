@@ -46,7 +46,7 @@ from domain.backoff import MAX_DELAY_S
 from domain.run import DeliveryIntent
 from service.clock import SystemClock
 from service.ports import MAX_DELAY, Clock, DeliveryQueue
-from service.run_ports import QueueMessage, WorkQueue
+from service.run_ports import HELD_VISIBILITY_S, QueueMessage, WorkQueue
 
 SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS delivery_queue (
@@ -66,11 +66,6 @@ CREATE INDEX IF NOT EXISTS delivery_queue_visible ON delivery_queue (visible_at,
 CREATE INDEX IF NOT EXISTS delivery_queue_receipt ON delivery_queue (receipt)
     WHERE receipt IS NOT NULL;
 """
-
-# How long a received message stays invisible in the local stack: short, so a
-# killed worker's messages come back within seconds; a worker extends it for
-# every message it holds (its heartbeat) while the run is in flight.
-HELD_VISIBILITY_S: Final = 15.0
 
 _CANDIDATES: Final = (
     "SELECT seq FROM delivery_queue WHERE state = 'ready' AND visible_at <= ? "

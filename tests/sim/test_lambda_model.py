@@ -15,6 +15,8 @@ from sim.aws import CPU_PER_REQUEST_S, DEFAULT_NETWORK_LATENCY_S, NETWORK_LATENC
 from sim.engine import SimExecutor
 from sim.functions import (
     COLD_START_CPU_S,
+    INIT_BUILD_CPU_S,
+    INIT_IMPORT_CPU_S,
     SCALING_ENVIRONMENTS,
     Function,
     ScalingRate,
@@ -26,6 +28,7 @@ from sim.world import ASYNC_QUEUE_DELAY_S, ASYNC_RETRY_FIRST_S, Simulation
 START = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
 T0 = START.timestamp()
 HANDLERS = "tests.sim.lambda_handlers"
+INIT_HANDLERS = "tests.sim.lambda_init_handlers"  # builds its clients in the init phase
 STACK = "LambdaModel"
 
 
@@ -50,12 +53,14 @@ def _role(actions: list[str], resources: list[str]) -> dict[str, Any]:
     }
 
 
-def _function(name: str, handler: str, role: str, **props: Any) -> dict[str, Any]:
+def _function(
+    name: str, handler: str, role: str, module: str = HANDLERS, **props: Any
+) -> dict[str, Any]:
     return {
         "Type": "AWS::Lambda::Function",
         "Properties": {
             "FunctionName": name,
-            "Handler": f"{HANDLERS}.{handler}",
+            "Handler": f"{module}.{handler}",
             "Role": {"Fn::GetAtt": [role, "Arn"]},
             "Timeout": 60,
             "MemorySize": 448,
@@ -78,6 +83,8 @@ def _template(target_reserved: int | None = None) -> dict[str, Any]:
             "Target": _function("target", "target", "Plain", **target),
             "Requester": _function("requester", "requester", "Plain"),
             "Large": _function("large", "target", "Plain", MemorySize=3008),
+            "Built": _function("built", "target", "Plain", INIT_HANDLERS),
+            "Prebuilt": _function("prebuilt", "target", "Plain", INIT_HANDLERS, MemorySize=3008),
         }
     }
 
@@ -271,23 +278,55 @@ def test_unreserved_functions_share_what_reservations_leave_of_the_account(
 
 
 @pytest.mark.parametrize(("logical_id", "memory_mb"), [("Target", 448), ("Large", 3008)])
-def test_a_cold_start_takes_the_init_cpu_at_the_functions_share_of_a_vcpu(
+def test_a_cold_start_imports_on_a_full_core_and_builds_clients_at_the_functions_share(
     sim_of: Any, logical_id: str, memory_mb: int
 ) -> None:
+    # A module with no init_container leaves its clients to its first invocation: the
+    # init phase (burst CPU) imports it, then the handler's share of a vCPU builds them.
     sim = sim_of(_template())
     function = _fn(sim, logical_id)
     assert function.memory_mb == memory_mb
-    expected = COLD_START_CPU_S * max(1.0, 1769 / memory_mb)  # 1.42 s at 448 MB, 0.36 s at 3008
+    build_s = INIT_BUILD_CPU_S * max(1.0, 1769 / memory_mb)  # 0.51 s at 448 MB, 0.13 at 3008
     cold = function.invoke(sim.engine, {}, "manual")
     sim.engine.run_until(T0 + 10)
     warm = function.invoke(sim.engine, {}, "manual")
     sim.engine.run_until(T0 + 20)
     assert cold is not None and warm is not None
-    assert cold.cold and cold.init_s == pytest.approx(expected)
-    assert cold.duration_s == pytest.approx(expected)  # billed: in the duration
+    assert cold.cold and cold.init_s == pytest.approx(INIT_IMPORT_CPU_S)
+    assert cold.duration_s == pytest.approx(INIT_IMPORT_CPU_S + build_s)  # billed
     assert not warm.cold and warm.duration_s == 0.0
-    # The function's Timeout counts from the end of the init phase.
     assert cold.outcome == warm.outcome == "ok"
+
+
+@pytest.mark.parametrize(("logical_id", "memory_mb"), [("Built", 448), ("Prebuilt", 3008)])
+def test_a_module_that_builds_its_clients_in_the_init_phase_starts_on_a_full_core(
+    sim_of: Any, logical_id: str, memory_mb: int
+) -> None:
+    sim = sim_of(_template())
+    function = _fn(sim, logical_id)
+    assert function.memory_mb == memory_mb
+    cold = function.invoke(sim.engine, {}, "manual")
+    sim.engine.run_until(T0 + 10)
+    warm = function.invoke(sim.engine, {}, "manual")
+    sim.engine.run_until(T0 + 20)
+    assert cold is not None and warm is not None
+    # The whole cold start on one core, whatever the memory, and all of it in the init.
+    assert cold.init_s == pytest.approx(COLD_START_CPU_S)
+    assert cold.duration_s == pytest.approx(COLD_START_CPU_S)
+    # init_container ran once, in the init phase (before the handler), not again when warm.
+    [init_at] = cold.result["inits"]
+    assert init_at == pytest.approx(T0)
+    assert cold.result["at"] == pytest.approx(T0 + COLD_START_CPU_S)
+    assert warm.result["inits"] == [init_at] and warm.duration_s == 0.0
+
+
+def test_the_timeout_counts_from_the_end_of_the_init_phase(sim_of: Any) -> None:
+    sim = sim_of(_template())
+    function = _fn(sim, "Target")
+    record = function.invoke(sim.engine, {"sleep_s": 120}, "manual")
+    sim.engine.run_until(T0 + 200)
+    assert record is not None and record.outcome == "timeout"
+    assert record.duration_s == pytest.approx(INIT_IMPORT_CPU_S + function.timeout_s)
 
 
 def test_the_api_is_exempt_from_the_cold_start(sim_of: Any) -> None:

@@ -125,22 +125,16 @@ def test_mixed_every_due_occurrence_reaches_its_target_once(mixed: dict[str, Any
     assert mixed["unexpected"] == 0
 
 
-def test_mixed_occurrences_start_within_a_second_of_their_time(
-    mixed: dict[str, Any], templates: dict[str, dict[str, Any]]
-) -> None:
+def test_mixed_occurrences_start_within_a_second_of_their_time(mixed: dict[str, Any]) -> None:
     # The tick queues each intent ahead with a delay that makes it visible at its due
-    # second, and the worker's event source takes it without a batching window. The
-    # simulator polls the queue every whole second, so what is left is the rounding of
-    # DelaySeconds up to the second, and the worker's requests before the target call (a
-    # few DynamoDB requests, some 10 ms each at 448 MB); a real event source adds its own
-    # poll latency. A record that lands on a new worker container also waits out its cold
-    # start (0.36 s of CPU at the worker's share of a vCPU): the first minute's batches.
-    from sim.functions import COLD_START_CPU_S, cpu_factor
-
-    memory_mb = _memory_mb(templates, "Duetime", "FunctionsWorker")
-    cold_start_s = COLD_START_CPU_S * cpu_factor(memory_mb)
-    assert mixed["lateness_s"]["p50"] < 1.0
-    assert mixed["lateness_s"]["p99"] < 1.0 + cold_start_s
+    # second, and the worker's event source takes it without a batching window. What is
+    # left is the rounding of DelaySeconds up to the second, the worker's requests before
+    # the target call (a few DynamoDB requests, some 10 ms each at 448 MB), and, for a
+    # record that lands on a new worker container, its cold start: the worker builds its
+    # clients in the init phase, which Lambda runs on a full core (0.36 s, not 1.42 s at
+    # the worker's share of a vCPU). The issue's target: p99 under a second.
+    assert mixed["lateness_s"]["p50"] < 0.5
+    assert mixed["lateness_s"]["p99"] < 1.0
 
 
 def test_mixed_cost_per_run_comes_out_of_the_same_run(mixed: dict[str, Any]) -> None:
@@ -161,25 +155,15 @@ def test_faults_no_occurrence_is_lost(faults: dict[str, Any]) -> None:
     assert faults["gaps"] == 0, faults["gap_examples"]
 
 
-def _function_property(
-    templates: dict[str, dict[str, Any]], stack: str, prefix: str, name: str, default: int
-) -> int:
-    """A property of the one function of ``stack`` whose logical id starts with ``prefix``."""
+def _timeout_s(templates: dict[str, dict[str, Any]], stack: str, prefix: str) -> int:
+    """The Timeout of the one function of ``stack`` whose logical id starts with ``prefix``."""
     resources = templates[stack]["Resources"]
     [value] = [
-        r["Properties"].get(name, default)
+        r["Properties"].get("Timeout", 3)
         for logical_id, r in resources.items()
         if r["Type"] == "AWS::Lambda::Function" and logical_id.startswith(prefix)
     ]
     return int(value)
-
-
-def _memory_mb(templates: dict[str, dict[str, Any]], stack: str, prefix: str) -> int:
-    return _function_property(templates, stack, prefix, "MemorySize", 128)
-
-
-def _timeout_s(templates: dict[str, dict[str, Any]], stack: str, prefix: str) -> int:
-    return _function_property(templates, stack, prefix, "Timeout", 3)
 
 
 def test_faults_a_stalled_tick_is_cut_off_at_its_timeout(
