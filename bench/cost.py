@@ -1125,7 +1125,10 @@ def worker_duration(
         "starved": cpu_s > io_path_s,
         "within_margin": cpu_s <= CPU_MARGIN * io_path_s,
         "fits": probe["peak_rss_mb"] <= MEMORY_HEADROOM * mb,
-        "init_s": probe["init_cpu_s"] / share,
+        # The init phase (imports and clients: handlers.worker.init_container) runs with
+        # Lambda's burst CPU, a full core whatever the memory (docs/decisions.md, "Why the
+        # worker builds its clients in Lambda's init phase").
+        "init_s": probe["init_cpu_s"],
     }
 
 
