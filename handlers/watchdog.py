@@ -12,7 +12,14 @@ from typing import Any
 
 from adapters.definitions import Metric
 from domain.watch import WatchStatus
-from handlers.observability import logger, metrics, put_count, put_seconds
+from handlers.observability import (
+    build_at_init,
+    logger,
+    metrics,
+    on_lambda,
+    put_count,
+    put_seconds,
+)
 from handlers.settings import Settings
 from service.clock import SystemClock
 from service.ports import Store
@@ -30,6 +37,25 @@ def build_aws_store(settings: Settings) -> Store:
 
     store: Store = DynamoStore.from_settings(settings)
     return store
+
+
+# The store of this Lambda container, built once (on Lambda by the init phase,
+# ``init_container``; elsewhere by the first invocation) and kept: a pass every
+# few minutes need not build its clients each time.
+_container_store: Store | None = None
+
+
+def container_store() -> Store:
+    global _container_store
+    if _container_store is None:
+        _container_store = build_aws_store(Settings.from_env())
+    return _container_store
+
+
+def init_container() -> None:
+    """What Lambda's init phase runs after the imports: this container's store and its
+    clients, built before the first pass."""
+    build_at_init(container_store, "the watchdog's store")
 
 
 def emit(report: WatchReport) -> None:
@@ -76,7 +102,7 @@ def handler(
     event: dict[str, Any], context: Any, watchdog: Watchdog | None = None
 ) -> dict[str, Any]:
     if watchdog is None:
-        watchdog = Watchdog(build_aws_store(Settings.from_env()), SystemClock())
+        watchdog = Watchdog(container_store(), SystemClock())
     remaining_ms = getattr(context, "get_remaining_time_in_millis", None)
     time_left = None
     if callable(remaining_ms):
@@ -88,3 +114,7 @@ def handler(
         return run_watchdog(watchdog, time_left)
     finally:
         metrics().flush_metrics()
+
+
+if on_lambda():
+    init_container()

@@ -1,6 +1,7 @@
-"""On Lambda the worker and the tick build their clients in the init phase (the handler
-module's last statement), where Lambda gives burst CPU; elsewhere importing them builds
-nothing. Each case imports the module in a fresh interpreter, as a Lambda container does."""
+"""On Lambda the worker, the tick and the watchdog build their clients in the init phase
+(the handler module's last statement), where Lambda gives burst CPU; elsewhere importing
+them builds nothing. Each case imports the module in a fresh interpreter, as a Lambda
+container does."""
 
 from __future__ import annotations
 
@@ -13,7 +14,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-HANDLERS = [("handlers.worker", "_container_worker"), ("handlers.tick", "_container_ticker")]
+HANDLERS = [
+    ("handlers.worker", "_container_worker"),
+    ("handlers.tick", "_container_ticker"),
+    ("handlers.watchdog", "_container_store"),
+]
 
 
 def _import(module: str, attribute: str, env: dict[str, str]) -> tuple[bool, list[str]]:
@@ -105,3 +110,20 @@ def test_the_first_invocation_builds_what_the_init_phase_could_not(
     assert worker_handler._container_worker is None
     assert worker_handler.container_worker() is built  # the first invocation's build
     assert worker_handler.container_worker() is built and answers == []  # kept
+
+
+def test_the_watchdog_builds_its_store_once_per_container(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Before, every pass (one every few minutes) built a new store and its clients.
+    from handlers import watchdog as watchdog_handler
+
+    builds: list[object] = []
+
+    def build(settings: object) -> object:
+        builds.append(object())
+        return builds[-1]
+
+    monkeypatch.setattr(watchdog_handler, "_container_store", None)
+    monkeypatch.setattr(watchdog_handler, "build_aws_store", build)
+    watchdog_handler.init_container()
+    assert watchdog_handler.container_store() is watchdog_handler.container_store() is builds[0]
+    assert len(builds) == 1
