@@ -160,12 +160,10 @@ def new_trace_id() -> None:
 
 
 def main(settings_json: str, result_path: str, report_fd: int) -> None:
-    # The cold start: what Lambda's init runs (the module) and what the first
-    # invocation builds once (the clients).
-    # On Lambda both are the init phase (``handlers.worker.init_container``); here the
-    # module is imported before the process looks like Lambda, so that it does not build
-    # the deployment's worker itself, and the probe builds its own (its clock, its
-    # address rule), timed apart.
+    # The cold start: the module imported, then the clients built. On Lambda both are the
+    # init phase (``handlers.worker.init_container``); here the module is imported before
+    # the process looks like Lambda, so that it does not build the deployment's worker
+    # itself, and the probe builds its own (its clock, its address rule), timed apart.
     import random
 
     from adapters.targets import AddressPolicy

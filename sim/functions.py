@@ -70,12 +70,11 @@ _invocation_ids = itertools.count(1)
 COLD_START_CPU_S = 0.36
 INIT_IMPORT_CPU_S = 0.23
 INIT_BUILD_CPU_S = COLD_START_CPU_S - INIT_IMPORT_CPU_S
-# Lambda runs a function's init phase with burst CPU, whatever its memory: "Lambda managed
-# runtimes offer up to 10 seconds for function initialization with burst CPU" (AWS Labs,
-# Lambda Web Adapter docs, "Async Initialization"; the Lambda developer guide does not say
-# so, and a function's share applies again from its first invocation). The simulator
-# gives the init phase one full core; work a handler leaves to its first invocation runs
-# at its function's share.
+# Lambda runs a function's init phase with burst CPU, whatever its memory, for up to 10 s
+# on its managed runtimes (AWS Labs, Lambda Web Adapter docs, "Async Initialization"; the
+# Lambda developer guide does not say so), and the function's share applies again from its
+# first invocation. The simulator gives the init phase one full core; work a handler
+# leaves to its first invocation runs at its function's share.
 INIT_CPU_FACTOR = 1.0
 # Lambda gives a function one full vCPU at 1,769 MB and a proportional share below it; a
 # Python process runs Python on one core at a time, so more memory buys no more than one.
