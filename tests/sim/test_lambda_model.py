@@ -19,6 +19,7 @@ from sim.functions import (
     INIT_IMPORT_CPU_S,
     SCALING_ENVIRONMENTS,
     Function,
+    Invocation,
     ScalingRate,
     cpu_factor,
 )
@@ -277,21 +278,27 @@ def test_unreserved_functions_share_what_reservations_leave_of_the_account(
 # --- cold starts -----------------------------------------------------------------------------
 
 
+def _cold_then_warm(sim_of: Any, logical_id: str, memory_mb: int) -> tuple[Invocation, Invocation]:
+    """``logical_id`` (of ``memory_mb``) invoked on a new container, then again on it warm."""
+    sim = sim_of(_template())
+    function = _fn(sim, logical_id)
+    assert function.memory_mb == memory_mb
+    cold = function.invoke(sim.engine, {}, "manual")
+    sim.engine.run_until(T0 + 10)
+    warm = function.invoke(sim.engine, {}, "manual")
+    sim.engine.run_until(T0 + 20)
+    assert cold is not None and warm is not None
+    return cold, warm
+
+
 @pytest.mark.parametrize(("logical_id", "memory_mb"), [("Target", 448), ("Large", 3008)])
 def test_a_cold_start_imports_on_a_full_core_and_builds_clients_at_the_functions_share(
     sim_of: Any, logical_id: str, memory_mb: int
 ) -> None:
     # A module with no init_container leaves its clients to its first invocation: the
     # init phase (burst CPU) imports it, then the handler's share of a vCPU builds them.
-    sim = sim_of(_template())
-    function = _fn(sim, logical_id)
-    assert function.memory_mb == memory_mb
+    cold, warm = _cold_then_warm(sim_of, logical_id, memory_mb)
     build_s = INIT_BUILD_CPU_S * max(1.0, 1769 / memory_mb)  # 0.51 s at 448 MB, 0.13 at 3008
-    cold = function.invoke(sim.engine, {}, "manual")
-    sim.engine.run_until(T0 + 10)
-    warm = function.invoke(sim.engine, {}, "manual")
-    sim.engine.run_until(T0 + 20)
-    assert cold is not None and warm is not None
     assert cold.cold and cold.init_s == pytest.approx(INIT_IMPORT_CPU_S)
     assert cold.duration_s == pytest.approx(INIT_IMPORT_CPU_S + build_s)  # billed
     assert not warm.cold and warm.duration_s == 0.0
@@ -302,14 +309,7 @@ def test_a_cold_start_imports_on_a_full_core_and_builds_clients_at_the_functions
 def test_a_module_that_builds_its_clients_in_the_init_phase_starts_on_a_full_core(
     sim_of: Any, logical_id: str, memory_mb: int
 ) -> None:
-    sim = sim_of(_template())
-    function = _fn(sim, logical_id)
-    assert function.memory_mb == memory_mb
-    cold = function.invoke(sim.engine, {}, "manual")
-    sim.engine.run_until(T0 + 10)
-    warm = function.invoke(sim.engine, {}, "manual")
-    sim.engine.run_until(T0 + 20)
-    assert cold is not None and warm is not None
+    cold, warm = _cold_then_warm(sim_of, logical_id, memory_mb)
     # The whole cold start on one core, whatever the memory, and all of it in the init.
     assert cold.init_s == pytest.approx(COLD_START_CPU_S)
     assert cold.duration_s == pytest.approx(COLD_START_CPU_S)
