@@ -9,6 +9,7 @@ from typing import Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from adapters import definitions as d
+from service.surge import DEFAULT_SURGE_MIN
 from service.tick import BLOCK_MARGIN, MAX_QUEUE_AHEAD
 
 # The longest lookahead + block a deployment may set (see ``TickConfig``).
@@ -41,6 +42,10 @@ class Settings(BaseModel):
     tick_budget_s: float = Field(default=50.0, ge=0)
     lease_ttl_s: float = Field(default=30.0, gt=0, le=3600)
     allow_private_targets: bool = False
+    # The worker function the tick starts drains of (service/surge.py), and the
+    # intents due in one second that earn a surge. No name: no surges.
+    worker_function: str = ""
+    surge_min: int = Field(default=DEFAULT_SURGE_MIN, ge=1)
     # Webhook signing secrets: SSM parameters /<prefix without its slashes>/<schedule_id>
     # (reading Secrets Manager <prefix><schedule_id> for ones stored before), or
     # Secrets Manager alone (adapters.secrets.aws_secret_store).
@@ -78,6 +83,8 @@ class Settings(BaseModel):
             "tick_budget_s": d.ENV_TICK_BUDGET_S,
             "lease_ttl_s": "DUETIME_LEASE_TTL_S",
             "allow_private_targets": d.ENV_ALLOW_PRIVATE_TARGETS,
+            "worker_function": d.ENV_WORKER_FUNCTION,
+            "surge_min": d.ENV_SURGE_MIN,
             "secrets_prefix": d.ENV_SECRETS_PREFIX,
             "secret_store": d.ENV_SECRET_STORE,
         }

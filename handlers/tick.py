@@ -15,11 +15,13 @@ the same pass on its own interval over SQLite (``build_sqlite_ticker``).
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import time
 import uuid
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -37,6 +39,7 @@ from handlers.observability import (
 from handlers.settings import Settings
 from service.clock import SystemClock
 from service.ports import Clock, DeliveryQueue
+from service.surge import LoadRecordingQueue, Surges
 from service.tick import TickConfig, Ticker, TickReport
 
 
@@ -100,19 +103,106 @@ def build_sqlite_ticker(
 
 
 def build_aws_ticker(settings: Settings) -> Ticker:
-    """The tick over DynamoDB and SQS, built from the deployment's settings."""
+    """The tick over DynamoDB and SQS, built from the deployment's settings. Its
+    sends count their crowded seconds in the load ledger, and the container keeps
+    the surge trigger that reads it (``container_surges``)."""
     try:
+        from adapters.dynamodb.load import DynamoLoadLedger
         from adapters.dynamodb.store import DynamoStore
         from adapters.sqs import SqsDeliveryQueue
     except ImportError as error:  # pragma: no cover - until both adapters exist
         raise RuntimeError(f"the AWS adapters are not available: {error}") from error
-    return Ticker(
-        DynamoStore.from_settings(settings),
-        SqsDeliveryQueue.from_settings(settings),
-        SystemClock(),
-        tick_config(settings),
-        owner=new_owner(),
+    global _container_surges
+    store = DynamoStore.from_settings(settings)
+    queue: DeliveryQueue = SqsDeliveryQueue.from_settings(settings)
+    owner = new_owner()
+    if settings.worker_function:
+        ledger = DynamoLoadLedger(store.client, settings.occurrences_table)
+        queue = LoadRecordingQueue(
+            queue, ledger, min_count=TICK_RECORD_MIN, on_error=_ledger_failed
+        )
+        _container_surges = Surges(
+            ledger,
+            _invoker(settings.worker_function),
+            SystemClock(),
+            time.sleep,
+            owner=owner,
+            surge_min=settings.surge_min,
+        )
+    return Ticker(store, queue, SystemClock(), tick_config(settings), owner=owner)
+
+
+# A pass counts in the load ledger only the seconds it sends this many intents for
+# (one update each): a surge needs ``surge_min`` of them, and a quiet second is not
+# worth a write.
+TICK_RECORD_MIN = 10
+# Kept back from the tick's remaining time when it waits for a surge's moment.
+SURGE_MARGIN_S = 5.0
+INVOKE_THREADS = 16
+
+# The surge trigger of this container (service/surge.py), built with its ticker;
+# None when the deployment names no worker function to start.
+_container_surges: Surges | None = None
+
+
+def _ledger_failed(error: Exception) -> None:
+    logger().warning(
+        "load ledger not written: no surge for these seconds", extra={"error": repr(error)}
     )
+
+
+def _invoker(function_name: str) -> Callable[[list[dict[str, Any]]], int]:
+    """Send each event as an asynchronous invoke of ``function_name``, a few at a
+    time; how many Lambda refused."""
+    import boto3
+    from botocore.config import Config
+
+    client = boto3.session.Session().client(
+        "lambda",
+        config=Config(
+            retries={"mode": "standard", "max_attempts": 3},
+            connect_timeout=3,
+            read_timeout=10,
+            max_pool_connections=INVOKE_THREADS,
+        ),
+    )
+
+    def one(event: dict[str, Any]) -> bool:
+        try:
+            client.invoke(
+                FunctionName=function_name,
+                InvocationType="Event",
+                Payload=json.dumps(event).encode(),
+            )
+        except Exception:
+            logger().exception("drain not invoked")
+            return False
+        return True
+
+    def invoke(events: list[dict[str, Any]]) -> int:
+        with ThreadPoolExecutor(max_workers=INVOKE_THREADS) as pool:
+            return sum(1 for ok in pool.map(one, events) if not ok)
+
+    return invoke
+
+
+def start_surges(surges: Surges, nominal: datetime, remaining_s: float | None) -> dict[str, Any]:
+    """After the pass: start the surges due before the next invocation (``nominal``
+    plus a minute), within this invocation's time less a margin."""
+    until = nominal + timedelta(seconds=60)
+    if remaining_s is not None:
+        until = min(until, surges.clock.now() + timedelta(seconds=remaining_s - SURGE_MARGIN_S))
+    try:
+        report = surges.run(until)
+    except Exception:  # the mapping delivers the intents, later
+        logger().exception("surges not started")
+        return {"surges_failed": True}
+    return {
+        "surges_started": report.started,
+        "drains": report.drains,
+        "drains_refused": report.refused,
+        "surge_wait_s": round(report.waited_s, 3),
+    }
 
 
 def emit(report: TickReport) -> None:
@@ -210,9 +300,10 @@ def handler(event: dict[str, Any], context: Any, service: Ticker | None = None) 
     (``invocation_late_s``) from the event's ``scheduled_at``."""
     settings = Settings.from_env()
     ticker = service or container_ticker(settings)
+    began = ticker.clock.now()
     nominal = stands_for(event)
-    late_s = None if nominal is None else (ticker.clock.now() - nominal).total_seconds()
-    return run_tick(
+    late_s = None if nominal is None else (began - nominal).total_seconds()
+    totals = run_tick(
         ticker,
         0.0,
         fields={
@@ -220,6 +311,15 @@ def handler(event: dict[str, Any], context: Any, service: Ticker | None = None) 
             "invocation_late_s": late_s,
         },
     )
+    surges = _container_surges if service is None else None
+    if surges is not None:
+        remaining = getattr(context, "get_remaining_time_in_millis", None)
+        remaining_s = float(remaining()) / 1000 if callable(remaining) else None
+        fired = start_surges(surges, nominal or began, remaining_s)
+        if fired.get("surges_started") or fired.get("surges_failed"):
+            logger().info("surges", extra=fired)
+        totals.update(fired)
+    return totals
 
 
 if on_lambda():

@@ -39,9 +39,10 @@ import threading
 import time
 import warnings
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -81,6 +82,7 @@ from service.run_ports import (
     WorkQueue,
 )
 from service.runs import Decision, RunWorker, WorkerConfig
+from service.surge import DRAIN, DRAIN_GRACE_S, PER_DRAIN
 
 # A Lambda function runs at most 15 minutes; keep one synchronous call well inside.
 LAMBDA_MAX_CALL_S = 600.0
@@ -294,6 +296,9 @@ def apply(
 INVOCATION_MARGIN_S = 10.0
 # The least time a record's target call is given, however late in the invocation.
 MIN_CALL_S = 1.0
+# A drain's receives: SQS's most per request, and the pause after an empty one.
+MAX_RECEIVE = 10
+DRAIN_POLL_S = 0.1
 
 
 @dataclass(frozen=True)
@@ -471,6 +476,8 @@ def handler(
     if worker is None or queue is None:
         worker, queue = container_worker()
     budget_s = invocation_budget_s(context)
+    if event.get("duetime") == DRAIN:
+        return drain(event, bounded(worker, budget_s), queue, budget_s)
     deadline = None if budget_s is None else time.monotonic() + budget_s
     run = bounded(worker, budget_s)
     records = event.get("Records") or []
@@ -509,6 +516,55 @@ def handler(
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
         _flush_metrics()
+
+
+def drain(
+    event: dict[str, Any], worker: RunWorker, queue: WorkQueue, budget_s: float | None
+) -> dict[str, Any]:
+    """One drain of a surge (service/surge.py): wait for the instant the event names,
+    then receive from the delivery queue and run up to ``limit`` messages, ten at a
+    time as they arrive, each on its own thread, as the mapping's batches run. It
+    ends once it took its share, or the queue stayed empty ``DRAIN_GRACE_S`` past
+    the instant, or its time is nearly up; what it leaves, the mapping delivers."""
+    at = datetime.fromisoformat(str(event["at"]))
+    limit = max(1, int(event.get("limit") or PER_DRAIN))
+    started = time.monotonic()
+    deadline = None if budget_s is None else started + budget_s
+    early_s = (at - datetime.now(UTC)).total_seconds()
+    if early_s > 0:
+        time.sleep(early_s)
+    quiet_until = time.monotonic() + max(0.0, DRAIN_GRACE_S + min(0.0, early_s))
+    futures: dict[str, Future[Handled]] = {}
+    pool = ThreadPoolExecutor(max_workers=limit, thread_name_prefix="drain")
+    try:
+        while len(futures) < limit and (deadline is None or time.monotonic() < deadline):
+            messages = queue.receive(min(MAX_RECEIVE, limit - len(futures)), 0)
+            for message in messages:
+                futures[message.receipt] = pool.submit(handle_message, worker, queue, message)
+            if not messages:
+                if time.monotonic() >= quiet_until:
+                    break
+                time.sleep(DRAIN_POLL_S)
+        done: list[str] = []
+        counts = {"deleted": 0, "retry": 0, "dead_lettered": 0, "unfinished": 0}
+        for receipt, future in futures.items():
+            timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+            try:
+                handled = future.result(timeout=timeout)
+            except Exception:  # a timeout or a failure: the message comes back
+                logger().exception("drained message not handled")
+                counts["unfinished"] += 1
+                continue
+            counts[handled] += 1
+            if handled == "deleted":
+                done.append(receipt)
+        if done:
+            queue.delete_batch(done)
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+        _flush_metrics()
+    logger().info("drain", extra={"at": at.isoformat(), "received": len(futures), **counts})
+    return {"received": len(futures), **counts}
 
 
 # --- the local stack -------------------------------------------------------------------------

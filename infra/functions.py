@@ -23,7 +23,9 @@ from adapters.definitions import (
     ENV_SECRET_STORE,
     ENV_SECRETS_PREFIX,
     ENV_SHARDS,
+    ENV_SURGE_MIN,
     ENV_TICK_BUDGET_S,
+    ENV_WORKER_FUNCTION,
     FUNCTION_ENV,
     LEASES,
     METRICS_NAMESPACE,
@@ -271,6 +273,23 @@ class Functions(Construct):
                 report_batch_item_failures=True,
             )
         )
+
+        # Surges (service/surge.py): the API and the tick count the intents they queue
+        # ahead by due second; the tick starts drains of the worker before a crowded
+        # second, asynchronously.
+        if settings.surge_min:
+            # The function itself, no version or alias (grant_invoke would add ``:*``).
+            self.tick.role.add_to_principal_policy(
+                iam.PolicyStatement(
+                    actions=["lambda:InvokeFunction"],
+                    resources=[self.worker.function.function_arn],
+                )
+            )
+            for function in (self.api, self.tick):
+                function.function.add_environment(
+                    ENV_WORKER_FUNCTION, self.worker.function.function_name
+                )
+                function.function.add_environment(ENV_SURGE_MIN, str(settings.surge_min))
 
         # watchdog: reads the schedules and their runs it judges; writes each
         # verdict and its own heartbeat to the leases table, and reads the

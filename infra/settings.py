@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
 from adapters.secrets import SECRETS_MANAGER, STORE_KINDS
+from service.surge import DEFAULT_SURGE_MIN
 
 PREFIX: Final = "duetime:"
 # The longest lookahead + plan block: SQS's 900 s DelaySeconds less a 60 s
@@ -64,6 +65,9 @@ class Settings:
     # Reserved concurrency of the tick. 0 leaves it unreserved, for accounts
     # whose concurrency quota is still the new-account default of 10.
     tick_reserved_concurrency: int = 2
+    # Intents due in one second that earn a surge: drains of the worker started
+    # before the instant (service/surge.py). 0 turns surges off.
+    surge_min: int = DEFAULT_SURGE_MIN
     api_throttle_rate: int = 50
     api_throttle_burst: int = 100
     manage_api_gateway_account: bool = True
@@ -98,6 +102,8 @@ class Settings:
             raise SettingError(f"{PREFIX}directWindowS: must be between 0 and 3600 seconds")
         if self.tick_reserved_concurrency < 0:
             raise SettingError(f"{PREFIX}tickReservedConcurrency: must be 0 or more")
+        if self.surge_min < 0:
+            raise SettingError(f"{PREFIX}surgeMin: must be 0 (no surges) or more")
         for name, value in (
             ("shards", self.shards),
             ("bucketS", self.bucket_s),
@@ -179,6 +185,7 @@ class Settings:
             tick_reserved_concurrency=read(
                 "tickReservedConcurrency", _int, d.tick_reserved_concurrency
             ),
+            surge_min=read("surgeMin", _int, d.surge_min),
             api_throttle_rate=read("apiThrottleRate", _int, d.api_throttle_rate),
             api_throttle_burst=read("apiThrottleBurst", _int, d.api_throttle_burst),
             manage_api_gateway_account=read(

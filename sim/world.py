@@ -264,6 +264,11 @@ class Simulation:
                             "cannot tell its per-run writes from its idle ones"
                         )
                     setattr(part, name, _planning(engine, method))
+                # A surge's wait and invokes are its runs' work; reading the ledger is
+                # every pass's.
+                surges = getattr(module, "_container_surges", None)
+                if surges is not None:
+                    surges.start = _planning(engine, surges.start)
                 return ticker
 
             module.build_aws_ticker = built  # type: ignore[attr-defined]

@@ -1,0 +1,213 @@
+"""Surges: extra workers, started before an instant at which many occurrences are due.
+
+The SQS event source mapping starts a queue's messages five batches at a time
+and adds about five a second, so 10,000 intents visible at 09:00:00 take some
+ten seconds to start. A surge starts the capacity before the instant instead:
+
+- **The load ledger.** Whoever queues intents ahead (a tick pass, an API call
+  that plans at the call) counts them by the second they are due
+  (``LoadRecordingQueue``, one counter update per second and send, in a few
+  shards so no key is hot) in a ``LoadLedger``.
+- **The trigger.** After its pass, the tick reads the ledger for the seconds
+  before its next invocation (``Surges.run``). A second with at least
+  ``surge_min`` intents gets ``ceil(count / per_drain)`` drains, invoked
+  asynchronously ``lead_s`` before it (waiting inside the tick's invocation for
+  that moment: the next invocation would be too late), each claimed once in
+  the ledger so two overlapping passes do not both start it.
+- **A drain** (the worker function, invoked with ``drain_event``) sleeps until
+  the instant, receives from the delivery queue itself, runs what it receives
+  as the event source mapping's batches are run, and ends when the queue is
+  empty. It only adds consumers to the same queue: a drain that fails or
+  starts late leaves the messages to the mapping, and the worker's checks at
+  start (identity, state, version) make a message received twice run once.
+
+A surge is an optimisation of start lateness, never a condition of delivery:
+when the ledger cannot be read or written, or the invoke is refused, it is
+logged and the mapping delivers everything, later.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Final
+
+from domain.run import DeliveryIntent
+from service.ports import Clock, DeliveryQueue
+
+# What the event source mapping starts within a second or so on its own (five
+# batches of ten, a few rounds): fewer intents due in one second get no surge.
+DEFAULT_SURGE_MIN: Final = 200
+# Messages one drain takes: each costs the worker about 11 ms of CPU at 448 MB
+# before its attempt is recorded started (docs/simulator.md), so 25 start
+# within about 0.3 s of the instant.
+PER_DRAIN: Final = 25
+# How long a drain takes from the invoke to being ready: Lambda's async queue,
+# a cold start with its clients built at init (0.36 s of CPU), and a margin.
+DRAIN_READY_S: Final = 1.5
+# The tick's CPU for one asynchronous Invoke (about 1.45 ms on a full core, at
+# the tick's 512 MB share): the invokes of a large surge take seconds to send.
+INVOKE_S: Final = 0.006
+# How long after the instant a drain keeps receiving before an empty queue ends
+# it: SQS rounds a message's delay up to a whole second.
+DRAIN_GRACE_S: Final = 1.5
+# The drains of one second at most: Lambda's burst of new execution environments
+# is 1,000, and the mapping needs some of them.
+MAX_DRAINS: Final = 800
+# Shards of a minute's counters: an API call picks one by its schedule, so a
+# burst of creations spreads over them (docs/sizing.md).
+LOAD_SHARDS: Final = 4
+DRAIN: Final = "drain"
+
+
+def drains_for(count: int) -> int:
+    return max(1, min(MAX_DRAINS, math.ceil(count / PER_DRAIN)))
+
+
+def lead_s(drains: int) -> float:
+    """How long before its instant a surge of ``drains`` is started."""
+    return DRAIN_READY_S + drains * INVOKE_S
+
+
+def drain_event(at: datetime, limit: int = PER_DRAIN) -> dict[str, Any]:
+    """The worker's event for one drain of the intents due at ``at``."""
+    return {"duetime": DRAIN, "at": at.isoformat(), "limit": limit}
+
+
+def second_of(at: datetime) -> datetime:
+    """The whole second an intent becomes visible: SQS delays by whole seconds, up."""
+    floor = at.replace(microsecond=0)
+    return floor if floor == at else floor + timedelta(seconds=1)
+
+
+class LoadLedger(ABC):
+    """How many intents are due in each second, as their senders counted them."""
+
+    @abstractmethod
+    def record(self, counts: Mapping[datetime, int], shard: int) -> None:
+        """Add ``counts`` (whole seconds) to the ledger, in counter shard ``shard``."""
+
+    @abstractmethod
+    def read(self, start: datetime, end: datetime) -> dict[datetime, int]:
+        """The counted seconds in ``[start, end]``, summed over the shards."""
+
+    @abstractmethod
+    def claim(self, second: datetime, owner: str) -> bool:
+        """Take the surge of ``second`` (True once, for its first claimant)."""
+
+
+class LoadRecordingQueue(DeliveryQueue):
+    """A delivery queue that counts what it queues ahead in the load ledger: the
+    seconds with at least ``min_count`` of this send's intents (the API's one
+    intent a call counts; a tick pass counts only its crowded seconds)."""
+
+    def __init__(
+        self,
+        queue: DeliveryQueue,
+        ledger: LoadLedger,
+        *,
+        min_count: int = 1,
+        shard_of: Callable[[Sequence[DeliveryIntent]], int] | None = None,
+        on_error: Callable[[Exception], None] | None = None,
+    ) -> None:
+        self.queue = queue
+        self.ledger = ledger
+        self.min_count = min_count
+        self.shard_of = shard_of or _shard_of_first
+        self.on_error = on_error
+
+    def send_batch(self, intents: Sequence[DeliveryIntent]) -> list[str]:
+        return self.queue.send_batch(intents)
+
+    def send_ahead(self, intents: Sequence[DeliveryIntent], now: datetime) -> list[str]:
+        failed = self.queue.send_ahead(intents, now)
+        horizon = now + timedelta(seconds=DRAIN_READY_S)
+        missing = set(failed)
+        counts = Counter(
+            second_of(i.scheduled_at)
+            for i in intents
+            if i.scheduled_at > horizon and i.occurrence_id not in missing
+        )
+        crowded = {s: n for s, n in counts.items() if n >= self.min_count}
+        if crowded:
+            try:
+                self.ledger.record(crowded, self.shard_of(intents))
+            except Exception as error:  # a surge is an optimisation: the sends stand
+                if self.on_error is not None:
+                    self.on_error(error)
+        return failed
+
+
+def _shard_of_first(intents: Sequence[DeliveryIntent]) -> int:
+    return sum(intents[0].schedule_id.encode()) % LOAD_SHARDS if intents else 0
+
+
+@dataclass
+class SurgeReport:
+    seen: int = 0  # seconds at or above surge_min in the window
+    started: int = 0  # surges this pass started
+    drains: int = 0  # drains invoked
+    refused: int = 0  # invokes refused (the mapping delivers those intents)
+    waited_s: float = 0.0
+
+
+class Surges:
+    """The tick's trigger: start the drains of the crowded seconds before ``until``."""
+
+    def __init__(
+        self,
+        ledger: LoadLedger,
+        invoke: Callable[[list[dict[str, Any]]], int],
+        clock: Clock,
+        sleep: Callable[[float], None],
+        *,
+        owner: str,
+        surge_min: int = DEFAULT_SURGE_MIN,
+    ) -> None:
+        self.ledger = ledger
+        self.invoke = invoke  # sends the events, returns how many were refused
+        self.clock = clock
+        self.sleep = sleep
+        self.owner = owner
+        self.surge_min = surge_min
+
+    def run(self, until: datetime) -> SurgeReport:
+        """Start every surge whose moment (its second less its lead) comes before
+        ``until``, waiting for each moment; one whose moment has passed while its
+        second is still ahead starts at once. The next pass starts the later ones."""
+        report = SurgeReport()
+        now = self.clock.now()
+        furthest = until + timedelta(seconds=lead_s(MAX_DRAINS))
+        load = self.ledger.read(now, furthest)
+        plans = []
+        for second, count in load.items():
+            if count < self.surge_min or second <= now:
+                continue
+            drains = drains_for(count)
+            moment = second - timedelta(seconds=lead_s(drains))
+            if moment < until:
+                plans.append((moment, second, count, drains))
+        report.seen = len(plans)
+        for moment, second, count, drains in sorted(plans):
+            self.start(moment, second, count, drains, report)
+        return report
+
+    def start(
+        self, moment: datetime, second: datetime, count: int, drains: int, report: SurgeReport
+    ) -> None:
+        """One surge: wait for its moment, claim it, invoke its drains (each takes a
+        fifth more than its even share, so a drain that starts late costs little)."""
+        wait = (moment - self.clock.now()).total_seconds()
+        if wait > 0:
+            self.sleep(wait)
+            report.waited_s += wait
+        if second <= self.clock.now() or not self.ledger.claim(second, self.owner):
+            return
+        limit = math.ceil(1.2 * count / drains)
+        report.refused += self.invoke([drain_event(second, limit) for _ in range(drains)])
+        report.started += 1
+        report.drains += drains
