@@ -100,6 +100,7 @@ def synthesized(lambda_asset: Path, tmp_path_factory: pytest.TempPathFactory) ->
             dispatch_lag_p99_threshold_s=30,
             log_retention_days=7,
             secret_store="secretsmanager",
+            surge_min=0,
         ),
         "DuetimeWildcard": Settings(stack_name="DuetimeWildcard", target_arns=("*",)),
     }

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from adapters.definitions import ENV_SURGE_MIN, ENV_WORKER_FUNCTION
 from infra.secrets import LEGACY_READ_ACTIONS, LEGACY_WRITE_ACTIONS, SSM_READ_ACTIONS
 from infra.secrets import READ_ACTIONS as SECRET_READ
 from infra.secrets import SSM_WRITE_ACTIONS as PARAMETER_WRITE
@@ -18,6 +19,7 @@ from tests.infra.helpers import (
     actions,
     can,
     dumps,
+    function,
     function_role,
     logical_id,
     resources,
@@ -306,3 +308,45 @@ def test_secrets_grants_are_the_calls_the_secret_store_makes(
         s for s in statements(template, ids.worker) if ids.smoke in json.dumps(s["Resource"])
     ]
     assert [s["Action"] for s in smoke_statements] == ["sqs:SendMessage"]
+
+
+def _environment(template: dict[str, Any], handler: str) -> dict[str, Any]:
+    _, fn = function(template, handler)
+    return dict(fn["Properties"]["Environment"]["Variables"])
+
+
+def test_tick_may_start_drains_of_the_worker_function_itself_and_nothing_else(
+    template: dict[str, Any], ids: Ids
+) -> None:
+    worker_fn, _ = function(template, "handlers.worker.handler")
+    invokes = [
+        s
+        for s in statements(template, ids.tick)
+        if "lambda:InvokeFunction" in _as_list(s["Action"])
+    ]
+    assert [_as_list(s["Resource"]) for s in invokes] == [[{"Fn::GetAtt": [worker_fn, "Arn"]}]]
+    for role in (ids.api, ids.worker, ids.watchdog):
+        assert not can(template, role, "lambda:InvokeFunction", worker_fn)
+
+
+def test_the_api_and_the_tick_know_the_worker_and_the_surge_threshold(
+    template: dict[str, Any],
+) -> None:
+    worker_fn, _ = function(template, "handlers.worker.handler")
+    for handler in ("handlers.api.handler", "handlers.tick.handler"):
+        env = _environment(template, handler)
+        assert env[ENV_WORKER_FUNCTION] == {"Ref": worker_fn}
+        assert env[ENV_SURGE_MIN] == "200"
+    for handler in ("handlers.worker.handler", "handlers.watchdog.handler"):
+        assert ENV_WORKER_FUNCTION not in _environment(template, handler)
+
+
+def test_surges_turned_off_leave_no_invoke_grant_and_no_worker_name(
+    synthesized: Synthesized,
+) -> None:
+    t = synthesized.template("DuetimeSandbox")
+    tick = function_role(t, "handlers.tick.handler")
+    worker_fn, _ = function(t, "handlers.worker.handler")
+    assert not can(t, tick, "lambda:InvokeFunction", worker_fn)
+    for handler in ("handlers.api.handler", "handlers.tick.handler"):
+        assert ENV_WORKER_FUNCTION not in _environment(t, handler)

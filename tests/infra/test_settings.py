@@ -20,6 +20,7 @@ def test_no_context_gives_the_documented_defaults() -> None:
     assert settings.target_arns == ()
     assert settings.alarm_email == ""
     assert settings.webhook_secrets_prefix == "duetime/Duetime/webhooks/"
+    assert settings.surge_min == 200
 
 
 def test_command_line_strings_are_parsed() -> None:
@@ -74,6 +75,8 @@ def test_a_json_list_on_the_command_line_is_accepted() -> None:
         ("duetime:logLevel", "LOUD"),
         ("duetime:secretsPrefix", "no-trailing-slash"),
         ("duetime:stackName", "1st"),
+        ("duetime:surgeMin", -1),
+        ("duetime:surgeMin", "lots"),
     ],
 )
 def test_bad_values_are_refused_naming_the_setting(key: str, value: Any) -> None:

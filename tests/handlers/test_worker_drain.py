@@ -1,0 +1,151 @@
+"""A drain of a surge (service/surge.py): the worker invoked to receive from the
+delivery queue itself at an instant, run what it takes, and end."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from domain.delivery import Outcome
+from domain.run import DeliveryIntent, RunStatus
+from handlers.worker import handler
+from service.run_ports import QueueMessage
+from service.surge import drain_event
+from tests.conftest import FakeClock, World
+from tests.handlers.test_worker import FakeWorkQueue, admitted, body, worker_for
+from tests.handlers.test_worker_batch import Context
+from tests.unit.test_runs import FakeTarget
+
+
+class HeldQueue(FakeWorkQueue):
+    """Messages that become receivable from the ``visible_from``-th receive on."""
+
+    def __init__(self, intents: list[DeliveryIntent], visible_from: int = 1) -> None:
+        super().__init__()
+        self.waiting = [
+            QueueMessage(f"m{n}", f"r{n}", body(intent), 1) for n, intent in enumerate(intents)
+        ]
+        self.visible_from = visible_from
+        self.receives: list[tuple[float, int]] = []  # (when, how many asked for)
+        self.batches: list[list[str]] = []
+
+    def receive(self, max_messages: int, wait_s: float) -> list[QueueMessage]:
+        self.receives.append((time.monotonic(), max_messages))
+        if len(self.receives) < self.visible_from:
+            return []
+        taken, self.waiting = self.waiting[:max_messages], self.waiting[max_messages:]
+        return taken
+
+    def delete_batch(self, receipts: list[str]) -> None:  # type: ignore[override]
+        self.batches.append(list(receipts))
+        super().delete_batch(receipts)
+
+
+def _past() -> datetime:
+    return datetime.now(UTC) - timedelta(seconds=5)
+
+
+def test_a_drain_runs_what_it_receives_and_deletes_it_in_batches(
+    world: World, clock: FakeClock
+) -> None:
+    intents = admitted(world, clock, 23)
+    queue = HeldQueue(intents)
+    target = FakeTarget()
+    answer = handler(
+        drain_event(_past(), limit=30),
+        Context(remaining_ms=60_000),
+        worker=worker_for(world, clock, target),
+        queue=queue,
+    )
+    assert answer == {
+        "received": 23,
+        "deleted": 23,
+        "retry": 0,
+        "dead_lettered": 0,
+        "unfinished": 0,
+    }
+    assert [asked for _, asked in queue.receives[:3]] == [10, 10, 10]
+    assert sorted(queue.deleted) == sorted(f"r{n}" for n in range(23))
+    assert len(queue.batches) == 1
+    for intent in intents:
+        run = world.store.get_run(intent.occurrence_id)
+        assert run is not None and run.status is RunStatus.SUCCEEDED
+
+
+def test_a_drain_takes_no_more_than_its_limit(world: World, clock: FakeClock) -> None:
+    intents = admitted(world, clock, 12)
+    queue = HeldQueue(intents)
+    answer = handler(
+        drain_event(_past(), limit=5),
+        Context(remaining_ms=60_000),
+        worker=worker_for(world, clock, FakeTarget()),
+        queue=queue,
+    )
+    assert answer["received"] == 5
+    assert [asked for _, asked in queue.receives] == [5]
+    assert len(queue.waiting) == 7  # left to the event source mapping
+
+
+def test_a_drain_waits_for_its_instant_then_polls_until_the_messages_appear(
+    world: World, clock: FakeClock
+) -> None:
+    intents = admitted(world, clock, 3)
+    queue = HeldQueue(intents, visible_from=3)
+    at = datetime.now(UTC) + timedelta(seconds=0.3)
+    began = time.monotonic()
+    answer = handler(
+        drain_event(at, limit=10),
+        Context(remaining_ms=60_000),
+        worker=worker_for(world, clock, FakeTarget()),
+        queue=queue,
+    )
+    assert queue.receives[0][0] - began >= 0.25  # nothing received before the instant
+    assert answer["received"] == 3 and answer["deleted"] == 3
+
+
+def test_a_drain_ends_when_the_queue_stays_empty_past_the_instant(
+    world: World, clock: FakeClock
+) -> None:
+    queue = HeldQueue([])
+    answer = handler(
+        drain_event(_past()),
+        Context(remaining_ms=60_000),
+        worker=worker_for(world, clock, FakeTarget()),
+        queue=queue,
+    )
+    assert answer["received"] == 0
+    assert len(queue.receives) == 1  # long past its instant: one look, then it ends
+    assert queue.batches == []
+
+
+def test_a_record_to_retry_is_not_deleted_by_the_drain(world: World, clock: FakeClock) -> None:
+    intents = admitted(world, clock, 2)
+    queue = HeldQueue(intents)
+    target = FakeTarget(Outcome.transient("503"), Outcome.transient("503"))
+    answer = handler(
+        drain_event(_past(), limit=10),
+        Context(remaining_ms=60_000),
+        worker=worker_for(world, clock, target),
+        queue=queue,
+    )
+    assert answer["retry"] == 2 and answer["deleted"] == 0
+    assert queue.deleted == []
+    assert {receipt for receipt, _ in queue.visibility} == {"r0", "r1"}
+
+
+@pytest.mark.parametrize("limit", [0, None])
+def test_a_drain_without_a_usable_limit_takes_its_default_share(
+    world: World, clock: FakeClock, limit: int | None
+) -> None:
+    queue = HeldQueue(admitted(world, clock, 2))
+    event = drain_event(_past())
+    event["limit"] = limit
+    answer = handler(
+        event,
+        Context(remaining_ms=60_000),
+        worker=worker_for(world, clock, FakeTarget()),
+        queue=queue,
+    )
+    assert answer["received"] == 2
