@@ -24,7 +24,9 @@ def _denied_by(result: dict[str, Any], function_part: str) -> list[dict[str, Any
 # --- every scenario --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("scenario", ["idle", "faults", "two_stacks", "mixed", "burst"])
+@pytest.mark.parametrize(
+    "scenario", ["idle", "faults", "two_stacks", "mixed", "burst", "burst_surge"]
+)
 def test_the_tick_worker_and_api_are_never_denied(
     scenario: str, request: pytest.FixtureRequest
 ) -> None:
@@ -396,3 +398,39 @@ def test_burst_a_worker_reserved_to_one_runs_one_batch_at_a_time(
     # Two batches of ten one after the other: the second starts a batch's time later.
     late = burst_one_worker["lateness_s"]
     assert late["max"] >= late["p50"] + 0.2
+
+
+# --- surges ------------------------------------------------------------------------------------
+
+
+def test_a_surge_delivers_every_occurrence_of_the_burst_once(burst_surge: dict[str, Any]) -> None:
+    assert burst_surge["due"] == burst_surge["occurrences"] == 100
+    assert burst_surge["gaps"] == 0, burst_surge["gap_examples"]
+    assert burst_surge["duplicates"] == 0
+    assert burst_surge["errors"] == [] and burst_surge["timeouts"] == []
+
+
+def test_the_tick_starts_the_surges_drains_before_the_instant(burst_surge: dict[str, Any]) -> None:
+    # 100 intents due at one second, a drain for every 25: four asynchronous invokes of
+    # the worker, by the tick (the API's calls only count), and none in a stack whose
+    # threshold the burst does not reach.
+    assert burst_surge["requests_by_operation"].get("lambda:Invoke") == 4
+    worker = next(v for k, v in burst_surge["invocations"].items() if "FunctionsWorker" in k)
+    assert worker["ok"] >= 4
+
+
+def test_drains_receive_what_the_mapping_would_have_started_later(
+    burst_surge: dict[str, Any], burst_no_surge: dict[str, Any]
+) -> None:
+    esm = burst_surge["event_source_mapping"]
+    assert esm["messages_received"] < burst_surge["occurrences"]  # the drains took the rest
+    assert "lambda:Invoke" not in burst_no_surge["requests_by_operation"]
+    assert burst_no_surge["event_source_mapping"]["messages_received"] == 100
+
+
+def test_a_surge_starts_the_burst_sooner_than_the_mapping_alone(
+    burst_surge: dict[str, Any], burst_no_surge: dict[str, Any]
+) -> None:
+    with_surge, alone = burst_surge["lateness_s"], burst_no_surge["lateness_s"]
+    assert with_surge["p99"] < 1.0, with_surge
+    assert with_surge["max"] < alone["max"], (with_surge, alone)
