@@ -1306,19 +1306,19 @@ def build_services(
     if settings.delivery_queue_url:
         from adapters.sqs import SqsDeliveryQueue
 
-        queue: DeliveryQueue = SqsDeliveryQueue.from_settings(settings)
+        delivery: DeliveryQueue = SqsDeliveryQueue.from_settings(settings)
         if settings.worker_function:  # surges are on: count what the calls queue ahead
             from adapters.dynamodb.load import DynamoLoadLedger
             from service.surge import LoadRecordingQueue
 
-            queue = LoadRecordingQueue(
-                queue,
+            delivery = LoadRecordingQueue(
+                delivery,
                 DynamoLoadLedger(dynamo.client, settings.occurrences_table),
                 on_error=lambda error: logger().warning(
                     "load ledger not written: no surge for this run", extra={"error": repr(error)}
                 ),
             )
-        aws_planning = PlanNow(dynamo, queue, clock, config)
+        aws_planning = PlanNow(dynamo, delivery, clock, config)
     return ApiServices(
         ScheduleService(
             dynamo, clock, partitioning, target_support=target_support, planning=aws_planning

@@ -292,12 +292,19 @@ def stands_for(event: Any) -> datetime | None:
     return at.astimezone(UTC) if at.tzinfo is not None else None
 
 
-def handler(event: dict[str, Any], context: Any, service: Ticker | None = None) -> dict[str, Any]:
+def handler(
+    event: dict[str, Any],
+    context: Any,
+    service: Ticker | None = None,
+    surges: Surges | None = None,
+) -> dict[str, Any]:
     """One invocation, one pass. What it plans and admits comes from durable
     state (each schedule's ``next_due``, the pending records), not from the
     minute the invocation stands for, so a late or retried invocation still
     covers everything that fell due; how late it started is logged
-    (``invocation_late_s``) from the event's ``scheduled_at``."""
+    (``invocation_late_s``) from the event's ``scheduled_at``. Then it starts the
+    surges due before the next invocation (``start_surges``): ``surges`` replaces
+    the container's trigger (tests)."""
     settings = Settings.from_env()
     ticker = service or container_ticker(settings)
     began = ticker.clock.now()
@@ -311,7 +318,8 @@ def handler(event: dict[str, Any], context: Any, service: Ticker | None = None) 
             "invocation_late_s": late_s,
         },
     )
-    surges = _container_surges if service is None else None
+    if surges is None and service is None:
+        surges = _container_surges
     if surges is not None:
         remaining = getattr(context, "get_remaining_time_in_millis", None)
         remaining_s = float(remaining()) / 1000 if callable(remaining) else None

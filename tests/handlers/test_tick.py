@@ -180,3 +180,72 @@ def test_an_idle_pass_sends_the_heartbeat_alone(
 
     assert result["passes"] == 1 and result["materialized"] == 0 and result["admitted"] == 0
     assert _metrics(capsys.readouterr().out) == {Metric.TICK_HEARTBEAT: [1.0]}
+
+
+# --- surges after the pass ----------------------------------------------------------------
+
+
+class RecordingSurges:
+    """Stands in for ``service.surge.Surges``: the ``until`` each run was given."""
+
+    def __init__(self, clock: FakeClock, fail: bool = False) -> None:
+        self.clock = clock
+        self.fail = fail
+        self.until: list[Any] = []
+
+    def run(self, until: Any) -> Any:
+        from service.surge import SurgeReport
+
+        self.until.append(until)
+        if self.fail:
+            raise ConnectionError("ledger down")
+        return SurgeReport(seen=1, started=1, drains=4, waited_s=12.5)
+
+
+def test_after_its_pass_the_tick_starts_the_surges_due_before_the_next_minute(
+    world: World, clock: FakeClock, capsys: pytest.CaptureFixture[str]
+) -> None:
+    surges = RecordingSurges(clock)
+    event = {"scheduled_at": "2026-12-01T08:00:00Z"}
+    result = handler(
+        event,
+        Context(remaining_ms=70_000),
+        service=world.ticker(),
+        surges=surges,  # type: ignore[arg-type]
+    )
+    assert surges.until == [utc("2026-12-01T08:01:00Z")]
+    assert result["surges_started"] == 1 and result["drains"] == 4
+    assert result["surge_wait_s"] == 12.5
+    assert any(line.get("message") == "surges" for line in _lines(capsys.readouterr().out))
+
+
+def test_the_tick_waits_for_a_surge_no_longer_than_its_own_time_allows(
+    world: World, clock: FakeClock
+) -> None:
+    surges = RecordingSurges(clock)
+    handler(
+        {"scheduled_at": clock.now().isoformat()},
+        Context(remaining_ms=20_000),
+        service=world.ticker(),
+        surges=surges,  # type: ignore[arg-type]
+    )
+    assert surges.until == [clock.now() + timedelta(seconds=15)]  # 20 s less the margin
+
+
+def test_surges_that_fail_leave_the_pass_standing(
+    world: World, clock: FakeClock, capsys: pytest.CaptureFixture[str]
+) -> None:
+    result = handler(
+        {},
+        Context(remaining_ms=70_000),
+        service=world.ticker(),
+        surges=RecordingSurges(clock, fail=True),  # type: ignore[arg-type]
+    )
+    assert result["passes"] == 1 and result["surges_failed"] is True
+    errors = [line for line in _lines(capsys.readouterr().out) if line.get("level") == "ERROR"]
+    assert [line["message"] for line in errors] == ["surges not started"]
+
+
+def test_a_tick_given_its_ticker_starts_no_surge_of_its_own(world: World) -> None:
+    result = handler({}, Context(remaining_ms=70_000), service=world.ticker())
+    assert "surges_started" not in result
