@@ -39,7 +39,7 @@ from handlers.observability import (
 from handlers.settings import Settings
 from service.clock import SystemClock
 from service.ports import Clock, DeliveryQueue
-from service.surge import LoadRecordingQueue, Surges
+from service.surge import TICK_RECORD_MIN, LoadRecordingQueue, Surges
 from service.tick import TickConfig, Ticker, TickReport
 
 
@@ -132,10 +132,6 @@ def build_aws_ticker(settings: Settings) -> Ticker:
     return Ticker(store, queue, SystemClock(), tick_config(settings), owner=owner)
 
 
-# A pass counts in the load ledger only the seconds it sends this many intents for
-# (one update each): a surge needs ``surge_min`` of them, and a quiet second is not
-# worth a write.
-TICK_RECORD_MIN = 10
 # Kept back from the tick's remaining time when it waits for a surge's moment.
 SURGE_MARGIN_S = 5.0
 INVOKE_THREADS = 16

@@ -62,6 +62,10 @@ MAX_DRAINS: Final = 800
 # burst of creations spreads over them (docs/sizing.md).
 LOAD_SHARDS: Final = 4
 DRAIN: Final = "drain"
+# A tick pass counts in the ledger only the seconds it sends this many intents for
+# at once (one update each): a surge needs ``surge_min`` of them, and a quiet second
+# is not worth a write. An API call counts its one intent.
+TICK_RECORD_MIN: Final = 10
 
 
 def drains_for(count: int) -> int:

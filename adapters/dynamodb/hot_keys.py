@@ -49,6 +49,7 @@ from adapters.dynamodb import items as it
 from adapters.dynamodb.store import PAGE_UNITS_PER_S
 from domain.run import Run, RunStatus, new_occurrence
 from domain.spec import Slot
+from service.surge import TICK_RECORD_MIN
 
 WRITE_UNITS_PER_KEY: Final = 1000  # DynamoDB's per-partition-key ceiling
 KB: Final = 1024
@@ -69,6 +70,16 @@ class Pace:
     @property
     def tick_requests_per_s(self) -> float:
         return self.tick_processes * self.requests_in_flight / self.request_s
+
+
+def ledger_units_per_s(pace: Pace, api_requests_per_s: float) -> float:
+    """The most write units a second one load-ledger key (service/surge.py) can take,
+    with every sender on that one key: a tick pass writes one update (one unit: the
+    item stays under 1 KB) per ``TICK_RECORD_MIN`` intents at least, each of which
+    took at least one request of its own to store; an API call writes one, and the
+    API stage lets ``api_requests_per_s`` through. A surge's claim is one more write
+    a surge, not counted."""
+    return pace.tick_requests_per_s / TICK_RECORD_MIN + api_requests_per_s
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,9 @@
 Key ``pk = "L#<minute>#<shard>"``, ``sk = "L"``: attribute ``s<ss>`` counts the
 intents due at second ``ss`` of that minute that a sender counted in that
 shard (an ``ADD``, so concurrent senders never lose a count), ``f<ss>`` is the
-claim of that second's surge (set once, by a conditional update on shard 0).
+claim of that second's surge (set to 1 once, by a conditional update on shard
+0: who claimed it is on the tick's log line, and a full item stays one write
+unit).
 The items carry no index attribute and expire a day after their minute.
 
 A pass reads the minutes it looks at, every shard, in one eventually
@@ -87,10 +89,10 @@ class DynamoLoadLedger(LoadLedger):
             self.client.update_item(
                 TableName=self.table,
                 Key=minute_key(_minute(second), 0),
-                UpdateExpression="SET #f = :owner",
+                UpdateExpression="SET #f = :claimed",
                 ConditionExpression="attribute_not_exists(#f)",
                 ExpressionAttributeNames={"#f": name},
-                ExpressionAttributeValues={":owner": {"S": owner}},
+                ExpressionAttributeValues={":claimed": {"N": "1"}},
             )
         except ClientError as error:
             if error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":

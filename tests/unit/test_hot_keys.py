@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import UTC, datetime
+from typing import Any
 
 from adapters.dynamodb.hot_keys import (
     WRITE_UNITS_PER_KEY,
     Pace,
     key_writes,
+    ledger_units_per_s,
     local_indexes,
     occurrence_writes,
     page_writes,
@@ -107,3 +109,31 @@ def test_the_pace_is_the_deployments_own_defaults() -> None:
     assert pace.due_shards == DUE_SHARDS
     assert pace.requests_in_flight == CONCURRENCY
     assert pace.tick_processes == StackSettings().tick_reserved_concurrency
+
+
+def test_the_load_ledger_keys_stay_cool_with_every_sender_on_one_key() -> None:
+    # The tick at its fastest (every crowded second of every send counted) and the API
+    # stage's burst limit, all on one ledger key: still under a key's 1,000 units a second.
+    from infra.settings import Settings as StackSettings
+
+    api = StackSettings().api_throttle_burst
+    assert ledger_units_per_s(Pace(), api) == 4_000 / 10 + api
+    assert ledger_units_per_s(Pace(), api) < WRITE_UNITS_PER_KEY
+
+
+def test_a_ledger_item_stays_one_write_unit_with_every_second_counted_and_claimed() -> None:
+    # DynamoDB's item size: each attribute's name, plus a string's UTF-8 bytes or a
+    # number's (about one byte per two significant digits, plus one).
+    from adapters.dynamodb.load import minute_key
+
+    item: dict[str, Any] = dict(minute_key(datetime(2026, 12, 1, 9, 0, tzinfo=UTC), 3))
+    for second in range(60):
+        item[f"s{second:02d}"] = {"N": "1000000"}
+        item[f"f{second:02d}"] = {"N": "1"}
+    item["expires_at_epoch"] = {"N": "1796202000"}
+
+    def size(value: dict[str, str]) -> int:
+        [(kind, text)] = value.items()
+        return len(text.encode()) if kind == "S" else (len(text) + 1) // 2 + 1
+
+    assert sum(len(name) + size(value) for name, value in item.items()) <= 1024
