@@ -18,7 +18,7 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from sim.synth import synthesize
+from sim.synth import synthesize, with_surge_min
 
 # Dummy credentials only: nothing here may reach AWS. Set by main(), before any client exists.
 DUMMY_AWS_ENV = {
@@ -129,6 +129,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--count", type=int, default=None, help="burst: occurrences due at one instant (10,000)"
     )
     parser.add_argument(
+        "--ahead",
+        type=float,
+        default=None,
+        help="burst: seconds before the instant its schedules are created (80: inside the "
+        "lookahead, each planned by its API call; beyond it, by the tick)",
+    )
+    parser.add_argument(
+        "--surge-min",
+        type=int,
+        default=None,
+        help="intents due in one second that earn a surge (the template's, 200, by default)",
+    )
+    parser.add_argument(
         "--short",
         action="store_true",
         help="each scenario's short preset (make simulate); other options are ignored",
@@ -140,6 +153,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--scale must be in (0, 1]")
     if args.count is not None and args.count < 1:
         parser.error("--count must be at least 1")
+    if args.ahead is not None and not 2 <= args.ahead <= 3600:
+        parser.error("--ahead must be between 2 and 3600 seconds")
+    if args.surge_min is not None and args.surge_min < 1:
+        parser.error("--surge-min must be at least 1")
     if not 1 <= args.tick_interval <= 55:
         parser.error("--tick-interval must be between 1 and 55 seconds")
     os.environ.update(DUMMY_AWS_ENV)
@@ -155,8 +172,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         tick_interval_s=args.tick_interval,
         seed=args.seed,
         count=args.count,
+        ahead_s=args.ahead,
     )
     templates = synthesize()
+    if args.surge_min is not None:
+        templates = with_surge_min(templates, args.surge_min)
     names = list(SCENARIO_NAMES) if args.scenario == "all" else [args.scenario]
     results = []
     if not args.json:

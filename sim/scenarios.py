@@ -37,6 +37,9 @@ class Options:
     tick_interval_s: float = 1.0
     seed: int = 7
     count: int | None = None  # burst: occurrences due at one instant (None: 10,000)
+    # burst: how long before the instant they are created (None: 80 s, inside the
+    # lookahead, so each API call plans its own; beyond it, the tick plans them)
+    ahead_s: float | None = None
 
 
 def _thin_tick(sim: Simulation, interval_s: float) -> None:
@@ -462,10 +465,11 @@ def burst(templates: dict[str, Any], options: Options) -> dict[str, Any]:
     how late their first attempts start once Lambda's concurrency and the SQS event source
     mapping's scaling are in the way."""
     count = BURST_COUNT if options.count is None else options.count
-    start = datetime(2026, 12, 1, 8, 1, 40, tzinfo=UTC)
-    due_at = start + timedelta(seconds=80)  # 08:03:00: created 80 s before, all at once
+    ahead_s = 80.0 if options.ahead_s is None else options.ahead_s
+    due_at = datetime(2026, 12, 1, 8, 3, tzinfo=UTC)  # created ahead_s before, all at once
+    start = due_at - timedelta(seconds=ahead_s)
     settle_s = 60.0
-    span_s = 80.0 + 300.0 if options.hours is None else options.hours * 3600
+    span_s = ahead_s + 300.0 if options.hours is None else options.hours * 3600
     with Simulation(templates, start, seed=options.seed) as sim:
         _thin_tick(sim, options.tick_interval_s)
         sim.deploy(PRIMARY)
@@ -482,6 +486,8 @@ def burst(templates: dict[str, Any], options: Options) -> dict[str, Any]:
             expected[s["id"]] = [due_at]
         if count != BURST_COUNT:
             sim.notes.append(f"scaled: {count} occurrences instead of {BURST_COUNT:,} (--count)")
+        if options.ahead_s is not None:
+            sim.notes.append(f"created {ahead_s:g} s before the instant (--ahead)")
         created = time.perf_counter()
         sim.run_for(start.timestamp() + span_s - sim.engine.now)
         ran = time.perf_counter()
@@ -495,6 +501,8 @@ def burst(templates: dict[str, Any], options: Options) -> dict[str, Any]:
             {
                 "occurrences": count,
                 "due_at_s": (due_at - start).total_seconds(),
+                # The worker's asynchronous invocations: the surges' drains.
+                "drains": sum(1 for i in worker.invocations if i.source == "async"),
                 "worker_peak_concurrency": worker.peak_concurrency,
                 "worker_containers": worker.containers_started,
                 "worker_invocations": len(worker.invocations),

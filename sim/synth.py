@@ -78,3 +78,22 @@ def synthesize(
     CACHE_DIR.mkdir(parents=True, exist_ok=True)
     cache.write_text(json.dumps(templates))
     return templates
+
+
+def with_surge_min(templates: dict[str, dict[str, Any]], surge_min: int) -> dict[str, Any]:
+    """The templates with every stack's ``surgeMin`` as its API and tick read it (the
+    functions' ``DUETIME_SURGE_MIN``), so a run can measure surges at another threshold,
+    or none (a threshold above the burst), without synthesizing again."""
+    import copy
+
+    from adapters.definitions import ENV_SURGE_MIN
+
+    changed = copy.deepcopy(templates)
+    for template in changed.values():
+        for resource in template["Resources"].values():
+            if resource["Type"] != "AWS::Lambda::Function":
+                continue
+            variables = resource["Properties"].get("Environment", {}).get("Variables", {})
+            if ENV_SURGE_MIN in variables:
+                variables[ENV_SURGE_MIN] = str(surge_min)
+    return changed

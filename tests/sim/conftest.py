@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from adapters.definitions import ENV_SURGE_MIN
+from sim.synth import with_surge_min
 
 DUMMY_AWS_ENV = {
     "AWS_ACCESS_KEY_ID": "testing",
@@ -96,23 +96,11 @@ def burst_one_worker(templates: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return _run("burst", changed, count=20, hours=200 / 3600, tick_interval_s=25)
 
 
-def _with_surge_min(templates: dict[str, dict[str, Any]], surge_min: int) -> dict[str, Any]:
-    """The templates with the stack's ``surgeMin`` as the API and the tick read it."""
-    changed = copy.deepcopy(templates)
-    for resource in changed["Duetime"]["Resources"].values():
-        if resource["Type"] != "AWS::Lambda::Function":
-            continue
-        variables = resource["Properties"]["Environment"]["Variables"]
-        if ENV_SURGE_MIN in variables:
-            variables[ENV_SURGE_MIN] = str(surge_min)
-    return changed
-
-
 @pytest.fixture(scope="session")
 def burst_surge(templates: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """A burst of 100 in a stack whose surges start at 20 intents a second: four drains."""
     return _run(
-        "burst", _with_surge_min(templates, 20), count=100, hours=200 / 3600, tick_interval_s=25
+        "burst", with_surge_min(templates, 20), count=100, hours=200 / 3600, tick_interval_s=25
     )
 
 
@@ -120,5 +108,5 @@ def burst_surge(templates: dict[str, dict[str, Any]]) -> dict[str, Any]:
 def burst_no_surge(templates: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """The same burst of 100 with no surge (its threshold above the burst)."""
     return _run(
-        "burst", _with_surge_min(templates, 1000), count=100, hours=200 / 3600, tick_interval_s=25
+        "burst", with_surge_min(templates, 1000), count=100, hours=200 / 3600, tick_interval_s=25
     )
