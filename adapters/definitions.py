@@ -265,6 +265,10 @@ ENV_SECRETS_PREFIX = "DUETIME_SECRETS_PREFIX"
 # Where webhook signing secrets live: adapters.secrets.STORE_KINDS.
 ENV_SECRET_STORE = "DUETIME_SECRET_STORE"
 
+# Set on the API and the tick once the worker function exists, and only with surges
+# on (infra/functions.py): the others are set from the start.
+SURGE_ENV: tuple[str, ...] = (ENV_WORKER_FUNCTION, ENV_SURGE_MIN)
+
 FUNCTION_ENV: dict[str, tuple[str, ...]] = {
     "api": (
         SCHEDULES.env_var,
@@ -282,6 +286,9 @@ FUNCTION_ENV: dict[str, tuple[str, ...]] = {
         ENV_PLAN_BLOCK_S,
         ENV_SECRETS_PREFIX,
         ENV_SECRET_STORE,
+        # With surges on (service/surge.py): the calls count what they queue ahead.
+        ENV_WORKER_FUNCTION,
+        ENV_SURGE_MIN,
     ),
     "tick": (
         SCHEDULES.env_var,
@@ -294,6 +301,9 @@ FUNCTION_ENV: dict[str, tuple[str, ...]] = {
         ENV_PLAN_BLOCK_S,
         ENV_DIRECT_WINDOW_S,
         ENV_TICK_BUDGET_S,
+        # With surges on: the worker function whose drains it starts, and from when.
+        ENV_WORKER_FUNCTION,
+        ENV_SURGE_MIN,
     ),
     "worker": (
         SCHEDULES.env_var,

@@ -31,6 +31,7 @@ from adapters.definitions import (
     METRICS_NAMESPACE,
     OCCURRENCES,
     SCHEDULES,
+    SURGE_ENV,
 )
 from infra import build_asset
 from infra.log_groups import log_group
@@ -170,11 +171,12 @@ def function_environment(
 ) -> dict[str, str]:
     """The function's FUNCTION_ENV keys with their values, plus Powertools' own:
     ``service`` is the ``service`` dimension of every metric (the stack's name)."""
-    missing = [key for key in FUNCTION_ENV[name] if key not in available]
+    keys = [key for key in FUNCTION_ENV[name] if key not in SURGE_ENV]
+    missing = [key for key in keys if key not in available]
     if missing:
         raise KeyError(f"no value for {', '.join(missing)} (function {name})")
     return {
-        **{key: available[key] for key in FUNCTION_ENV[name]},
+        **{key: available[key] for key in keys},
         "POWERTOOLS_SERVICE_NAME": service,
         "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
         "LOG_LEVEL": settings.log_level,
@@ -278,6 +280,11 @@ class Functions(Construct):
         # ahead by due second; the tick starts drains of the worker before a crowded
         # second, asynchronously.
         if settings.surge_min:
+            # A drain is worth something only at its instant: Lambda neither retries a
+            # failed one nor keeps one it could not start for longer than a minute.
+            self.worker.function.configure_async_invoke(
+                max_event_age=Duration.seconds(60), retry_attempts=0
+            )
             # The function itself, no version or alias (grant_invoke would add ``:*``).
             self.tick.role.add_to_principal_policy(
                 iam.PolicyStatement(

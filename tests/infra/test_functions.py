@@ -159,3 +159,18 @@ def test_the_tick_and_the_api_plan_with_the_same_block(template: dict[str, Any],
     _, fn = function(template, HANDLERS[name])
     env = fn["Properties"]["Environment"]["Variables"]
     assert (env[ENV_LOOKAHEAD_S], env[ENV_PLAN_BLOCK_S]) == ("90", "300")
+
+
+def test_a_drain_lambda_could_not_start_within_a_minute_is_dropped_not_retried(
+    template: dict[str, Any],
+) -> None:
+    # A drain (service/surge.py) is worth something only at its instant; what it would
+    # have received, the queue trigger delivers.
+    worker_fn, _ = function(template, HANDLERS["worker"])
+    [config] = [
+        r["Properties"]
+        for r in resources(template, "AWS::Lambda::EventInvokeConfig").values()
+        if r["Properties"]["FunctionName"] == {"Ref": worker_fn}
+    ]
+    assert config["MaximumEventAgeInSeconds"] == 60
+    assert config["MaximumRetryAttempts"] == 0
