@@ -118,9 +118,10 @@ def build_aws_ticker(settings: Settings) -> Ticker:
     owner = new_owner()
     if settings.worker_function:
         ledger = DynamoLoadLedger(store.client, settings.occurrences_table)
-        queue = LoadRecordingQueue(
-            queue, ledger, min_count=TICK_RECORD_MIN, on_error=_ledger_failed
+        recording = LoadRecordingQueue(
+            queue, ledger, min_count=TICK_RECORD_MIN, deferred=True, on_error=_ledger_failed
         )
+        queue = recording
         _container_surges = Surges(
             ledger,
             _invoker(settings.worker_function),
@@ -128,6 +129,7 @@ def build_aws_ticker(settings: Settings) -> Ticker:
             time.sleep,
             owner=owner,
             surge_min=settings.surge_min,
+            counted=recording.flush,
         )
     return Ticker(store, queue, SystemClock(), tick_config(settings), owner=owner)
 

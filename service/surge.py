@@ -6,8 +6,9 @@ ten seconds to start. A surge starts the capacity before the instant instead:
 
 - **The load ledger.** Whoever queues intents ahead (a tick pass, an API call
   that plans at the call) counts them by the second they are due
-  (``LoadRecordingQueue``, one counter update per second and send, in a few
-  shards so no key is hot) in a ``LoadLedger``.
+  (``LoadRecordingQueue``: an API call's one intent at the call, a tick pass's
+  crowded seconds at its end, one counter update per second, in a few shards
+  so no key is hot) in a ``LoadLedger``.
 - **The trigger.** After its pass, the tick reads the ledger for the seconds
   before its next invocation (``Surges.run``). A second with at least
   ``surge_min`` intents gets ``ceil(count / per_drain)`` drains, invoked
@@ -62,10 +63,10 @@ MAX_DRAINS: Final = 800
 # burst of creations spreads over them (docs/sizing.md).
 LOAD_SHARDS: Final = 4
 DRAIN: Final = "drain"
-# A tick pass counts in the ledger only the seconds it sends this many intents for
-# at once (one update each): a surge needs ``surge_min`` of them, and a quiet second
-# is not worth a write. An API call counts its one intent.
-TICK_RECORD_MIN: Final = 10
+# A tick pass counts in the ledger only the seconds it sent this many intents for in
+# the pass (one update each, at its end): a surge needs ``surge_min`` of them, and a
+# quiet second is not worth a write. An API call counts its one intent.
+TICK_RECORD_MIN: Final = 50
 
 
 def drains_for(count: int) -> int:
@@ -105,9 +106,12 @@ class LoadLedger(ABC):
 
 
 class LoadRecordingQueue(DeliveryQueue):
-    """A delivery queue that counts what it queues ahead in the load ledger: the
-    seconds with at least ``min_count`` of this send's intents (the API's one
-    intent a call counts; a tick pass counts only its crowded seconds)."""
+    """A delivery queue that counts what it queues ahead in the load ledger.
+
+    Counted at each send (an API call: its one intent), or, with ``deferred``, added
+    up over the sends of a tick pass and written by ``flush`` (one update per second,
+    only for the seconds with at least ``min_count`` intents in the pass, so a quiet
+    second costs nothing)."""
 
     def __init__(
         self,
@@ -115,14 +119,18 @@ class LoadRecordingQueue(DeliveryQueue):
         ledger: LoadLedger,
         *,
         min_count: int = 1,
+        deferred: bool = False,
         shard_of: Callable[[Sequence[DeliveryIntent]], int] | None = None,
         on_error: Callable[[Exception], None] | None = None,
     ) -> None:
         self.queue = queue
         self.ledger = ledger
         self.min_count = min_count
+        self.deferred = deferred
         self.shard_of = shard_of or _shard_of_first
         self.on_error = on_error
+        self.pending: Counter[datetime] = Counter()
+        self._shard = 0
 
     def send_batch(self, intents: Sequence[DeliveryIntent]) -> list[str]:
         return self.queue.send_batch(intents)
@@ -136,14 +144,25 @@ class LoadRecordingQueue(DeliveryQueue):
             for i in intents
             if i.scheduled_at > horizon and i.occurrence_id not in missing
         )
-        crowded = {s: n for s, n in counts.items() if n >= self.min_count}
-        if crowded:
-            try:
-                self.ledger.record(crowded, self.shard_of(intents))
-            except Exception as error:  # a surge is an optimisation: the sends stand
-                if self.on_error is not None:
-                    self.on_error(error)
+        if counts:
+            self._shard = self.shard_of(intents)
+            self.pending.update(counts)
+            if not self.deferred:
+                self.flush()
         return failed
+
+    def flush(self) -> None:
+        """Write the counted seconds with at least ``min_count`` intents, and forget
+        every count (a quiet second is not carried into the next pass)."""
+        crowded = {s: n for s, n in self.pending.items() if n >= self.min_count}
+        self.pending.clear()
+        if not crowded:
+            return
+        try:
+            self.ledger.record(crowded, self._shard)
+        except Exception as error:  # a surge is an optimisation: the sends stand
+            if self.on_error is not None:
+                self.on_error(error)
 
 
 def _shard_of_first(intents: Sequence[DeliveryIntent]) -> int:
@@ -171,7 +190,9 @@ class Surges:
         *,
         owner: str,
         surge_min: int = DEFAULT_SURGE_MIN,
+        counted: Callable[[], None] | None = None,
     ) -> None:
+        self.counted = counted  # writes what this pass counted, before it is read
         self.ledger = ledger
         self.invoke = invoke  # sends the events, returns how many were refused
         self.clock = clock
@@ -184,6 +205,8 @@ class Surges:
         ``until``, waiting for each moment; one whose moment has passed while its
         second is still ahead starts at once. The next pass starts the later ones."""
         report = SurgeReport()
+        if self.counted is not None:
+            self.counted()
         now = self.clock.now()
         furthest = until + timedelta(seconds=lead_s(MAX_DRAINS))
         load = self.ledger.read(now, furthest)

@@ -75,10 +75,10 @@ class Pace:
 def ledger_units_per_s(pace: Pace, api_requests_per_s: float) -> float:
     """The most write units a second one load-ledger key (service/surge.py) can take,
     with every sender on that one key: a tick pass writes one update (one unit: the
-    item stays under 1 KB) per ``TICK_RECORD_MIN`` intents at least, each of which
-    took at least one request of its own to store; an API call writes one, and the
-    API stage lets ``api_requests_per_s`` through. A surge's claim is one more write
-    a surge, not counted."""
+    item stays under 1 KB) per second it sent ``TICK_RECORD_MIN`` intents for at
+    least, each of which took at least one request of its own to store; an API call
+    writes one, and the API stage lets ``api_requests_per_s`` through. A surge's
+    claim is one more write a surge, not counted."""
     return pace.tick_requests_per_s / TICK_RECORD_MIN + api_requests_per_s
 
 

@@ -17,6 +17,7 @@ from adapters.dynamodb.hot_keys import (
     page_writes,
     worst_minute,
 )
+from service.surge import TICK_RECORD_MIN
 
 
 def test_no_table_has_a_local_index_so_no_schedule_has_an_item_collection_cap() -> None:
@@ -112,12 +113,12 @@ def test_the_pace_is_the_deployments_own_defaults() -> None:
 
 
 def test_the_load_ledger_keys_stay_cool_with_every_sender_on_one_key() -> None:
-    # The tick at its fastest (every crowded second of every send counted) and the API
+    # The tick at its fastest (every second of every pass crowded) and the API
     # stage's burst limit, all on one ledger key: still under a key's 1,000 units a second.
     from infra.settings import Settings as StackSettings
 
     api = StackSettings().api_throttle_burst
-    assert ledger_units_per_s(Pace(), api) == 4_000 / 10 + api
+    assert ledger_units_per_s(Pace(), api) == 4_000 / TICK_RECORD_MIN + api
     assert ledger_units_per_s(Pace(), api) < WRITE_UNITS_PER_KEY
 
 

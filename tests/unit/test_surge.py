@@ -242,3 +242,27 @@ def test_the_pass_reads_the_ledger_as_far_as_its_longest_lead() -> None:
     [(start, end)] = trigger.ledger.reads
     assert start == NOW
     assert end == NOW + timedelta(seconds=60 + lead_s(MAX_DRAINS))
+
+
+def test_a_pass_adds_up_its_sends_and_writes_its_crowded_seconds_once_at_its_end() -> None:
+    ledger = MemoryLedger()
+    at = NOW + timedelta(seconds=60)
+    quiet = NOW + timedelta(seconds=70)
+    recording = LoadRecordingQueue(SentQueue(), ledger, min_count=30, deferred=True)
+    for page in range(4):  # four sends of 10 for the same second, one for a quiet one
+        recording.send_ahead([intent(page * 10 + n, at) for n in range(10)], NOW)
+    recording.send_ahead([intent(99, quiet)], NOW)
+    assert ledger.counts == {}  # nothing written while the pass sends
+    recording.flush()
+    assert ledger.counts == {at: 40} and len(ledger.shards) == 1
+    recording.flush()  # the next pass starts from nothing
+    assert ledger.counts == {at: 40} and len(ledger.shards) == 1
+
+
+def test_the_trigger_writes_what_its_pass_counted_before_it_reads() -> None:
+    trigger = Trigger()
+    second = NOW + timedelta(seconds=30)
+    recording = LoadRecordingQueue(SentQueue(), trigger.ledger, min_count=50, deferred=True)
+    recording.send_ahead([intent(n, second) for n in range(500)], NOW)
+    trigger.surges.counted = recording.flush
+    assert trigger.surges.run(until=NOW + timedelta(seconds=60)).started == 1
