@@ -78,6 +78,7 @@ def tick_config(settings: Settings) -> TickConfig:
         direct_window=timedelta(seconds=settings.direct_window_s),
         lease_ttl=timedelta(seconds=settings.lease_ttl_s),
         queue_ahead=True,
+        plan_budget=timedelta(seconds=settings.tick_budget_s) if settings.tick_budget_s else None,
     )
 
 
@@ -257,6 +258,12 @@ def run_tick(
             lag = report.dispatch.max_lag_s
             if lag is not None:
                 totals["max_lag_s"] = max(lag, totals["max_lag_s"] or lag)
+            if report.plan.out_of_time:
+                totals["out_of_planning_time"] = True
+                logger().warning(
+                    "planning stopped at its budget: the next pass plans the rest",
+                    extra={"materialized": report.plan.materialized},
+                )
             if report.dispatch.checkpoint_refused:
                 logger().warning(
                     "lease lost while dispatching",

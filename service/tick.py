@@ -135,6 +135,11 @@ class TickConfig:
     batch_size: int = 500  # occurrences per dispatch batch
     max_slots_per_schedule: int = 1000  # per plan page visit
     max_planned_per_pass: int = 200_000
+    # How long a pass may spend planning (None: until done). Past it the pass
+    # plans no further page; what is left is selected again by the next pass, so
+    # a pass with more due than it can store in its invocation ends and releases
+    # its leases instead of being cut off at the function's timeout.
+    plan_budget: timedelta | None = None
     admit_limit: int = 20_000  # per shard per pass
     # Slots due less than this long ago when materialized may be admitted by the
     # write that materializes them (see the module's docstring); zero turns
@@ -188,6 +193,7 @@ class PlanReport:
     expired: int = 0
     conflicts: int = 0
     quarantined: list[str] = field(default_factory=list)  # schedule ids set aside
+    out_of_time: bool = False  # stopped at plan_budget with pages left
 
 
 @dataclass
@@ -300,6 +306,7 @@ class Planner:
         fill = now + self.config.fill
         token: str | None = None
         through: datetime | None = None
+        budget = self.config.plan_budget
         try:
             while report.materialized + report.skipped + report.expired < (
                 self.config.max_planned_per_pass
@@ -309,6 +316,9 @@ class Planner:
                 token = page.next_token
                 if token is None:
                     through = horizon  # every page read and planned
+                    break
+                if budget is not None and self.clock.now() - now >= budget:
+                    report.out_of_time = True  # the next pass plans the rest
                     break
         finally:
             self.store.planned_through(through)

@@ -18,7 +18,7 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from sim.synth import synthesize, with_surge_min
+from sim.synth import synthesize, with_surge_min, with_variables
 
 # Dummy credentials only: nothing here may reach AWS. Set by main(), before any client exists.
 DUMMY_AWS_ENV = {
@@ -142,6 +142,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="intents due in one second that earn a surge (the template's, 200, by default)",
     )
     parser.add_argument(
+        "--lookahead",
+        type=int,
+        default=None,
+        help="the stack's lookaheadS, 60 to 900 (the template's, 90, by default)",
+    )
+    parser.add_argument(
         "--short",
         action="store_true",
         help="each scenario's short preset (make simulate); other options are ignored",
@@ -155,6 +161,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--count must be at least 1")
     if args.ahead is not None and not 2 <= args.ahead <= 3600:
         parser.error("--ahead must be between 2 and 3600 seconds")
+    if args.lookahead is not None and not 60 <= args.lookahead <= 900:
+        parser.error("--lookahead must be between 60 and 900 seconds")
     if args.surge_min is not None and args.surge_min < 1:
         parser.error("--surge-min must be at least 1")
     if not 1 <= args.tick_interval <= 55:
@@ -177,6 +185,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     templates = synthesize()
     if args.surge_min is not None:
         templates = with_surge_min(templates, args.surge_min)
+    if args.lookahead is not None:
+        from adapters.definitions import ENV_LOOKAHEAD_S
+
+        templates = with_variables(templates, {ENV_LOOKAHEAD_S: str(args.lookahead)})
     names = list(SCENARIO_NAMES) if args.scenario == "all" else [args.scenario]
     results = []
     if not args.json:

@@ -80,13 +80,11 @@ def synthesize(
     return templates
 
 
-def with_surge_min(templates: dict[str, dict[str, Any]], surge_min: int) -> dict[str, Any]:
-    """The templates with every stack's ``surgeMin`` as its API and tick read it (the
-    functions' ``DUETIME_SURGE_MIN``), so a run can measure surges at another threshold,
-    or none (a threshold above the burst), without synthesizing again."""
+def with_variables(templates: dict[str, dict[str, Any]], values: dict[str, str]) -> dict[str, Any]:
+    """The templates with each of ``values`` (an environment variable's new value) set on
+    every function of every stack that has that variable: a run can measure another
+    setting (``--surge-min``, ``--lookahead``) without synthesizing again."""
     import copy
-
-    from adapters.definitions import ENV_SURGE_MIN
 
     changed = copy.deepcopy(templates)
     for template in changed.values():
@@ -94,6 +92,14 @@ def with_surge_min(templates: dict[str, dict[str, Any]], surge_min: int) -> dict
             if resource["Type"] != "AWS::Lambda::Function":
                 continue
             variables = resource["Properties"].get("Environment", {}).get("Variables", {})
-            if ENV_SURGE_MIN in variables:
-                variables[ENV_SURGE_MIN] = str(surge_min)
+            for name, value in values.items():
+                if name in variables:
+                    variables[name] = value
     return changed
+
+
+def with_surge_min(templates: dict[str, dict[str, Any]], surge_min: int) -> dict[str, Any]:
+    """The templates with every stack's ``surgeMin`` as its API and tick read it."""
+    from adapters.definitions import ENV_SURGE_MIN
+
+    return with_variables(templates, {ENV_SURGE_MIN: str(surge_min)})

@@ -11,7 +11,7 @@ import pytest
 import service.tick as tick_module
 from adapters.definitions import Metric
 from handlers.tick import handler, run_tick
-from tests.conftest import FakeClock, World, utc
+from tests.conftest import WEBHOOK, FakeClock, World, utc
 
 
 class Context:
@@ -249,3 +249,40 @@ def test_surges_that_fail_leave_the_pass_standing(
 def test_a_tick_given_its_ticker_starts_no_surge_of_its_own(world: World) -> None:
     result = handler({}, Context(remaining_ms=70_000), service=world.ticker())
     assert "surges_started" not in result
+
+
+class SlowPages:
+    """The store with every page of due schedules taking ``page_s`` of the clock."""
+
+    def __init__(self, world: World, page_s: float) -> None:
+        self.world = world
+        self.page_s = page_s
+        self.inner = world.store.due
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        self.world.clock.advance(timedelta(seconds=self.page_s))
+        return self.inner(*args, **kwargs)
+
+
+def test_a_pass_stops_planning_at_its_budget_and_the_next_pass_plans_the_rest(
+    world: World, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dataclasses import replace
+
+    ids = {
+        world.schedules.create(
+            {"name": f"job {n}", "spec": {"cron": "* * * * *"}, "target": WEBHOOK}
+        )[0].schedule_id
+        for n in range(5)
+    }
+    world.config = replace(world.config, page_size=2, plan_budget=timedelta(seconds=50))
+    slow = SlowPages(world, 30.0)
+    monkeypatch.setattr(world.store, "due", slow)
+    first = run_tick(world.ticker(), 0.0)
+    assert first["out_of_planning_time"] is True
+    assert first["materialized"] == 4  # two pages: 60 s of the clock, past the 50 s budget
+    assert len({i.schedule_id for i in world.queue.sent}) == 4
+    slow.page_s = 0.0
+    second = run_tick(world.ticker(), 0.0)
+    assert "out_of_planning_time" not in second
+    assert {i.schedule_id for i in world.queue.sent} == ids  # the fifth, planned now
