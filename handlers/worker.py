@@ -477,7 +477,7 @@ def handler(
         worker, queue = container_worker()
     budget_s = invocation_budget_s(context)
     if event.get("duetime") == DRAIN:
-        return drain(event, bounded(worker, budget_s), queue, budget_s)
+        return drain(event, worker, queue, budget_s)
     deadline = None if budget_s is None else time.monotonic() + budget_s
     run = bounded(worker, budget_s)
     records = event.get("Records") or []
@@ -533,6 +533,9 @@ def drain(
     early_s = (at - datetime.now(UTC)).total_seconds()
     if early_s > 0:
         time.sleep(early_s)
+    # Each target call is bounded by what is left after the wait.
+    left_s = None if deadline is None else max(MIN_CALL_S, deadline - time.monotonic())
+    worker = bounded(worker, left_s)
     quiet_until = time.monotonic() + max(0.0, DRAIN_GRACE_S + min(0.0, early_s))
     futures: dict[str, Future[Handled]] = {}
     pool = ThreadPoolExecutor(max_workers=limit, thread_name_prefix="drain")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -149,3 +150,28 @@ def test_a_drain_without_a_usable_limit_takes_its_default_share(
         queue=queue,
     )
     assert answer["received"] == 2
+
+
+def test_a_drains_target_calls_are_bounded_by_the_time_left_after_its_wait(
+    world: World, clock: FakeClock
+) -> None:
+    class Timed(FakeTarget):
+        def __init__(self) -> None:
+            super().__init__()
+            self.timeouts: list[float] = []
+
+        def deliver(self, target: Any, delivery: Any, *, timeout_s: float) -> Outcome:
+            self.timeouts.append(timeout_s)
+            return super().deliver(target, delivery, timeout_s=timeout_s)
+
+    target = Timed()
+    queue = HeldQueue(admitted(world, clock, 1))
+    at = datetime.now(UTC) + timedelta(seconds=0.5)
+    handler(
+        drain_event(at, limit=1),
+        Context(remaining_ms=12_000),  # 2 s for records once the margin is kept back
+        worker=worker_for(world, clock, target),
+        queue=queue,
+    )
+    [timeout] = target.timeouts
+    assert timeout <= 1.6  # the 2 s less the half second it waited
