@@ -9,6 +9,11 @@ pass emits a heartbeat metric and the dispatch lag (how late an intent was
 queued: 0 for one queued ahead), and the ticker records a heartbeat item in
 the store for the watchdog.
 
+After the pass, with its leases released, the invocation starts the surges
+due before the next one (service/surge.py): drains of the worker, invoked
+asynchronously a few seconds before a second with many intents due, waiting
+inside this invocation for that moment.
+
 ``run_tick`` runs passes for a budget (one, on Lambda); the local stack runs
 the same pass on its own interval over SQLite (``build_sqlite_ticker``).
 """
@@ -106,7 +111,8 @@ def build_sqlite_ticker(
 def build_aws_ticker(settings: Settings) -> Ticker:
     """The tick over DynamoDB and SQS, built from the deployment's settings. Its
     sends count their crowded seconds in the load ledger, and the container keeps
-    the surge trigger that reads it (``container_surges``)."""
+    the surge trigger that reads it (``_container_surges``), when the deployment
+    names its worker function."""
     try:
         from adapters.dynamodb.load import DynamoLoadLedger
         from adapters.dynamodb.store import DynamoStore
