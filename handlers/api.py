@@ -76,7 +76,7 @@ from handlers.api_models import (
     schedule_out,
     version_out,
 )
-from handlers.observability import logger
+from handlers.observability import ledger_not_written, logger
 from handlers.settings import Settings
 from service import overview
 from service.clock import SystemClock
@@ -1314,9 +1314,7 @@ def build_services(
             delivery = LoadRecordingQueue(
                 delivery,
                 DynamoLoadLedger(dynamo.client, settings.occurrences_table),
-                on_error=lambda error: logger().warning(
-                    "load ledger not written: no surge for this run", extra={"error": repr(error)}
-                ),
+                on_error=ledger_not_written,
             )
         aws_planning = PlanNow(dynamo, delivery, clock, config)
     return ApiServices(

@@ -123,3 +123,11 @@ def put_seconds(name: str, seconds: float) -> None:
     """Add a duration (a lag, an age) to this invocation's metrics; 0 is a
     value here, part of its percentiles."""
     metrics().add_metric(name=_declared(name), unit=MetricUnit.Seconds, value=seconds)
+
+
+def ledger_not_written(error: Exception) -> None:
+    """A load ledger count that could not be written (service/surge.py): that second
+    may get no surge, and its runs are delivered all the same."""
+    logger().warning(
+        "load ledger not written: no surge for these seconds", extra={"error": repr(error)}
+    )

@@ -35,6 +35,7 @@ from adapters.definitions import Metric
 from domain.partition import Partitioning
 from handlers.observability import (
     build_at_init,
+    ledger_not_written,
     logger,
     metrics,
     on_lambda,
@@ -126,7 +127,7 @@ def build_aws_ticker(settings: Settings) -> Ticker:
     if settings.worker_function:
         ledger = DynamoLoadLedger(store.client, settings.occurrences_table)
         recording = LoadRecordingQueue(
-            queue, ledger, min_count=TICK_RECORD_MIN, deferred=True, on_error=_ledger_failed
+            queue, ledger, min_count=TICK_RECORD_MIN, deferred=True, on_error=ledger_not_written
         )
         queue = recording
         _container_surges = Surges(
@@ -148,12 +149,6 @@ INVOKE_THREADS = 16
 # The surge trigger of this container (service/surge.py), built with its ticker;
 # None when the deployment names no worker function to start.
 _container_surges: Surges | None = None
-
-
-def _ledger_failed(error: Exception) -> None:
-    logger().warning(
-        "load ledger not written: no surge for these seconds", extra={"error": repr(error)}
-    )
 
 
 def _invoker(function_name: str) -> Callable[[list[dict[str, Any]]], int]:

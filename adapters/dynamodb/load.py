@@ -21,6 +21,7 @@ from typing import Any, Final
 
 from botocore.exceptions import ClientError
 
+from adapters.dynamodb.store import _failed_condition
 from service.surge import LOAD_SHARDS, LoadLedger
 
 SK: Final = "L"
@@ -95,7 +96,7 @@ class DynamoLoadLedger(LoadLedger):
                 ExpressionAttributeValues={":claimed": {"N": "1"}},
             )
         except ClientError as error:
-            if error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+            if _failed_condition(error):
                 return False
             raise
         return True
