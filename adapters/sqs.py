@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final, Protocol
 
@@ -19,7 +19,7 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 from domain.run import DeliveryIntent
-from service.ports import DeliveryQueue, delay_s
+from service.ports import DeliveryQueue, delay_s, second_of
 
 MAX_BATCH: Final = 10  # SQS's limit per SendMessageBatch
 
@@ -36,13 +36,19 @@ def body(intent: DeliveryIntent) -> str:
     return json.dumps(intent.to_dict(), separators=(",", ":"))
 
 
-def entry(index: int, intent: DeliveryIntent, now: datetime | None) -> dict[str, Any]:
+def entry(
+    index: int, intent: DeliveryIntent, now: datetime | None, early: Collection[datetime] = ()
+) -> dict[str, Any]:
     """One SendMessageBatch entry: the intent, held back until its due second
-    (``DelaySeconds`` is whole seconds: rounded up, so never visible early)."""
+    (``DelaySeconds`` is whole seconds: rounded up, so never visible early; for
+    an ``early`` second's intent, rounded down, so visible less than a second
+    before its time, and the worker holds it until then)."""
     found: dict[str, Any] = {"Id": str(index), "MessageBody": body(intent)}
     if now is None:
         return found
-    delay = math.ceil(delay_s(intent.scheduled_at, now))
+    ahead = delay_s(intent.scheduled_at, now)
+    goes_early = bool(early) and second_of(intent.scheduled_at) in early
+    delay = math.floor(ahead) if goes_early else math.ceil(ahead)
     if delay > 0:
         found["DelaySeconds"] = delay
     return found
@@ -82,17 +88,27 @@ class SqsDeliveryQueue(DeliveryQueue):
     def send_batch(self, intents: Sequence[DeliveryIntent]) -> list[str]:
         return self._send(intents, None)
 
-    def send_ahead(self, intents: Sequence[DeliveryIntent], now: datetime) -> list[str]:
-        return self._send(intents, now)
+    def send_ahead(
+        self,
+        intents: Sequence[DeliveryIntent],
+        now: datetime,
+        early: Collection[datetime] = (),
+    ) -> list[str]:
+        return self._send(intents, now, early)
 
-    def _send(self, intents: Sequence[DeliveryIntent], now: datetime | None) -> list[str]:
+    def _send(
+        self,
+        intents: Sequence[DeliveryIntent],
+        now: datetime | None,
+        early: Collection[datetime] = (),
+    ) -> list[str]:
         failed: list[str] = []
         for start in range(0, len(intents), MAX_BATCH):
             chunk = intents[start : start + MAX_BATCH]
             # Entry ids only need to be unique within one call; an occurrence
             # id holds dots, which SQS refuses in an entry id.
             sent_at = None if now is None else max(now, self.clock())
-            entries = [entry(i, x, sent_at) for i, x in enumerate(chunk)]
+            entries = [entry(i, x, sent_at, early) for i, x in enumerate(chunk)]
             try:
                 answer = self.client.send_message_batch(QueueUrl=self.queue_url, Entries=entries)
             except (ClientError, BotoCoreError):

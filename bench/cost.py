@@ -79,7 +79,7 @@ import tempfile
 import threading
 import time
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Final
@@ -434,7 +434,9 @@ class _Undelayed(SqsDeliveryQueue):
     delayed message back by the wall clock, which this script does not move
     (the requests are the same SendMessageBatch calls)."""
 
-    def send_ahead(self, intents: Sequence[DeliveryIntent], now: datetime) -> list[str]:
+    def send_ahead(
+        self, intents: Sequence[DeliveryIntent], now: datetime, early: Collection[datetime] = ()
+    ) -> list[str]:
         return self.send_batch(intents)
 
 

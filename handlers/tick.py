@@ -127,7 +127,12 @@ def build_aws_ticker(settings: Settings) -> Ticker:
     if settings.worker_function:
         ledger = DynamoLoadLedger(store.client, settings.occurrences_table)
         recording = LoadRecordingQueue(
-            queue, ledger, min_count=TICK_RECORD_MIN, deferred=True, on_error=ledger_not_written
+            queue,
+            ledger,
+            min_count=TICK_RECORD_MIN,
+            deferred=True,
+            on_error=ledger_not_written,
+            early_min=settings.surge_min,
         )
         queue = recording
         _container_surges = Surges(

@@ -72,7 +72,7 @@ from handlers.observability import (
 )
 from handlers.settings import Settings
 from service.clock import SystemClock
-from service.ports import Clock
+from service.ports import HOLD, Clock
 from service.run_ports import (
     HELD_VISIBILITY_S,
     AttemptReport,
@@ -269,6 +269,11 @@ def handle_message(worker: RunWorker, queue: WorkQueue, message: QueueMessage) -
         logger().error("bad message", extra={"message_id": message.message_id, "reason": reason})
         queue.dead_letter(message, reason)
         return "dead_lettered"
+    # A crowded second's intent becomes visible up to HOLD before its time (its
+    # delay rounded down, so the surge's drains start it on time): held until then.
+    early_s = (intent.scheduled_at - worker.clock.now()).total_seconds()
+    if 0 < early_s <= HOLD.total_seconds():
+        time.sleep(early_s)
     decision = worker.handle(intent, message.receive_count)
     return apply(decision, queue, message, intent)
 
@@ -521,8 +526,8 @@ def handler(
 def drain(
     event: dict[str, Any], worker: RunWorker, queue: WorkQueue, budget_s: float | None
 ) -> dict[str, Any]:
-    """One drain of a surge (service/surge.py): wait for the instant the event names,
-    then receive from the delivery queue and run up to ``limit`` messages, ten at a
+    """One drain of a surge (service/surge.py): wait until ``HOLD`` before the instant
+    the event names, then receive from the delivery queue and run up to ``limit`` messages, ten at a
     time as they arrive, each on its own thread, as the mapping's batches run. It
     ends once it took its share, or the queue stayed empty ``DRAIN_GRACE_S`` past
     the instant, or its time is nearly up; what it leaves, the mapping delivers."""
@@ -530,13 +535,16 @@ def drain(
     limit = max(1, int(event.get("limit") or PER_DRAIN))
     started = time.monotonic()
     deadline = None if budget_s is None else started + budget_s
-    early_s = (at - datetime.now(UTC)).total_seconds()
+    # Awake HOLD before the instant: its intents may become visible from then on
+    # (sent early, see service/ports.py), and each is held until its own time.
+    early_s = (at - HOLD - datetime.now(UTC)).total_seconds()
     if early_s > 0:
         time.sleep(early_s)
     # Each target call is bounded by what is left after the wait.
     left_s = None if deadline is None else max(MIN_CALL_S, deadline - time.monotonic())
     worker = bounded(worker, left_s)
-    quiet_until = time.monotonic() + max(0.0, DRAIN_GRACE_S + min(0.0, early_s))
+    to_instant_s = (at - datetime.now(UTC)).total_seconds()
+    quiet_until = time.monotonic() + max(0.0, to_instant_s + DRAIN_GRACE_S)
     futures: dict[str, Future[Handled]] = {}
     pool = ThreadPoolExecutor(max_workers=limit, thread_name_prefix="drain")
     try:

@@ -13,7 +13,7 @@ adapter that made them reads back.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Final, Generic, NamedTuple, Protocol, TypeVar
@@ -474,18 +474,37 @@ class DeliveryQueue(ABC):
         occurrence ids that could not be sent; the dispatcher sends them again
         on a later pass."""
 
-    def send_ahead(self, intents: Sequence[DeliveryIntent], now: datetime) -> list[str]:
+    def send_ahead(
+        self,
+        intents: Sequence[DeliveryIntent],
+        now: datetime,
+        early: Collection[datetime] = (),
+    ) -> list[str]:
         """``send_batch``, each intent whose ``scheduled_at`` is after ``now``
         held back by the queue until then (never visible earlier: SQS rounds
         its ``DelaySeconds`` up to the next whole second; at most
-        ``MAX_DELAY`` ahead). A queue that cannot hold messages back sends
-        them at once, as this default does: the worker then sends an early
-        intent back until it is due."""
+        ``MAX_DELAY`` ahead), but for the intents of the ``early`` seconds (as
+        ``second_of`` names them: a crowded second, which drains wait for), which
+        a queue that rounds may make visible up to ``HOLD`` before their time
+        (SQS: rounded down), for a worker that holds them until then. A queue
+        that cannot hold messages back sends them at once, as this default
+        does: the worker then sends an early intent back until it is due."""
         return self.send_batch(intents)
 
 
 # How far ahead a queue holds a message back: SQS's DelaySeconds limit.
 MAX_DELAY: Final = timedelta(seconds=900)
+# How early an intent of a crowded second may become visible (SQS delays by whole
+# seconds: rounded down, a second at most), and how early a worker that receives
+# one holds it until its time rather than sending it back.
+HOLD: Final = timedelta(seconds=1)
+
+
+def second_of(at: datetime) -> datetime:
+    """The whole second an intent due at ``at`` becomes visible, a delay of whole
+    seconds rounded up: the second the load ledger counts it in."""
+    floor = at.replace(microsecond=0)
+    return floor if floor == at else floor + timedelta(seconds=1)
 
 
 def delay_s(scheduled_at: datetime, now: datetime) -> float:

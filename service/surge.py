@@ -32,13 +32,13 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final
 
 from domain.run import DeliveryIntent
-from service.ports import Clock, DeliveryQueue
+from service.ports import HOLD, Clock, DeliveryQueue, second_of
 
 # What the event source mapping starts within a second or so on its own (five
 # batches of ten, a few rounds): fewer intents due in one second get no surge.
@@ -74,19 +74,14 @@ def drains_for(count: int) -> int:
 
 
 def lead_s(drains: int) -> float:
-    """How long before its instant a surge of ``drains`` is started."""
-    return DRAIN_READY_S + drains * INVOKE_S
+    """How long before its instant a surge of ``drains`` is started: ready by
+    ``HOLD`` before it, when its intents may start to become visible."""
+    return DRAIN_READY_S + HOLD.total_seconds() + drains * INVOKE_S
 
 
 def drain_event(at: datetime, limit: int = PER_DRAIN) -> dict[str, Any]:
     """The worker's event for one drain of the intents due at ``at``."""
     return {"duetime": DRAIN, "at": at.isoformat(), "limit": limit}
-
-
-def second_of(at: datetime) -> datetime:
-    """The whole second an intent becomes visible: SQS delays by whole seconds, up."""
-    floor = at.replace(microsecond=0)
-    return floor if floor == at else floor + timedelta(seconds=1)
 
 
 class LoadLedger(ABC):
@@ -111,7 +106,14 @@ class LoadRecordingQueue(DeliveryQueue):
     Counted at each send (an API call: its one intent), or, with ``deferred``, added
     up over the sends of a tick pass and written by ``flush`` (one update per second,
     only for the seconds with at least ``min_count`` intents in the pass, so a quiet
-    second costs nothing)."""
+    second costs nothing).
+
+    With ``early_min``, a second that reaches that many intents in the pass (those
+    sent before and those of this send) is sent ``early``: a second crowded enough
+    for a surge, whose drains receive its intents up to ``HOLD`` before it and hold
+    them until their time, rather than a second after it as SQS rounds delays up.
+    A tick pass sends its plan a page (hundreds of schedules) at a time, so all of a
+    crowded second's intents but those of a page that does not reach it go early."""
 
     def __init__(
         self,
@@ -122,8 +124,10 @@ class LoadRecordingQueue(DeliveryQueue):
         deferred: bool = False,
         shard_of: Callable[[Sequence[DeliveryIntent]], int] | None = None,
         on_error: Callable[[Exception], None] | None = None,
+        early_min: int | None = None,
     ) -> None:
         self.queue = queue
+        self.early_min = early_min
         self.ledger = ledger
         self.min_count = min_count
         self.deferred = deferred
@@ -135,15 +139,20 @@ class LoadRecordingQueue(DeliveryQueue):
     def send_batch(self, intents: Sequence[DeliveryIntent]) -> list[str]:
         return self.queue.send_batch(intents)
 
-    def send_ahead(self, intents: Sequence[DeliveryIntent], now: datetime) -> list[str]:
-        failed = self.queue.send_ahead(intents, now)
+    def send_ahead(
+        self,
+        intents: Sequence[DeliveryIntent],
+        now: datetime,
+        early: Collection[datetime] = (),
+    ) -> list[str]:
         horizon = now + timedelta(seconds=DRAIN_READY_S)
+        ahead = [(second_of(i.scheduled_at), i) for i in intents if i.scheduled_at > horizon]
+        if self.early_min:
+            reached = self.pending + Counter(second for second, _ in ahead)
+            early = {second for second, n in reached.items() if n >= self.early_min}
+        failed = self.queue.send_ahead(intents, now, early)
         missing = set(failed)
-        counts = Counter(
-            second_of(i.scheduled_at)
-            for i in intents
-            if i.scheduled_at > horizon and i.occurrence_id not in missing
-        )
+        counts = Counter(second for second, i in ahead if i.occurrence_id not in missing)
         if counts:
             self._shard = self.shard_of(intents)
             self.pending.update(counts)

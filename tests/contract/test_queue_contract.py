@@ -21,6 +21,7 @@ from moto import mock_aws
 from adapters.sqlite.queue import SqliteQueue
 from adapters.sqs_worker import REASON_ATTRIBUTE, SqsWorkQueue
 from domain.run import DeliveryIntent
+from service.ports import second_of
 from service.run_ports import QueueMessage
 from tests.conftest import FakeClock, utc
 
@@ -246,6 +247,24 @@ def test_sqs_delays_round_up_to_the_second_and_stop_at_fifteen_minutes() -> None
     assert delay(0.2) == 1 and delay(59.0) == 59 and delay(59.001) == 60
     assert delay(3600) == 900
     assert "DelaySeconds" not in entry(0, DeliveryIntent("o", "s", 1, now), None)
+
+
+def test_sqs_delays_of_an_early_second_round_down_never_past_fifteen_minutes() -> None:
+    from adapters.sqs import entry
+
+    now = datetime(2026, 12, 1, 8, 0, 0, 300_000, tzinfo=UTC)  # a pass sends at .3 s
+    crowded = datetime(2026, 12, 1, 8, 1, tzinfo=UTC)
+
+    def delay(due: datetime, early: set[datetime]) -> object:
+        return entry(0, DeliveryIntent("o", "s", 1, due), now, early).get("DelaySeconds")
+
+    assert delay(crowded, set()) == 60  # visible at 08:01:00.3, after its time
+    assert delay(crowded, {crowded}) == 59  # visible at 08:00:59.3, held until its time
+    # Only the seconds named go early; a second named is the one it is counted in.
+    assert delay(crowded + timedelta(seconds=1), {crowded}) == 61
+    assert delay(crowded - timedelta(seconds=0.5), {crowded}) == 59
+    assert delay(now + timedelta(seconds=0.5), {second_of(now + timedelta(seconds=0.5))}) is None
+    assert delay(now + timedelta(hours=1), {second_of(now + timedelta(hours=1))}) == 900
 
 
 def test_sqs_receive_asks_for_the_workers_visibility_timeout() -> None:

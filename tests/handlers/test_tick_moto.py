@@ -183,3 +183,33 @@ def record_operations(store: DynamoStore) -> list[str]:
         lambda model, **_: seen.append(model.name),
     )
     return seen
+
+
+def test_the_aws_ticker_counts_its_sends_and_sends_a_surges_second_early(
+    aws: tuple[Any, TableNames], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from handlers.settings import Settings
+    from service.surge import TICK_RECORD_MIN, LoadRecordingQueue
+
+    _, names = aws
+    monkeypatch.setattr(tick_handler, "_container_surges", None)
+    settings = Settings(
+        schedules_table=names.schedules,
+        occurrences_table=names.occurrences,
+        leases_table=names.leases,
+        delivery_queue_url="https://sqs.us-east-1.amazonaws.com/123456789012/delivery",
+        worker_function="duetime-worker",
+        surge_min=30,
+    )
+    ticker = tick_handler.build_aws_ticker(settings)
+    queue = ticker.dispatcher.queue
+    assert isinstance(queue, LoadRecordingQueue)
+    assert (queue.deferred, queue.min_count, queue.early_min) == (True, TICK_RECORD_MIN, 30)
+    surges = tick_handler._container_surges
+    assert surges is not None and surges.surge_min == 30 and surges.owner == ticker.owner
+
+    # No worker function named: no ledger, no surge, nothing sent early.
+    monkeypatch.setattr(tick_handler, "_container_surges", None)
+    plain = tick_handler.build_aws_ticker(settings.model_copy(update={"worker_function": ""}))
+    assert not isinstance(plain.dispatcher.queue, LoadRecordingQueue)
+    assert tick_handler._container_surges is None

@@ -12,10 +12,11 @@ import pytest
 from domain.delivery import Outcome
 from domain.run import DeliveryIntent, RunStatus
 from handlers.worker import handler
+from service.ports import HOLD
 from service.run_ports import QueueMessage
 from service.surge import drain_event
 from tests.conftest import FakeClock, World
-from tests.handlers.test_worker import FakeWorkQueue, admitted, body, worker_for
+from tests.handlers.test_worker import FakeWorkQueue, admitted, body, event, record, worker_for
 from tests.handlers.test_worker_batch import Context
 from tests.unit.test_runs import FakeTarget
 
@@ -89,12 +90,12 @@ def test_a_drain_takes_no_more_than_its_limit(world: World, clock: FakeClock) ->
     assert len(queue.waiting) == 7  # left to the event source mapping
 
 
-def test_a_drain_waits_for_its_instant_then_polls_until_the_messages_appear(
+def test_a_drain_waits_until_just_before_its_instant_then_polls_until_the_messages_appear(
     world: World, clock: FakeClock
 ) -> None:
     intents = admitted(world, clock, 3)
     queue = HeldQueue(intents, visible_from=3)
-    at = datetime.now(UTC) + timedelta(seconds=0.3)
+    at = datetime.now(UTC) + HOLD + timedelta(seconds=0.3)
     began = time.monotonic()
     answer = handler(
         drain_event(at, limit=10),
@@ -102,8 +103,49 @@ def test_a_drain_waits_for_its_instant_then_polls_until_the_messages_appear(
         worker=worker_for(world, clock, FakeTarget()),
         queue=queue,
     )
-    assert queue.receives[0][0] - began >= 0.25  # nothing received before the instant
+    # Nothing received before HOLD ahead of the instant, when its intents may appear.
+    first_s = queue.receives[0][0] - began
+    assert 0.25 <= first_s < 0.3 + HOLD.total_seconds()
     assert answer["received"] == 3 and answer["deleted"] == 3
+
+
+@pytest.mark.parametrize(("early_s", "runs"), [(0.8, True), (3.0, False)])
+def test_an_intent_received_up_to_a_second_early_is_held_until_its_time(
+    world: World, clock: FakeClock, monkeypatch: pytest.MonkeyPatch, early_s: float, runs: bool
+) -> None:
+    """A crowded second's intents are sent to become visible up to HOLD early (so the
+    drains start them on time): the worker holds one until it is due, and sends one
+    earlier than that back, as before."""
+    (intent,) = admitted(world, clock, 1)
+    clock.set(intent.scheduled_at - timedelta(seconds=early_s))
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        clock.advance(seconds)
+
+    monkeypatch.setattr("handlers.worker.time.sleep", sleep)
+    queue = FakeWorkQueue()
+    target = FakeTarget()
+    response = handler(
+        event(record("m1", body(intent))),
+        Context(remaining_ms=60_000),
+        worker=worker_for(world, clock, target),
+        queue=queue,
+    )
+    run = world.store.get_run(intent.occurrence_id)
+    assert run is not None
+    if runs:
+        assert slept == [pytest.approx(early_s)]
+        assert response == {"batchItemFailures": []}
+        assert run.status is RunStatus.SUCCEEDED and run.attempts == 1
+        assert run.started_at is not None and run.started_at >= intent.scheduled_at
+    else:
+        assert slept == []
+        assert response == {"batchItemFailures": [{"itemIdentifier": "m1"}]}
+        assert run.status is RunStatus.ADMITTED and run.attempts == 0
+        [(receipt, delay_s)] = queue.visibility
+        assert receipt == "receipt-m1" and delay_s == pytest.approx(early_s)
 
 
 def test_a_drain_ends_when_the_queue_stays_empty_past_the_instant(
@@ -166,7 +208,7 @@ def test_a_drains_target_calls_are_bounded_by_the_time_left_after_its_wait(
 
     target = Timed()
     queue = HeldQueue(admitted(world, clock, 1))
-    at = datetime.now(UTC) + timedelta(seconds=0.5)
+    at = datetime.now(UTC) + HOLD + timedelta(seconds=0.5)  # it waits 0.5 s
     handler(
         drain_event(at, limit=1),
         Context(remaining_ms=12_000),  # 2 s for records once the margin is kept back

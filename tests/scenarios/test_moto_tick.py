@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import threading
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -268,7 +268,9 @@ class CrashingQueue(SqsDeliveryQueue):
     def send_batch(self, intents: Sequence[DeliveryIntent]) -> list[str]:
         raise SystemExit("killed between commit and send")
 
-    def send_ahead(self, intents: Sequence[DeliveryIntent], now: datetime) -> list[str]:
+    def send_ahead(
+        self, intents: Sequence[DeliveryIntent], now: datetime, early: Collection[datetime] = ()
+    ) -> list[str]:
         raise SystemExit("killed between commit and send")
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from domain.run import DeliveryIntent
-from service.ports import DeliveryQueue
+from service.ports import HOLD, DeliveryQueue, second_of
 from service.surge import (
     DRAIN_READY_S,
     MAX_DRAINS,
@@ -20,7 +20,6 @@ from service.surge import (
     Surges,
     drains_for,
     lead_s,
-    second_of,
 )
 from tests.conftest import FakeClock, utc
 
@@ -56,10 +55,15 @@ class SentQueue(DeliveryQueue):
     def __init__(self, failing: set[str] | None = None) -> None:
         self.sent: list[DeliveryIntent] = []
         self.failing = failing or set()
+        self.early: list[set[datetime]] = []  # each send_ahead's early seconds
 
     def send_batch(self, intents: Any) -> list[str]:
         self.sent.extend(intents)
         return [i.occurrence_id for i in intents if i.occurrence_id in self.failing]
+
+    def send_ahead(self, intents: Any, now: datetime, early: Any = ()) -> list[str]:
+        self.early.append(set(early))
+        return self.send_batch(intents)
 
 
 def intent(n: int, at: datetime, schedule: str = "s1") -> DeliveryIntent:
@@ -82,7 +86,8 @@ def test_the_drains_of_one_second_are_capped() -> None:
 
 def test_the_lead_grows_with_the_invokes_to_send() -> None:
     assert lead_s(1) < lead_s(400)
-    assert lead_s(1) > DRAIN_READY_S
+    # Ready by the time a crowded second's intents may start to become visible.
+    assert lead_s(1) > DRAIN_READY_S + HOLD.total_seconds()
 
 
 def test_an_intent_is_counted_in_the_second_it_becomes_visible() -> None:
@@ -111,6 +116,34 @@ def test_a_pass_counts_only_its_crowded_seconds() -> None:
     batch = [intent(n, at) for n in range(10)] + [intent(99, quiet)]
     LoadRecordingQueue(SentQueue(), ledger, min_count=10).send_ahead(batch, NOW)
     assert ledger.counts == {at: 10}
+
+
+def test_a_second_crowded_enough_for_a_surge_is_sent_early() -> None:
+    at = NOW + timedelta(seconds=60)
+    quiet = NOW + timedelta(seconds=70)
+    queue = SentQueue()
+    recording = LoadRecordingQueue(queue, MemoryLedger(), deferred=True, early_min=10)
+    recording.send_ahead([intent(n, at) for n in range(10)] + [intent(99, quiet)], NOW)
+    assert queue.early == [{at}]  # the quiet second stays rounded up
+
+
+def test_a_second_goes_early_once_the_pass_has_sent_enough_of_it() -> None:
+    at = NOW + timedelta(seconds=60)
+    queue = SentQueue()
+    recording = LoadRecordingQueue(queue, MemoryLedger(), deferred=True, early_min=10)
+    recording.send_ahead([intent(n, at) for n in range(6)], NOW)
+    recording.send_ahead([intent(n, at) for n in range(6, 12)], NOW)
+    assert queue.early == [set(), {at}]
+    recording.flush()  # the next pass starts counting again
+    recording.send_ahead([intent(n, at) for n in range(12, 18)], NOW)
+    assert queue.early[-1] == set()
+
+
+def test_without_a_threshold_nothing_is_sent_early() -> None:
+    at = NOW + timedelta(seconds=60)
+    queue = SentQueue()
+    LoadRecordingQueue(queue, MemoryLedger()).send_ahead([intent(n, at) for n in range(500)], NOW)
+    assert queue.early == [set()]
 
 
 def test_intents_not_sent_or_due_too_soon_are_not_counted() -> None:
