@@ -17,6 +17,7 @@ the handler swallows it.
 
 from __future__ import annotations
 
+import collections
 import heapq
 import itertools
 import threading
@@ -230,9 +231,21 @@ class SimExecutor:
     alongside it (Lambda runs a function's threads at once; here they take turns
     at their sleeps, as overlapping invocations do)."""
 
-    def __init__(self, engine: Engine, *args: Any, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        max_workers: int | None = None,
+        *args: Any,
+        **kwargs: Any,
+    ) -> None:
         self.engine = engine
+        # As many strands at once as the pool has threads; the rest wait their turn, as
+        # a ThreadPoolExecutor's queued tasks do (None: one strand per task).
+        self.max_workers = max_workers
         self._count = itertools.count(1)
+        self._running = 0
+        self._waiting: collections.deque[Process] = collections.deque()
+        self._lock = threading.Lock()
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> SimFuture:
         parent = self.engine.current()
@@ -245,6 +258,8 @@ class SimExecutor:
                 future.set_result(fn(*args, **kwargs))
             except BaseException as error:  # FunctionTimedOut included: the waiter sees it
                 future.set_exception(error)
+            finally:
+                self._next()
 
         strand = Process(
             self.engine, f"{parent.name}/{next(self._count)}", body, parent.deadline, parent=parent
@@ -253,8 +268,22 @@ class SimExecutor:
             if hasattr(parent, name):
                 setattr(strand, name, getattr(parent, name))
         strand.on_activate = parent.on_activate
+        with self._lock:
+            if self.max_workers is not None and self._running >= self.max_workers:
+                self._waiting.append(strand)
+                return future
+            self._running += 1
         self.engine.at(self.engine.now, strand.resume)
         return future
+
+    def _next(self) -> None:
+        """A strand ended: the next waiting task takes its thread."""
+        with self._lock:
+            if not self._waiting:
+                self._running -= 1
+                return
+            strand = self._waiting.popleft()
+        self.engine.at(self.engine.now, strand.resume)
 
     def map(self, fn: Callable[..., Any], *iterables: Any, timeout: float | None = None) -> Any:
         futures = [self.submit(fn, *args) for args in zip(*iterables, strict=False)]

@@ -87,6 +87,7 @@ def deliveries(
         "gap_examples": [[sim.labels.get(s, s), at] for s, at in gaps[:8]],
         "unexpected": len(first.keys() - expected_all),
         "lateness_s": {
+            "min": round(min(lateness), 3) if lateness else None,
             "p50": percentile(lateness, 50),
             "p90": percentile(lateness, 90),
             "p99": percentile(lateness, 99),

@@ -241,6 +241,10 @@ class Simulation:
 
         self.seams.setdefault("handlers.api", []).append(api_seams)
 
+        from adapters.dynamodb import store
+
+        original_concurrency = store_concurrency = store.CONCURRENCY
+
         def tick_seams(module: ModuleType) -> None:
             # A thread pool of the tick's (its fan-out of invocations) runs its tasks as
             # strands of the invocation, in simulated time, as the worker's do.
@@ -256,6 +260,13 @@ class Simulation:
             @functools.wraps(build)
             def built(*args: Any, **kwargs: Any) -> Any:
                 ticker = build(*args, **kwargs)
+                # The store overlaps a page's requests on its pool, as on Lambda: here the
+                # pool's threads are strands (they take turns, so moto sees one request
+                # at a time), as many at once as it has threads.
+                dynamo = ticker.store
+                if hasattr(dynamo, "_executor"):
+                    dynamo.concurrency = store_concurrency
+                    dynamo._executor = SimExecutor(engine, store_concurrency)
                 for part, name in ((ticker.planner, "_plan_page"), (ticker.dispatcher, "_walk")):
                     method = getattr(part, name, None)
                     if method is None:
@@ -278,11 +289,9 @@ class Simulation:
         # The one patch of a shared module left: the DynamoDB adapter overlaps independent
         # writes on a thread pool, and moto is not safe for concurrent requests (a
         # transaction copies a table while another thread's read adds to it), so the
-        # adapter runs them one after the other here. The store is built inside the tick's
-        # own builder, which has no parameter for it.
-        from adapters.dynamodb import store
-
-        original_concurrency = store.CONCURRENCY
+        # adapter runs them one after the other here, but for the tick's (above), whose
+        # pool becomes strands. The store is built inside each function's own builder,
+        # which has no parameter for it.
         setattr(store, "CONCURRENCY", 1)  # noqa: B010
         self._stack.callback(lambda: setattr(store, "CONCURRENCY", original_concurrency))
 

@@ -110,3 +110,17 @@ def burst_no_surge(templates: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return _run(
         "burst", with_surge_min(templates, 1000), count=100, hours=200 / 3600, tick_interval_s=25
     )
+
+
+@pytest.fixture(scope="session")
+def burst_tick_surge(templates: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """A burst of 100 created 200 s before its instant, beyond the lookahead, so the
+    tick plans it (sending at fractions of a second), with surges from 20 a second."""
+    return _run(
+        "burst",
+        with_surge_min(templates, 20),
+        count=100,
+        ahead_s=200.0,
+        hours=320 / 3600,
+        tick_interval_s=25,
+    )

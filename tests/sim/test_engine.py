@@ -66,3 +66,44 @@ def test_a_helper_thread_waiting_past_the_deadline_stops_the_process() -> None:
         process.resume()
         engine.run_until(START.timestamp() + 100)
     assert isinstance(process.error, FunctionTimedOut)
+
+
+def test_a_pool_runs_as_many_strands_at_once_as_it_has_threads() -> None:
+    from sim.engine import SimExecutor
+
+    ended: list[float] = []
+    with Engine(START) as engine:
+
+        def task(n: int) -> int:
+            time.sleep(1.0)
+            ended.append(time.time() - START.timestamp())
+            return n
+
+        def body() -> list[int]:
+            pool = SimExecutor(engine, 2)
+            return list(pool.map(task, range(5)))
+
+        process = Process(engine, "a", body, START.timestamp() + 30)
+        process.resume()
+        engine.run_until(START.timestamp() + 100)
+    # Two at a time: five one-second tasks end at 1, 1, 2, 2 and 3 s, in order.
+    assert process.result == [0, 1, 2, 3, 4]
+    assert ended == [1.0, 1.0, 2.0, 2.0, 3.0]
+
+
+def test_a_pool_without_a_size_runs_every_task_at_once() -> None:
+    from sim.engine import SimExecutor
+
+    ended: list[float] = []
+    with Engine(START) as engine:
+
+        def task(n: int) -> None:
+            time.sleep(1.0)
+            ended.append(time.time() - START.timestamp())
+
+        def body() -> None:
+            list(SimExecutor(engine).map(task, range(5)))
+
+        Process(engine, "a", body, START.timestamp() + 30).resume()
+        engine.run_until(START.timestamp() + 100)
+    assert ended == [1.0] * 5

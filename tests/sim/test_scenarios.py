@@ -434,3 +434,20 @@ def test_a_surge_starts_the_burst_sooner_than_the_mapping_alone(
     with_surge, alone = burst_surge["lateness_s"], burst_no_surge["lateness_s"]
     assert with_surge["p99"] < 1.0, with_surge
     assert with_surge["max"] < alone["max"], (with_surge, alone)
+
+
+def test_a_burst_the_tick_plans_gets_its_surge_and_starts_within_a_second(
+    burst_tick_surge: dict[str, Any],
+) -> None:
+    """The tick sends its intents at fractions of a second, and SQS delays by whole
+    seconds: rounded up, they would become visible over the second after the instant.
+    A crowded second's are rounded down instead, and the drains (awake a second before)
+    and the worker hold each until its time: none starts early, none a second late."""
+    run = burst_tick_surge
+    assert run["due"] == run["occurrences"] == 100
+    assert run["gaps"] == 0 and run["duplicates"] == 0, run["gap_examples"]
+    assert run["errors"] == [] and run["timeouts"] == []
+    assert run["requests_by_operation"].get("lambda:Invoke") == 4
+    late = run["lateness_s"]
+    assert late["min"] >= 0.0, late
+    assert late["p99"] < 1.0, late
