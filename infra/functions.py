@@ -102,6 +102,7 @@ def tick_spec(settings: Settings) -> FunctionSpec:
         "handlers.tick.handler",
         "duetime tick: plans and dispatches due occurrences",
         Duration.seconds(settings.tick_budget_s + 20),
+        memory_mb=settings.tick_memory_mb,
         async_retries=0,
     )
 

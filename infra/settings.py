@@ -62,6 +62,9 @@ class Settings:
     plan_block_s: int = 300
     direct_window_s: int = 60
     tick_budget_s: int = 50
+    # The tick's memory, hence its share of a vCPU (a full one at 1769 MB): a
+    # planning pass's CPU is what bounds how many occurrences one pass plans.
+    tick_memory_mb: int = 512
     # Reserved concurrency of the tick. 0 leaves it unreserved, for accounts
     # whose concurrency quota is still the new-account default of 10.
     tick_reserved_concurrency: int = 2
@@ -85,6 +88,9 @@ class Settings:
         if not 1 <= self.tick_budget_s <= 55:
             # The tick fires every minute; one pass must end before the next.
             raise SettingError(f"{PREFIX}tickBudgetS: must be between 1 and 55 seconds")
+        if not 128 <= self.tick_memory_mb <= 10240:
+            # Lambda's range of memory sizes.
+            raise SettingError(f"{PREFIX}tickMemoryMB: must be between 128 and 10240 MB")
         if not 60 <= self.lookahead_s <= 900:
             # The tick plans once a minute what falls due before the next pass and
             # queues it with SQS's DelaySeconds, at most 15 minutes.
@@ -182,6 +188,7 @@ class Settings:
             plan_block_s=read("planBlockS", _int, d.plan_block_s),
             direct_window_s=read("directWindowS", _int, d.direct_window_s),
             tick_budget_s=read("tickBudgetS", _int, d.tick_budget_s),
+            tick_memory_mb=read("tickMemoryMB", _int, d.tick_memory_mb),
             tick_reserved_concurrency=read(
                 "tickReservedConcurrency", _int, d.tick_reserved_concurrency
             ),

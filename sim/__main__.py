@@ -18,7 +18,7 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from sim.synth import synthesize, with_surge_min, with_variables
+from sim.synth import synthesize, with_memory, with_surge_min, with_variables
 
 # Dummy credentials only: nothing here may reach AWS. Set by main(), before any client exists.
 DUMMY_AWS_ENV = {
@@ -148,6 +148,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="the stack's lookaheadS, 60 to 900 (the template's, 90, by default)",
     )
     parser.add_argument(
+        "--tick-memory",
+        type=int,
+        default=None,
+        help="the tick's memory in MB, 128 to 10240 (tickMemoryMB; the template's, 512, by "
+        "default): its share of a vCPU, a full one at 1769",
+    )
+    parser.add_argument(
         "--short",
         action="store_true",
         help="each scenario's short preset (make simulate); other options are ignored",
@@ -163,6 +170,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--ahead must be between 2 and 3600 seconds")
     if args.lookahead is not None and not 60 <= args.lookahead <= 900:
         parser.error("--lookahead must be between 60 and 900 seconds")
+    if args.tick_memory is not None and not 128 <= args.tick_memory <= 10240:
+        parser.error("--tick-memory must be between 128 and 10240 MB")
     if args.surge_min is not None and args.surge_min < 1:
         parser.error("--surge-min must be at least 1")
     if not 1 <= args.tick_interval <= 55:
@@ -189,6 +198,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from adapters.definitions import ENV_LOOKAHEAD_S
 
         templates = with_variables(templates, {ENV_LOOKAHEAD_S: str(args.lookahead)})
+    if args.tick_memory is not None:
+        templates = with_memory(templates, "handlers.tick.handler", args.tick_memory)
     names = list(SCENARIO_NAMES) if args.scenario == "all" else [args.scenario]
     results = []
     if not args.json:

@@ -98,6 +98,22 @@ def with_variables(templates: dict[str, dict[str, Any]], values: dict[str, str])
     return changed
 
 
+def with_memory(
+    templates: dict[str, dict[str, Any]], handler: str, memory_mb: int
+) -> dict[str, Any]:
+    """The templates with every function running ``handler`` given ``memory_mb`` (the
+    CPU share the simulator charges follows it), as a memory setting would synthesize."""
+    import copy
+
+    changed = copy.deepcopy(templates)
+    for template in changed.values():
+        for resource in template["Resources"].values():
+            props = resource["Properties"] if resource["Type"] == "AWS::Lambda::Function" else {}
+            if props.get("Handler") == handler:
+                props["MemorySize"] = memory_mb
+    return changed
+
+
 def with_surge_min(templates: dict[str, dict[str, Any]], surge_min: int) -> dict[str, Any]:
     """The templates with every stack's ``surgeMin`` as its API and tick read it."""
     from adapters.definitions import ENV_SURGE_MIN

@@ -101,6 +101,7 @@ def synthesized(lambda_asset: Path, tmp_path_factory: pytest.TempPathFactory) ->
             log_retention_days=7,
             secret_store="secretsmanager",
             surge_min=0,
+            tick_memory_mb=1769,
         ),
         "DuetimeWildcard": Settings(stack_name="DuetimeWildcard", target_arns=("*",)),
     }

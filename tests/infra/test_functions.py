@@ -108,6 +108,16 @@ def test_the_tick_pass_ends_before_the_next_minute_and_the_function_outlives_it(
     assert tick["Properties"]["Timeout"] > budget
 
 
+def test_the_tick_gets_the_memory_its_setting_names(synthesized: Synthesized) -> None:
+    # 512 MB unless told; a stack planning large bursts gives it a whole vCPU (1769 MB).
+    _, default = function(synthesized.template("Duetime"), HANDLERS["tick"])
+    _, sandbox = function(synthesized.template("DuetimeSandbox"), HANDLERS["tick"])
+    assert default["Properties"]["MemorySize"] == 512
+    assert sandbox["Properties"]["MemorySize"] == 1769
+    _, worker = function(synthesized.template("DuetimeSandbox"), HANDLERS["worker"])
+    assert worker["Properties"]["MemorySize"] == 448  # the others keep theirs
+
+
 def test_api_timeout_fits_api_gateway_integration_timeout(template: dict[str, Any]) -> None:
     _, api = function(template, HANDLERS["api"])
     assert api["Properties"]["Timeout"] <= 29

@@ -77,6 +77,9 @@ def test_a_json_list_on_the_command_line_is_accepted() -> None:
         ("duetime:stackName", "1st"),
         ("duetime:surgeMin", -1),
         ("duetime:surgeMin", "lots"),
+        ("duetime:tickMemoryMB", 127),
+        ("duetime:tickMemoryMB", 10241),
+        ("duetime:tickMemoryMB", "big"),
     ],
 )
 def test_bad_values_are_refused_naming_the_setting(key: str, value: Any) -> None:
@@ -137,3 +140,8 @@ def test_a_block_the_queue_cannot_hold_back_is_refused_by_name(
 ) -> None:
     with pytest.raises(SettingError, match=message):
         from_context(context)
+
+
+def test_the_tick_has_512_mb_unless_told() -> None:
+    assert from_context({}).tick_memory_mb == 512
+    assert from_context({"duetime:tickMemoryMB": "1769"}).tick_memory_mb == 1769

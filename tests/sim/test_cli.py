@@ -17,6 +17,8 @@ from sim.__main__ import main
         (["idle-week", "--tick-interval", "0.5"], "--tick-interval must be between 1 and 55"),
         (["idle-week", "--tick-interval", "60"], "--tick-interval must be between 1 and 55"),
         (["burst", "--count", "0"], "--count must be at least 1"),
+        (["burst", "--tick-memory", "64"], "--tick-memory must be between 128 and 10240"),
+        (["burst", "--tick-memory", "20000"], "--tick-memory must be between 128 and 10240"),
     ],
 )
 def test_a_bad_option_is_refused_by_name(
@@ -33,3 +35,22 @@ def test_a_bad_option_is_refused_by_name(
         main(argv)
     assert exit_info.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_a_memory_size_reaches_only_the_functions_of_its_handler() -> None:
+    from sim.synth import with_memory
+
+    def fn(handler: str) -> dict[str, object]:
+        return {
+            "Type": "AWS::Lambda::Function",
+            "Properties": {"Handler": handler, "MemorySize": 512},
+        }
+
+    templates = {
+        "S": {"Resources": {"Tick": fn("handlers.tick.handler"), "Api": fn("handlers.api.handler")}}
+    }
+    changed = with_memory(templates, "handlers.tick.handler", 1769)
+    resources = changed["S"]["Resources"]
+    assert resources["Tick"]["Properties"]["MemorySize"] == 1769
+    assert resources["Api"]["Properties"]["MemorySize"] == 512
+    assert templates["S"]["Resources"]["Tick"]["Properties"]["MemorySize"] == 512  # a copy
