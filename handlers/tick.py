@@ -117,12 +117,12 @@ def build_aws_ticker(settings: Settings) -> Ticker:
     try:
         from adapters.dynamodb.load import DynamoLoadLedger
         from adapters.dynamodb.store import DynamoStore
-        from adapters.sqs import SqsDeliveryQueue
+        from adapters.sqs import TICK_ALIGN_S, SqsDeliveryQueue
     except ImportError as error:  # pragma: no cover - until both adapters exist
         raise RuntimeError(f"the AWS adapters are not available: {error}") from error
     global _container_surges
     store = DynamoStore.from_settings(settings)
-    queue: DeliveryQueue = SqsDeliveryQueue.from_settings(settings)
+    queue: DeliveryQueue = SqsDeliveryQueue.from_settings(settings, align_s=TICK_ALIGN_S)
     owner = new_owner()
     if settings.worker_function:
         ledger = DynamoLoadLedger(store.client, settings.occurrences_table)

@@ -188,6 +188,7 @@ def record_operations(store: DynamoStore) -> list[str]:
 def test_the_aws_ticker_counts_its_sends_and_sends_a_surges_second_early(
     aws: tuple[Any, TableNames], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from adapters.sqs import TICK_ALIGN_S
     from handlers.settings import Settings
     from service.surge import TICK_RECORD_MIN, LoadRecordingQueue
 
@@ -205,6 +206,8 @@ def test_the_aws_ticker_counts_its_sends_and_sends_a_surges_second_early(
     queue = ticker.dispatcher.queue
     assert isinstance(queue, LoadRecordingQueue)
     assert (queue.deferred, queue.min_count, queue.early_min) == (True, TICK_RECORD_MIN, 30)
+    # Its sends are aligned to the start of a second (adapters/sqs.py).
+    assert getattr(queue.queue, "align_s", None) == TICK_ALIGN_S
     surges = tick_handler._container_surges
     assert surges is not None and surges.surge_min == 30 and surges.owner == ticker.owner
 
@@ -212,4 +215,5 @@ def test_the_aws_ticker_counts_its_sends_and_sends_a_surges_second_early(
     monkeypatch.setattr(tick_handler, "_container_surges", None)
     plain = tick_handler.build_aws_ticker(settings.model_copy(update={"worker_function": ""}))
     assert not isinstance(plain.dispatcher.queue, LoadRecordingQueue)
+    assert getattr(plain.dispatcher.queue, "align_s", None) == TICK_ALIGN_S
     assert tick_handler._container_surges is None

@@ -126,3 +126,57 @@ def test_a_delay_counts_from_when_its_batch_is_sent_not_from_the_pass_s_now(
     behind = SqsDeliveryQueue(client, url, clock=lambda: pass_now - timedelta(seconds=30))
     assert behind.send_ahead(_intents(1), pass_now) == []
     assert seen[0][0]["DelaySeconds"] == 60
+
+
+@pytest.mark.parametrize(
+    ("into_s", "early", "due_in_s", "slept", "delay"),
+    [
+        # Past the window: it waits for the next second, so the intent shows at AT.
+        (0.7, False, 60, [0.3], 59),
+        # Inside the window: sent at once, visible 0.2 s after AT at most.
+        (0.2, False, 60, [], 60),
+        # An early second is rounded down and held by the worker: no wait.
+        (0.7, True, 60, [], 59),
+        # Due within the second: waiting would not bring it closer, so no wait.
+        (0.7, False, 0.5, [], 1),
+    ],
+)
+def test_the_ticks_queue_sends_a_chunk_due_later_near_the_start_of_a_second(
+    sqs: tuple[Any, str],
+    into_s: float,
+    early: bool,
+    due_in_s: float,
+    slept: list[float],
+    delay: int | None,
+) -> None:
+    """SQS rounds a delay up to whole seconds, so an intent sent 0.7 s into a second
+    would show 0.7 s after its own: the tick's queue waits for the next second."""
+    from datetime import timedelta
+
+    from service.ports import second_of
+
+    client, url = sqs
+    seen: list[list[dict[str, Any]]] = []
+    client.meta.events.register(
+        "provide-client-params.sqs.SendMessageBatch",
+        lambda params, **_: seen.append(params["Entries"]),
+    )
+    sent_at = [AT - timedelta(seconds=60 - into_s)]
+    waits: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        waits.append(round(seconds, 6))
+        sent_at[0] += timedelta(seconds=seconds)
+
+    queue = SqsDeliveryQueue(client, url, clock=lambda: sent_at[0], align_s=0.5, sleep=sleep)
+    due = sent_at[0] + timedelta(seconds=due_in_s) if due_in_s < 1 else AT
+    intent = DeliveryIntent("sch_a.v1.x", "sch_a", 1, due)
+    assert queue.send_ahead([intent], sent_at[0], {second_of(due)} if early else ()) == []
+    assert waits == slept
+    assert seen[0][0].get("DelaySeconds") == delay
+
+
+def test_an_alignment_outside_a_second_is_refused(sqs: tuple[Any, str]) -> None:
+    client, url = sqs
+    with pytest.raises(ValueError, match="align_s is a fraction of a second"):
+        SqsDeliveryQueue(client, url, align_s=1.0)
