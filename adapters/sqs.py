@@ -52,8 +52,7 @@ def entry(
     if now is None:
         return found
     ahead = delay_s(intent.scheduled_at, now)
-    goes_early = bool(early) and second_of(intent.scheduled_at) in early
-    delay = math.floor(ahead) if goes_early else math.ceil(ahead)
+    delay = math.floor(ahead) if _goes_early(intent, early) else math.ceil(ahead)
     if delay > 0:
         found["DelaySeconds"] = delay
     return found
@@ -63,12 +62,17 @@ def _utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+def _goes_early(intent: DeliveryIntent, early: Collection[datetime]) -> bool:
+    """Whether the intent is of an ``early`` second: its delay is rounded down."""
+    return bool(early) and second_of(intent.scheduled_at) in early
+
+
 def _rounded_up(intent: DeliveryIntent, sent_at: datetime, early: Collection[datetime]) -> bool:
     """Whether the intent's delay is rounded up: due after a whole second of waiting,
     and not of an early second."""
     if (intent.scheduled_at - sent_at).total_seconds() < 1:
         return False
-    return not (early and second_of(intent.scheduled_at) in early)
+    return not _goes_early(intent, early)
 
 
 class SqsDeliveryQueue(DeliveryQueue):

@@ -6,6 +6,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 
+import pytest
+
 from sim.engine import Engine, FunctionTimedOut, Process
 
 START = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
@@ -68,42 +70,33 @@ def test_a_helper_thread_waiting_past_the_deadline_stops_the_process() -> None:
     assert isinstance(process.error, FunctionTimedOut)
 
 
-def test_a_pool_runs_as_many_strands_at_once_as_it_has_threads() -> None:
+@pytest.mark.parametrize(
+    ("threads", "ends"),
+    [
+        # Two at a time: five one-second tasks end at 1, 1, 2, 2 and 3 s, in order.
+        (2, [1.0, 1.0, 2.0, 2.0, 3.0]),
+        # No size: every task at once.
+        (None, [1.0] * 5),
+    ],
+)
+def test_a_pool_runs_as_many_strands_at_once_as_it_has_threads(
+    threads: int | None, ends: list[float]
+) -> None:
     from sim.engine import SimExecutor
 
     ended: list[float] = []
     with Engine(START) as engine:
 
         def task(n: int) -> int:
-            time.sleep(1.0)
+            time.sleep(1.0)  # simulated: the engine moves its clock
             ended.append(time.time() - START.timestamp())
             return n
 
         def body() -> list[int]:
-            pool = SimExecutor(engine, 2)
-            return list(pool.map(task, range(5)))
+            return list(SimExecutor(engine, threads).map(task, range(5)))
 
         process = Process(engine, "a", body, START.timestamp() + 30)
         process.resume()
         engine.run_until(START.timestamp() + 100)
-    # Two at a time: five one-second tasks end at 1, 1, 2, 2 and 3 s, in order.
     assert process.result == [0, 1, 2, 3, 4]
-    assert ended == [1.0, 1.0, 2.0, 2.0, 3.0]
-
-
-def test_a_pool_without_a_size_runs_every_task_at_once() -> None:
-    from sim.engine import SimExecutor
-
-    ended: list[float] = []
-    with Engine(START) as engine:
-
-        def task(n: int) -> None:
-            time.sleep(1.0)
-            ended.append(time.time() - START.timestamp())
-
-        def body() -> None:
-            list(SimExecutor(engine).map(task, range(5)))
-
-        Process(engine, "a", body, START.timestamp() + 30).resume()
-        engine.run_until(START.timestamp() + 100)
-    assert ended == [1.0] * 5
+    assert ended == ends
