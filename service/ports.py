@@ -168,6 +168,16 @@ class ScheduleStore(ABC):
         """Active schedules with ``next_due <= until``, by (next_due, schedule_id),
         as planning reads them. A quarantined schedule is not returned."""
 
+    def due_ahead(
+        self, after: datetime, until: datetime, limit: int, token: str | None = None
+    ) -> Page[DueSchedule]:
+        """Seeds with ``after < next_due <= until``, by (next_due, schedule_id): the
+        active schedules whose next slot a create, edit or resume set and no pass
+        has planned yet, which a pass with time to spare plans early (``Planner.
+        plan_early``). A store that keeps no seeds apart from the schedules a pass
+        carries on returns none, the default: it plans nothing early."""
+        return Page(())
+
     @abstractmethod
     def save_version(
         self,

@@ -232,6 +232,33 @@ class Surges:
             self.start(moment, second, count, drains, report)
         return report
 
+    def quiet_until(
+        self,
+        now: datetime,
+        until: datetime,
+        pending: Mapping[datetime, int] | None = None,
+        *,
+        margin: timedelta = timedelta(0),
+    ) -> datetime:
+        """How long the pass may go on with other work (planning early) before
+        ``until``: up to ``margin`` before the moment of the first surge ``run``
+        would start, counting the ledger and ``pending`` (what the pass counted
+        and has not written yet); ``until`` when none comes before it."""
+        furthest = until + margin + timedelta(seconds=lead_s(MAX_DRAINS))
+        load = Counter(self.ledger.read(now, furthest))
+        load.update(pending or {})
+        first = min(
+            (
+                second - timedelta(seconds=lead_s(drains_for(count)))
+                for second, count in load.items()
+                if count >= self.surge_min and second > now
+            ),
+            default=None,
+        )
+        if first is None or first - margin >= until:
+            return until
+        return max(now, first - margin)
+
     def start(
         self, moment: datetime, second: datetime, count: int, drains: int, report: SurgeReport
     ) -> None:

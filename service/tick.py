@@ -194,6 +194,7 @@ class PlanReport:
     conflicts: int = 0
     quarantined: list[str] = field(default_factory=list)  # schedule ids set aside
     out_of_time: bool = False  # stopped at plan_budget with pages left
+    early: int = 0  # seeds beyond the lookahead planned with the pass's time to spare
 
 
 @dataclass
@@ -323,6 +324,51 @@ class Planner:
         finally:
             self.store.planned_through(through)
         return report
+
+    @property
+    def plans_early(self) -> bool:
+        """Whether a pass may plan seeds beyond its lookahead (``plan_early``):
+        it queues ahead, fills a block beyond the lookahead, and has a budget."""
+        config = self.config
+        return (
+            config.queue_ahead
+            and config.plan_block > timedelta(0)
+            and (config.plan_budget is not None)
+        )
+
+    def plan_early(
+        self,
+        direct: DirectAdmission,
+        deadline: Callable[[], datetime],
+        report: PlanReport,
+    ) -> None:
+        """Plan seeds (``Store.due_ahead``) whose next slot falls after the
+        lookahead but within lookahead + block, a page at a time, until
+        ``deadline()`` (asked once, when there is a seed to plan): what a pass
+        does with the time its own plan left. A schedule planned here is filled
+        as a pass fills one it selects, so an edit reaches the same slots as
+        before (those after lookahead + block); what changes is that a crowded
+        instant (09:00 across thousands of schedules) is planned over several
+        passes rather than by the one or two whose lookahead it falls in."""
+        now = self.clock.now()
+        self._memo, self._by_value = {}, {}
+        after, fill = now + self.config.lookahead, now + self.config.fill
+        page = self.store.due_ahead(after, fill, self.config.page_size)
+        if not page.items:
+            return
+        try:
+            until = deadline()
+            while self.clock.now() < until and (
+                report.materialized + report.skipped + report.expired
+                < self.config.max_planned_per_pass
+            ):
+                report.early += len(page.items)
+                self._plan_page(page.items, now, fill, direct, report, until=after)
+                if page.next_token is None:
+                    break
+                page = self.store.due_ahead(after, fill, self.config.page_size, page.next_token)
+        finally:
+            self.store.planned_through(None)  # what it chained; the cursor stays
 
     def plan_schedules(
         self, schedules: Sequence[DueSchedule], direct: DirectAdmission | None = None
@@ -912,24 +958,32 @@ class Ticker:
         config: TickConfig | None = None,
         *,
         owner: str,
+        quiet_until: Callable[[datetime, datetime], datetime] | None = None,
     ) -> None:
         self.store = store
         self.clock = clock
         self.config = config or TickConfig()
         self.planner = Planner(store, clock, self.config)
         self.dispatcher = Dispatcher(store, queue, clock, self.config, owner)
+        # Given now and a deadline, the moment before which planning early must
+        # end (the first surge the invocation has to start after its pass);
+        # None: only the plan budget bounds it.
+        self.quiet_until = quiet_until
 
     @property
     def owner(self) -> str:
         return self.dispatcher.owner
 
     def tick_once(self) -> TickReport:
+        began = self.clock.now()
         dispatch = DispatchReport()
         direct = None
         if self.config.direct_window > timedelta(0) or self.config.queue_ahead:
             direct = self.dispatcher.direct_admission(dispatch)
         plan = self.planner.plan(direct)
         self.dispatcher.dispatch(dispatch)
+        if direct is not None and self.planner.plans_early and not plan.out_of_time:
+            self._plan_early(direct, plan, began)
         at = self.clock.now()
         self.store.beat(
             Heartbeat(
@@ -944,6 +998,23 @@ class Ticker:
             )
         )
         return TickReport(at, plan, dispatch)
+
+    def _plan_early(self, direct: DirectAdmission, plan: PlanReport, began: datetime) -> None:
+        """With its own plan and dispatch done inside the budget, the pass plans
+        seeds beyond its lookahead (``Planner.plan_early``) for what is left of
+        the budget, and not past the first surge it must start after."""
+        budget = self.config.plan_budget
+        if budget is None:
+            return
+
+        def deadline() -> datetime:
+            until = began + budget
+            if self.quiet_until is None:
+                return until
+            return min(until, self.quiet_until(self.clock.now(), until))
+
+        if self.clock.now() < began + budget:
+            self.planner.plan_early(direct, deadline, plan)
 
     def release(self) -> None:
         """Give up the shards and the membership: the process stops ticking."""

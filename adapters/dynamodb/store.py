@@ -784,6 +784,39 @@ class DynamoStore(Store):
         )
         return Page(tuple(self._due_schedules(page)), next_token)
 
+    def due_ahead(
+        self, after: datetime, until: datetime, limit: int, token: str | None = None
+    ) -> Page[DueSchedule]:
+        """The ``due`` index's HEADs (seeds) with a next slot in ``(after,
+        until]`` (no cursor: a seed stays in the index until it is planned).
+        Only for the holder of the plan lease, taken here when there is a seed
+        to plan: a seed planned early goes on the chain, so a frequent schedule
+        is selected again by the lookahead and filled a block, not planned
+        early a slot a pass; ``planned_through(None)`` writes what it chained
+        and lets the lease go. Another pass holding it: none."""
+        if limit < 1:
+            raise ValueError("limit must be at least 1")
+        low = f"{it.iso(after)}#{it.KEY_CEILING}"
+        upper = f"{it.iso(until)}#{it.KEY_CEILING}"
+        past = str(_untoken(token)["due_key"]) if token else None
+        if past is not None and past >= upper:
+            return Page(())
+
+        def heads(shard: int) -> list[dict[str, Any]]:
+            return self._index_range(
+                self.tables.schedules, "due", shard, past or low, upper, past, limit
+            )
+
+        merged = [item for found in self._each(heads, range(self.due_shards)) for item in found]
+        if not merged or not (self._plan_held or self._hold_plan()[0]):
+            return Page(())
+        merged.sort(key=lambda item: str(it.value(item["due_key"])))
+        page = merged[:limit]
+        next_token = (
+            _token({"due_key": str(it.value(page[-1]["due_key"]))}) if len(merged) > limit else None
+        )
+        return Page(tuple(self._due_schedules(page)), next_token)
+
     def _paged(
         self, floor: datetime | None, until: datetime, after: str | None, limit: int
     ) -> list[dict[str, Any]]:

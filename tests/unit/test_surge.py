@@ -299,3 +299,51 @@ def test_the_trigger_writes_what_its_pass_counted_before_it_reads() -> None:
     recording.send_ahead([intent(n, second) for n in range(500)], NOW)
     trigger.surges.counted = recording.flush
     assert trigger.surges.run(until=NOW + timedelta(seconds=60)).started == 1
+
+
+# --- how long a pass may plan early -----------------------------------------------------------
+
+
+MARGIN = timedelta(seconds=10)
+
+
+def test_with_no_surge_ahead_a_pass_may_plan_early_until_its_deadline() -> None:
+    trigger = Trigger(surge_min=100)
+    trigger.ledger.counts[NOW + timedelta(seconds=30)] = 99  # quiet
+    trigger.ledger.counts[NOW - timedelta(seconds=5)] = 5_000  # gone
+    until = NOW + timedelta(seconds=50)
+    assert trigger.surges.quiet_until(NOW, until, margin=MARGIN) == until
+
+
+def test_planning_early_ends_a_margin_before_the_first_surges_moment() -> None:
+    trigger = Trigger(surge_min=100)
+    first, later = NOW + timedelta(seconds=30), NOW + timedelta(seconds=40)
+    trigger.ledger.counts[later] = 5_000
+    trigger.ledger.counts[first] = 500
+    moment = first - timedelta(seconds=lead_s(drains_for(500)))
+    got = trigger.surges.quiet_until(NOW, NOW + timedelta(seconds=50), margin=MARGIN)
+    assert got == moment - MARGIN
+
+
+def test_what_the_pass_counted_and_has_not_written_counts_too() -> None:
+    trigger = Trigger(surge_min=100)
+    second = NOW + timedelta(seconds=40)
+    trigger.ledger.counts[second] = 60
+    pending = {second: 60}  # 120 in all: a surge
+    got = trigger.surges.quiet_until(NOW, NOW + timedelta(seconds=50), pending, margin=MARGIN)
+    assert got == second - timedelta(seconds=lead_s(drains_for(120))) - MARGIN
+    assert trigger.ledger.counts == {second: 60}  # read, not written
+
+
+def test_a_surge_whose_moment_is_past_the_deadline_bounds_nothing() -> None:
+    trigger = Trigger(surge_min=100)
+    trigger.ledger.counts[NOW + timedelta(seconds=80)] = 500
+    until = NOW + timedelta(seconds=50)
+    assert trigger.surges.quiet_until(NOW, until, margin=MARGIN) == until
+
+
+def test_a_surge_at_hand_leaves_no_time_to_plan_early() -> None:
+    trigger = Trigger(surge_min=100)
+    trigger.ledger.counts[NOW + timedelta(seconds=3)] = 500
+    got = trigger.surges.quiet_until(NOW, NOW + timedelta(seconds=50), margin=MARGIN)
+    assert got == NOW

@@ -1,0 +1,170 @@
+"""Planning early on DynamoDB (moto): a pass that has done its own plan and
+dispatch within its budget plans seeds (HEADs that name a next slot no pass
+planned yet) beyond its lookahead, up to lookahead + block, with what is left
+of the budget, so a crowded instant is planned over several passes.
+
+The world is the plan block's (tests/integration/test_dynamodb_block.py): the
+real planner and worker over moto, a queue that holds each intent until its
+due second.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+from datetime import datetime, timedelta
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from domain.run import RunStatus
+from service.ports import DueSchedule, Page
+from service.tick import TickConfig
+from tests.conftest import utc
+from tests.integration.test_dynamodb_block import BLOCKED, EVERY_MINUTE, World
+
+BUDGET = timedelta(seconds=50)
+EARLY = replace(BLOCKED, plan_budget=BUDGET)
+# Beyond the 90 s lookahead (so neither the API call nor the pass's own plan
+# takes it), within lookahead + block (6.5 minutes) of 08:00.
+SOON = "2026-12-01T08:05:00Z"
+
+
+@pytest.fixture
+def client() -> Iterator[Any]:
+    with mock_aws():
+        yield boto3.client("dynamodb", region_name="us-east-1")
+
+
+def _at(world: World, when: str, count: int) -> list[str]:
+    return [world.create({"at": when}) for _ in range(count)]
+
+
+def _statuses(world: World, ids: list[str]) -> list[RunStatus]:
+    return [r[1] for sid in ids for r in world.slots(sid)]
+
+
+def test_a_pass_with_time_to_spare_plans_seeds_beyond_its_lookahead(client: Any) -> None:
+    # Given five one-off schedules due at 08:05, created at 08:00
+    world = World(client, EARLY)
+    ids = _at(world, SOON, 5)
+    assert world.queue.held == []  # beyond the lookahead: no API call planned them
+    # When one pass runs at 08:00
+    report = world.ticker.tick_once()
+    # Then every one is stored admitted and queued for its second
+    assert report.plan.early == 5
+    assert _statuses(world, ids) == [RunStatus.ADMITTED] * 5
+    assert sorted(i.schedule_id for i in world.queue.held) == sorted(ids)
+    assert {i.scheduled_at for i in world.queue.held} == {utc(SOON)}
+    # And each runs once at its time, with no second record from later passes
+    world.minutes(7)
+    assert _statuses(world, ids) == [RunStatus.SUCCEEDED] * 5
+    assert len(world.called()) == len(set(world.called())) == 5
+
+
+def test_without_a_budget_a_pass_plans_only_its_lookahead(client: Any) -> None:
+    world = World(client, BLOCKED)
+    ids = _at(world, SOON, 3)
+    report = world.ticker.tick_once()
+    assert report.plan.early == 0
+    assert _statuses(world, ids) == []  # left to the pass whose lookahead reaches 08:05
+    world.minutes(7)
+    assert _statuses(world, ids) == [RunStatus.SUCCEEDED] * 3
+
+
+def test_a_seed_beyond_lookahead_and_block_waits_for_a_later_pass(client: Any) -> None:
+    world = World(client, EARLY)
+    [far] = _at(world, "2026-12-01T08:07:00Z", 1)  # 7 minutes: past the 6.5 minute reach
+    report = world.ticker.tick_once()
+    assert report.plan.early == 0
+    assert world.slots(far) == []
+    world.clock.advance(60)  # 08:01: now within reach
+    assert world.ticker.tick_once().plan.early == 1
+    assert _statuses(world, [far]) == [RunStatus.ADMITTED]
+
+
+def test_planning_early_keeps_a_frequent_schedule_to_one_next_entry_a_block(client: Any) -> None:
+    # The API call leaves the schedule a seed (its HEAD names the slot after
+    # the block it filled); planned early once, it goes on the chain, and the
+    # lookahead selects it from then on, a block at a time.
+    written, advanced = {}, {}
+    for name, config in (("blocked", BLOCKED), ("early", EARLY)):
+        world = World(client, config, name)
+        sid = world.create(EVERY_MINUTE)
+        world.minutes(30)
+        written[name] = world.next_entries
+        advanced[name] = world.calls[("UpdateItem", world.tables.schedules)]
+        instants = [s[0] for s in world.slots(sid)]
+        assert len(instants) == len(set(instants))
+        assert len(world.called()) == len(set(world.called())) == 29
+    assert written["early"] <= written["blocked"] + 1, written
+    # Not planned early once a pass either (each would advance its HEAD).
+    assert advanced["early"] <= advanced["blocked"] + 1, advanced
+
+
+def test_planning_early_stops_at_the_deadline_between_pages(client: Any) -> None:
+    # Given seven seeds, a page of two, and a store read that takes 10 s
+    world = World(client, replace(EARLY, page_size=2))
+    ids = _at(world, SOON, 7)
+    reads = world.store.due_ahead
+
+    def slow(after: datetime, until: datetime, limit: int, token: str | None = None) -> Any:
+        world.clock.advance(10)
+        page: Page[DueSchedule] = reads(after, until, limit, token)
+        return page
+
+    world.store.due_ahead = slow  # type: ignore[method-assign]
+    began = world.clock.now()
+    # When the first surge after the pass leaves it 15 s
+    world.ticker.quiet_until = lambda now, until: began + timedelta(seconds=15)
+    report = world.ticker.tick_once()
+    # Then the first page is planned (read at +10 s) and the second (read at
+    # +20 s, past the deadline) is left to the next pass
+    assert report.plan.early == 2
+    assert len([s for s in _statuses(world, ids) if s is RunStatus.ADMITTED]) == 2
+    # And the next pass, with no deadline of its own, plans the rest
+    world.ticker.quiet_until = None
+    world.store.due_ahead = reads  # type: ignore[method-assign]
+    assert world.ticker.tick_once().plan.early == 5
+    assert _statuses(world, ids) == [RunStatus.ADMITTED] * 7
+
+
+def test_no_seed_to_plan_early_asks_for_no_deadline(client: Any) -> None:
+    # The deadline reads the load ledger: an idle pass does not pay for it.
+    world = World(client, EARLY)
+    asked: list[datetime] = []
+
+    def quiet_until(now: datetime, until: datetime) -> datetime:
+        asked.append(now)
+        return until
+
+    world.ticker.quiet_until = quiet_until
+    world.minutes(3)
+    assert asked == []
+    _at(world, "2026-12-01T08:08:00Z", 1)
+    world.minutes(1)
+    assert len(asked) == 1
+    world.minutes(2)  # planned: no seed left
+    assert len(asked) == 1
+
+
+def test_a_deadline_already_past_plans_nothing_early(client: Any) -> None:
+    world = World(client, EARLY)
+    ids = _at(world, SOON, 2)
+    world.ticker.quiet_until = lambda now, until: now
+    assert world.ticker.tick_once().plan.early == 0
+    assert _statuses(world, ids) == []
+
+
+def test_a_pass_plans_early_only_when_it_queues_ahead_with_a_block_and_a_budget() -> None:
+    from service.tick import Planner
+
+    def early(config: TickConfig) -> bool:
+        return Planner(None, None, config).plans_early  # type: ignore[arg-type]
+
+    assert early(EARLY)
+    assert not early(BLOCKED)  # no budget
+    assert not early(replace(EARLY, plan_block=timedelta(0)))  # nothing beyond the lookahead
+    assert not early(replace(EARLY, queue_ahead=False))  # a slot waits to be due to be admitted
