@@ -68,6 +68,18 @@ one chain entry (one schedule read) covers them. ``PlanNow`` fills the same
 way. The price: more slots exist when an edit lands, and an edit reaches
 only the slots after them (pause and delete are still decided by the
 worker at start).
+
+**Planning early** (a block and a ``plan_budget``, what the AWS tick runs). A
+pass whose own plan and dispatch ended inside its budget plans seeds
+(``Store.due_ahead``: schedules whose next slot a create, edit or resume set
+and no pass planned yet) that fall after the lookahead but within lookahead +
+block, filling each as a pass fills one it selects, until the budget ends or
+the pass's first surge is near (``Ticker.quiet_until``). So an instant that
+thousands of new schedules share is planned over the several passes that see
+it coming, not by the one or two whose lookahead reaches it, and an edit's
+reach is the block's. A seed planned early goes on the chain (the store plans
+it as the holder of the plan lease), so a frequent schedule is selected again
+by the lookahead and filled a block at a time, not planned early a slot a pass.
 """
 
 from __future__ import annotations

@@ -136,6 +136,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "lookahead, each planned by its API call; beyond it, by the tick)",
     )
     parser.add_argument(
+        "--hourly",
+        action="store_true",
+        help="burst: hourly crons, two instants an hour apart; the second is planned from "
+        "the chain, as a daily 09:00 is after its first day",
+    )
+    parser.add_argument(
         "--surge-min",
         type=int,
         default=None,
@@ -190,6 +196,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         seed=args.seed,
         count=args.count,
         ahead_s=args.ahead,
+        hourly=args.hourly,
     )
     templates = synthesize()
     if args.surge_min is not None:

@@ -23,7 +23,7 @@ from zoneinfo import ZoneInfo
 from botocore.exceptions import ClientError
 
 from sim.aws import Actor, client_error
-from sim.results import summary
+from sim.results import percentile, summary
 from sim.world import Simulation
 
 PRIMARY = "Duetime"
@@ -40,6 +40,9 @@ class Options:
     # burst: how long before the instant they are created (None: 80 s, inside the
     # lookahead, so each API call plans its own; beyond it, the tick plans them)
     ahead_s: float | None = None
+    # burst: each schedule an hourly cron at the instant's minute, run for two hours:
+    # the second instant is planned from the chain, as every day after the first is
+    hourly: bool = False
 
 
 def _thin_tick(sim: Simulation, interval_s: float) -> None:
@@ -469,11 +472,16 @@ def burst(templates: dict[str, Any], options: Options) -> dict[str, Any]:
     due_at = datetime(2026, 12, 1, 8, 3, tzinfo=UTC)  # created ahead_s before, all at once
     start = due_at - timedelta(seconds=ahead_s)
     settle_s = 60.0
-    span_s = ahead_s + 300.0 if options.hours is None else options.hours * 3600
+    instants = [due_at, due_at + timedelta(hours=1)] if options.hourly else [due_at]
+    spec: dict[str, Any] = {"at": due_at.isoformat().replace("+00:00", "Z")}
+    if options.hourly:
+        spec = {"cron": f"{due_at.minute} * * * *", "time_zone": "UTC", "start_at": spec["at"]}
+    span_s = (instants[-1] - start).total_seconds() + 300.0
+    if options.hours is not None:
+        span_s = options.hours * 3600
     with Simulation(templates, start, seed=options.seed) as sim:
         _thin_tick(sim, options.tick_interval_s)
         sim.deploy(PRIMARY)
-        at = due_at.isoformat().replace("+00:00", "Z")
         expected: dict[str, list[datetime]] = {}
         # Wall time of each phase (this machine's, not simulated): what a size costs to run.
         began = time.perf_counter()
@@ -481,13 +489,15 @@ def burst(templates: dict[str, Any], options: Options) -> dict[str, Any]:
             s = _create(
                 sim,
                 PRIMARY,
-                {"name": f"burst-{i}", "spec": {"at": at}, "target": _webhook(f"b{i}")},
+                {"name": f"burst-{i}", "spec": spec, "target": _webhook(f"b{i}")},
             )
-            expected[s["id"]] = [due_at]
+            expected[s["id"]] = instants
         if count != BURST_COUNT:
             sim.notes.append(f"scaled: {count} occurrences instead of {BURST_COUNT:,} (--count)")
         if options.ahead_s is not None:
             sim.notes.append(f"created {ahead_s:g} s before the instant (--ahead)")
+        if options.hourly:
+            sim.notes.append("hourly crons, two instants an hour apart (--hourly)")
         created = time.perf_counter()
         sim.run_for(start.timestamp() + span_s - sim.engine.now)
         ran = time.perf_counter()
@@ -501,6 +511,8 @@ def burst(templates: dict[str, Any], options: Options) -> dict[str, Any]:
             {
                 "occurrences": count,
                 "due_at_s": (due_at - start).total_seconds(),
+                "tick_planning": _tick_planning(sim, due_at - start),
+                "lateness_by_instant_s": _lateness_by_instant(sim, instants),
                 # The worker's asynchronous invocations: the surges' drains.
                 "drains": sum(1 for i in worker.invocations if i.source == "async"),
                 "worker_peak_concurrency": worker.peak_concurrency,
@@ -518,6 +530,47 @@ def burst(templates: dict[str, Any], options: Options) -> dict[str, Any]:
                 },
             },
         )
+
+
+def _lateness_by_instant(sim: Simulation, instants: list[datetime]) -> dict[str, Any]:
+    """Each instant's first-attempt start lateness (p50, p99, max), when there are several."""
+    if len(instants) < 2:
+        return {}
+    first: dict[tuple[str, str], float] = {}
+    for d in sim.receiver.deliveries:
+        first.setdefault((d.schedule_id, d.scheduled_at), d.started_s)
+    start = sim.engine.start.timestamp()
+    found: dict[str, Any] = {}
+    for instant in instants:
+        text = instant.strftime("%Y-%m-%dT%H:%M:%SZ")
+        late = [s + start - instant.timestamp() for (_, at), s in first.items() if at == text]
+        found[text] = {
+            "started": len(late),
+            "p50": percentile(late, 50),
+            "p99": percentile(late, 99),
+            "max": round(max(late), 3) if late else None,
+        }
+    return found
+
+
+def _tick_planning(sim: Simulation, due_at: timedelta) -> dict[str, Any]:
+    """What the tick's invocations planned (their results): how many schedules in all,
+    how many of them early (beyond the lookahead), and how long before the instant
+    the first invocation that planned any started."""
+    results = [
+        (i.started_s, i.result)
+        for i in sim.function(PRIMARY, "FunctionsTick").invocations
+        if isinstance(i.result, dict)
+    ]
+    planning = [at for at, r in results if r.get("materialized") or r.get("planned_early")]
+    return {
+        "materialized": sum(r.get("materialized", 0) for _, r in results),
+        "planned_early": sum(r.get("planned_early", 0) for _, r in results),
+        "first_s_before_instant": (
+            round(due_at.total_seconds() - min(planning), 1) if planning else None
+        ),
+        "out_of_time_passes": sum(1 for _, r in results if r.get("out_of_planning_time")),
+    }
 
 
 SCENARIOS: dict[str, Callable[[dict[str, Any], Options], dict[str, Any]]] = {

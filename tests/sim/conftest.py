@@ -124,3 +124,10 @@ def burst_tick_surge(templates: dict[str, dict[str, Any]]) -> dict[str, Any]:
         hours=320 / 3600,
         tick_interval_s=25,
     )
+
+
+@pytest.fixture(scope="session")
+def burst_hourly(templates: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Five hourly crons created 200 s before their first instant: the tick plans the
+    first early (seeds), the second an hour later from the chain."""
+    return _run("burst", templates, count=5, ahead_s=200.0, hourly=True, tick_interval_s=50)

@@ -451,3 +451,32 @@ def test_a_burst_the_tick_plans_gets_its_surge_and_starts_within_a_second(
     late = run["lateness_s"]
     assert late["min"] >= 0.0, late
     assert late["p99"] < 1.0, late
+
+
+def test_the_tick_plans_a_burst_beyond_its_lookahead_with_its_time_to_spare(
+    burst_tick_surge: dict[str, Any],
+) -> None:
+    """The burst is created 200 s before its instant: beyond the 90 s lookahead but
+    within lookahead + block (390 s), so the first pass after it plans every one of
+    them early, in the deployed stack (its plan lease, the ``due`` index, IAM
+    enforced), instead of leaving them to the pass whose lookahead reaches them."""
+    planning = burst_tick_surge["tick_planning"]
+    assert planning["planned_early"] == 100, planning
+    assert planning["first_s_before_instant"] > 90, planning
+    assert planning["out_of_time_passes"] == 0
+    assert burst_tick_surge["denied_calls"] == []
+
+
+def test_an_hourly_burst_planned_early_then_from_its_chain_runs_each_hour_once(
+    burst_hourly: dict[str, Any],
+) -> None:
+    run = burst_hourly
+    assert run["due"] == run["delivered"] == 10, run["gap_examples"]
+    assert run["gaps"] == run["duplicates"] == run["unexpected"] == 0
+    assert run["denied_calls"] == [] and run["errors"] == []
+    first, second = run["lateness_by_instant_s"].values()
+    assert first["started"] == second["started"] == 5
+    assert first["p99"] < 1.0 and second["p99"] < 1.0, run["lateness_by_instant_s"]
+    # The first hour's slots were seeds, planned early; the second came from the chain.
+    assert run["tick_planning"]["planned_early"] == 5, run["tick_planning"]
+    assert run["tick_planning"]["materialized"] == 10
