@@ -301,6 +301,12 @@ def run_tick(
                     "planning stopped at its budget: the next pass plans the rest",
                     extra={"materialized": report.plan.materialized},
                 )
+            if report.dispatch.out_of_time:
+                totals["out_of_dispatch_time"] = True
+                logger().warning(
+                    "dispatch stopped at its deadline: the next pass dispatches the rest",
+                    extra={"admitted": report.dispatch.admitted},
+                )
             if report.dispatch.checkpoint_refused:
                 logger().warning(
                     "lease lost while dispatching",

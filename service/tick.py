@@ -135,6 +135,11 @@ MAX_QUEUE_AHEAD: Final = MAX_DELAY
 # its ``now``, and a clock read late by this much still queues every slot it
 # filled with a delay the queue honours.
 BLOCK_MARGIN: Final = timedelta(seconds=60)
+# How long past its plan budget a pass may go on dispatching (a backlog after an
+# outage is admitted a batch at a time): the tick's timeout is the budget plus
+# 20 s, and a pass cut off there ends without releasing its leases or starting
+# its surges. What is left stays pending for the next pass.
+DISPATCH_OVERRUN: Final = timedelta(seconds=10)
 MEMBER_PREFIX: Final = "tick/"
 
 
@@ -221,6 +226,7 @@ class DispatchReport:
     max_lag_s: float | None = None  # the largest admitted_at - scheduled_at this pass
     checkpoint_refused: list[int] = field(default_factory=list)
     quarantined: list[str] = field(default_factory=list)  # schedule ids set aside
+    out_of_time: bool = False  # stopped at its deadline with pending work left
 
 
 @dataclass
@@ -601,6 +607,7 @@ class Dispatcher:
         # show them pending (DynamoDB's indexes are eventually consistent).
         self._sent_ids: set[str] = set()
         self._beaten_at: datetime | None = None
+        self._until: datetime | None = None  # this pass's dispatch deadline
         self._order = list(range(config.partitioning.shards))
         random.Random(owner).shuffle(self._order)
 
@@ -664,12 +671,16 @@ class Dispatcher:
 
     # --- dispatch -----------------------------------------------------------------------
 
-    def dispatch(self, report: DispatchReport | None = None) -> DispatchReport:
+    def dispatch(
+        self, report: DispatchReport | None = None, *, until: datetime | None = None
+    ) -> DispatchReport:
         """Take or renew leases, then dispatch their shards, into ``report`` (by
-        default a new one)."""
+        default a new one); with ``until``, no batch is started after it (what
+        is left stays pending, for the next pass)."""
         now = self.clock.now()
         if report is None:
             report = DispatchReport()
+        self._until = until
         if self.config.queue_ahead:
             self._dispatch_ahead(now, report)
         else:
@@ -679,6 +690,7 @@ class Dispatcher:
                 self._dispatch_shard(lease, now, report)
         self._spent = {}
         self._sent_ids = set()
+        self._until = None
         return report
 
     def _dispatch_ahead(self, now: datetime, report: DispatchReport) -> None:
@@ -690,6 +702,8 @@ class Dispatcher:
         due_by = now + self.config.ahead
         to_bucket = parts.bucket(due_by)
         for shard in self._order:
+            if self._out_of_time(report):
+                return
             earliest = self.store.earliest_pending_bucket(shard)
             if earliest is None or earliest > to_bucket:
                 continue
@@ -787,6 +801,8 @@ class Dispatcher:
         shard = lease.shard
         if not lease.live(now):
             return  # lost it while stalled; acquire_leases decides again next pass
+        if self._out_of_time(report):
+            return  # the checkpoint stays: the next pass walks from it
         checkpoint = self._start_bucket(lease, now)
         self._walk(shard, checkpoint, parts.bucket(now), now, now, report)
         earliest = self.store.earliest_pending_bucket(shard, checkpoint)
@@ -809,7 +825,7 @@ class Dispatcher:
         oldest first, in batches, up to the shard's ``admit_limit`` for the pass."""
         # Direct admissions this pass count against the shard's limit.
         handled = self._spent.get(shard, 0)
-        while handled < self.config.admit_limit:
+        while handled < self.config.admit_limit and not self._out_of_time(report):
             limit = min(self.config.batch_size, self.config.admit_limit - handled)
             due = self.store.pending_due(shard, from_bucket, to_bucket, due_by, limit)
             if not due:
@@ -818,6 +834,12 @@ class Dispatcher:
             handled += len(due)
             if not progress or len(due) < limit:
                 break
+
+    def _out_of_time(self, report: DispatchReport) -> bool:
+        if self._until is None or self.clock.now() < self._until:
+            return False
+        report.out_of_time = True
+        return True
 
     def _dispatch_batch(
         self, due: list[PendingOccurrence], now: datetime, report: DispatchReport
@@ -993,7 +1015,9 @@ class Ticker:
         if self.config.direct_window > timedelta(0) or self.config.queue_ahead:
             direct = self.dispatcher.direct_admission(dispatch)
         plan = self.planner.plan(direct)
-        self.dispatcher.dispatch(dispatch)
+        budget = self.config.plan_budget
+        until = None if budget is None else began + budget + DISPATCH_OVERRUN
+        self.dispatcher.dispatch(dispatch, until=until)
         if direct is not None and self.planner.plans_early and not plan.out_of_time:
             self._plan_early(direct, plan, began)
         at = self.clock.now()

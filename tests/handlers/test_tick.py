@@ -286,3 +286,51 @@ def test_a_pass_stops_planning_at_its_budget_and_the_next_pass_plans_the_rest(
     second = run_tick(world.ticker(), 0.0)
     assert "out_of_planning_time" not in second
     assert {i.schedule_id for i in world.queue.sent} == ids  # the fifth, planned now
+
+
+class SlowBatches:
+    """``pending_due`` that takes ``batch_s`` of the clock: a backlog's slow batches."""
+
+    def __init__(self, world: World, batch_s: float) -> None:
+        self.world, self.batch_s = world, batch_s
+        self.inner = world.store.pending_due
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        self.world.clock.advance(timedelta(seconds=self.batch_s))
+        return self.inner(*args, **kwargs)
+
+
+def test_a_pass_stops_dispatching_a_backlog_past_its_deadline_and_the_next_goes_on(
+    world: World, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dataclasses import replace
+
+    # Given five occurrences planned, waiting, and then two hours without a pass
+    world.config = replace(world.config, direct_window=timedelta(0), batch_size=2)
+    for n in range(5):
+        world.schedules.create(
+            {
+                "name": f"job {n}",
+                "spec": {"at": "2026-12-01T08:01:00Z"},
+                "target": WEBHOOK,
+                "policy": {"overdue": "catch_up_all"},
+            }
+        )
+    world.ticker().tick_once()
+    assert world.queue.sent == []
+    clock.advance(timedelta(hours=2))
+    # When the pass's batches take 30 s each, with a 50 s plan budget (60 s with
+    # the dispatch's overrun)
+    world.config = replace(world.config, plan_budget=timedelta(seconds=50))
+    slow = SlowBatches(world, 30.0)
+    monkeypatch.setattr(world.store, "pending_due", slow)
+    first = run_tick(world.ticker(), 0.0)
+    # Then it starts no batch past 60 s, says so, and ends
+    assert first["out_of_dispatch_time"] is True
+    assert 0 < first["admitted"] < 5
+    # And the next pass dispatches the rest, each once
+    slow.batch_s = 0.0
+    second = run_tick(world.ticker(), 0.0)
+    assert "out_of_dispatch_time" not in second
+    assert first["admitted"] + second["admitted"] == 5
+    assert len(world.queue.ids()) == len(set(world.queue.ids())) == 5
