@@ -135,10 +135,11 @@ MAX_QUEUE_AHEAD: Final = MAX_DELAY
 # its ``now``, and a clock read late by this much still queues every slot it
 # filled with a delay the queue honours.
 BLOCK_MARGIN: Final = timedelta(seconds=60)
-# How long past its plan budget a pass may go on dispatching (a backlog after an
-# outage is admitted a batch at a time): the tick's timeout is the budget plus
-# 20 s, and a pass cut off there ends without releasing its leases or starting
-# its surges. What is left stays pending for the next pass.
+# How long past its plan budget (or its plan, when a page ran past the budget) a
+# pass may go on dispatching (a backlog after an outage is admitted a batch at a
+# time): the tick's timeout is the budget plus 20 s, and a pass cut off there ends
+# without releasing its leases or starting its surges. What is left stays
+# pending for the next pass.
 DISPATCH_OVERRUN: Final = timedelta(seconds=10)
 MEMBER_PREFIX: Final = "tick/"
 
@@ -1016,7 +1017,10 @@ class Ticker:
             direct = self.dispatcher.direct_admission(dispatch)
         plan = self.planner.plan(direct)
         budget = self.config.plan_budget
-        until = None if budget is None else began + budget + DISPATCH_OVERRUN
+        # At least the overrun after the plan, which may end past the budget by a page.
+        until = None
+        if budget is not None:
+            until = max(began + budget, self.clock.now()) + DISPATCH_OVERRUN
         self.dispatcher.dispatch(dispatch, until=until)
         if direct is not None and self.planner.plans_early and not plan.out_of_time:
             self._plan_early(direct, plan, began)

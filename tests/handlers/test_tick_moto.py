@@ -98,8 +98,8 @@ def test_an_invocation_releases_its_shards_even_when_a_pass_fails(
     ticker = container(store, clock, queue, "c1")
     dispatch = ticker.dispatcher.dispatch
 
-    def dispatch_then_fail(*args: Any) -> Any:
-        dispatch(*args)
+    def dispatch_then_fail(*args: Any, **kwargs: Any) -> Any:
+        dispatch(*args, **kwargs)
         raise ConnectionError("the store went away mid-pass")
 
     ticker.dispatcher.dispatch = dispatch_then_fail  # type: ignore[method-assign]
