@@ -244,13 +244,15 @@ class ScheduleStore(ABC):
         instead of advancing the schedule (see ``planned_through``).
         """
 
-    def planned_through(self, until: datetime | None) -> None:
+    def planned_through(self, until: datetime | None, token: str | None = None) -> None:
         """A planning pass ends. With ``until``, it read every page of
         ``due(until)`` and materialized it: nothing due by ``until`` is left
-        unplanned; with None, it stopped early (or failed). A store whose
-        ``due`` reads occurrences written ahead (which carry their schedule's
-        next slot) starts its next read after ``until``; the default does
-        nothing."""
+        unplanned; with None, it stopped early (or failed), and with a
+        ``token``, it planned every page before the one that token reads (it
+        stopped at its budget). A store whose ``due`` reads occurrences
+        written ahead (which carry their schedule's next slot) starts its
+        next read after ``until``, or after the token's place; the default
+        does nothing."""
         return None
 
     def materialize_sending(

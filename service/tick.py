@@ -326,6 +326,7 @@ class Planner:
         fill = now + self.config.fill
         token: str | None = None
         through: datetime | None = None
+        stopped: str | None = None  # the page token a pass out of budget stopped before
         budget = self.config.plan_budget
         try:
             while report.materialized + report.skipped + report.expired < (
@@ -339,9 +340,12 @@ class Planner:
                     break
                 if budget is not None and self.clock.now() - now >= budget:
                     report.out_of_time = True  # the next pass plans the rest
+                    stopped = token
                     break
+            else:
+                stopped = token  # at max_planned_per_pass: the next pass goes on from here
         finally:
-            self.store.planned_through(through)
+            self.store.planned_through(through, stopped)
         return report
 
     @property

@@ -347,6 +347,9 @@ class DynamoStore(Store):
         # The next slots the plan cursor carries, as this pass read it (or
         # took the plan lease with it).
         self._carried: list[tuple[datetime, str, int]] = []
+        # Where a pass that stopped at its budget left off inside the chain: every
+        # entry with a ``due_key`` up to it is planned (the cursor's ``partial``).
+        self._key_floor: str | None = None
         self._pages_read: (
             tuple[tuple[datetime, datetime], list[tuple[str, dict[str, Any]]]] | None
         ) = None
@@ -744,17 +747,20 @@ class DynamoStore(Store):
 
         def read_chains(floor: datetime | None) -> list[dict[str, Any]]:
             low = None if floor is None else f"{it.iso(floor)}#{it.KEY_CEILING}"
-            if after is not None and (low is None or after > low):
-                low = after
+            # Past the page token, and past where a pass that stopped at its
+            # budget left off (those entries are planned).
+            past = max((k for k in (after, self._key_floor) if k is not None), default=None)
+            if past is not None and (low is None or past > low):
+                low = past
 
             def one(shard: int) -> list[dict[str, Any]]:
                 return self._index_range(
-                    self.tables.occurrences, "next", shard, low, upper, after, limit, chain_entry
+                    self.tables.occurrences, "next", shard, low, upper, past, limit, chain_entry
                 )
 
             indexed = [item for found in self._each(one, shards) for item in found]
-            found = indexed + self._paged(floor, until, after, limit)
-            found += self._carried_in(floor, until, after, limit)
+            found = indexed + self._paged(floor, until, past, limit)
+            found += self._carried_in(floor, until, past, limit)
             unique = {(str(it.value(e["due_key"])), str(it.value(e["version"]))): e for e in found}
             return list(unique.values())
 
@@ -769,11 +775,11 @@ class DynamoStore(Store):
             # the last holder stopped. A pass that cannot take it leaves the
             # entries to the holder, and plans the HEADs' slots on the HEADs.
             # (With nothing to plan, a pass takes it to move a stale cursor.)
-            carried = self._carried
+            carried, key_floor = self._carried, self._key_floor
             held, through = self._hold_plan()
             if not held:
                 chained = []
-            elif through != floor or self._carried != carried:
+            elif through != floor or self._carried != carried or self._key_floor != key_floor:
                 self._floor = (until, through)
                 chained = read_chains(through)
         merged += chained
@@ -984,6 +990,7 @@ class DynamoStore(Store):
         floor = _through(item)
         self._floor = (until, floor)
         self._carried = _carry(item)
+        self._key_floor = _partial(item)
         with self._versions_lock:
             self._heads_read.clear()  # a new pass: what an earlier one read is old
         return floor
@@ -1016,14 +1023,19 @@ class DynamoStore(Store):
             return False, None
         self._plan_held = True
         self._carried = _carry(answer.get("Attributes"))
+        self._key_floor = _partial(answer.get("Attributes"))
         return True, _through(answer.get("Attributes"))
 
-    def planned_through(self, until: datetime | None) -> None:
+    def planned_through(self, until: datetime | None, token: str | None = None) -> None:
         """The pass ends: it puts the next slots its chain carries on the
         plan cursor's carry while they fit, and the rest on plan pages;
         then, with ``until``, it planned every chain entry up to it, and the
         next holder reads after it (forward only); with None, it stopped
-        early and moves nothing. Either way the plan lease is let go, with
+        early and moves nothing, but with the ``token`` of the page it
+        stopped before, the cursor's ``partial`` keeps its last ``due_key``,
+        and the next holder reads the chain after it (10,000 entries of one
+        instant are planned over several passes, not the same first ones by
+        each). Either way the plan lease is let go, with
         the carry less what the cursor passed. A pass that did not hold it
         writes nothing. Pages that cannot be written move nothing either
         (the carry stays as it was): the next holder reads again from the
@@ -1040,26 +1052,49 @@ class DynamoStore(Store):
         through = _moved(floor, until)
         kept = [entry for entry in carried if through is None or entry[0] > through]
         carry, spill = it.split_carry(kept, entries, self.carry_bytes)
+        partial = self._partial_after(through, token)
         try:
             self._write_pages(spill)
         except BaseException:
             self._let_plan_go(floor, None, None)
             raise
-        if not self._let_plan_go(floor, until, carry):
+        if not self._let_plan_go(floor, until, carry, partial):
             # The lease ran out and another holder took it; it plans these
             # slots again from the same cursor, but their pages cost little.
             self._write_pages(sorted(set(entries) - set(spill)))
 
+    def _partial_after(self, through: datetime | None, token: str | None) -> str | None:
+        """The cursor's ``partial`` once this pass lets go: "" to remove it (the
+        cursor passed its instant), a ``due_key`` to set, None to leave it."""
+        if token is not None:
+            stopped = str(_untoken(token)["due_key"])
+            return max(stopped, self._key_floor or "")
+        key = self._key_floor
+        if key is not None and through is not None and it.from_iso(key.split("#")[0]) <= through:
+            return ""
+        return None
+
     def _let_plan_go(
-        self, floor: datetime | None, until: datetime | None, carry: str | None
+        self,
+        floor: datetime | None,
+        until: datetime | None,
+        carry: str | None,
+        partial: str | None = None,
     ) -> bool:
         """Let go of the plan lease, moving the cursor to ``until`` if given
-        (and past ``floor``) and setting its carry if given; False if the
-        lease was no longer this store's."""
+        (and past ``floor``), setting its carry if given and its ``partial``
+        (``_partial_after``); False if the lease was no longer this store's."""
         through = _moved(floor, until)
         sets, removes = [], ["#owner", "#held_until"]
         values: dict[str, Any] = {":me": {"S": self._plan_owner}}
         names = {"#owner": "owner", "#held_until": "held_until"}
+        if partial is not None:
+            names["#partial"] = "partial"
+            if partial:
+                sets.append("#partial = :partial")
+                values[":partial"] = {"S": partial}
+            else:
+                removes.append("#partial")
         if through is not None:
             sets.append("#through = :through")
             values[":through"] = {"S": it.iso(through)}
@@ -2325,6 +2360,14 @@ def _carry(item: Mapping[str, Any] | None) -> list[tuple[datetime, str, int]]:
     if item is None or "carry" not in item:
         return []
     return it.carry_entries(str(it.value(item["carry"])))
+
+
+def _partial(item: Mapping[str, Any] | None) -> str | None:
+    """The ``due_key`` up to which a pass that stopped at its budget planned the
+    chain, past the cursor's ``through``, if one did."""
+    if item is None or "partial" not in item:
+        return None
+    return str(it.value(item["partial"]))
 
 
 def _through(item: Mapping[str, Any] | None) -> datetime | None:

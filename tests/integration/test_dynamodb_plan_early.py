@@ -168,3 +168,48 @@ def test_a_pass_plans_early_only_when_it_queues_ahead_with_a_block_and_a_budget(
     assert not early(BLOCKED)  # no budget
     assert not early(replace(EARLY, plan_block=timedelta(0)))  # nothing beyond the lookahead
     assert not early(replace(EARLY, queue_ahead=False))  # a slot waits to be due to be admitted
+
+
+# --- a pass that stops at its budget inside one instant of the chain ---------------------------
+
+
+def test_passes_out_of_budget_plan_one_instant_of_the_chain_a_share_each(client: Any) -> None:
+    # Given twelve hourly schedules, past their first hour: their 09:03 slots
+    # are on the chain (one instant), and a pass plans two pages of two
+    world = World(client, replace(EARLY, page_size=2))
+    ids = [world.create({"cron": "3 * * * *", "time_zone": "UTC"}) for _ in range(12)]
+    world.minutes(10)
+    assert len(world.called()) == 12
+    world.clock.set(utc("2026-12-01T09:00:00Z"))
+    pages = world.store.due
+
+    def slow(*args: Any, **kwargs: Any) -> Any:
+        world.clock.advance(30)  # a page of the chain takes 30 s: two fit in the budget
+        return pages(*args, **kwargs)
+
+    world.store.due = slow  # type: ignore[method-assign]
+    nine = utc("2026-12-01T09:03:00Z")
+
+    def planned() -> int:
+        return sum(1 for sid in ids for s in world.slots(sid) if s[0] == nine)
+
+    # When a pass a minute runs out of budget on them
+    shares = []
+    for _ in range(5):
+        began = world.clock.now()
+        report = world.ticker.tick_once()
+        shares.append((report.plan.out_of_time, planned()))
+        world.clock.set(began + timedelta(seconds=60))
+    # Then each goes on where the last stopped, rather than planning the same four again
+    assert shares == [(False, 0), (False, 0), (True, 4), (True, 8), (False, 12)], shares
+    # And the chain carries on: every hour's slot runs once, the cursor's place cleared
+    world.store.due = pages  # type: ignore[method-assign]
+    world.minutes(65)
+    runs = [s for sid in ids for s in world.slots(sid)]
+    assert len(runs) == len(
+        {(sid, r[0]) for sid in ids for r in world.slots(sid)}
+    )  # one record each
+    for hour in ("08:03", "09:03", "10:03"):
+        at = utc(f"2026-12-01T{hour}:00Z")
+        assert sum(1 for r in runs if r[0] == at and r[1] is RunStatus.SUCCEEDED) == 12, hour
+    assert len(world.called()) == len(set(world.called())) == 36
