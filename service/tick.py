@@ -175,10 +175,15 @@ class TickConfig:
     # and one planning (one chain entry, one schedule read) covers several
     # runs. Zero: filled up to the lookahead, as selected.
     plan_block: timedelta = timedelta(0)
+    # How many schedules of the chain next due at one instant make it a crowd,
+    # which a pass with time to spare plans early (``Planner.plan_early``).
+    crowd_min: int = 200
 
     def __post_init__(self) -> None:
         if self.plan_block < timedelta(0):
             raise ValueError(f"plan_block must not be negative, got {self.plan_block}")
+        if self.crowd_min < 1:
+            raise ValueError(f"crowd_min must be at least 1, got {self.crowd_min}")
         if self.plan_block > timedelta(0):
             reach = self.lookahead + self.plan_block
             if reach > MAX_QUEUE_AHEAD - BLOCK_MARGIN:
@@ -212,7 +217,7 @@ class PlanReport:
     conflicts: int = 0
     quarantined: list[str] = field(default_factory=list)  # schedule ids set aside
     out_of_time: bool = False  # stopped at plan_budget with pages left
-    early: int = 0  # seeds beyond the lookahead planned with the pass's time to spare
+    early: int = 0  # seeds and crowds beyond the lookahead planned with the time to spare
 
 
 @dataclass
@@ -365,33 +370,76 @@ class Planner:
         deadline: Callable[[], datetime],
         report: PlanReport,
     ) -> None:
-        """Plan seeds (``Store.due_ahead``) whose next slot falls after the
-        lookahead but within lookahead + block, a page at a time, until
-        ``deadline()`` (asked once, when there is a seed to plan): what a pass
-        does with the time its own plan left. A schedule planned here is filled
-        as a pass fills one it selects, so an edit reaches the same slots as
-        before (those after lookahead + block); what changes is that a crowded
-        instant (09:00 across thousands of schedules) is planned over several
-        passes rather than by the one or two whose lookahead it falls in."""
+        """What a pass does with the time its own plan left, until
+        ``deadline()`` (asked once, when there is something to plan): it plans
+        seeds (``Store.due_ahead``) whose next slot falls after the lookahead
+        but within lookahead + block, a page at a time, then reads the chain
+        ahead, up to the latest crowd in that reach (``Store.chain_crowd``).
+        A schedule planned here is filled as a pass fills one it selects, so
+        an edit reaches the same slots as before (those after lookahead +
+        block); what changes is that a crowded instant (09:00 across thousands
+        of schedules) is planned over several passes rather than by the one or
+        two whose lookahead it falls in. Only a crowd takes the chain's read
+        ahead: a frequent schedule alone is still selected by the lookahead
+        and filled a block at a time."""
         now = self.clock.now()
         self._memo, self._by_value = {}, {}
         after, fill = now + self.config.lookahead, now + self.config.fill
-        page = self.store.due_ahead(after, fill, self.config.page_size)
-        if not page.items:
-            return
-        try:
-            until = deadline()
-            while self.clock.now() < until and (
+        asked: list[datetime] = []
+
+        def time_left() -> bool:
+            if not asked:
+                asked.append(deadline())
+            return self.clock.now() < asked[0] and (
                 report.materialized + report.skipped + report.expired
                 < self.config.max_planned_per_pass
-            ):
+            )
+
+        page = self.store.due_ahead(after, fill, self.config.page_size)
+        if page.items:
+            try:
+                while time_left():
+                    report.early += len(page.items)
+                    self._plan_page(page.items, now, fill, direct, report, until=after)
+                    if page.next_token is None:
+                        break
+                    page = self.store.due_ahead(after, fill, self.config.page_size, page.next_token)
+            finally:
+                self.store.planned_through(None)  # what it chained; the cursor stays
+        if asked and not time_left():
+            return
+        crowd = self.store.chain_crowd(after, fill, self.config.crowd_min)
+        if crowd is not None and time_left():
+            self._plan_chain(crowd, now, fill, direct, report, time_left)
+
+    def _plan_chain(
+        self,
+        crowd: datetime,
+        now: datetime,
+        fill: datetime,
+        direct: DirectAdmission,
+        report: PlanReport,
+        time_left: Callable[[], bool],
+    ) -> None:
+        """Read the chain ahead of the lookahead, up to ``crowd``, as a pass reads
+        it up to its horizon: the store's cursor moves to ``crowd`` once every page
+        is planned, or keeps the place of a pass out of time."""
+        token: str | None = None
+        through: datetime | None = None
+        stopped: str | None = None
+        try:
+            while time_left():
+                page = self.store.due(crowd, self.config.page_size, token)
                 report.early += len(page.items)
-                self._plan_page(page.items, now, fill, direct, report, until=after)
-                if page.next_token is None:
+                self._plan_page(page.items, now, fill, direct, report, until=crowd)
+                token = page.next_token
+                if token is None:
+                    through = crowd
                     break
-                page = self.store.due_ahead(after, fill, self.config.page_size, page.next_token)
+            else:
+                stopped = token
         finally:
-            self.store.planned_through(None)  # what it chained; the cursor stays
+            self.store.planned_through(through, stopped)
 
     def plan_schedules(
         self, schedules: Sequence[DueSchedule], direct: DirectAdmission | None = None

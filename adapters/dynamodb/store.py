@@ -48,7 +48,7 @@ import logging
 import threading
 import time
 import uuid
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -823,6 +823,64 @@ class DynamoStore(Store):
         )
         return Page(tuple(self._due_schedules(page)), next_token)
 
+    def chain_crowd(self, after: datetime, until: datetime, least: int) -> datetime | None:
+        """The latest instant in ``(after, until]`` with at least ``least`` chain
+        entries that no pass has read yet (past the cursor's ``through`` and
+        ``partial``): counted from the ``next`` index's keys, the plan pages and
+        the cursor's carry, without reading a HEAD. Entries of a schedule since
+        edited or paused count too; ``due`` sets them aside. An idle pass pays a
+        consistent read of the cursor, a query per ``due`` shard of the KEYS_ONLY
+        index and one of the due hour's pages."""
+        if least < 1:
+            raise ValueError("least must be at least 1")
+        answer = self.client.get_item(
+            TableName=self.tables.leases, Key=it.attrs({"pk": PLAN_CURSOR}), ConsistentRead=True
+        )
+        cursor = answer.get("Item")
+        through = _through(cursor)
+        low = after if through is None else max(after, through)
+        if low >= until:
+            return None
+        past = f"{it.iso(low)}#{it.KEY_CEILING}"
+        if (partial := _partial(cursor)) is not None:
+            past = max(past, partial)
+        upper = f"{it.iso(until)}#{it.KEY_CEILING}"
+        if past >= upper:
+            return None
+        counts: Counter[datetime] = Counter()
+
+        def keys(shard: int) -> list[datetime]:
+            found = self._query(
+                {
+                    "TableName": self.tables.occurrences,
+                    "IndexName": "next",
+                    "KeyConditionExpression": "#shard = :shard AND #key BETWEEN :low AND :upper",
+                    "ExpressionAttributeNames": {"#shard": "next_shard", "#key": "next_key"},
+                    "ExpressionAttributeValues": {
+                        ":shard": {"S": str(shard)},
+                        ":low": {"S": past},
+                        ":upper": {"S": upper},
+                    },
+                }
+            )
+            instants = []
+            for item in found:
+                at, schedule_id, _ = it.parse_next_key(str(it.value(item["next_key"])))
+                if it.due_key(at, schedule_id) > past:
+                    instants.append(at)
+            return instants
+
+        for instants in self._each(keys, range(self.due_shards)):
+            counts.update(instants)
+        for key, entry in self._read_pages(low, until):
+            if key > past:
+                counts[it.from_iso(str(it.value(entry["next_due"])))] += 1
+        for at, schedule_id, _ in _carry(cursor):
+            if low < at <= until and it.due_key(at, schedule_id) > past:
+                counts[at] += 1
+        crowded = [at for at, count in counts.items() if count >= least]
+        return max(crowded) if crowded else None
+
     def _paged(
         self, floor: datetime | None, until: datetime, after: str | None, limit: int
     ) -> list[dict[str, Any]]:
@@ -831,6 +889,8 @@ class DynamoStore(Store):
         ``until``) and a ``due_key`` past ``after``. The pages of a range are
         read once a pass, however many pages of ``due`` it asks for."""
         low = floor if floor is not None else until - PAGE_REACH
+        if low >= until:
+            return []  # the cursor is past this horizon (a pass read the chain ahead)
         if self._pages_read is None or self._pages_read[0] != (low, until):
             self._pages_read = ((low, until), self._read_pages(low, until))
         return _past(self._pages_read[1], after, limit)
@@ -915,6 +975,8 @@ class DynamoStore(Store):
         index (both are ``<index>_shard``, ``<index>_key``) with a key in
         ``[low, upper]``, each made a ``due`` entry by ``as_due``, whose
         ``due_key`` is past ``after`` (the page token's)."""
+        if low is not None and low > upper:
+            return []  # the cursor is past this horizon (a pass read the chain ahead)
         shard_name, key_name = f"{index}_shard", f"{index}_key"
         values: dict[str, Any] = {":shard": {"S": str(shard)}, ":upper": {"S": upper}}
         condition = "#shard = :shard AND #key <= :upper"
@@ -1335,18 +1397,32 @@ class DynamoStore(Store):
         backlog, a call from outside a pass, a pass without the lease, or
         nothing to write stays on the HEAD; so does a schedule whose next
         slot comes after its last record (and a seed's ``next`` entry on it)
-        would have expired, less ``CHAIN_TTL_MARGIN``: a slot months away."""
+        would have expired, less ``CHAIN_TTL_MARGIN``: a slot months away.
+        The next slot must also lie past the cursor, which a pass that read the
+        chain ahead of its lookahead (``chain_crowd``) may have moved beyond
+        ``until``: a pass fills past any reach a pass before it read, so this
+        only guards the rule."""
         return (
             until is not None
             and self._plan_held
             and 0 < len(item.occurrences) <= OCCURRENCES_PER_ADVANCE
-            and (item.next_due is None or item.next_due > until)
+            and (item.next_due is None or (item.next_due > until and self._past_cursor(item)))
             and (
                 item.next_due is None
                 or item.next_due
                 < item.occurrences[-1].scheduled_at + self.history_retention - CHAIN_TTL_MARGIN
             )
         )
+
+    def _past_cursor(self, item: Materialization) -> bool:
+        """Whether the next holder's read of the chain (after the cursor's
+        ``through`` and ``partial``) finds the item's next slot."""
+        assert item.next_due is not None
+        floor = self._floor[1] if self._floor is not None else None
+        if floor is not None and item.next_due <= floor:
+            return False
+        key = self._key_floor
+        return key is None or it.due_key(item.next_due, item.schedule_id) > key
 
     def _chain_fields(self, item: Materialization, mode: str) -> dict[str, Any]:
         """The attributes the item's last record gets: ``next_due`` (or

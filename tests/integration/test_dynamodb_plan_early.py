@@ -213,3 +213,101 @@ def test_passes_out_of_budget_plan_one_instant_of_the_chain_a_share_each(client:
         at = utc(f"2026-12-01T{hour}:00Z")
         assert sum(1 for r in runs if r[0] == at and r[1] is RunStatus.SUCCEEDED) == 12, hour
     assert len(world.called()) == len(set(world.called())) == 36
+
+
+# --- a crowd on the chain, planned ahead of the lookahead -------------------------------------
+
+
+HOURLY = {"cron": "3 * * * *", "time_zone": "UTC"}
+
+
+def _on_the_hour(world: World, ids: list[str], hour: str) -> list[RunStatus]:
+    at = utc(f"2026-12-01T{hour}:00Z")
+    return [s[1] for sid in ids for s in world.slots(sid) if s[0] == at]
+
+
+def _one_record_each(world: World, ids: list[str]) -> None:
+    keys = [(sid, s[0]) for sid in ids for s in world.slots(sid)]
+    assert len(keys) == len(set(keys))
+    assert len(world.called()) == len(set(world.called()))
+
+
+def test_a_crowd_on_the_chain_is_planned_by_the_first_pass_that_reaches_it(client: Any) -> None:
+    # Given twelve hourly schedules past their first hour: their 09:03 slots
+    # are on the chain, and a crowd is five
+    world = World(client, replace(EARLY, crowd_min=5))
+    ids = [world.create(HOURLY) for _ in range(12)]
+    world.minutes(57)  # passes up to 08:56, whose lookahead + block ends at 09:02:30
+    assert _on_the_hour(world, ids, "08:03") == [RunStatus.SUCCEEDED] * 12
+    assert _on_the_hour(world, ids, "09:03") == []
+    # When the pass at 08:57 runs (its reach, 09:03:30, takes in the crowd)
+    report = world.ticker.tick_once()
+    # Then it plans all twelve early, admitted and queued for their second
+    assert report.plan.early == 12
+    assert _on_the_hour(world, ids, "09:03") == [RunStatus.ADMITTED] * 12
+    assert len([i for i in world.queue.held if i.scheduled_at == utc("2026-12-01T09:03:00Z")]) == 12
+    # And the passes after it, the one whose lookahead reaches 09:03 among them,
+    # plan none of them again; every hour runs once
+    world.work_until(world.clock.now() + timedelta(seconds=60))
+    world.minutes(70)
+    for hour in ("08:03", "09:03", "10:03"):
+        assert _on_the_hour(world, ids, hour) == [RunStatus.SUCCEEDED] * 12, hour
+    _one_record_each(world, ids)
+    assert len(world.called()) == 36
+
+
+def test_fewer_than_a_crowd_wait_for_the_lookahead(client: Any) -> None:
+    world = World(client, replace(EARLY, crowd_min=13))
+    ids = [world.create(HOURLY) for _ in range(12)]
+    world.minutes(57)
+    assert world.ticker.tick_once().plan.early == 0  # 08:57: twelve are no crowd of 13
+    assert _on_the_hour(world, ids, "09:03") == []
+    world.work_until(world.clock.now() + timedelta(seconds=60))
+    world.minutes(8)
+    assert _on_the_hour(world, ids, "09:03") == [RunStatus.SUCCEEDED] * 12
+    _one_record_each(world, ids)
+
+
+def test_a_crowd_planned_out_of_time_is_finished_by_the_next_pass(client: Any) -> None:
+    # Given the same crowd, pages of two, and a deadline that leaves one page
+    world = World(client, replace(EARLY, crowd_min=5, page_size=2))
+    ids = [world.create(HOURLY) for _ in range(12)]
+    world.minutes(57)
+    pages = world.store.due
+
+    def slow(*args: Any, **kwargs: Any) -> Any:
+        world.clock.advance(5)
+        return pages(*args, **kwargs)
+
+    world.store.due = slow  # type: ignore[method-assign]
+    began = world.clock.now()
+    world.ticker.quiet_until = lambda now, until: began + timedelta(seconds=12)
+    # When the pass at 08:57 plans two pages before its deadline
+    first = world.ticker.tick_once().plan.early
+    assert 0 < first < 12
+    assert len(_on_the_hour(world, ids, "09:03")) == first
+    # Then the next pass goes on after them, and plans the rest once
+    world.ticker.quiet_until = None
+    world.clock.set(began + timedelta(seconds=60))
+    assert world.ticker.tick_once().plan.early == 12 - first
+    assert _on_the_hour(world, ids, "09:03") == [RunStatus.ADMITTED] * 12
+    world.store.due = pages  # type: ignore[method-assign]
+    world.work_until(world.clock.now() + timedelta(seconds=60))
+    world.minutes(70)
+    for hour in ("09:03", "10:03"):
+        assert _on_the_hour(world, ids, hour) == [RunStatus.SUCCEEDED] * 12, hour
+    _one_record_each(world, ids)
+
+
+def test_a_crowd_of_frequent_schedules_runs_every_slot_once(client: Any) -> None:
+    # Six every-minute schedules are a crowd every minute: each pass reads the
+    # chain ahead to the last of them in its reach, a slot further each time.
+    world = World(client, replace(EARLY, crowd_min=5))
+    ids = [world.create(EVERY_MINUTE) for _ in range(6)]
+    world.minutes(30)
+    for sid in ids:
+        instants = [s[0] for s in world.slots(sid)]
+        assert len(instants) == len(set(instants))
+        done = [s for s in world.slots(sid) if s[1] is RunStatus.SUCCEEDED]
+        assert len(done) == 29  # 08:01 to 08:29, once each
+    _one_record_each(world, ids)
