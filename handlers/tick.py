@@ -76,8 +76,11 @@ def init_container() -> None:
 
 def tick_config(settings: Settings) -> TickConfig:
     """The pass of a deployment (AWS or local): it queues ahead, up to the
-    lookahead, so it needs to run only once per lookahead less a margin."""
+    lookahead, so it needs to run only once per lookahead less a margin. A crowd
+    on the chain, which a pass with time to spare plans early, is as many
+    schedules at one instant as a surge starts for (``surgeMin``)."""
     return TickConfig(
+        crowd_min=settings.surge_min,
         partitioning=Partitioning(shards=settings.shards, bucket_s=settings.bucket_s),
         lookahead=timedelta(seconds=settings.lookahead_s),
         plan_block=timedelta(seconds=settings.plan_block_s),

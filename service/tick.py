@@ -80,6 +80,11 @@ it coming, not by the one or two whose lookahead reaches it, and an edit's
 reach is the block's. A seed planned early goes on the chain (the store plans
 it as the holder of the plan lease), so a frequent schedule is selected again
 by the lookahead and filled a block at a time, not planned early a slot a pass.
+Then, with time still left, the pass reads the chain itself ahead of its
+lookahead, up to the latest crowd in its reach (``Store.chain_crowd``: an
+instant that at least ``crowd_min`` schedules on the chain are next due at,
+such as a daily 09:00 across thousands of them), and the store's cursor moves
+there: the next pass reads on after it, as after any pass's horizon.
 """
 
 from __future__ import annotations
@@ -122,6 +127,7 @@ from service.ports import (
     Store,
 )
 from service.quarantine import quarantine_schedule
+from service.surge import DEFAULT_SURGE_MIN
 
 _EPSILON: Final = timedelta(microseconds=1)
 # Builds a named tuple from its fields in order, at less than half the cost of
@@ -176,8 +182,9 @@ class TickConfig:
     # runs. Zero: filled up to the lookahead, as selected.
     plan_block: timedelta = timedelta(0)
     # How many schedules of the chain next due at one instant make it a crowd,
-    # which a pass with time to spare plans early (``Planner.plan_early``).
-    crowd_min: int = 200
+    # which a pass with time to spare plans early (``Planner.plan_early``): by
+    # default, as many as a surge starts for.
+    crowd_min: int = DEFAULT_SURGE_MIN
 
     def __post_init__(self) -> None:
         if self.plan_block < timedelta(0):

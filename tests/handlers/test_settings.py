@@ -19,6 +19,18 @@ def test_the_tick_takes_its_windows_from_the_environment() -> None:
     assert config.direct_window == timedelta(seconds=15)
 
 
+def test_a_crowd_on_the_chain_is_what_a_surge_starts_for() -> None:
+    assert tick_config(Settings.from_env({})).crowd_min == 200
+    assert tick_config(Settings.from_env({d.ENV_SURGE_MIN: "40"})).crowd_min == 40
+
+
+def test_a_crowd_of_none_is_refused() -> None:
+    from service.tick import TickConfig
+
+    with pytest.raises(ValueError, match="crowd_min must be at least 1, got 0"):
+        TickConfig(crowd_min=0)
+
+
 def test_defaults_and_zero_direct_window() -> None:
     assert tick_config(Settings.from_env({})).direct_window == timedelta(seconds=60)
     off = Settings.from_env({d.ENV_DIRECT_WINDOW_S: "0"})

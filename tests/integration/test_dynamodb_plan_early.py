@@ -247,9 +247,16 @@ def test_a_crowd_on_the_chain_is_planned_by_the_first_pass_that_reaches_it(clien
     assert _on_the_hour(world, ids, "09:03") == [RunStatus.ADMITTED] * 12
     assert len([i for i in world.queue.held if i.scheduled_at == utc("2026-12-01T09:03:00Z")]) == 12
     # And the passes after it, the one whose lookahead reaches 09:03 among them,
-    # plan none of them again; every hour runs once
+    # plan none of them again
     world.work_until(world.clock.now() + timedelta(seconds=60))
-    world.minutes(70)
+    world.minutes(59)  # passes from 08:58 to 09:56
+    assert _on_the_hour(world, ids, "09:03") == [RunStatus.SUCCEEDED] * 12
+    # And the next hour's slots, on the plan pages now, are planned early the same way
+    assert _on_the_hour(world, ids, "10:03") == []
+    assert world.ticker.tick_once().plan.early == 12  # 09:57
+    assert _on_the_hour(world, ids, "10:03") == [RunStatus.ADMITTED] * 12
+    world.work_until(world.clock.now() + timedelta(seconds=60))
+    world.minutes(10)
     for hour in ("08:03", "09:03", "10:03"):
         assert _on_the_hour(world, ids, hour) == [RunStatus.SUCCEEDED] * 12, hour
     _one_record_each(world, ids)

@@ -128,6 +128,15 @@ def burst_tick_surge(templates: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 @pytest.fixture(scope="session")
 def burst_hourly(templates: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """Five hourly crons created 200 s before their first instant: the tick plans the
-    first early (seeds), the second an hour later from the chain."""
-    return _run("burst", templates, count=5, ahead_s=200.0, hourly=True, tick_interval_s=50)
+    """Five hourly crons created 200 s before their first instant, in a stack whose
+    crowds on the chain start at 5 (``surgeMin``; the tick counts no second under 50
+    in the ledger, so no surge starts): the tick plans the first early (seeds), and
+    the second, an hour later, early from the chain."""
+    return _run(
+        "burst",
+        with_surge_min(templates, 5),
+        count=5,
+        ahead_s=200.0,
+        hourly=True,
+        tick_interval_s=50,
+    )
