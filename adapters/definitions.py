@@ -116,6 +116,18 @@ LEASES = TableDefinition(
 
 TABLES: tuple[TableDefinition, ...] = (SCHEDULES, OCCURRENCES, LEASES)
 
+# Webhook signing secrets, with duetime:secretStore "dynamodb"
+# (adapters.secrets.DynamoSecretStore): one item per schedule, pk
+# "<schedule_id>", the secret in "secret", read by key with a strongly
+# consistent GetItem and never queried or scanned. A table of its own, so that
+# only the API and the worker are granted anything of it; not in TABLES,
+# because the stack makes it only for that store (infra/secrets.py).
+WEBHOOK_SECRETS = TableDefinition(
+    logical_id="WebhookSecrets",
+    env_var="DUETIME_SECRETS_TABLE",
+    partition_key=Key("pk"),
+)
+
 # Delivery intents. A retry is a visibility change, so a message is received
 # once per attempt; the redrive limit sits above the highest allowed
 # max_attempts so the worker, not the redrive, decides when a run has failed.
@@ -136,7 +148,7 @@ def create_tables(client: object, names: dict[str, str]) -> None:
     ``names`` maps a definition's logical_id to the physical table name.
     """
     for table in TABLES:
-        _create_table(client, table, names[table.logical_id])
+        create_table(client, table, names[table.logical_id])
 
 
 def _key_schema(partition: Key, sort: Key | None) -> list[dict[str, str]]:
@@ -146,7 +158,8 @@ def _key_schema(partition: Key, sort: Key | None) -> list[dict[str, str]]:
     return schema
 
 
-def _create_table(client: object, table: TableDefinition, name: str) -> None:
+def create_table(client: object, table: TableDefinition, name: str) -> None:
+    """Create one table on a DynamoDB endpoint (moto), as its definition says."""
     attributes: dict[str, str] = {table.partition_key.name: table.partition_key.type}
     if table.sort_key is not None:
         attributes[table.sort_key.name] = table.sort_key.type
@@ -264,10 +277,15 @@ ENV_SURGE_MIN = "DUETIME_SURGE_MIN"
 ENV_SECRETS_PREFIX = "DUETIME_SECRETS_PREFIX"
 # Where webhook signing secrets live: adapters.secrets.STORE_KINDS.
 ENV_SECRET_STORE = "DUETIME_SECRET_STORE"
+# The table of the "dynamodb" secret store.
+ENV_SECRETS_TABLE = WEBHOOK_SECRETS.env_var
 
 # Set on the API and the tick once the worker function exists, and only with surges
 # on (infra/functions.py): the others are set from the start.
 SURGE_ENV: tuple[str, ...] = (ENV_WORKER_FUNCTION, ENV_SURGE_MIN)
+# Set only where the deployment has what they name: the secrets table exists
+# with the "dynamodb" secret store alone.
+OPTIONAL_ENV: tuple[str, ...] = (ENV_SECRETS_TABLE,)
 
 FUNCTION_ENV: dict[str, tuple[str, ...]] = {
     "api": (
@@ -286,6 +304,7 @@ FUNCTION_ENV: dict[str, tuple[str, ...]] = {
         ENV_PLAN_BLOCK_S,
         ENV_SECRETS_PREFIX,
         ENV_SECRET_STORE,
+        ENV_SECRETS_TABLE,
         # With surges on (service/surge.py): the calls count what they queue ahead.
         ENV_WORKER_FUNCTION,
         ENV_SURGE_MIN,
@@ -313,6 +332,7 @@ FUNCTION_ENV: dict[str, tuple[str, ...]] = {
         ENV_ALLOW_PRIVATE_TARGETS,
         ENV_SECRETS_PREFIX,
         ENV_SECRET_STORE,
+        ENV_SECRETS_TABLE,
     ),
     "watchdog": (
         SCHEDULES.env_var,

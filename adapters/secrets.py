@@ -5,17 +5,24 @@ returned once (so the receiver can be configured with it), and after that only
 read by the worker to sign requests. The API never returns it again; rotating
 it is another ``put``.
 
-Two stores for AWS, the same contract:
-- ``SsmSecretStore`` keeps each secret as an SSM SecureString parameter named
+Three stores for AWS, the same contract:
+- ``DynamoSecretStore`` keeps each secret as one item of a DynamoDB table of
+  its own (``adapters.definitions.WEBHOOK_SECRETS``), encrypted at rest by
+  DynamoDB: a read is one strongly consistent ``GetItem`` (one read unit, no
+  KMS request), the default of the CDK stack (``duetime:secretStore``);
+- ``SsmSecretStore`` keeps it as an SSM SecureString parameter named
   ``<path>/<schedule_id>``: no per-secret monthly cost (standard parameters),
-  the default of the CDK stack (``duetime:secretStore``);
+  but each read and write is a KMS request, and at its default throughput SSM
+  answers about 40 reads a second for the whole account and region;
 - ``SecretsManagerSecretStore`` keeps it as a Secrets Manager secret named
   ``<prefix><schedule_id>`` (the prefix ends with ``/``), $0.40 a month each.
-Both encrypt with the account's service key, or the KMS key given.
-``MovingSecretStore`` reads the SSM store first and Secrets Manager when the
-parameter is missing, for a stack that kept its secrets in Secrets Manager
+The last two encrypt with the account's service key, or the KMS key given.
+``MovingSecretStore`` reads a new store first and an old one when the new one
+has no secret for the schedule, for a stack that kept its secrets elsewhere
 before: a schedule created then still gets signed deliveries, and a new
-secret for it (a ``put``) lands in SSM and removes the old one.
+secret for it (a ``put``) lands in the new store and removes the old copy.
+With ``dynamodb`` the old stores are SSM (the earlier default) and, behind it,
+Secrets Manager (the one before); with ``ssm`` it is Secrets Manager.
 ``aws_secret_store`` builds the store a deployment chose (``STORE_KINDS``).
 ``InMemorySecretStore`` is for tests. ``CachedSecretStore`` keeps what another
 store read for a while, so a warm worker does not read the store for every
@@ -32,6 +39,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, Final, Protocol
 
+from adapters.definitions import WEBHOOK_SECRETS
 from domain.errors import DuetimeError
 
 # 32 random bytes, URL-safe base64: 43 characters.
@@ -240,14 +248,60 @@ class SecretsManagerSecretStore:
             return
 
 
+class DynamoSecretStore:
+    """A ``SecretStore`` over a DynamoDB table: one item per schedule.
+
+    ``client`` is a boto3 DynamoDB client; ``table`` the name of a table keyed
+    as ``adapters.definitions.WEBHOOK_SECRETS`` (partition key ``pk``, the
+    schedule id). The item holds the secret in ``secret``. A ``put`` replaces
+    the item whole; a ``get`` is strongly consistent, because the API stores a
+    schedule's secret moments before its first delivery may be signed. Errors
+    (throttling, no permission) are raised as botocore raised them.
+    """
+
+    KEY: Final = WEBHOOK_SECRETS.partition_key.name
+    VALUE: Final = "secret"
+
+    def __init__(self, client: Any, table: str) -> None:
+        if not table:
+            raise ValueError("table: the secret store needs the name of its DynamoDB table")
+        self._client = client
+        self._table = table
+
+    def _key(self, schedule_id: str) -> dict[str, dict[str, str]]:
+        _check_schedule_id(schedule_id)
+        return {self.KEY: {"S": schedule_id}}
+
+    def put(self, schedule_id: str) -> str:
+        key = self._key(schedule_id)
+        secret = new_secret()
+        self._client.put_item(TableName=self._table, Item={**key, self.VALUE: {"S": secret}})
+        return secret
+
+    def get(self, schedule_id: str) -> str:
+        answer = self._client.get_item(
+            TableName=self._table, Key=self._key(schedule_id), ConsistentRead=True
+        )
+        item = answer.get("Item")
+        if item is None or self.VALUE not in item:
+            raise SecretNotFound(schedule_id)
+        value: str = item[self.VALUE]["S"]
+        return value
+
+    def delete(self, schedule_id: str) -> None:
+        # Deleting a missing item succeeds: nothing to catch.
+        self._client.delete_item(TableName=self._table, Key=self._key(schedule_id))
+
+
 class MovingSecretStore:
     """A ``SecretStore`` over a new store, reading an old one for what is not moved yet.
 
     ``get`` asks ``new`` and, when it has no secret for the schedule, ``old``;
     ``put`` stores in ``new`` and then deletes from ``old`` (a rotation moves
-    the schedule's secret, and its Secrets Manager fee stops); ``delete``
-    forgets it in both. A failure of ``old`` other than a missing secret is
-    raised, as the store raised it.
+    the schedule's secret, and a Secrets Manager fee stops); ``delete``
+    forgets it in both. ``old`` may itself be a ``MovingSecretStore``: a
+    chain of stores, read in order. A failure of ``old`` other than a missing
+    secret is raised, as the store raised it.
     """
 
     def __init__(self, new: SecretStore, old: SecretStore) -> None:
@@ -270,12 +324,14 @@ class MovingSecretStore:
         self.old.delete(schedule_id)
 
 
-# The stores a deployment can choose (CDK context ``duetime:secretStore``):
-# SSM standard parameters, SSM with intelligent tiering, Secrets Manager.
+# The stores a deployment can choose (CDK context ``duetime:secretStore``): a
+# DynamoDB table, SSM standard parameters, SSM with intelligent tiering,
+# Secrets Manager.
+DYNAMODB: Final = "dynamodb"
 SSM: Final = "ssm"
 SSM_TIERED: Final = "ssm-intelligent-tiering"
 SECRETS_MANAGER: Final = "secretsmanager"
-STORE_KINDS: Final = (SSM, SSM_TIERED, SECRETS_MANAGER)
+STORE_KINDS: Final = (DYNAMODB, SSM, SSM_TIERED, SECRETS_MANAGER)
 
 
 def ssm_path(prefix: str) -> str:
@@ -285,19 +341,30 @@ def ssm_path(prefix: str) -> str:
     return "/" + prefix.strip("/")
 
 
-def aws_secret_store(kind: str, prefix: str, client: Callable[[str], Any]) -> SecretStore:
-    """The store of a deployment: ``ssm`` or ``ssm-intelligent-tiering`` (SSM
-    parameters under ``ssm_path(prefix)``, reading Secrets Manager for secrets
-    stored before) or ``secretsmanager``. ``client`` builds a boto3 client by
-    service name."""
+def aws_secret_store(
+    kind: str, prefix: str, client: Callable[[str], Any], *, table: str = ""
+) -> SecretStore:
+    """The store of a deployment: ``dynamodb`` (items of ``table``, reading SSM
+    parameters under ``ssm_path(prefix)`` and then Secrets Manager for secrets
+    stored before), ``ssm`` or ``ssm-intelligent-tiering`` (SSM parameters,
+    reading Secrets Manager for secrets stored before) or ``secretsmanager``.
+    ``client`` builds a boto3 client by service name."""
     if kind not in STORE_KINDS:
         raise ValueError(f"secret store {kind!r} is not one of {', '.join(STORE_KINDS)}")
+    if kind == DYNAMODB and not table:
+        raise ValueError(
+            f"secret store dynamodb needs its table's name ({WEBHOOK_SECRETS.env_var})"
+        )
     secretsmanager = SecretsManagerSecretStore(client("secretsmanager"), prefix.rstrip("/") + "/")
     if kind == SECRETS_MANAGER:
         return secretsmanager
     tier = SSM_INTELLIGENT if kind == SSM_TIERED else SSM_STANDARD
-    ssm = SsmSecretStore(client("ssm"), ssm_path(prefix), tier=tier)
-    return MovingSecretStore(ssm, secretsmanager)
+    ssm = MovingSecretStore(
+        SsmSecretStore(client("ssm"), ssm_path(prefix), tier=tier), secretsmanager
+    )
+    if kind == DYNAMODB:
+        return MovingSecretStore(DynamoSecretStore(client("dynamodb"), table), ssm)
+    return ssm
 
 
 # How long a worker signs with a secret it read before reading it again: a

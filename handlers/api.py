@@ -1299,7 +1299,12 @@ def build_services(
         from adapters.secrets import aws_secret_store
 
         session = boto3.session.Session()
-        secrets = aws_secret_store(settings.secret_store, settings.secrets_prefix, session.client)
+        secrets = aws_secret_store(
+            settings.secret_store,
+            settings.secrets_prefix,
+            session.client,
+            table=settings.secrets_table,
+        )
     dynamo = DynamoStore.from_settings(settings)
     dynamo_runs = DynamoRunStore(dynamo)
     aws_planning: PlanNow | None = None

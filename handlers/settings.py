@@ -46,11 +46,17 @@ class Settings(BaseModel):
     # intents due in one second that earn a surge. No name: no surges.
     worker_function: str = ""
     surge_min: int = Field(default=DEFAULT_SURGE_MIN, ge=1)
-    # Webhook signing secrets: SSM parameters /<prefix without its slashes>/<schedule_id>
-    # (reading Secrets Manager <prefix><schedule_id> for ones stored before), or
-    # Secrets Manager alone (adapters.secrets.aws_secret_store).
+    # Webhook signing secrets (adapters.secrets.aws_secret_store): items of the
+    # table ``secrets_table`` ("dynamodb", reading the SSM parameters and then
+    # the Secrets Manager secrets stored before), SSM parameters
+    # /<prefix without its slashes>/<schedule_id> (reading Secrets Manager
+    # <prefix><schedule_id> for ones stored before), or Secrets Manager alone.
+    # The stack always sets the store (its default is "dynamodb", with the
+    # table); the default here, "ssm", is for what runs without the stack's
+    # environment (the emulator, tests), which has no secrets table.
     secrets_prefix: str = "duetime/webhooks/"
-    secret_store: Literal["ssm", "ssm-intelligent-tiering", "secretsmanager"] = "ssm"
+    secret_store: Literal["dynamodb", "ssm", "ssm-intelligent-tiering", "secretsmanager"] = "ssm"
+    secrets_table: str = ""
     # How long the local (SQLite) store keeps finished runs and dead letters
     # (`duetime local --retention`); the AWS tables expire theirs by TTL after
     # the same 90 days.
@@ -63,6 +69,15 @@ class Settings(BaseModel):
                 f"plan_block_s: lookahead_s + plan_block_s must be at most {MAX_BLOCK_REACH_S} s "
                 f"(SQS holds a message back at most {int(MAX_QUEUE_AHEAD.total_seconds())} s), "
                 f"got {self.lookahead_s} + {self.plan_block_s}"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _dynamodb_secrets_need_their_table(self) -> Settings:
+        if self.secret_store == "dynamodb" and not self.secrets_table:
+            raise ValueError(
+                f"secrets_table: the secret store dynamodb needs its table's name "
+                f"({d.ENV_SECRETS_TABLE})"
             )
         return self
 
@@ -87,5 +102,6 @@ class Settings(BaseModel):
             "surge_min": d.ENV_SURGE_MIN,
             "secrets_prefix": d.ENV_SECRETS_PREFIX,
             "secret_store": d.ENV_SECRET_STORE,
+            "secrets_table": d.ENV_SECRETS_TABLE,
         }
         return cls.model_validate({field: env[key] for field, key in pairs.items() if key in env})

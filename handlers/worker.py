@@ -339,6 +339,7 @@ def build_aws_parts(
             settings.secret_store,
             settings.secrets_prefix,
             lambda service: session.client(service, config=control_client_config()),
+            table=settings.secrets_table,
         )
     )
     targets = Targets.for_deployment(

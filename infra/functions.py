@@ -22,6 +22,7 @@ from adapters.definitions import (
     ENV_PLAN_BLOCK_S,
     ENV_SECRET_STORE,
     ENV_SECRETS_PREFIX,
+    ENV_SECRETS_TABLE,
     ENV_SHARDS,
     ENV_SURGE_MIN,
     ENV_TICK_BUDGET_S,
@@ -30,6 +31,7 @@ from adapters.definitions import (
     LEASES,
     METRICS_NAMESPACE,
     OCCURRENCES,
+    OPTIONAL_ENV,
     SCHEDULES,
     SURGE_ENV,
 )
@@ -171,8 +173,14 @@ def function_environment(
     name: str, available: Mapping[str, str], settings: Settings, *, service: str
 ) -> dict[str, str]:
     """The function's FUNCTION_ENV keys with their values, plus Powertools' own:
-    ``service`` is the ``service`` dimension of every metric (the stack's name)."""
-    keys = [key for key in FUNCTION_ENV[name] if key not in SURGE_ENV]
+    ``service`` is the ``service`` dimension of every metric (the stack's name).
+    An OPTIONAL_ENV key without a value is left out (the deployment has no such
+    resource)."""
+    keys = [
+        key
+        for key in FUNCTION_ENV[name]
+        if key not in SURGE_ENV and (key in available or key not in OPTIONAL_ENV)
+    ]
     missing = [key for key in keys if key not in available]
     if missing:
         raise KeyError(f"no value for {', '.join(missing)} (function {name})")
@@ -218,6 +226,8 @@ class Functions(Construct):
             ENV_SECRETS_PREFIX: secrets.prefix,
             ENV_SECRET_STORE: secrets.store,
         }
+        if secrets.table is not None:
+            environment[ENV_SECRETS_TABLE] = secrets.table.table_name
 
         def make(id: str, spec: FunctionSpec, reserved: int | None = None) -> DuetimeFunction:
             return DuetimeFunction(

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
-from adapters.secrets import SECRETS_MANAGER, STORE_KINDS
+from adapters.secrets import DYNAMODB, SECRETS_MANAGER, STORE_KINDS
 from service.surge import DEFAULT_SURGE_MIN
 
 PREFIX: Final = "duetime:"
@@ -49,10 +49,12 @@ class Settings:
     target_arns: tuple[str, ...] = ()
     allow_private_targets: bool = False
     secrets_prefix: str = ""  # empty: "duetime/<stack name>/webhooks/"
-    # Where webhook signing secrets live (adapters.secrets.STORE_KINDS): SSM
-    # standard parameters (no fee, 10,000 an account and region), SSM with
-    # intelligent tiering (advanced parameters past those), or Secrets Manager.
-    secret_store: str = "ssm"
+    # Where webhook signing secrets live (adapters.secrets.STORE_KINDS): a
+    # DynamoDB table of the stack's (one read unit a read, no KMS request),
+    # SSM standard parameters (no fee, 10,000 an account and region, a KMS
+    # request a read), SSM with intelligent tiering (advanced parameters past
+    # those), or Secrets Manager.
+    secret_store: str = DYNAMODB
     shards: int = 16
     bucket_s: int = 60
     lookahead_s: int = 90
@@ -131,7 +133,8 @@ class Settings:
             )
         if self.secret_store != SECRETS_MANAGER:
             # SSM names are narrower than Secrets Manager's: no +=@, and no first
-            # segment starting aws or ssm.
+            # segment starting aws or ssm. The dynamodb store reads the parameters
+            # stored before under the same path.
             path = self.webhook_secrets_prefix.strip("/")
             if not re.fullmatch(r"[A-Za-z0-9/_.-]+", path) or "//" in path:
                 raise SettingError(

@@ -30,7 +30,11 @@ class DuetimeStack(Stack):
         self.tables = Tables(self, "Tables", retain=settings.retain)
         self.delivery = DeliveryQueues(self, "Delivery")
         self.secrets = WebhookSecrets(
-            self, "Secrets", prefix=settings.webhook_secrets_prefix, store=settings.secret_store
+            self,
+            "Secrets",
+            prefix=settings.webhook_secrets_prefix,
+            store=settings.secret_store,
+            retain=settings.retain,
         )
         self.functions = Functions(
             self,
@@ -72,6 +76,8 @@ class DuetimeStack(Stack):
         CfnOutput(self, "WebhookSecretStore", value=self.secrets.store)
         if self.secrets.uses_ssm:
             CfnOutput(self, "WebhookSecretsParameterPath", value=self.secrets.parameter_path)
+        if self.secrets.table is not None:
+            CfnOutput(self, "WebhookSecretsTable", value=self.secrets.table.table_name)
         CfnOutput(
             self,
             "SmokeQueueUrl",

@@ -53,7 +53,10 @@ class Tables(Construct):
         super().__init__(scope, id)
         self._tables: dict[str, tuple[TableDefinition, dynamodb.Table]] = {}
         for definition in TABLES:
-            self._tables[definition.logical_id] = (definition, _table(self, definition, retain))
+            self._tables[definition.logical_id] = (
+                definition,
+                durable_table(self, definition, retain),
+            )
 
     def table(self, definition: TableDefinition) -> dynamodb.Table:
         return self._tables[definition.logical_id][1]
@@ -94,7 +97,9 @@ def _attribute(key: Key) -> dynamodb.Attribute:
     return dynamodb.Attribute(name=key.name, type=_ATTRIBUTE_TYPES[key.type])
 
 
-def _table(scope: Construct, definition: TableDefinition, retain: bool) -> dynamodb.Table:
+def durable_table(scope: Construct, definition: TableDefinition, retain: bool) -> dynamodb.Table:
+    """A table as every duetime table is: on demand, encrypted at rest with the
+    AWS managed key, point-in-time recovery on, kept and protected with ``retain``."""
     table = dynamodb.Table(
         scope,
         definition.logical_id,

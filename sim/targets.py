@@ -1,7 +1,7 @@
 """A webhook receiver inside the simulation, put in place of the HTTP call itself.
 
-The worker's whole path runs (the signing secret read from Secrets Manager,
-the signature, the outcome rules for each status, Retry-After); only the
+The worker's whole path runs (the signing secret read from the deployment's
+secret store, the signature, the outcome rules for each status, Retry-After); only the
 socket is replaced. The URL says how the receiver behaves:
 
     https://<name>.target.example/?ms=200&status=200&fail_first=0

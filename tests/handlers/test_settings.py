@@ -52,3 +52,18 @@ def test_the_secret_store_comes_from_the_environment_and_defaults_to_ssm() -> No
 def test_an_unknown_secret_store_is_refused_naming_the_setting() -> None:
     with pytest.raises(ValidationError, match="secret_store"):
         Settings.from_env({d.ENV_SECRET_STORE: "vault"})
+
+
+def test_the_secrets_table_comes_from_the_environment_with_the_dynamodb_store() -> None:
+    chosen = Settings.from_env(
+        {d.ENV_SECRET_STORE: "dynamodb", d.ENV_SECRETS_TABLE: "Duetime-WebhookSecrets"}
+    )
+    assert chosen.secret_store == "dynamodb"
+    assert chosen.secrets_table == "Duetime-WebhookSecrets"
+
+
+def test_the_dynamodb_store_without_its_table_is_refused_naming_the_setting() -> None:
+    # Its default stays ssm: the stack always sets the store and, with
+    # dynamodb, the table; what runs without the stack has no table.
+    with pytest.raises(ValidationError, match=r"secrets_table.*DUETIME_SECRETS_TABLE"):
+        Settings.from_env({d.ENV_SECRET_STORE: "dynamodb"})

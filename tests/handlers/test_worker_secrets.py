@@ -1,8 +1,9 @@
 """The worker signs with the secret the deployment's store holds, wherever it was stored.
 
 A stack deployed while webhook secrets lived in Secrets Manager moves to SSM
-parameters (``duetime:secretStore`` ``ssm``): the schedules made before keep
-their Secrets Manager secret until it is replaced, and their deliveries must
+parameters (``duetime:secretStore`` ``ssm``), and one deployed with SSM
+parameters moves to the secrets table (``dynamodb``): the schedules made
+before keep their old secret until it is replaced, and their deliveries must
 stay signed with it.
 """
 
@@ -17,6 +18,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from adapters.definitions import WEBHOOK_SECRETS, create_table
 from adapters.secrets import SecretsManagerSecretStore, aws_secret_store
 from adapters.targets.webhook import _Answer, sign
 from domain.delivery import Delivery
@@ -26,6 +28,7 @@ from handlers.settings import Settings
 
 REGION = "eu-west-1"
 PREFIX = "duetime/Duetime/webhooks/"
+TABLE = "DuetimeWebhookSecrets"
 
 
 @pytest.fixture
@@ -36,6 +39,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
     with mock_aws():
+        create_table(boto3.client("dynamodb"), WEBHOOK_SECRETS, TABLE)
         yield
 
 
@@ -63,6 +67,7 @@ def settings(store: str) -> Settings:
         delivery_dlq_url=f"https://sqs.{REGION}.amazonaws.com/123456789012/d",
         secrets_prefix=PREFIX,
         secret_store=store,  # type: ignore[arg-type]
+        secrets_table=TABLE if store == "dynamodb" else "",
     )
 
 
@@ -129,9 +134,8 @@ def test_a_schedule_with_no_secret_anywhere_fails_without_a_request(aws: None) -
     assert receiver.requests == []
 
 
-def test_with_secrets_manager_chosen_the_worker_reads_only_secrets_manager(aws: None) -> None:
-    schedule_id = f"sch_{uuid.uuid4().hex[:12]}"
-    secret = SecretsManagerSecretStore(boto3.client("secretsmanager"), PREFIX).put(schedule_id)
+def requests_of(store: str, receiver: Receiver, schedule_id: str) -> tuple[Any, list[str]]:
+    """The delivery's outcome, and every AWS request the worker's clients made."""
     asked: list[str] = []
 
     def record(model: Any, **_: Any) -> None:
@@ -144,11 +148,61 @@ def test_with_secrets_manager_chosen_the_worker_reads_only_secrets_manager(aws: 
         made.meta.events.register("before-parameter-build", record)
         return made
 
-    receiver = Receiver()
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(boto3.session.Session, "client", client)
-        outcome = deliver("secretsmanager", receiver, schedule_id)
+        outcome = deliver(store, receiver, schedule_id)
+    return outcome, asked
+
+
+def test_with_secrets_manager_chosen_the_worker_reads_only_secrets_manager(aws: None) -> None:
+    schedule_id = f"sch_{uuid.uuid4().hex[:12]}"
+    secret = SecretsManagerSecretStore(boto3.client("secretsmanager"), PREFIX).put(schedule_id)
+    receiver = Receiver()
+
+    outcome, asked = requests_of("secretsmanager", receiver, schedule_id)
 
     assert outcome.delivered, outcome
     assert receiver.signed_with(secret)
     assert asked == ["secretsmanager:GetSecretValue"]
+
+
+# --- the secrets table (duetime:secretStore dynamodb), after SSM ----------------------------
+
+
+def test_with_the_table_a_secret_is_one_consistent_get_item_and_no_kms(aws: None) -> None:
+    schedule_id = f"sch_{uuid.uuid4().hex[:12]}"
+    secret = aws_secret_store("dynamodb", PREFIX, boto3.client, table=TABLE).put(schedule_id)
+    receiver = Receiver()
+
+    outcome, asked = requests_of("dynamodb", receiver, schedule_id)
+
+    assert outcome.delivered, outcome
+    assert receiver.signed_with(secret)
+    assert asked == ["dynamodb:GetItem"]
+
+
+def test_a_schedule_made_on_ssm_before_the_table_still_gets_signed_deliveries(
+    aws: None,
+) -> None:
+    schedule_id = f"sch_{uuid.uuid4().hex[:12]}"
+    old = aws_secret_store("ssm", PREFIX, boto3.client).put(schedule_id)
+    receiver = Receiver()
+
+    outcome, asked = requests_of("dynamodb", receiver, schedule_id)
+
+    assert outcome.delivered, outcome
+    assert receiver.signed_with(old)
+    assert asked == ["dynamodb:GetItem", "ssm:GetParameter"]
+
+
+def test_a_schedule_moved_to_the_table_is_signed_with_its_new_secret(aws: None) -> None:
+    schedule_id = f"sch_{uuid.uuid4().hex[:12]}"
+    old = aws_secret_store("ssm", PREFIX, boto3.client).put(schedule_id)
+    new = aws_secret_store("dynamodb", PREFIX, boto3.client, table=TABLE).put(schedule_id)
+    receiver = Receiver()
+
+    outcome = deliver("dynamodb", receiver, schedule_id)
+
+    assert outcome.delivered, outcome
+    assert receiver.signed_with(new) and not receiver.signed_with(old)
+    assert boto3.client("ssm").describe_parameters()["Parameters"] == []

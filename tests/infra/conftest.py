@@ -1,10 +1,11 @@
 """Synthesize the stack once per session and share the templates.
 
-One CDK app holds three stacks: the defaults, a sandbox variant (nothing
-retained, explicit target ARNs, an alarm email, webhook secrets in Secrets
-Manager) and one with the documented
-target wildcard. Synthesizing them together costs one jsii start and one asset
-hash instead of three. cdk-nag runs on all of them during that synthesis.
+One CDK app holds three stacks: the defaults (webhook secrets in the secrets
+table), a sandbox variant (nothing retained, explicit target ARNs, an alarm
+email, webhook secrets in Secrets Manager) and one with the documented target
+wildcard and webhook secrets as SSM parameters, the earlier default.
+Synthesizing them together costs one jsii start and one asset hash instead of
+three. cdk-nag runs on all of them during that synthesis.
 """
 
 from __future__ import annotations
@@ -103,7 +104,9 @@ def synthesized(lambda_asset: Path, tmp_path_factory: pytest.TempPathFactory) ->
             surge_min=0,
             tick_memory_mb=1769,
         ),
-        "DuetimeWildcard": Settings(stack_name="DuetimeWildcard", target_arns=("*",)),
+        "DuetimeWildcard": Settings(
+            stack_name="DuetimeWildcard", target_arns=("*",), secret_store="ssm"
+        ),
     }
     for name, settings in stacks.items():
         DuetimeStack(app, name, settings=settings)

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from adapters.definitions import (
+    ENV_SECRETS_TABLE,
     FUNCTION_ENV,
     LEASES,
     METRICS_NAMESPACE,
@@ -73,6 +74,29 @@ def test_table_env_vars_name_the_right_tables(template: dict[str, Any], name: st
                 template, "AWS::DynamoDB::Table", f"Tables{definition.logical_id}"
             )
             assert env[definition.env_var] == {"Ref": table_id}
+
+
+def test_only_the_api_and_the_worker_are_told_the_secrets_table(template: dict[str, Any]) -> None:
+    table_id = logical_id(template, "AWS::DynamoDB::Table", "SecretsWebhookSecrets")
+    for name in ("api", "worker"):
+        _, fn = function(template, HANDLERS[name])
+        assert fn["Properties"]["Environment"]["Variables"][ENV_SECRETS_TABLE] == {"Ref": table_id}
+    for name in ("tick", "watchdog"):
+        _, fn = function(template, HANDLERS[name])
+        assert ENV_SECRETS_TABLE not in fn["Properties"]["Environment"]["Variables"]
+
+
+@pytest.mark.parametrize("stack", ["DuetimeWildcard", "DuetimeSandbox"])
+def test_without_the_dynamodb_store_no_function_is_told_a_secrets_table(
+    synthesized: Synthesized, stack: str
+) -> None:
+    # The keys are otherwise each function's own (ssm and secretsmanager).
+    t = synthesized.template(stack)
+    for name, handler in HANDLERS.items():
+        _, fn = function(t, handler)
+        env = set(fn["Properties"]["Environment"]["Variables"])
+        assert ENV_SECRETS_TABLE not in env
+        assert env - POWERTOOLS_ENV <= set(FUNCTION_ENV[name])
 
 
 def test_all_functions_share_one_code_asset(template: dict[str, Any]) -> None:

@@ -8,7 +8,13 @@ from typing import Any
 import pytest
 
 from adapters.definitions import ENV_SURGE_MIN, ENV_WORKER_FUNCTION
-from infra.secrets import LEGACY_READ_ACTIONS, LEGACY_WRITE_ACTIONS, SSM_READ_ACTIONS
+from infra.secrets import (
+    LEGACY_READ_ACTIONS,
+    LEGACY_SSM_READ_ACTIONS,
+    LEGACY_SSM_WRITE_ACTIONS,
+    LEGACY_WRITE_ACTIONS,
+    SSM_READ_ACTIONS,
+)
 from infra.secrets import READ_ACTIONS as SECRET_READ
 from infra.secrets import SSM_WRITE_ACTIONS as PARAMETER_WRITE
 from infra.secrets import WRITE_ACTIONS as SECRET_WRITE
@@ -28,6 +34,8 @@ from tests.infra.helpers import (
 
 SECRETS = "secret:duetime/Duetime/webhooks/*"
 PARAMETERS = ":parameter/duetime/Duetime/webhooks/*"
+SSM_SECRETS = "secret:duetime/DuetimeWildcard/webhooks/*"
+SSM_PARAMETERS = ":parameter/duetime/DuetimeWildcard/webhooks/*"
 TARGET_ACTIONS = ("lambda:InvokeFunction", "sqs:SendMessage", "events:PutEvents")
 
 
@@ -36,6 +44,7 @@ class Ids:
         self.schedules = logical_id(template, "AWS::DynamoDB::Table", "TablesSchedules")
         self.occurrences = logical_id(template, "AWS::DynamoDB::Table", "TablesRuns")
         self.leases = logical_id(template, "AWS::DynamoDB::Table", "TablesLeases")
+        self.secrets = logical_id(template, "AWS::DynamoDB::Table", "SecretsWebhookSecrets")
         queues = resources(template, "AWS::SQS::Queue")
         self.delivery = next(k for k, q in queues.items() if "RedrivePolicy" in q["Properties"])
         self.dlq = logical_id(template, "AWS::SQS::Queue", "DeliveryDeliveryDlq")
@@ -92,28 +101,109 @@ def only_on(grants: set[tuple[str, str]], marker: str) -> set[str]:
     return {action for action, resource in grants if marker in resource}
 
 
-def test_api_writes_signing_secrets_as_ssm_parameters_under_its_path_only(
+def table_grants(t: dict[str, Any], role: str, table: str) -> set[str]:
+    """The actions of every statement of the role that names the table (or its indexes)."""
+    return {
+        action
+        for s in statements(t, role)
+        if table in dumps(s["Resource"])
+        for action in _as_list(s["Action"])
+    }
+
+
+def test_api_keeps_signing_secrets_in_the_secrets_table_and_only_there(
     template: dict[str, Any], ids: Ids
+) -> None:
+    # Put (a new or rotated secret), Get (a retried create, an edit), Delete
+    # (with the schedule), on the table itself: no index, no query, no scan.
+    assert table_grants(template, ids.api, ids.secrets) == {
+        "dynamodb:PutItem",
+        "dynamodb:GetItem",
+        "dynamodb:DeleteItem",
+    }
+    tables = [s for s in statements(template, ids.api) if ids.secrets in dumps(s["Resource"])]
+    assert [s["Resource"] for s in tables] == [{"Fn::GetAtt": [ids.secrets, "Arn"]}]
+
+
+def test_api_only_reads_and_deletes_the_secrets_stored_before_in_ssm_and_secrets_manager(
+    template: dict[str, Any], ids: Ids
+) -> None:
+    # A schedule made before the table still has its parameter (or, older, its
+    # Secrets Manager secret): read until a new secret replaces it, deleted then.
+    grants = secret_grants(template, ids.api)
+    assert only_on(grants, PARAMETERS) == set(LEGACY_SSM_WRITE_ACTIONS)
+    assert only_on(grants, SECRETS) == set(LEGACY_WRITE_ACTIONS)
+    assert {a for a, r in grants if PARAMETERS not in r and SECRETS not in r} == set()
+    assert not can(template, ids.api, "ssm:PutParameter", PARAMETERS)
+    assert not can(template, ids.api, "secretsmanager:CreateSecret", SECRETS)
+
+
+def test_worker_gets_signing_secrets_from_the_table_and_reads_those_stored_before(
+    template: dict[str, Any], ids: Ids
+) -> None:
+    # No KMS grant: DynamoDB encrypts with its AWS managed key, and the aws/ssm
+    # key's policy lets the account's principals decrypt through SSM.
+    assert table_grants(template, ids.worker, ids.secrets) == {"dynamodb:GetItem"}
+    grants = secret_grants(template, ids.worker)
+    assert only_on(grants, PARAMETERS) == set(LEGACY_SSM_READ_ACTIONS)
+    assert only_on(grants, SECRETS) == set(LEGACY_READ_ACTIONS)
+    assert {a for a, r in grants if PARAMETERS not in r and SECRETS not in r} == set()
+
+
+@pytest.mark.parametrize("role", ["tick", "watchdog"])
+def test_no_other_function_may_touch_the_secrets_table(
+    template: dict[str, Any], ids: Ids, role: str
+) -> None:
+    assert table_grants(template, getattr(ids, role), ids.secrets) == set()
+    assert not touches(template, getattr(ids, role), ids.secrets)
+
+
+def test_no_role_but_the_api_and_the_worker_names_the_secrets_table(
+    template: dict[str, Any], ids: Ids
+) -> None:
+    # Every policy of the stack, whichever role it is attached to.
+    holders = {
+        role["Ref"]
+        for policy in resources(template, "AWS::IAM::Policy").values()
+        if ids.secrets in dumps(policy["Properties"]["PolicyDocument"])
+        for role in policy["Properties"]["Roles"]
+    }
+    assert holders == {ids.api, ids.worker}
+
+
+def test_with_ssm_chosen_the_api_writes_parameters_under_its_path_only(
+    synthesized: Synthesized,
 ) -> None:
     # Put (a new or rotated secret), Get (a retried create, an edit), Delete
     # (with the schedule) on the stack's parameter path; of Secrets Manager,
     # what the secrets stored before need: read them, delete them once moved.
-    grants = secret_grants(template, ids.api)
-    assert only_on(grants, PARAMETERS) == set(PARAMETER_WRITE)
-    assert only_on(grants, SECRETS) == set(LEGACY_WRITE_ACTIONS)
-    assert {a for a, r in grants if PARAMETERS not in r and SECRETS not in r} == set()
-    assert not can(template, ids.api, "secretsmanager:CreateSecret", SECRETS)
+    t = synthesized.template("DuetimeWildcard")
+    api = function_role(t, "handlers.api.handler")
+    grants = secret_grants(t, api)
+    assert only_on(grants, SSM_PARAMETERS) == set(PARAMETER_WRITE)
+    assert only_on(grants, SSM_SECRETS) == set(LEGACY_WRITE_ACTIONS)
+    assert {a for a, r in grants if SSM_PARAMETERS not in r and SSM_SECRETS not in r} == set()
+    assert not can(t, api, "secretsmanager:CreateSecret", SSM_SECRETS)
 
 
-def test_worker_reads_signing_secrets_from_ssm_and_secrets_stored_before(
-    template: dict[str, Any], ids: Ids
+def test_with_ssm_chosen_the_worker_reads_parameters_and_secrets_stored_before(
+    synthesized: Synthesized,
 ) -> None:
-    # No KMS grant: the aws/ssm key's policy lets the account's principals
-    # decrypt through SSM.
-    grants = secret_grants(template, ids.worker)
-    assert only_on(grants, PARAMETERS) == set(SSM_READ_ACTIONS)
-    assert only_on(grants, SECRETS) == set(LEGACY_READ_ACTIONS)
-    assert {a for a, r in grants if PARAMETERS not in r and SECRETS not in r} == set()
+    t = synthesized.template("DuetimeWildcard")
+    worker = function_role(t, "handlers.worker.handler")
+    grants = secret_grants(t, worker)
+    assert only_on(grants, SSM_PARAMETERS) == set(SSM_READ_ACTIONS)
+    assert only_on(grants, SSM_SECRETS) == set(LEGACY_READ_ACTIONS)
+    assert {a for a, r in grants if SSM_PARAMETERS not in r and SSM_SECRETS not in r} == set()
+
+
+@pytest.mark.parametrize("stack", ["DuetimeWildcard", "DuetimeSandbox"])
+def test_only_the_dynamodb_store_makes_a_secrets_table(
+    synthesized: Synthesized, stack: str
+) -> None:
+    t = synthesized.template(stack)
+    tables = resources(t, "AWS::DynamoDB::Table")
+    assert tables and all(k.startswith("Tables") for k in tables)
 
 
 def test_with_secrets_manager_chosen_no_function_touches_ssm(
@@ -127,6 +217,7 @@ def test_with_secrets_manager_chosen_no_function_touches_ssm(
     assert only_on(secret_grants(t, worker), sandbox) == set(SECRET_READ)
     for role in (api, worker):
         assert not [a for a in actions(t, role) if a.startswith(("ssm:", "kms:"))]
+        assert not can(t, role, "dynamodb:GetItem", "Secrets")
 
 
 def test_api_sends_delivery_intents_and_only_peeks_at_the_dlq(
@@ -195,6 +286,8 @@ def test_worker_reads_signing_secrets_and_cannot_change_them(
         assert not can(t, ids.worker, action, SECRETS)
     for action in ("ssm:PutParameter", "ssm:DeleteParameter"):
         assert not can(t, ids.worker, action, PARAMETERS)
+    for action in ("dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"):
+        assert not can(t, ids.worker, action, ids.secrets)
 
 
 def test_by_default_the_worker_may_call_no_aws_target_but_the_smoke_queue(
@@ -238,12 +331,14 @@ def test_only_the_runs_tables_writers_may_delete_and_only_there(
     template: dict[str, Any], ids: Ids, role: str
 ) -> None:
     # api and tick withdraw refused occurrences (a conditional delete); the
-    # worker and watchdog never delete, and no table but the runs table.
+    # worker and watchdog never delete, and no table but the runs table (and,
+    # for the api alone, a deleted schedule's item in the secrets table).
     role_id = getattr(ids, role)
     may = role in ("api", "tick")
     assert can(template, role_id, "dynamodb:DeleteItem", ids.occurrences) is may
     for other in (ids.schedules, ids.leases):
         assert not can(template, role_id, "dynamodb:DeleteItem", other)
+    assert can(template, role_id, "dynamodb:DeleteItem", ids.secrets) is (role == "api")
 
 
 @pytest.mark.parametrize("role", ["api", "tick", "worker", "watchdog"])

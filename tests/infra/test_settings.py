@@ -87,8 +87,9 @@ def test_bad_values_are_refused_naming_the_setting(key: str, value: Any) -> None
         from_context({key: value})
 
 
-def test_webhook_secrets_go_to_ssm_unless_secrets_manager_is_chosen() -> None:
-    assert Settings.from_context(lambda _: None).secret_store == "ssm"
+def test_webhook_secrets_go_to_the_table_unless_another_store_is_chosen() -> None:
+    assert Settings.from_context(lambda _: None).secret_store == "dynamodb"
+    assert Settings.from_context({"duetime:secretStore": "SSM"}.get).secret_store == "ssm"
     chosen = Settings.from_context({"duetime:secretStore": "SecretsManager"}.get)
     assert chosen.secret_store == "secretsmanager"
     tiered = Settings.from_context({"duetime:secretStore": "ssm-intelligent-tiering"}.get)
@@ -98,8 +99,23 @@ def test_webhook_secrets_go_to_ssm_unless_secrets_manager_is_chosen() -> None:
 @pytest.mark.parametrize(
     ("context", "message"),
     [
-        ({"duetime:secretStore": "vault"}, "duetime:secretStore: 'vault' is not one of"),
+        (
+            {"duetime:secretStore": "vault"},
+            "duetime:secretStore: 'vault' is not one of dynamodb, ssm, "
+            "ssm-intelligent-tiering, secretsmanager",
+        ),
+        ({"duetime:secretStore": ""}, "duetime:secretStore: '' is not one of"),
+        ({"duetime:secretStore": "dynamo"}, "duetime:secretStore: 'dynamo' is not one of"),
         ({"duetime:secretsPrefix": "team+a/webhooks/"}, "SSM parameter names"),
+        # The table's store still reads the parameters stored before, by the same path.
+        (
+            {"duetime:secretStore": "dynamodb", "duetime:secretsPrefix": "team+a/webhooks/"},
+            "duetime:secretsPrefix: with secretStore dynamodb",
+        ),
+        (
+            {"duetime:secretStore": "ssm", "duetime:secretsPrefix": "aws-hooks/"},
+            "duetime:secretsPrefix: with secretStore ssm it cannot start with aws or ssm",
+        ),
         ({"duetime:secretsPrefix": "aws-hooks/"}, "cannot start with aws or ssm"),
         ({"duetime:secretsPrefix": "SSM/hooks/"}, "cannot start with aws or ssm"),
     ],

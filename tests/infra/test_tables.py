@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from adapters.definitions import OCCURRENCES, TABLES, Index, TableDefinition
+from adapters.definitions import OCCURRENCES, TABLES, WEBHOOK_SECRETS, Index, TableDefinition
 from tests.infra.conftest import Synthesized
 from tests.infra.helpers import logical_id
 
@@ -107,3 +107,47 @@ def test_heartbeats_leave_the_leases_table_by_ttl_on_the_attribute_the_store_wri
         "AttributeName": LEASES_TTL_ATTRIBUTE,
         "Enabled": True,
     }
+
+
+# --- the secrets table (duetime:secretStore dynamodb, the default) ---------------------------
+
+
+def secrets_table(template: dict[str, Any]) -> dict[str, Any]:
+    resource_id = logical_id(template, "AWS::DynamoDB::Table", "SecretsWebhookSecrets")
+    resource: dict[str, Any] = template["Resources"][resource_id]
+    return resource
+
+
+def test_the_secrets_table_is_one_item_per_schedule_by_its_key(template: dict[str, Any]) -> None:
+    props = secrets_table(template)["Properties"]
+    assert props["KeySchema"] == key_schema(WEBHOOK_SECRETS.partition_key.name, None)
+    assert props["AttributeDefinitions"] == [{"AttributeName": "pk", "AttributeType": "S"}]
+    # Read by key only; a secret lasts as long as its schedule, so no TTL.
+    assert "GlobalSecondaryIndexes" not in props
+    assert "LocalSecondaryIndexes" not in props
+    assert "TimeToLiveSpecification" not in props
+
+
+def test_the_secrets_table_is_encrypted_on_demand_and_recoverable(
+    template: dict[str, Any],
+) -> None:
+    resource = secrets_table(template)
+    props = resource["Properties"]
+    assert props["BillingMode"] == "PAY_PER_REQUEST"
+    assert props["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
+    assert props["SSESpecification"] == {"SSEEnabled": True}
+    assert props["DeletionProtectionEnabled"] is True
+    assert resource["DeletionPolicy"] == "Retain"
+
+
+def test_with_retain_false_the_secrets_table_is_deleted_with_the_stack() -> None:
+    from aws_cdk import App, Stack
+    from aws_cdk.assertions import Template
+
+    from infra.secrets import WebhookSecrets
+
+    stack = Stack(App(), "Sandbox")
+    WebhookSecrets(stack, "Secrets", prefix="duetime/Sandbox/webhooks/", retain=False)
+    [resource] = Template.from_stack(stack).find_resources("AWS::DynamoDB::Table").values()
+    assert resource["Properties"]["DeletionProtectionEnabled"] is False
+    assert resource["DeletionPolicy"] == "Delete"

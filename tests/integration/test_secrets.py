@@ -11,7 +11,9 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from adapters.definitions import WEBHOOK_SECRETS, create_table
 from adapters.secrets import (
+    DynamoSecretStore,
     InMemorySecretStore,
     MovingSecretStore,
     SecretNotFound,
@@ -25,6 +27,7 @@ from adapters.sqlite.secrets import SqliteSecretStore
 
 PREFIX = "/duetime/test/webhook-secrets"
 SM_PREFIX = "duetime/test/webhooks/"
+TABLE = "duetime-test-webhook-secrets"
 
 
 def random_schedule_id() -> str:
@@ -54,22 +57,39 @@ def secretsmanager(aws_env: None) -> Iterator[object]:
 
 
 @pytest.fixture
-def clients(aws_env: None) -> Iterator[Any]:
-    """boto3 clients by service name, on one moto account."""
+def dynamodb(aws_env: None) -> Iterator[Any]:
+    """A DynamoDB client on moto, with the secrets table as the stack makes it."""
     with mock_aws():
+        client = boto3.client("dynamodb", region_name="eu-west-1")
+        create_table(client, WEBHOOK_SECRETS, TABLE)
+        yield client
+
+
+@pytest.fixture
+def clients(aws_env: None) -> Iterator[Any]:
+    """boto3 clients by service name, on one moto account (with the secrets table)."""
+    with mock_aws():
+        create_table(boto3.client("dynamodb", region_name="eu-west-1"), WEBHOOK_SECRETS, TABLE)
         yield lambda service: boto3.client(service, region_name="eu-west-1")
 
 
-@pytest.fixture(params=["memory", "sqlite", "ssm", "secretsmanager", "moving"])
+@pytest.fixture(
+    params=["memory", "sqlite", "dynamodb", "ssm", "secretsmanager", "moving", "moving-dynamodb"]
+)
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> SecretStore:
     if request.param == "memory":
         return InMemorySecretStore()
     if request.param == "sqlite":
         return SqliteSecretStore(tmp_path / "duetime.db")
+    if request.param == "dynamodb":
+        return DynamoSecretStore(request.getfixturevalue("dynamodb"), TABLE)
     if request.param == "ssm":
         return SsmSecretStore(request.getfixturevalue("ssm"), PREFIX)
     if request.param == "moving":
         return aws_secret_store("ssm", SM_PREFIX, request.getfixturevalue("clients"))
+    if request.param == "moving-dynamodb":
+        clients = request.getfixturevalue("clients")
+        return aws_secret_store("dynamodb", SM_PREFIX, clients, table=TABLE)
     return SecretsManagerSecretStore(request.getfixturevalue("secretsmanager"), SM_PREFIX)
 
 
@@ -113,6 +133,68 @@ def test_delete_forgets_and_is_idempotent(store: SecretStore) -> None:
 
     with pytest.raises(SecretNotFound):
         store.get(schedule_id)
+
+
+def test_a_bad_schedule_id_names_no_secret(store: SecretStore) -> None:
+    if isinstance(store, (InMemorySecretStore, SqliteSecretStore)):
+        pytest.skip("a local store names nothing by the schedule id")
+    for bad in ("", "../other-prefix/x", "a b", "x" * 129):
+        with pytest.raises(ValueError, match="cannot name a secret"):
+            store.put(bad)
+        with pytest.raises(ValueError, match="cannot name a secret"):
+            store.get(bad)
+        with pytest.raises(ValueError, match="cannot name a secret"):
+            store.delete(bad)
+
+
+# --- DynamoDB: one item per schedule in the stack's secrets table ----------------------------
+
+
+def test_dynamodb_keeps_the_secret_as_one_item_keyed_by_the_schedule(dynamodb: Any) -> None:
+    store = DynamoSecretStore(dynamodb, TABLE)
+    schedule_id = random_schedule_id()
+
+    secret = store.put(schedule_id)
+
+    items = dynamodb.scan(TableName=TABLE)["Items"]
+    assert items == [{"pk": {"S": schedule_id}, "secret": {"S": secret}}]
+
+
+def test_dynamodb_second_put_replaces_the_item_it_does_not_add_one(dynamodb: Any) -> None:
+    store = DynamoSecretStore(dynamodb, TABLE)
+    schedule_id = random_schedule_id()
+    store.put(schedule_id)
+
+    second = store.put(schedule_id)
+
+    assert dynamodb.scan(TableName=TABLE)["Items"] == [
+        {"pk": {"S": schedule_id}, "secret": {"S": second}}
+    ]
+
+
+def test_dynamodb_reads_are_strongly_consistent(dynamodb: Any) -> None:
+    # The API stores a schedule's secret moments before its first delivery.
+    asked: list[Any] = []
+    dynamodb.meta.events.register(
+        "provide-client-params.dynamodb.GetItem",
+        lambda params, **_: asked.append(params.get("ConsistentRead")),
+    )
+    store = DynamoSecretStore(dynamodb, TABLE)
+    schedule_id = random_schedule_id()
+    store.put(schedule_id)
+
+    store.get(schedule_id)
+    with pytest.raises(SecretNotFound):
+        store.get(random_schedule_id())
+
+    assert asked == [True, True]
+
+
+def test_dynamodb_store_needs_its_table(dynamodb: Any) -> None:
+    with pytest.raises(ValueError, match="table"):
+        DynamoSecretStore(dynamodb, "")
+    with pytest.raises(ValueError, match="DUETIME_SECRETS_TABLE"):
+        aws_secret_store("dynamodb", SM_PREFIX, lambda _: dynamodb)
 
 
 def test_ssm_keeps_the_secret_as_a_securestring_under_the_prefix(ssm: object) -> None:
@@ -159,6 +241,81 @@ def test_secrets_manager_store_refuses_a_prefix_without_a_trailing_slash(
 ) -> None:
     with pytest.raises(ValueError):
         SecretsManagerSecretStore(secretsmanager, "duetime/test/webhooks")
+
+
+# --- a stack that kept its secrets in SSM (and Secrets Manager), now on DynamoDB -------------
+
+
+def test_secrets_stored_in_ssm_and_secrets_manager_before_are_still_read(clients: Any) -> None:
+    in_ssm, in_secrets_manager = random_schedule_id(), random_schedule_id()
+    ssm_secret = aws_secret_store("ssm", SM_PREFIX, clients).put(in_ssm)
+    sm_secret = SecretsManagerSecretStore(clients("secretsmanager"), SM_PREFIX).put(
+        in_secrets_manager
+    )
+
+    after = aws_secret_store("dynamodb", SM_PREFIX, clients, table=TABLE)
+
+    assert after.get(in_ssm) == ssm_secret
+    assert after.get(in_secrets_manager) == sm_secret
+    assert clients("dynamodb").scan(TableName=TABLE)["Items"] == []  # a read moves nothing
+
+
+def test_a_new_secret_moves_the_schedule_from_ssm_to_the_table(clients: Any) -> None:
+    schedule_id = random_schedule_id()
+    old = aws_secret_store("ssm", SM_PREFIX, clients).put(schedule_id)
+    after = aws_secret_store("dynamodb", SM_PREFIX, clients, table=TABLE)
+
+    new = after.put(schedule_id)
+
+    assert new != old
+    assert after.get(schedule_id) == new
+    assert DynamoSecretStore(clients("dynamodb"), TABLE).get(schedule_id) == new
+    assert clients("ssm").describe_parameters()["Parameters"] == []  # the old copy is gone
+
+
+def test_a_new_secret_moves_the_schedule_from_secrets_manager_to_the_table(clients: Any) -> None:
+    before = SecretsManagerSecretStore(clients("secretsmanager"), SM_PREFIX)
+    schedule_id = random_schedule_id()
+    old = before.put(schedule_id)
+    after = aws_secret_store("dynamodb", SM_PREFIX, clients, table=TABLE)
+
+    new = after.put(schedule_id)
+
+    assert new != old
+    assert DynamoSecretStore(clients("dynamodb"), TABLE).get(schedule_id) == new
+    with pytest.raises(SecretNotFound):
+        before.get(schedule_id)
+
+
+def test_the_table_is_read_before_the_old_stores(clients: Any) -> None:
+    # A schedule moved to the table keeps no old copy; were one left behind (a
+    # delete that failed), the table's secret is the one that signs.
+    schedule_id = random_schedule_id()
+    after = aws_secret_store("dynamodb", SM_PREFIX, clients, table=TABLE)
+    new = after.put(schedule_id)
+    aws_secret_store("ssm", SM_PREFIX, clients).put(schedule_id)
+
+    assert after.get(schedule_id) == new
+
+
+def test_deleting_a_schedule_forgets_its_secret_in_all_three_stores(clients: Any) -> None:
+    ssm_only = aws_secret_store("ssm", SM_PREFIX, clients)
+    before = SecretsManagerSecretStore(clients("secretsmanager"), SM_PREFIX)
+    moved, in_ssm, in_secrets_manager = (random_schedule_id() for _ in range(3))
+    ssm_only.put(in_ssm)
+    before.put(in_secrets_manager)
+    after = aws_secret_store("dynamodb", SM_PREFIX, clients, table=TABLE)
+    after.put(moved)
+
+    for schedule_id in (moved, in_ssm, in_secrets_manager):
+        after.delete(schedule_id)
+
+    for schedule_id in (moved, in_ssm, in_secrets_manager):
+        with pytest.raises(SecretNotFound):
+            after.get(schedule_id)
+    assert clients("dynamodb").scan(TableName=TABLE)["Items"] == []
+    assert clients("ssm").describe_parameters()["Parameters"] == []
+    assert clients("secretsmanager").list_secrets()["SecretList"] == []
 
 
 # --- a stack that kept its secrets in Secrets Manager, now on SSM ---------------------------
@@ -261,10 +418,20 @@ def test_secrets_manager_can_still_be_chosen(clients: Any) -> None:
     stored = clients("secretsmanager").get_secret_value(SecretId=f"{SM_PREFIX}{schedule_id}")
     assert stored["SecretString"] == secret
     assert clients("ssm").describe_parameters()["Parameters"] == []
+    assert clients("dynamodb").scan(TableName=TABLE)["Items"] == []
+
+
+def test_ssm_can_still_be_chosen_and_leaves_the_table_alone(clients: Any) -> None:
+    store = aws_secret_store("ssm", SM_PREFIX, clients, table=TABLE)
+
+    store.put(random_schedule_id())
+
+    assert len(clients("ssm").describe_parameters()["Parameters"]) == 1
+    assert clients("dynamodb").scan(TableName=TABLE)["Items"] == []
 
 
 def test_an_unknown_store_is_refused_by_name(clients: Any) -> None:
-    with pytest.raises(ValueError, match="'vault' is not one of ssm"):
+    with pytest.raises(ValueError, match="'vault' is not one of dynamodb, ssm"):
         aws_secret_store("vault", SM_PREFIX, clients)
 
 
