@@ -324,6 +324,17 @@ class MovingSecretStore:
         self.old.delete(schedule_id)
 
 
+def put_first(store: SecretStore, schedule_id: str) -> str:
+    """Store a schedule's first secret, where no store holds one for it yet (a
+    schedule just created, or one whose read just found none): a moving store
+    writes its new store only and deletes no older copy, so a burst of
+    creations sends the old stores nothing (SSM answers a few deletes a second
+    an account). A rotation is ``store.put``, which removes the older copies."""
+    if isinstance(store, MovingSecretStore):
+        return store.new.put(schedule_id)
+    return store.put(schedule_id)
+
+
 # The stores a deployment can choose (CDK context ``duetime:secretStore``): a
 # DynamoDB table, SSM standard parameters, SSM with intelligent tiering,
 # Secrets Manager.

@@ -39,7 +39,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Que
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from pydantic import BaseModel
 
-from adapters.secrets import SecretNotFound, SecretStore, SecretStoreFull, new_secret
+from adapters.secrets import SecretNotFound, SecretStore, SecretStoreFull, new_secret, put_first
 from domain.errors import DuetimeError, InvalidSchedule
 from domain.partition import Partitioning
 from domain.run import RunKind, RunStatus
@@ -264,7 +264,7 @@ def _signing_secret(services: ApiServices, schedule: Schedule, created: bool) ->
             return store.get(schedule.schedule_id)
         except SecretNotFound:
             pass
-    return store.put(schedule.schedule_id)
+    return put_first(store, schedule.schedule_id)
 
 
 def _edit_secret(services: ApiServices, schedule: Schedule) -> str | None:
@@ -275,7 +275,7 @@ def _edit_secret(services: ApiServices, schedule: Schedule) -> str | None:
     try:
         store.get(schedule.schedule_id)
     except SecretNotFound:
-        return store.put(schedule.schedule_id)
+        return put_first(store, schedule.schedule_id)
     return None
 
 

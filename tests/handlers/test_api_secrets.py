@@ -104,6 +104,55 @@ def test_rotating_an_old_schedules_secret_moves_it_to_the_new_store(api: Api) ->
         old_store.get(schedule_id)
 
 
+class Recording(InMemorySecretStore):
+    """An old store that counts what is asked of it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked: list[tuple[str, str]] = []
+
+    def get(self, schedule_id: str) -> str:
+        self.asked.append(("get", schedule_id))
+        return super().get(schedule_id)
+
+    def delete(self, schedule_id: str) -> None:
+        self.asked.append(("delete", schedule_id))
+        super().delete(schedule_id)
+
+
+def test_a_new_schedules_secret_asks_nothing_of_the_old_store(api: Api) -> None:
+    # A burst of creations must not send a delete per schedule to SSM, which
+    # answers a few a second: a new schedule has no older copy anywhere.
+    old_store, new_store = Recording(), InMemorySecretStore()
+    api.services = ApiServices(api.services.schedules, MovingSecretStore(new_store, old_store))
+
+    created = api.create().body
+
+    assert new_store.get(created["id"]) == created["webhook_secret"]
+    assert old_store.asked == []
+    # A rotation still removes an older copy
+    api.call("POST", f"/schedules/{created['id']}/rotate-secret")
+    assert old_store.asked == [("delete", created["id"])]
+
+
+def test_an_edit_that_adds_a_webhook_reads_the_old_store_but_deletes_nothing(api: Api) -> None:
+    old_store, new_store = Recording(), InMemorySecretStore()
+    api.services = ApiServices(api.services.schedules, MovingSecretStore(new_store, old_store))
+    queue = {"type": "sqs", "queue_url": "https://sqs.eu-west-1.amazonaws.com/123456789012/jobs"}
+    created = api.create({**REPORT, "target": queue}).body
+
+    answer = api.call(
+        "PUT",
+        f"/schedules/{created['id']}",
+        {**REPORT, "target": REPORT["target"]},
+        headers={"If-Match": str(created["version"])},
+    )
+
+    assert answer.status == 200, answer.body
+    assert new_store.get(created["id"]) == answer.body["webhook_secret"]
+    assert old_store.asked == [("get", created["id"])]
+
+
 @pytest.mark.parametrize("route", ["rotate-secret", "trigger"])
 def test_a_field_sent_to_a_route_that_takes_none_is_refused_and_nothing_changes(
     api: Api, route: str
