@@ -13,7 +13,7 @@ the same data directory, supervised like every part, stopped with the stack
 and, on Linux, killed with it.
 
 ``--store emulator`` runs the API, tick, worker and watchdog over moto in
-server mode with the DynamoDB, SQS and Secrets Manager adapters, to try the
+server mode with the DynamoDB and SQS adapters (webhook secrets in a table), to try the
 AWS code paths locally. Moto keeps its data in memory: it lives only as long
 as the process, and the banner says so.
 
@@ -495,8 +495,8 @@ class LocalStack:
             ) from error
         self.servers.append(server)
         if self.args.store == "emulator":
-            # Webhook signing secrets in Secrets Manager on the emulator, where
-            # the worker reads them, as on AWS.
+            # Webhook signing secrets in the emulator's secrets table, where the
+            # worker reads them, as on AWS.
             services = api.build_services(self._settings())
         else:
             services = api.build_services(
@@ -727,6 +727,12 @@ class LocalStack:
             d.create_tables(dynamodb, names)
         for table in d.TABLES:
             os.environ[table.env_var] = names[table.logical_id]
+        # Webhook signing secrets in their own table, as the stack keeps them.
+        secrets_table = f"duetime-local-{d.WEBHOOK_SECRETS.logical_id.lower()}"
+        if secrets_table not in existing:
+            d.create_table(dynamodb, d.WEBHOOK_SECRETS, secrets_table)
+        os.environ[d.ENV_SECRETS_TABLE] = secrets_table
+        os.environ[d.ENV_SECRET_STORE] = "dynamodb"
         urls = d.create_queues(boto3.client("sqs", endpoint_url=endpoint), "duetime-local")
         os.environ.update(urls)
         log("emulator started", endpoint=endpoint)
