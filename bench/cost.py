@@ -105,9 +105,11 @@ from adapters.definitions import (  # noqa: E402
     OCCURRENCES,
     SCHEDULES,
     TABLES,
+    WEBHOOK_SECRETS,
     Metric,
     TableDefinition,
     create_queues,
+    create_table,
 )
 from adapters.dynamodb.items import PAGE_PREFIX  # noqa: E402
 from adapters.dynamodb.local import create_store_tables  # noqa: E402
@@ -853,18 +855,23 @@ def probe_worker(schedules: int) -> dict[str, Any]:
         sqs = boto3.client("sqs", endpoint_url=endpoint)
         tables = create_store_tables(dynamodb, "probe")
         urls = create_queues(sqs, "probe")
+        secrets_table = f"probe-{WEBHOOK_SECRETS.logical_id}"
+        create_table(dynamodb, WEBHOOK_SECRETS, secrets_table)
         settings = Settings(
             schedules_table=tables.schedules,
             occurrences_table=tables.occurrences,
             leases_table=tables.leases,
             delivery_queue_url=urls["DUETIME_DELIVERY_QUEUE_URL"],
             delivery_dlq_url=urls["DUETIME_DELIVERY_DLQ_URL"],
-            # The settings' own default, as deployed.
+            # The stack's default store: each secret an item of its own table.
+            secret_store="dynamodb",
+            secrets_table=secrets_table,
         )
         secrets = aws_secret_store(
             settings.secret_store,
             settings.secrets_prefix,
             lambda service: boto3.client(service, endpoint_url=endpoint),
+            table=settings.secrets_table,
         )
         clock = BenchClock(T0)
         store = DynamoStore(dynamodb, tables, lease_shards=settings.shards)
@@ -1153,6 +1160,9 @@ def secret_dollars(every_s: float) -> dict[str, float]:
     ssm_kms = per_million_reads * KMS_PER_10K_REQUESTS
     return {
         "reads_per_run": reads_per_run,
+        # The stack's default: a strongly consistent GetItem of the secrets table, one
+        # read unit (an item far under 4 KB) each read; no fee, no KMS request.
+        "table": reads_per_run * DYNAMODB_PER_MILLION_RRU,
         "calls": sm_calls,
         "fee": sm_fee,
         "secrets_manager": sm_calls + sm_fee,
@@ -1337,19 +1347,21 @@ def report(m: dict[str, Any], infra: dict[str, Any], r: dict[str, Any]) -> str:
         "  lifetime on a warm worker, at most once a run (each cold worker reads it again).",
         f"  Secrets Manager: ${SECRETS_MANAGER_SECRET_PER_MONTH:.2f} a secret a month, "
         f"${SECRETS_MANAGER_PER_10K_CALLS:.2f} per 10,000 GetSecretValue.",
-        "  SSM standard parameter (the default): no fee, GetParameter free at standard",
+        f"  DynamoDB table (the default): a strongly consistent GetItem, one read unit "
+        f"(${DYNAMODB_PER_MILLION_RRU:.3f} a million), no fee.",
+        "  SSM standard parameter: no fee, GetParameter free at standard",
         f"  throughput, ${KMS_PER_10K_REQUESTS:.2f} per 10,000 KMS decrypts; higher throughput "
         f"adds ${SSM_HIGHER_THROUGHPUT_PER_10K:.2f} per 10,000",
         f"  calls, an advanced parameter ${SSM_ADVANCED_PARAMETER_PER_MONTH:.2f} a month "
         "(the KMS free tier, 20,000 requests a month, left out).",
-        f"  {'cadence':<16} {'reads/run':>9} | {'SM calls':>8} {'SM fee':>10} {'SM total':>10} "
-        f"| {'SSM (KMS)':>9} {'+higher tput':>12} {'+advanced':>10}",
+        f"  {'cadence':<16} {'reads/run':>9} | {'table':>6} | {'SM calls':>8} {'SM fee':>10} "
+        f"{'SM total':>10} | {'SSM (KMS)':>9} {'+higher tput':>12} {'+advanced':>10}",
     ]
     for name, row in r["secrets_by_cadence"].items():
         out.append(
-            f"  {name:<16} {row['reads_per_run']:9.2f} | {row['calls']:8.2f} {row['fee']:10.2f} "
-            f"{row['secrets_manager']:10.2f} | {row['ssm']:9.2f} {row['ssm_ht_calls']:12.2f} "
-            f"{row['ssm_advanced_fee']:10.2f}"
+            f"  {name:<16} {row['reads_per_run']:9.2f} | {row['table']:6.3f} | {row['calls']:8.2f} "
+            f"{row['fee']:10.2f} {row['secrets_manager']:10.2f} | {row['ssm']:9.2f} "
+            f"{row['ssm_ht_calls']:12.2f} {row['ssm_advanced_fee']:10.2f}"
         )
     out += [
         "",
