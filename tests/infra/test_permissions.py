@@ -171,30 +171,26 @@ def test_no_role_but_the_api_and_the_worker_names_the_secrets_table(
     assert holders == {ids.api, ids.worker}
 
 
-def test_with_ssm_chosen_the_api_writes_parameters_under_its_path_only(
-    synthesized: Synthesized,
-) -> None:
-    # Put (a new or rotated secret), Get (a retried create, an edit), Delete
-    # (with the schedule) on the stack's parameter path; of Secrets Manager,
-    # what the secrets stored before need: read them, delete them once moved.
-    t = synthesized.template("DuetimeWildcard")
-    api = function_role(t, "handlers.api.handler")
-    grants = secret_grants(t, api)
-    assert only_on(grants, SSM_PARAMETERS) == set(PARAMETER_WRITE)
-    assert only_on(grants, SSM_SECRETS) == set(LEGACY_WRITE_ACTIONS)
-    assert {a for a, r in grants if SSM_PARAMETERS not in r and SSM_SECRETS not in r} == set()
-    assert not can(t, api, "secretsmanager:CreateSecret", SSM_SECRETS)
-
-
-def test_with_ssm_chosen_the_worker_reads_parameters_and_secrets_stored_before(
-    synthesized: Synthesized,
+@pytest.mark.parametrize(
+    ("handler", "parameters", "legacy"),
+    [
+        # Put (a new or rotated secret), Get (a retried create, an edit), Delete
+        # (with the schedule) on the stack's parameter path; of Secrets Manager,
+        # what the secrets stored before need: read them, delete them once moved.
+        ("handlers.api.handler", PARAMETER_WRITE, LEGACY_WRITE_ACTIONS),
+        ("handlers.worker.handler", SSM_READ_ACTIONS, LEGACY_READ_ACTIONS),
+    ],
+)
+def test_with_ssm_chosen_a_role_holds_its_calls_under_the_path_only(
+    synthesized: Synthesized, handler: str, parameters: Any, legacy: Any
 ) -> None:
     t = synthesized.template("DuetimeWildcard")
-    worker = function_role(t, "handlers.worker.handler")
-    grants = secret_grants(t, worker)
-    assert only_on(grants, SSM_PARAMETERS) == set(SSM_READ_ACTIONS)
-    assert only_on(grants, SSM_SECRETS) == set(LEGACY_READ_ACTIONS)
+    role = function_role(t, handler)
+    grants = secret_grants(t, role)
+    assert only_on(grants, SSM_PARAMETERS) == set(parameters)
+    assert only_on(grants, SSM_SECRETS) == set(legacy)
     assert {a for a, r in grants if SSM_PARAMETERS not in r and SSM_SECRETS not in r} == set()
+    assert not can(t, role, "secretsmanager:CreateSecret", SSM_SECRETS)
 
 
 @pytest.mark.parametrize("stack", ["DuetimeWildcard", "DuetimeSandbox"])
