@@ -29,9 +29,11 @@ def _lines(output: str) -> list[dict[str, Any]]:
 def _metrics(output: str) -> dict[str, list[float]]:
     found: dict[str, list[float]] = {}
     for line in output.splitlines():
-        if not line.startswith("{") or "_aws" not in line:
+        if not line.startswith("{"):
             continue
         blob = json.loads(line)
+        if "_aws" not in blob:  # a log line, not EMF (a schedule id may hold "_aws")
+            continue
         for definition in blob["_aws"]["CloudWatchMetrics"][0]["Metrics"]:
             value = blob[definition["Name"]]
             found.setdefault(definition["Name"], []).extend(

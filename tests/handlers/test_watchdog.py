@@ -30,8 +30,10 @@ def store(tmp_path: Path) -> Iterator[SqliteStore]:
 def emitted(capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
     """The metrics of the EMF line the handler flushed to stdout."""
     for line in capsys.readouterr().out.splitlines():
-        if line.startswith("{") and "_aws" in line:
-            data: dict[str, Any] = json.loads(line)
+        if not line.startswith("{"):
+            continue
+        data: dict[str, Any] = json.loads(line)
+        if "_aws" in data:  # the EMF line, not a log line (a schedule id may hold "_aws")
             return data
     raise AssertionError("no metrics were emitted")
 
