@@ -17,13 +17,16 @@ from typing import Any
 from domain.errors import DuetimeError
 
 DEFAULT_API_URL = "http://127.0.0.1:8080"
+ENV_API_URL = "DUETIME_API_URL"
 TIMEOUT_S = 30.0
 
 
 class ApiError(DuetimeError):
     """The API answered with an error (or could not be reached)."""
 
-    def __init__(self, status: int, message: str, field: str | None = None) -> None:
+    def __init__(
+        self, status: int, message: str, field: str | None = None, body: Any = None
+    ) -> None:
         text = f"HTTP {status}: {message}" if status else message
         if field:
             text += f" (field: {field})"
@@ -31,6 +34,7 @@ class ApiError(DuetimeError):
         self.status = status
         self.message = message
         self.field = field
+        self.body = body
 
 
 @dataclass(frozen=True)
@@ -76,10 +80,24 @@ class ApiClient:
             message = detail.get("message") or (
                 payload.get("message") if isinstance(payload, dict) else None
             )
-            raise ApiError(error.code, str(message or error.reason), detail.get("field")) from None
+            raise ApiError(
+                error.code, str(message or error.reason), detail.get("field"), payload
+            ) from None
         except (urllib.error.URLError, OSError) as error:
-            reason = getattr(error, "reason", error)
-            raise ApiError(0, f"cannot reach the API at {self.base_url}: {reason}") from None
+            raise ApiError(0, self._unreachable(getattr(error, "reason", error))) from None
+
+    def _unreachable(self, reason: object) -> str:
+        """Why the API could not be reached, and where to point the command instead."""
+        if isinstance(reason, ConnectionRefusedError):
+            why = "nothing answers there (connection refused)"
+        elif isinstance(reason, TimeoutError):
+            why = f"no answer within {TIMEOUT_S:g}s"
+        else:
+            why = str(getattr(reason, "strerror", None) or reason)
+        hint = f"give the API's URL with --api-url or ${ENV_API_URL}"
+        if self.base_url == DEFAULT_API_URL:
+            hint += ", or start a local stack with `duetime local`"
+        return f"cannot reach the API at {self.base_url}: {why}; {hint}"
 
     def _signed(
         self, method: str, url: str, data: bytes | None, headers: dict[str, str]

@@ -13,15 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from cli import render
-from cli.client import DEFAULT_API_URL, ApiClient, ApiError
+from cli.client import DEFAULT_API_URL, ENV_API_URL, ApiClient, ApiError
 from cli.progress import Progress
-from cli.when import duration_arg, utc_now, when_text
+from cli.when import NO_INSTANT, duration_arg, instant_arg, parse_when, utc_now
 from domain.errors import InvalidSchedule
 from domain.schedule import Overdue, Overlap
-from domain.timeparse import format_instant
+from domain.timeparse import format_instant, parse_duration
 from domain.timezones import DstFold, DstGap
-
-ENV_API_URL = "DUETIME_API_URL"
 
 # Kept importable from here: other parts of the command print with them.
 shown = render.shown
@@ -43,7 +41,9 @@ def _common() -> argparse.ArgumentParser:
         default=None,
         help="sign requests with your AWS credentials (automatic for AWS URLs)",
     )
-    common.add_argument("--json", action="store_true", help="print the API's JSON")
+    common.add_argument(
+        "--json", action="store_true", help="print the API's JSON instead of a page or a table"
+    )
     return common
 
 
@@ -84,7 +84,7 @@ def add_parsers(subparsers: Any) -> None:
     listing.set_defaults(run=_list)
 
     show = action("show", "show one schedule (short; see describe)")
-    show.add_argument("schedule_id")
+    show.add_argument("schedule_id", help="the schedule (sch_...)")
     show.set_defaults(run=_show)
 
     describe = action(
@@ -92,9 +92,10 @@ def add_parsers(subparsers: Any) -> None:
         "the whole picture of one schedule",
         "Print one schedule as a page: its status, spec, policy, target, the watchdog's "
         "verdict, its last runs (lateness, attempts), its next occurrences (with DST notes) "
-        "and the occurrences still planned under an older version.",
+        "and the occurrences still planned under an older version. A deleted schedule "
+        "is shown as deleted, with what of it stays readable.",
     )
-    describe.add_argument("schedule_id")
+    describe.add_argument("schedule_id", help="the schedule (sch_...)")
     describe.set_defaults(run=_describe)
 
     versions = action(
@@ -103,7 +104,7 @@ def add_parsers(subparsers: Any) -> None:
         "List every version of a schedule (oldest first) with what each changed, "
         "or print version N in full.",
     )
-    versions.add_argument("schedule_id")
+    versions.add_argument("schedule_id", help="the schedule (sch_...)")
     versions.add_argument("number", nargs="?", type=int, help="print this version in full")
     versions.add_argument("--limit", type=int, default=50, help="page size, 1-100 (default 50)")
     versions.add_argument("--next-token", help="the token the previous page printed")
@@ -117,7 +118,7 @@ def add_parsers(subparsers: Any) -> None:
         "edit is refused (412) unless the schedule is still at that version. An edit never "
         "fires retroactively: occurrences already planned keep their version.",
     )
-    edit.add_argument("schedule_id")
+    edit.add_argument("schedule_id", help="the schedule (sch_...)")
     edit.add_argument(
         "--version",
         type=int,
@@ -132,20 +133,36 @@ def add_parsers(subparsers: Any) -> None:
         "Create the occurrences between --from and --to (both inclusive, not in the future) "
         "that do not exist yet, as kind backfill; never a second copy of one that does.",
     )
-    backfill.add_argument("schedule_id")
+    backfill.add_argument("schedule_id", help="the schedule (sch_...)")
     backfill.add_argument(
         "--from", dest="start", required=True, help="an instant (2026-11-23T00:00:00Z) or 2d ago"
     )
     backfill.add_argument(
         "--to", dest="end", default="now", help="an instant or 1h ago (default now)"
     )
+    backfill.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="list the occurrences it would create, and create none",
+    )
     backfill.set_defaults(run=_backfill)
+
+    rotate = action(
+        "rotate-secret",
+        "a new webhook signing secret, shown once",
+        "Replace the schedule's webhook signing secret with a new one and print it once: "
+        "the API never shows it again. The worker may sign with the previous one for up to "
+        "5 more minutes, so a receiver accepts both for that long. Only webhook targets "
+        "are signed (409 otherwise).",
+    )
+    rotate.add_argument("schedule_id", help="the schedule (sch_...)")
+    rotate.set_defaults(run=_rotate_secret)
 
     acknowledge = action(
         "acknowledge",
         "accept a failed run so the watchdog stops calling the schedule overdue",
     )
-    acknowledge.add_argument("schedule_id")
+    acknowledge.add_argument("schedule_id", help="the schedule (sch_...)")
     acknowledge.add_argument("--note", help="why (kept with the acknowledgement)")
     acknowledge.set_defaults(run=_acknowledge)
 
@@ -156,7 +173,7 @@ def add_parsers(subparsers: Any) -> None:
         ("trigger", "one extra run now"),
     ):
         simple = action(name, helptext)
-        simple.add_argument("schedule_id")
+        simple.add_argument("schedule_id", help="the schedule (sch_...)")
         if name == "pause":
             simple.add_argument("--note", help="why (shown with the state)")
         simple.set_defaults(run=_simple_action, verb=name)
@@ -164,31 +181,102 @@ def add_parsers(subparsers: Any) -> None:
     runs.add_parsers(subparsers, common)
 
 
+DST_GAP_HELP = (
+    "a wall time the clocks jump over (spring forward): cron = as Debian cron (a fixed "
+    "time runs at the first valid time, a * hour or minute field follows elapsed time), "
+    "shift = read with the offset before the jump (02:30 runs at 03:30), next_valid = at "
+    "the first wall time after the gap (03:00), skip = not at all that day"
+)
+DST_FOLD_HELP = (
+    "a wall time the clocks go back over (it happens twice): cron = as Debian cron (a "
+    "fixed time runs once, in the first copy; a * hour or minute field runs in both), "
+    "first = the first copy, second = the second copy, both = both copies"
+)
+
+
 def _definition_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--file", type=Path, help="the whole JSON body, as POST /schedules takes it"
+        "--file",
+        type=Path,
+        help="the whole JSON body, as POST /schedules takes it (flags win over it); the "
+        "way to give a payload or headers too rich for a flag",
     )
-    parser.add_argument("--name")
-    when = parser.add_mutually_exclusive_group()
-    when.add_argument("--cron", help="five-field cron expression")
-    when.add_argument("--at", help="one instant, or a wall time with --tz")
-    when.add_argument("--every", type=duration_arg, help="a duration: 10s, 15m, 1h or PT15M")
-    parser.add_argument("--tz", help="IANA time zone")
-    parser.add_argument("--webhook", help="target: POST to this URL")
-    parser.add_argument("--target", help="target as JSON (sqs / lambda / eventbridge)")
-    parser.add_argument("--payload", help="payload as JSON")
+    parser.add_argument("--name", help="a short text naming the schedule")
+    when = parser.add_argument_group("when", "one of --cron, --at, --every")
+    kinds = when.add_mutually_exclusive_group()
+    kinds.add_argument("--cron", help="five-field cron expression, in --tz ('0 9 * * MON-FRI')")
+    kinds.add_argument("--at", help="one run: an instant with an offset, or a wall time with --tz")
+    kinds.add_argument("--every", type=duration_arg, help="a duration: 10s, 15m, 1h or PT15M")
+    when.add_argument(
+        "--tz", help="IANA time zone the cron or wall time is read in (Europe/London)"
+    )
+    when.add_argument(
+        "--start",
+        type=instant_arg,
+        help="no occurrence before this instant (ISO 8601 with an offset, or now); an every "
+        "schedule counts its interval from it; 'none' removes it",
+    )
+    when.add_argument(
+        "--end",
+        type=instant_arg,
+        help="no occurrence after this instant (ISO 8601 with an offset); 'none' removes it",
+    )
+    target = parser.add_argument_group(
+        "target", "one of --webhook, --sqs, --lambda, --eventbridge or --target, each with its "
+        "own options"
+    )  # fmt: skip
+    where = target.add_mutually_exclusive_group()
+    where.add_argument("--webhook", metavar="URL", help="POST each occurrence to this URL")
+    where.add_argument("--sqs", metavar="QUEUE_URL", help="send each occurrence to this queue")
+    where.add_argument("--lambda", dest="lambda_arn", metavar="FUNCTION_ARN",
+                       help="invoke this function with each occurrence")  # fmt: skip
+    where.add_argument("--eventbridge", metavar="BUS", help="put each occurrence on this bus")
+    where.add_argument(
+        "--target", help='the whole target as JSON ({"type": "sqs", "queue_url": ...})'
+    )
+    target.add_argument(
+        "--header",
+        action="append",
+        metavar="NAME:VALUE",
+        help="webhook: an extra request header (repeat for more; kept on edit unless named "
+        "again; to remove one give the whole target with --target)",
+    )
+    target.add_argument(
+        "--timeout", type=duration_arg, help="webhook: how long to wait for an answer (10s)"
+    )
+    target.add_argument("--message-group-id", help="sqs: the message group of a FIFO queue")
+    target.add_argument(
+        "--invocation-type",
+        choices=["Event", "RequestResponse"],
+        help="lambda: Event (default, asynchronous) or RequestResponse (waits for the result)",
+    )
+    target.add_argument("--source", help="eventbridge: the event's source (default duetime)")
+    target.add_argument(
+        "--detail-type", help="eventbridge: the event's detail-type (default duetime.occurrence)"
+    )
+    parser.add_argument("--payload", help="payload as a JSON object, sent with every occurrence")
     policy = parser.add_argument_group(
         "policy", "each flag sets one policy field (over --policy and --file); durations as "
         "30s, 15m, 1h, 2d or ISO 8601 (PT15M)"
     )  # fmt: skip
     policy.add_argument("--policy", help="the whole policy as JSON")
-    policy.add_argument("--overdue", choices=[o.value for o in Overdue])
+    policy.add_argument(
+        "--overdue",
+        choices=[o.value for o in Overdue],
+        help="occurrences missed while paused or down: catch_up_all = run each, "
+        "latest_only = run the newest only, expire = drop those later than --catchup-window",
+    )
     policy.add_argument(
         "--catchup-window", type=duration_arg, help="with --overdue expire: how late is too late"
     )
-    policy.add_argument("--dst-gap", choices=[g.value for g in DstGap])
-    policy.add_argument("--dst-fold", choices=[f.value for f in DstFold])
-    policy.add_argument("--overlap", choices=[o.value for o in Overlap])
+    policy.add_argument("--dst-gap", choices=[g.value for g in DstGap], help=DST_GAP_HELP)
+    policy.add_argument("--dst-fold", choices=[f.value for f in DstFold], help=DST_FOLD_HELP)
+    policy.add_argument(
+        "--overlap",
+        choices=[o.value for o in Overlap],
+        help="when the previous run has not finished: allow_all = run anyway, skip = skip "
+        "this occurrence",
+    )
     policy.add_argument("--max-attempts", type=int, help="attempts per run, retries included")
     policy.add_argument("--retry-base", type=duration_arg, help="first retry delay")
     policy.add_argument("--retry-cap", type=duration_arg, help="longest retry delay")
@@ -244,31 +332,18 @@ def definition(args: argparse.Namespace, base: dict[str, Any] | None = None) -> 
     then the flags (flags win)."""
     body: dict[str, Any] = dict(base or {})
     if args.file is not None:
-        loaded = _loads(args.file.read_text(), "--file")
+        loaded = _loads(_read(args.file), "--file")
         if not isinstance(loaded, dict):
             raise InvalidSchedule("--file", "must hold a JSON object")
         body = loaded
     if args.name:
         body["name"] = args.name
-    spec: dict[str, Any] = dict(body.get("spec") or {})
-    for key in ("cron", "at", "every"):
-        value = getattr(args, key)
-        if value is not None:
-            # A one-off takes no range; a cron or every keeps the one it had.
-            kept = ("time_zone", "start_at", "end_at") if key != "at" else ("time_zone",)
-            spec = {k: v for k, v in spec.items() if k in kept}
-            spec[key] = value
-    if args.tz:
-        spec["time_zone"] = args.tz
+    spec = _spec(dict(body.get("spec") or {}), args)
     if spec:
         body["spec"] = spec
-    if args.webhook:
-        target = dict(body.get("target") or {})
-        # A new URL for a webhook keeps its headers and timeout.
-        kept_target = target if target.get("type") == "webhook" else {}
-        body["target"] = {**kept_target, "type": "webhook", "url": args.webhook}
-    if args.target:
-        body["target"] = _loads(args.target, "--target")
+    target = _target(body.get("target"), args)
+    if target is not None:
+        body["target"] = target
     if args.payload:
         body["payload"] = _loads(args.payload, "--payload")
     if args.policy:
@@ -279,6 +354,90 @@ def definition(args: argparse.Namespace, base: dict[str, Any] | None = None) -> 
     if _policy_flags_given(args):
         body["policy"] = _apply_policy_flags(dict(body.get("policy") or {}), args)
     return body
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except (OSError, UnicodeDecodeError) as error:
+        raise InvalidSchedule("--file", f"cannot read {str(path)!r}: {error}") from None
+
+
+def _spec(spec: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+    """``spec`` with --cron/--at/--every, --tz and --start/--end set over it."""
+    for key in ("cron", "at", "every"):
+        value = getattr(args, key)
+        if value is not None:
+            # A one-off takes no range; a cron or every keeps the one it had.
+            kept = ("time_zone", "start_at", "end_at") if key != "at" else ("time_zone",)
+            spec = {k: v for k, v in spec.items() if k in kept}
+            spec[key] = value
+    if args.tz:
+        spec["time_zone"] = args.tz
+    for flag, key in (("start", "start_at"), ("end", "end_at")):
+        value = getattr(args, flag)
+        if value == NO_INSTANT:
+            spec.pop(key, None)
+        elif value is not None:
+            spec[key] = value
+    return spec
+
+
+# The flags that refine a target, with the type each goes with and its field.
+_TARGET_OPTIONS = (
+    ("timeout", "webhook", "timeout_s"),
+    ("message_group_id", "sqs", "message_group_id"),
+    ("invocation_type", "lambda", "invocation_type"),
+    ("source", "eventbridge", "source"),
+    ("detail_type", "eventbridge", "detail_type"),
+)
+_TARGET_FLAGS = (
+    ("webhook", "webhook", "url"),
+    ("sqs", "sqs", "queue_url"),
+    ("lambda_arn", "lambda", "function_arn"),
+    ("eventbridge", "eventbridge", "event_bus_name"),
+)
+
+
+def _target(current: Any, args: argparse.Namespace) -> dict[str, Any] | None:
+    """The target the flags give, over ``current``; None when no flag touches it."""
+    target: dict[str, Any] | None = dict(current) if isinstance(current, dict) else None
+    for flag, kind, field in _TARGET_FLAGS:
+        value = getattr(args, flag)
+        if value:
+            # A new address for the same type keeps its options (headers, timeout).
+            kept = target if target is not None and target.get("type") == kind else {}
+            target = {**kept, "type": kind, field: value}
+    if args.target:
+        loaded = _loads(args.target, "--target")
+        if not isinstance(loaded, dict):
+            raise InvalidSchedule("--target", "must hold a JSON object")
+        target = loaded
+    options = [(flag, kind, field) for flag, kind, field in _TARGET_OPTIONS
+               if getattr(args, flag) is not None]  # fmt: skip
+    if args.header:
+        options.append(("header", "webhook", "headers"))
+    for flag, kind, field in options:
+        name = "--" + flag.replace("_", "-")
+        if target is None or target.get("type") != kind:
+            raise InvalidSchedule(name, f"goes with a {kind} target (--{kind})")
+        if flag == "header":
+            target[field] = {**(target.get(field) or {}), **_headers(args.header)}
+        elif flag == "timeout":
+            target[field] = parse_duration(args.timeout, name).total_seconds()
+        else:
+            target[field] = getattr(args, flag)
+    return target
+
+
+def _headers(values: list[str]) -> dict[str, str]:
+    headers: dict[str, str] = {}
+    for value in values:
+        name, colon, text = value.partition(":")
+        if not colon or not name.strip():
+            raise InvalidSchedule("--header", f"{value!r} is not NAME:VALUE (X-Team: billing)")
+        headers[name.strip()] = text.strip()
+    return headers
 
 
 def editable(current: dict[str, Any], *, keep_rhythm: bool = True) -> dict[str, Any]:
@@ -338,7 +497,18 @@ def _describe(args: argparse.Namespace) -> int:
     runs_path = f"/schedules/{args.schedule_id}/runs"
     planned: list[dict[str, Any]] = []
     with Progress(f"reading {args.schedule_id}") as progress:
-        body = client.request("GET", f"/schedules/{args.schedule_id}").body
+        try:
+            body = client.request("GET", f"/schedules/{args.schedule_id}").body
+        except ApiError as error:
+            if error.status != 404:
+                raise
+            deleted_at = _deleted_at(error.body)
+            if deleted_at is None:
+                raise ApiError(
+                    404, f"{error.message} (duetime schedules list shows the schedules there are)"
+                ) from None
+            progress.update(f"reading what stays of {args.schedule_id}")
+            return _describe_deleted(args, client, error, deleted_at)
         if body.get("recent_runs") is None:
             # An answer without them (an older API): read the last runs the list way.
             progress.update(f"reading the runs of {args.schedule_id}")
@@ -352,6 +522,42 @@ def _describe(args: argparse.Namespace) -> int:
             query = {"include": "planned", "since": since, "order": "oldest", "limit": 5}
             planned = client.request("GET", runs_path, query=query).body.get("runs") or []
     return _print(args, body, render.describe_page(body, planned=planned))
+
+
+def _deleted_at(body: Any) -> str | None:
+    """When a 404's body says the schedule was deleted (at the top or in ``error``)."""
+    for part in (body, body.get("error") if isinstance(body, dict) else None):
+        if isinstance(part, dict) and isinstance(part.get("deleted_at"), str):
+            return str(part["deleted_at"])
+    return None
+
+
+def _readable(client: ApiClient, path: str, query: dict[str, Any]) -> Any:
+    """What a deleted schedule's route still answers, or None."""
+    try:
+        return client.request("GET", path, query=query).body
+    except ApiError as error:
+        if error.status in (404, 410):
+            return None
+        raise
+
+
+def _describe_deleted(
+    args: argparse.Namespace, client: ApiClient, error: ApiError, deleted_at: str
+) -> int:
+    """A deleted schedule: when it was deleted, its last version and its last runs,
+    as far as the API still answers them."""
+    if args.json:
+        return _print(args, error.body, "")
+    sid = args.schedule_id
+    versions = _readable(client, f"/schedules/{sid}/versions", {"limit": 100}) or {}
+    runs = _readable(client, f"/schedules/{sid}/runs", {"limit": 5}) or {}
+    last = (versions.get("versions") or [None])[-1]
+    return _print(
+        args,
+        error.body,
+        render.deleted_page(sid, deleted_at, error.message, last, runs.get("runs")),
+    )
 
 
 def _versions(args: argparse.Namespace) -> int:
@@ -401,18 +607,49 @@ def _edit(args: argparse.Namespace) -> int:
 
 def _backfill(args: argparse.Namespace) -> int:
     now = utc_now()
-    body = {
-        "start_at": when_text(args.start, now, "--from"),
-        "end_at": when_text(args.end, now, "--to"),
-    }
-    with Progress(f"backfilling {body['start_at']} to {body['end_at']}"):
+    start, end = parse_when(args.start, now, "--from"), parse_when(args.end, now, "--to")
+    # Checked here so that the refusal names the flags (the API names its fields).
+    if start > now:
+        raise InvalidSchedule(
+            "--from", f"{format_instant(start)} is in the future: backfill is for the past"
+        )
+    if end > now:
+        raise InvalidSchedule(
+            "--to", f"{format_instant(end)} is in the future: backfill is for the past"
+        )
+    if end < start:
+        raise InvalidSchedule(
+            "--to", f"{format_instant(end)} is before --from {format_instant(start)}"
+        )
+    body: dict[str, Any] = {"start_at": format_instant(start), "end_at": format_instant(end)}
+    if args.dry_run:
+        body["dry_run"] = True
+    verb = "previewing" if args.dry_run else "backfilling"
+    with Progress(f"{verb} {body['start_at']} to {body['end_at']}"):
         answer = client_for(args).request("POST", f"/schedules/{args.schedule_id}/backfill", body)
     runs = answer.body.get("runs") or []
-    created = answer.body.get("created", len(runs))
-    table = f"created {created} occurrence{'s' if created != 1 else ''} (kind backfill)"
+    if args.dry_run:
+        table = (
+            f"would create {render.plural(len(runs), 'occurrence')} (kind backfill); "
+            "dry run: nothing created"
+        )
+    else:
+        created = answer.body.get("created", len(runs))
+        table = f"created {render.plural(created, 'occurrence')} (kind backfill)"
     if runs:
         table += "\n" + render.runs_table(runs)
     return _print(args, answer.body, table)
+
+
+def _rotate_secret(args: argparse.Namespace) -> int:
+    answer = client_for(args).request("POST", f"/schedules/{args.schedule_id}/rotate-secret", {})
+    page = render.schedule_table(answer.body)
+    if answer.body.get("webhook_secret"):
+        page += (
+            "\ngive it to the receiver now: the worker may sign with the previous one for up "
+            "to 5 more minutes (docs/webhooks.md)"
+        )
+    return _print(args, answer.body, page)
 
 
 def _acknowledge(args: argparse.Namespace) -> int:

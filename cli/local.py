@@ -134,10 +134,30 @@ def add_parser(subparsers: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--port", type=int, default=8080, help="API port on 127.0.0.1")
-    parser.add_argument("--data-dir", type=Path, default=Path(".duetime"))
-    parser.add_argument("--only", type=parse_parts, default=PARTS, help="api,tick,worker,watchdog")
-    parser.add_argument("--tick-interval", type=parse_interval, default=1.0)
-    parser.add_argument("--watchdog-interval", type=parse_interval, default=60.0)
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=Path(".duetime"),
+        help="where the SQLite store and its files live (default .duetime)",
+    )
+    parser.add_argument(
+        "--only",
+        type=parse_parts,
+        default=PARTS,
+        help="the parts to run, comma-separated (default api,tick,worker,watchdog)",
+    )
+    parser.add_argument(
+        "--tick-interval",
+        type=parse_interval,
+        default=1.0,
+        help="time between two passes of the tick that plans and admits runs (default 1s)",
+    )
+    parser.add_argument(
+        "--watchdog-interval",
+        type=parse_interval,
+        default=60.0,
+        help="time between two passes of the watchdog (default 60s)",
+    )
     parser.add_argument(
         "--echo-port",
         type=int,
@@ -152,7 +172,12 @@ def add_parser(subparsers: Any) -> None:
         help="sqlite (default): one file in --data-dir, kept across restarts; emulator: "
         "the AWS adapters over moto, in memory, lost when the process stops",
     )
-    parser.add_argument("--emulator-port", type=int, default=4566)
+    parser.add_argument(
+        "--emulator-port",
+        type=int,
+        default=4566,
+        help="with --store emulator: the port of the AWS emulator on 127.0.0.1 (default 4566)",
+    )
     parser.add_argument(
         "--workers",
         type=parse_workers,
@@ -755,9 +780,11 @@ class LocalStack:
             elif part == "watchdog":
                 running.append(f"watchdog (every {self.args.watchdog_interval:g}s)")
             elif part == "worker":
+                from cli.render import plural
+
                 processes = self.worker_processes if self.args.store == "sqlite" else 1
                 running.append(
-                    f"worker ({self.args.workers} threads"
+                    f"worker ({plural(self.args.workers, 'thread')}"
                     + (f" in each of {processes} processes)" if processes > 1 else ")")
                 )
             else:

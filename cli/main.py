@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
 from cli import commands, console, demo, explain, local, smoke
+from cli.flags import flagged
 from domain.errors import DuetimeError
 
 EVERYDAY = """\
@@ -17,14 +19,21 @@ everyday commands (each takes --help; --json prints the API's JSON):
   duetime schedules versions ID [N]   every version and what it changed
   duetime schedules edit ID --name N  changes only what is given (If-Match)
   duetime schedules pause ID --note N / resume ID / trigger ID / delete ID
-  duetime schedules backfill ID --from 2d --to now
+  duetime schedules backfill ID --from 2d --to now [--dry-run]
   duetime schedules acknowledge ID    accept a failed run (no longer overdue)
+  duetime schedules rotate-secret ID  a new webhook signing secret, shown once
   duetime runs list [ID] --status failed --since 1h --kind trigger --planned
   duetime runs show OCC               one run with its progress and attempts
   duetime runs follow [ID] [--json]   runs as they happen, until Ctrl-C
   duetime runs retry OCC              run a failed or expired occurrence again
-  duetime dead-letters list
+  duetime runs cancel OCC [--reason R]  cancel a run that has not finished
+  duetime dead-letters list / retry ID
+  duetime explain '30 2 * * *' --tz Europe/London   (or --every D, --at T, --schedule ID)
+  duetime local                       the whole stack on this machine
   duetime console --api-url URL       the web console of a deployed stack
+
+The API is $DUETIME_API_URL, else http://127.0.0.1:8080 (a `duetime local`);
+--api-url names another.
 """
 
 
@@ -51,9 +60,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = args.run(args)
     except DuetimeError as error:
-        print(f"duetime {args.command}: {error}", file=sys.stderr)
+        print(f"duetime {args.command}: {flagged(error, args.command)}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # The reader went away (`duetime runs follow --json | head -3`): it has
+        # all it wanted. Point stdout at /dev/null so that the interpreter's
+        # last flush does not fail again, and end quietly.
+        _stdout_to_devnull()
+        return 0
     return code
+
+
+def _stdout_to_devnull() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # no file descriptor (stdout replaced in process)
+        pass
 
 
 if __name__ == "__main__":

@@ -60,6 +60,11 @@ def span(seconds: float | None) -> str:
     return f"{sign}{days}d{hours}h"
 
 
+def plural(count: object, noun: str, nouns: str | None = None) -> str:
+    """``1 attempt``, ``3 attempts``, ``0 occurrences``; ``nouns`` for an irregular plural."""
+    return f"{count} {noun if count == 1 else (nouns or noun + 's')}"
+
+
 def compact_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
 
@@ -146,8 +151,8 @@ def policy_lines(policy: Mapping[str, Any]) -> list[str]:
     return [
         f"{overdue}, overlap {policy.get('overlap')}",
         f"dst gap {policy.get('dst_gap')}, dst fold {policy.get('dst_fold')}",
-        f"retry up to {retry.get('max_attempts')} attempts, backoff {retry.get('base')} "
-        f"to {retry.get('cap')}",
+        f"retry up to {plural(retry.get('max_attempts'), 'attempt')}, backoff "
+        f"{retry.get('base')} to {retry.get('cap')}",
         f"run timeout {policy.get('run_timeout')}, grace {grace}",
     ]
 
@@ -286,6 +291,38 @@ def describe_page(s: Mapping[str, Any], *, planned: Iterable[Mapping[str, Any]] 
                 )
             )
         )
+    return "\n".join(lines)
+
+
+def deleted_page(
+    schedule_id: str,
+    deleted_at: str,
+    message: str,
+    last_version: Mapping[str, Any] | None,
+    recent_runs: list[Mapping[str, Any]] | None,
+) -> str:
+    """`duetime schedules describe` of a deleted schedule: when, what it was (its
+    last version, when the API still answers it) and its last runs."""
+    name = shown(last_version.get("name")) if last_version else "(deleted schedule)"
+    lines = [f"{name}  ({shown(schedule_id)})", f"  status:   deleted at {deleted_at}"]
+    if message:
+        lines.append(f"            {shown(message)}")
+    if last_version:
+        lines += [
+            f"  version:  {last_version.get('version')} (the last, created "
+            f"{last_version.get('created_at')})",
+            f"  spec:     {spec_text(last_version.get('spec') or {})}",
+            f"  target:   {target_text(last_version.get('target') or {})}",
+        ]
+    lines += ["", "Recent runs"]
+    lines.append(_indent(runs_table(recent_runs)) if recent_runs else "  none")
+    sid = shown(schedule_id)
+    lines += [
+        "",
+        "No occurrence will come. Its history stays readable:",
+        f"  duetime runs list {sid}",
+        f"  duetime schedules versions {sid}",
+    ]
     return "\n".join(lines)
 
 

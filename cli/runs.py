@@ -31,9 +31,9 @@ FOLLOW_STRAYS = 20
 def add_parsers(subparsers: Any, common: argparse.ArgumentParser) -> None:
     runs = subparsers.add_parser(
         "runs",
-        help="list, show, follow and retry runs",
+        help="list, show, follow, retry and cancel runs",
         description="The runs of one schedule or of all: list them with filters, show one "
-        "with its attempts, follow them as they happen, run a failed one again.",
+        "with its attempts, follow them as they happen, run a failed one again, cancel one.",
     )
     actions = runs.add_subparsers(dest="action", required=True, metavar="ACTION")
 
@@ -59,7 +59,7 @@ def add_parsers(subparsers: Any, common: argparse.ArgumentParser) -> None:
         "show", "one run with its progress and attempts", "Show one run: its times, "
         "lateness, result, the progress a long job reported, and every attempt."
     )  # fmt: skip
-    show.add_argument("occurrence_id")
+    show.add_argument("occurrence_id", help="the run's occurrence id (sch_....v1.2026...)")
     show.set_defaults(run=_show)
 
     follow = action(
@@ -85,8 +85,20 @@ def add_parsers(subparsers: Any, common: argparse.ArgumentParser) -> None:
         "idempotency key, as a new attempt. A run that succeeded, is still running or "
         "was skipped is refused (409).",
     )
-    retry.add_argument("occurrence_id")
+    retry.add_argument("occurrence_id", help="the run's occurrence id (sch_....v1.2026...)")
     retry.set_defaults(run=_retry)
+
+    cancel = action(
+        "cancel",
+        "cancel a run that has not finished",
+        "Cancel a run that has not finished: one still to come does not start, one waiting "
+        "for a retry gets no other attempt. A webhook already sent cannot be recalled: the "
+        "run is marked cancelled and its late answer ignored. A run that already finished "
+        "is refused (409, naming its status).",
+    )
+    cancel.add_argument("occurrence_id", help="the run's occurrence id (sch_....v1.2026...)")
+    cancel.add_argument("--reason", help="why (kept on the run)")
+    cancel.set_defaults(run=_cancel)
 
     dead = subparsers.add_parser(
         "dead-letters",
@@ -98,12 +110,24 @@ def add_parsers(subparsers: Any, common: argparse.ArgumentParser) -> None:
         "list",
         help="list dead letters",
         description="List the dead letters with their reason; run one again with "
-        "`duetime runs retry OCCURRENCE`.",
+        "`duetime dead-letters retry ID`.",
         parents=[common],
     )
     dead_list.add_argument("--limit", type=int, default=50, help="page size, 1-100 (default 50)")
     dead_list.add_argument("--next-token", help="the token the previous page printed")
     dead_list.set_defaults(run=_dead_letters)
+    dead_retry = dead_actions.add_parser(
+        "retry",
+        help="run a dead letter's occurrence again (it leaves the list)",
+        description="Run the occurrence a dead letter was for again, as `duetime runs retry` "
+        "does; the dead letter then leaves the list. ID is the dead letter's ID from "
+        "`duetime dead-letters list`, or its occurrence id.",
+        parents=[common],
+    )
+    dead_retry.add_argument(
+        "dead_letter_id", metavar="ID", help="a dead letter's ID or its occurrence id"
+    )
+    dead_retry.set_defaults(run=_retry_dead_letter)
 
 
 def _filter_arguments(parser: argparse.ArgumentParser) -> None:
@@ -180,6 +204,50 @@ def _show(args: argparse.Namespace) -> int:
 
 def _retry(args: argparse.Namespace) -> int:
     answer = commands.client_for(args).request("POST", f"/runs/{args.occurrence_id}/retry", {})
+    return commands._print(args, answer.body, render.run_table(answer.body))
+
+
+def _cancel(args: argparse.Namespace) -> int:
+    body = {"reason": args.reason} if args.reason else {}
+    answer = commands.client_for(args).request("POST", f"/runs/{args.occurrence_id}/cancel", body)
+    return commands._print(args, answer.body, render.run_table(answer.body))
+
+
+# How many pages of dead letters `dead-letters retry` reads looking for an ID.
+DEAD_LETTER_PAGES = 20
+
+
+def _dead_letter_occurrence(client: ApiClient, letter_id: str) -> str:
+    """The occurrence the dead letter ``letter_id`` was for (an occurrence id
+    given instead is taken as it is)."""
+    token: str | None = None
+    for _ in range(DEAD_LETTER_PAGES):
+        page = client.request(
+            "GET", "/dead-letters", query={"limit": 100, "next_token": token}
+        ).body
+        for letter in page.get("dead_letters") or []:
+            if letter_id in (letter.get("id"), letter.get("occurrence_id")):
+                occurrence = letter.get("occurrence_id")
+                if not occurrence:
+                    raise InvalidSchedule(
+                        "ID", f"dead letter {letter_id} names no occurrence: there is no run "
+                        "to retry (its body is in `duetime dead-letters list --json`)"
+                    )  # fmt: skip
+                return str(occurrence)
+        token = page.get("next_token")
+        if not token:
+            break
+    if letter_id.startswith("sch_") and "." in letter_id:
+        return letter_id  # an occurrence id: its run is retried even if not listed
+    raise InvalidSchedule(
+        "ID", f"no dead letter {letter_id!r} (duetime dead-letters list shows them)"
+    )
+
+
+def _retry_dead_letter(args: argparse.Namespace) -> int:
+    client = commands.client_for(args)
+    occurrence = _dead_letter_occurrence(client, args.dead_letter_id)
+    answer = client.request("POST", f"/runs/{occurrence}/retry", {})
     return commands._print(args, answer.body, render.run_table(answer.body))
 
 

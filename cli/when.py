@@ -89,3 +89,23 @@ def when_text(text: str, now: datetime, flag: str) -> str:
 
 def utc_now() -> datetime:
     return datetime.now(UTC).replace(microsecond=0)
+
+
+# What `--start none` / `--end none` give: remove the bound.
+NO_INSTANT = "none"
+
+
+def instant_arg(text: str) -> str:
+    """An argparse type: an instant as the API takes it (ISO 8601 with an offset,
+    or ``now``), or ``none`` (no bound)."""
+    cleaned = text.strip()
+    if cleaned.lower() == NO_INSTANT:
+        return NO_INSTANT
+    if cleaned.lower() == "now":
+        return format_instant(utc_now())
+    try:
+        return format_instant(parse_instant(cleaned, "instant"))
+    except InvalidSchedule as error:
+        raise argparse.ArgumentTypeError(
+            f"{error.reason} (an instant such as 2026-12-01T09:00:00Z, now, or none)"
+        ) from None

@@ -16,11 +16,12 @@ time after its skipped time, in the first copy of a repeated time).
 
 from __future__ import annotations
 
+import difflib
 import enum
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from domain.errors import InvalidSchedule
 
@@ -56,7 +57,31 @@ def load_zone(name: str, field: str = "time_zone") -> ZoneInfo:
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError, OSError):
-        raise InvalidSchedule(field, f"unknown zone {name!r}") from None
+        likely = suggested_zone(name)
+        hint = f"; did you mean {likely!r}?" if likely else ""
+        raise InvalidSchedule(field, f"unknown zone {name!r}{hint}") from None
+
+
+@lru_cache(maxsize=1)
+def _zone_names() -> dict[str, str]:
+    """Every zone this machine knows, by its name in lower case."""
+    return {zone.lower(): zone for zone in available_timezones()}
+
+
+def suggested_zone(name: str) -> str | None:
+    """The known zone a misspelt ``name`` most likely meant (``Europe/Londn`` ->
+    ``Europe/London``, ``europe/paris`` -> ``Europe/Paris``), or None."""
+    names = _zone_names()
+    wanted = name.strip().lower().replace(" ", "_")
+    if wanted in names:
+        return names[wanted]
+    close = difflib.get_close_matches(wanted[:64], names, n=1, cutoff=0.75)
+    if close:
+        return names[close[0]]
+    # A city alone (``london``): the zone named after it.
+    cities = {zone.rsplit("/", 1)[-1]: zone for zone in sorted(names, reverse=True)}
+    close = difflib.get_close_matches(wanted[:64], cities, n=1, cutoff=0.8)
+    return names[cities[close[0]]] if close else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -121,7 +121,7 @@ def test_pause_resume_trigger_and_runs(capsys: pytest.CaptureFixture[str], api_u
                 "--webhook",
                 "https://example.com/h",
             ],
-            "spec.cron.minute",
+            "HTTP 422: --cron minute: 61 is outside 0-59",
         ),
         (
             ["schedules", "create", "--name", "x", "--cron", "* * * * *", "--payload", "{oops"],

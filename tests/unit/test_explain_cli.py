@@ -56,10 +56,10 @@ def test_fold_note_and_warning(capsys: pytest.CaptureFixture[str]) -> None:
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["explain", "61 * * * *"], "spec.cron.minute: 61 is outside 0-59"),
+        (["explain", "61 * * * *"], "EXPRESSION minute: 61 is outside 0-59"),
         (
             ["explain", "* * * * *", "--tz", "Mars/Olympus"],
-            "spec.time_zone: unknown zone 'Mars/Olympus'",
+            "--tz: unknown zone 'Mars/Olympus'",
         ),
         (
             ["explain", "* * * * *", "--after", "yesterday"],
