@@ -307,3 +307,68 @@ def test_follow_in_its_own_process_exits_0_on_ctrl_c(
             follower.wait()
     assert follower.returncode == 0, err
     assert "Traceback" not in err
+
+
+@pytest.mark.slow
+def test_follow_piped_into_a_reader_that_stops_ends_quietly(
+    duetime: Run, server: ApiServer, services: ApiServices, clock: FakeClock
+) -> None:
+    """`duetime runs follow --json | head -1`: head leaves, the next line meets a
+    closed pipe, and the command ends without a BrokenPipeError traceback."""
+    sid = create(duetime)
+    as_json(duetime, "schedules", "trigger", sid)
+    tick(services, clock)
+    root = Path(__file__).resolve().parents[2]
+    follower = subprocess.Popen(
+        [sys.executable, "-m", "cli.main", "runs", "follow", sid, "--json", "--api-url",
+         server.url, "--interval", "200ms"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+    )  # fmt: skip
+    try:
+        assert follower.stdout is not None and follower.stderr is not None
+        follower.stdout.readline()  # what head -1 reads
+        follower.stdout.close()  # and head is gone
+        clock.advance(1)
+        as_json(duetime, "schedules", "trigger", sid)  # a new run: a line to write
+        tick(services, clock)
+        follower.wait(timeout=20)
+        err = follower.stderr.read().decode()
+    finally:
+        if follower.poll() is None:
+            follower.kill()
+            follower.wait()
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err
+    assert err == ""
+    assert follower.returncode == 0
+
+
+def test_dead_letters_retry_runs_the_letters_occurrence_again(
+    duetime: Run, services: ApiServices, tmp_path: Path, clock: FakeClock
+) -> None:
+    occurrence = failed_trigger(duetime, services, clock, create(duetime))
+    queue = SqliteQueue(tmp_path / "duetime.db", clock=clock)
+    try:
+        run = store_of(services).get_run(occurrence)
+        assert run is not None
+        queue.send_batch([DeliveryIntent(occurrence, run.schedule_id, 1, run.scheduled_at)])
+        [message] = queue.receive(1, 0)
+        queue.dead_letter(message, "permanent error: HTTP 400")
+    finally:
+        queue.close()
+    [letter] = as_json(duetime, "dead-letters", "list")["dead_letters"]
+    code, out, _ = duetime("dead-letters", "retry", letter["id"])
+    assert code == 0, out
+    assert f"occurrence_id: {occurrence}" in out
+    assert as_json(duetime, "runs", "show", occurrence)["status"] in ("admitted", "retrying")
+
+
+def test_dead_letters_retry_of_an_unknown_id_is_refused_and_retries_nothing(
+    duetime: Run, services: ApiServices, clock: FakeClock
+) -> None:
+    occurrence = failed_trigger(duetime, services, clock, create(duetime))
+    err = refused_line(duetime, "dead-letters", "retry", "no-such-letter")
+    assert "no dead letter 'no-such-letter' (duetime dead-letters list shows them)" in err
+    assert as_json(duetime, "runs", "show", occurrence)["status"] == "failed"
