@@ -185,3 +185,31 @@ def dead_letter() -> dict[str, Any]:
         "receive_count": 5,
         "body": {"occurrence_id": f"{SID}.v2.20261202T023000Z"},
     }
+
+
+def deleted_404(deleted_at: str = "2026-12-02T09:00:00Z") -> dict[str, Any]:
+    """GET /schedules/{id} of a deleted schedule: 404, saying when it was deleted."""
+    return {
+        "error": {
+            "code": "schedule_deleted",
+            "message": f"schedule {SID!r} was deleted at {deleted_at}",
+            "field": None,
+        },
+        "deleted_at": deleted_at,
+    }
+
+
+def not_found_404(schedule_id: str = SID) -> dict[str, Any]:
+    """GET /schedules/{id} of an id that never existed."""
+    return {
+        "error": {
+            "code": "schedule_not_found",
+            "message": f"schedule {schedule_id!r} not found",
+            "field": None,
+        }
+    }
+
+
+def backfill_preview(*runs: dict[str, Any]) -> dict[str, Any]:
+    """POST /schedules/{id}/backfill with dry_run: the slots it would create."""
+    return {"runs": list(runs), "created": 0, "dry_run": True}
