@@ -61,7 +61,9 @@ def add_parsers(subparsers: Any) -> None:
         help="create, describe, edit and manage schedules",
         description="Create, describe, edit and manage schedules through the duetime API.",
     )
-    actions = schedules.add_subparsers(dest="action", required=True, metavar="ACTION")
+    actions = schedules.add_subparsers(
+        dest="action", required=True, metavar="ACTION", help="each takes --help"
+    )
 
     def action(name: str, helptext: str, description: str | None = None) -> argparse.ArgumentParser:
         parser: argparse.ArgumentParser = actions.add_parser(

@@ -44,7 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EVERYDAY,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    subparsers = parser.add_subparsers(dest="command", required=True)
+    subparsers = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", title="commands", help="each takes --help"
+    )
     explain.add_parser(subparsers)
     commands.add_parsers(subparsers)
     local.add_parser(subparsers)

@@ -35,7 +35,9 @@ def add_parsers(subparsers: Any, common: argparse.ArgumentParser) -> None:
         description="The runs of one schedule or of all: list them with filters, show one "
         "with its attempts, follow them as they happen, run a failed one again, cancel one.",
     )
-    actions = runs.add_subparsers(dest="action", required=True, metavar="ACTION")
+    actions = runs.add_subparsers(
+        dest="action", required=True, metavar="ACTION", help="each takes --help"
+    )
 
     def action(name: str, helptext: str, description: str) -> argparse.ArgumentParser:
         parser: argparse.ArgumentParser = actions.add_parser(
@@ -105,7 +107,9 @@ def add_parsers(subparsers: Any, common: argparse.ArgumentParser) -> None:
         help="the deliveries that ended in the dead-letter queue",
         description="The delivery intents that ended in the dead-letter queue, with why.",
     )
-    dead_actions = dead.add_subparsers(dest="action", required=True, metavar="ACTION")
+    dead_actions = dead.add_subparsers(
+        dest="action", required=True, metavar="ACTION", help="each takes --help"
+    )
     dead_list = dead_actions.add_parser(
         "list",
         help="list dead letters",

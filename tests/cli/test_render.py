@@ -242,3 +242,19 @@ def test_describe_lists_the_runs_already_planned_before_the_next_occurrences() -
     ]
     assert "\nNext occurrences (not created yet)\n" in page
     assert "already created" not in render.describe_page(body)
+
+
+def test_one_attempt_is_singular() -> None:
+    policy = answers.schedule()["policy"]
+    page = render.describe_page(answers.schedule(policy={**policy, "retry": {
+        "max_attempts": 1, "base": "PT1S", "cap": "PT30S"}}))  # fmt: skip
+    assert "            retry up to 1 attempt, backoff PT1S to PT30S" in page.splitlines()
+    assert "1 attempts" not in page
+
+
+def test_plural() -> None:
+    assert [render.plural(n, "attempt") for n in (0, 1, 2)] == [
+        "0 attempts", "1 attempt", "2 attempts",
+    ]  # fmt: skip
+    assert render.plural(1, "process", "processes") == "1 process"
+    assert render.plural(3, "process", "processes") == "3 processes"
