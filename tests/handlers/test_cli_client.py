@@ -158,7 +158,32 @@ def test_refusals_print_one_line_and_exit_2(
 def test_unreachable_api_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = duetime(capsys, "schedules", "list", "--api-url", "http://127.0.0.1:9")
     assert code == 2
-    assert "cannot reach the API at http://127.0.0.1:9" in err
+    assert err == (
+        "duetime schedules: cannot reach the API at http://127.0.0.1:9: nothing answers there "
+        "(connection refused); give the API's URL with --api-url or $DUETIME_API_URL\n"
+    )
+    assert "Errno" not in err
+
+
+def test_unreachable_default_api_suggests_starting_a_local_stack(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import urllib.error
+    import urllib.request
+
+    from cli.client import DEFAULT_API_URL, ApiClient, ApiError
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise urllib.error.URLError(ConnectionRefusedError(111, "Connection refused"))
+
+    monkeypatch.setattr(urllib.request, "urlopen", refuse)
+    with pytest.raises(ApiError) as refused:
+        ApiClient(DEFAULT_API_URL).request("GET", "/schedules")
+    assert str(refused.value) == (
+        f"cannot reach the API at {DEFAULT_API_URL}: nothing answers there (connection "
+        "refused); give the API's URL with --api-url or $DUETIME_API_URL, or start a local "
+        "stack with `duetime local`"
+    )
 
 
 def test_sigv4_signs_with_the_callers_credentials() -> None:

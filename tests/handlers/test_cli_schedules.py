@@ -316,3 +316,98 @@ def test_follow_sees_a_triggered_run_appear_and_stops_on_ctrl_c(
     assert [(e["event"], e["run"]["occurrence_id"]) for e in events] == [
         ("new", triggered[0]["occurrence_id"])
     ]
+
+
+def test_create_and_edit_take_start_and_end(duetime: Run) -> None:
+    created = create(
+        duetime, "--start", "2027-01-04T00:00:00Z", "--end", "2027-02-01T00:00:00+01:00"
+    )
+    assert (created["spec"]["start_at"], created["spec"]["end_at"]) == (
+        "2027-01-04T00:00:00Z",
+        "2027-01-31T23:00:00Z",
+    )
+    assert slots(created)[0] == "2027-01-04T09:00:00Z"
+    edited = as_json(duetime, "schedules", "edit", created["id"], "--end", "none")
+    assert edited["spec"]["start_at"] == "2027-01-04T00:00:00Z"
+    assert edited["spec"]["end_at"] is None
+    edited = as_json(duetime, "schedules", "edit", created["id"], "--start", "2027-03-01T00:00:00Z")
+    assert slots(edited)[0] == "2027-03-01T09:00:00Z"
+
+
+def test_a_bad_start_is_refused_before_anything_is_created(
+    duetime: Run, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        create(duetime, "--start", "2027-01-04T00:00")
+    assert "argument --start: '2027-01-04T00:00' has no offset" in capsys.readouterr().err
+    assert schedule_ids(duetime) == []
+
+
+def test_an_end_before_the_start_names_the_flags(duetime: Run) -> None:
+    err = refused(
+        duetime, "schedules", "create", "--name", "x", "--every", "1h", "--webhook",
+        "https://example.com/h", "--start", "2027-02-01T00:00:00Z", "--end", "2027-01-01T00:00:00Z",
+        one_line=True,
+    )  # fmt: skip
+    assert "HTTP 422: --end: " in err and "spec." not in err
+    assert schedule_ids(duetime) == []
+
+
+def test_webhook_headers_and_timeout_have_flags_and_an_edit_keeps_them(duetime: Run) -> None:
+    created = create(duetime, "--header", "X-Team: billing", "--timeout", "5s")
+    assert created["target"]["headers"] == {"X-Team": "billing"}
+    assert created["target"]["timeout_s"] == 5.0
+    edited = as_json(duetime, "schedules", "edit", created["id"], "--header", "X-Env:prod")
+    assert edited["target"]["headers"] == {"X-Team": "billing", "X-Env": "prod"}
+    assert edited["target"]["timeout_s"] == 5.0
+
+
+def test_each_target_type_has_its_flags(duetime: Run) -> None:
+    sid = create(duetime)["id"]
+    queue = "https://sqs.us-east-1.amazonaws.com/123456789012/jobs.fifo"
+    edited = as_json(
+        duetime, "schedules", "edit", sid, "--sqs", queue, "--message-group-id", "reports"
+    )
+    assert edited["target"]["type"] == "sqs"
+    assert (edited["target"]["queue_url"], edited["target"]["message_group_id"]) == (
+        queue,
+        "reports",
+    )
+    arn = "arn:aws:lambda:us-east-1:123456789012:function:report"
+    edited = as_json(
+        duetime, "schedules", "edit", sid, "--lambda", arn, "--invocation-type", "RequestResponse"
+    )
+    assert (edited["target"]["function_arn"], edited["target"]["invocation_type"]) == (
+        arn,
+        "RequestResponse",
+    )
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--header", "X-Team: billing", "--sqs", "https://sqs.us-east-1.amazonaws.com/1/q"],
+         "--header: goes with a webhook target (--webhook)"),
+        (["--message-group-id", "g"], "--message-group-id: goes with a sqs target (--sqs)"),
+        (["--webhook", "https://e.x/h", "--header", "no colon"],
+         "--header: 'no colon' is not NAME:VALUE"),
+        (["--file", "/nonexistent/body.json"], "--file: cannot read '/nonexistent/body.json'"),
+    ],
+)  # fmt: skip
+def test_target_and_file_flags_that_cannot_apply_are_refused_before_sending(
+    duetime: Run, flags: list[str], message: str
+) -> None:
+    err = refused(
+        duetime, "schedules", "create", "--name", "x", "--every", "1h", *flags, one_line=True
+    )
+    assert message in err
+    assert schedule_ids(duetime) == []
+
+
+def test_a_misspelt_zone_gets_a_suggestion_from_the_api(duetime: Run) -> None:
+    err = refused(
+        duetime, "schedules", "create", "--name", "x", "--cron", "0 9 * * *", "--tz",
+        "Europe/Londn", "--webhook", "https://example.com/h", one_line=True,
+    )  # fmt: skip
+    assert "HTTP 422: --tz: unknown zone 'Europe/Londn'; did you mean 'Europe/London'?" in err
+    assert schedule_ids(duetime) == []

@@ -86,3 +86,56 @@ def test_bad_policy_choice_is_refused_by_the_parser(capsys: pytest.CaptureFixtur
         main(["explain", "* * * * *", "--dst-gap", "later"])
     assert caught.value.code == 2
     assert "invalid choice" in capsys.readouterr().err
+
+
+def test_explain_an_every_spec_counted_from_its_start(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(
+        capsys, "explain", "--every", "90m", "--start", "2026-12-01T00:10:00Z",
+        "--after", "2026-12-02T00:00:00Z", "--count", "2", "--json",
+    )  # fmt: skip
+    assert code == 0
+    assert [o["utc"] for o in json.loads(out)["occurrences"]] == [
+        "2026-12-02T00:10:00Z",
+        "2026-12-02T01:40:00Z",
+    ]
+
+
+def test_explain_a_local_at_in_the_spring_gap(capsys: pytest.CaptureFixture[str]) -> None:
+    # Europe/London, 2027-03-28: 01:00 GMT becomes 02:00 BST; 01:30 does not exist.
+    code, out, _ = run(
+        capsys, "explain", "--at", "2027-03-28T01:30", "--tz", "Europe/London",
+        "--after", "2027-03-01T00:00:00Z", "--json",
+    )  # fmt: skip
+    assert code == 0
+    [only] = json.loads(out)["occurrences"]
+    assert only["local"] == "2027-03-28T02:00:00+01:00"
+    assert "does not exist" in only["note"]
+
+
+def test_explain_an_end_stops_the_list(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(
+        capsys, "explain", "0 9 * * *", "--after", "2026-12-01T00:00:00Z",
+        "--end", "2026-12-02T12:00:00Z", "--json",
+    )  # fmt: skip
+    assert code == 0
+    assert [o["utc"] for o in json.loads(out)["occurrences"]] == [
+        "2026-12-01T09:00:00Z",
+        "2026-12-02T09:00:00Z",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["explain"], "EXPRESSION: give a cron expression, --every D, --at T or --schedule ID"),
+        (["explain", "* * * * *", "--every", "1h"], "give a cron expression, --every or --at: one"),
+        (["explain", "--every", "1h", "--tz", "Europe/Londn"], "did you mean 'Europe/London'?"),
+        (["explain", "* * * * *", "--count", "0"], "--count: must be between 1 and 1000"),
+    ],
+)
+def test_explain_refusals_name_what_to_give(
+    capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    code, out, err = run(capsys, *argv)
+    assert (code, out) == (2, "")
+    assert message in err
