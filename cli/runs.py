@@ -222,15 +222,16 @@ DEAD_LETTER_PAGES = 20
 
 
 def _dead_letter_occurrence(client: ApiClient, letter_id: str) -> str:
-    """The occurrence the dead letter ``letter_id`` was for (an occurrence id
-    given instead is taken as it is)."""
+    """The occurrence the dead letter ``letter_id`` was for; an occurrence id
+    given instead is taken as it is (no need to read the queue)."""
+    if letter_id.startswith("sch_") and "." in letter_id:
+        return letter_id
     token: str | None = None
     for _ in range(DEAD_LETTER_PAGES):
-        page = client.request(
-            "GET", "/dead-letters", query={"limit": 100, "next_token": token}
-        ).body
+        query = {"limit": 100, "next_token": token}
+        page = client.request("GET", "/dead-letters", query=query).body
         for letter in page.get("dead_letters") or []:
-            if letter_id in (letter.get("id"), letter.get("occurrence_id")):
+            if letter.get("id") == letter_id:
                 occurrence = letter.get("occurrence_id")
                 if not occurrence:
                     raise InvalidSchedule(
@@ -241,8 +242,6 @@ def _dead_letter_occurrence(client: ApiClient, letter_id: str) -> str:
         token = page.get("next_token")
         if not token:
             break
-    if letter_id.startswith("sch_") and "." in letter_id:
-        return letter_id  # an occurrence id: its run is retried even if not listed
     raise InvalidSchedule(
         "ID", f"no dead letter {letter_id!r} (duetime dead-letters list shows them)"
     )

@@ -350,3 +350,12 @@ def test_the_apis_refusal_names_the_flag_that_set_the_field(
     )
     assert shown in err
     assert field not in err
+
+
+def test_dead_letters_retry_of_an_occurrence_id_retries_it_without_reading_the_queue(
+    api: RecordedApi,  # noqa: F811
+    duetime: Run,  # noqa: F811
+) -> None:
+    api.answer("POST", f"/runs/{OCC}/retry", answers.run("20261202T023000Z", "admitted"))
+    assert duetime("dead-letters", "retry", OCC)[0] == 0
+    assert [(s.method, s.path) for s in api.sent] == [("POST", f"/runs/{OCC}/retry")]
