@@ -204,7 +204,7 @@ def _definition_arguments(parser: argparse.ArgumentParser) -> None:
         "way to give a payload or headers too rich for a flag",
     )
     parser.add_argument("--name", help="a short text naming the schedule")
-    when = parser.add_argument_group("when", "one of --cron, --at, --every")
+    when = parser.add_argument_group("when", "one of --cron, --at, --every; the zone and bounds")
     kinds = when.add_mutually_exclusive_group()
     kinds.add_argument("--cron", help="five-field cron expression, in --tz ('0 9 * * MON-FRI')")
     kinds.add_argument("--at", help="one run: an instant with an offset, or a wall time with --tz")
@@ -422,7 +422,8 @@ def _target(current: Any, args: argparse.Namespace) -> dict[str, Any] | None:
     for flag, kind, field in options:
         name = "--" + flag.replace("_", "-")
         if target is None or target.get("type") != kind:
-            raise InvalidSchedule(name, f"goes with a {kind} target (--{kind})")
+            here = f"the target here is {target.get('type')}" if target else "no target given"
+            raise InvalidSchedule(name, f"goes with --{kind} ({here})")
         if flag == "header":
             target[field] = {**(target.get(field) or {}), **_headers(args.header)}
         elif flag == "timeout":

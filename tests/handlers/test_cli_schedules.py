@@ -387,8 +387,8 @@ def test_each_target_type_has_its_flags(duetime: Run) -> None:
     ("flags", "message"),
     [
         (["--header", "X-Team: billing", "--sqs", "https://sqs.us-east-1.amazonaws.com/1/q"],
-         "--header: goes with a webhook target (--webhook)"),
-        (["--message-group-id", "g"], "--message-group-id: goes with a sqs target (--sqs)"),
+         "--header: goes with --webhook (the target here is sqs)"),
+        (["--message-group-id", "g"], "--message-group-id: goes with --sqs (no target given)"),
         (["--webhook", "https://e.x/h", "--header", "no colon"],
          "--header: 'no colon' is not NAME:VALUE"),
         (["--file", "/nonexistent/body.json"], "--file: cannot read '/nonexistent/body.json'"),
