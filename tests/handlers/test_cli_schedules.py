@@ -411,3 +411,13 @@ def test_a_misspelt_zone_gets_a_suggestion_from_the_api(duetime: Run) -> None:
     )  # fmt: skip
     assert "HTTP 422: --tz: unknown zone 'Europe/Londn'; did you mean 'Europe/London'?" in err
     assert schedule_ids(duetime) == []
+
+
+def test_explain_of_a_stored_schedule_agrees_with_its_next_occurrences(duetime: Run) -> None:
+    created = create(duetime, "--dst-gap", "shift")
+    explained = as_json(
+        duetime, "explain", "--schedule", created["id"], "--count", "3",
+        "--after", created["created_at"],  # the server's clock is a test's
+    )  # fmt: skip
+    assert [o["utc"] for o in explained["occurrences"]] == slots(created)[:3]
+    assert explained["schedule_id"] == created["id"]
