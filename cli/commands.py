@@ -18,6 +18,7 @@ from cli.progress import Progress
 from cli.when import NO_INSTANT, duration_arg, instant_arg, parse_when, utc_now
 from domain.errors import InvalidSchedule
 from domain.schedule import Overdue, Overlap
+from domain.targets import MAX_TARGET_TIMEOUT_S
 from domain.timeparse import format_instant, parse_duration
 from domain.timezones import DstFold, DstGap
 
@@ -427,7 +428,11 @@ def _target(current: Any, args: argparse.Namespace) -> dict[str, Any] | None:
         if flag == "header":
             target[field] = {**(target.get(field) or {}), **_headers(args.header)}
         elif flag == "timeout":
-            target[field] = parse_duration(args.timeout, name).total_seconds()
+            seconds = parse_duration(args.timeout, name).total_seconds()
+            if seconds > MAX_TARGET_TIMEOUT_S:
+                longest = render.span(MAX_TARGET_TIMEOUT_S)
+                raise InvalidSchedule(name, f"{render.span(seconds)} is more than {longest}")
+            target[field] = seconds
         else:
             target[field] = getattr(args, flag)
     return target

@@ -421,3 +421,27 @@ def test_explain_of_a_stored_schedule_agrees_with_its_next_occurrences(duetime: 
     )  # fmt: skip
     assert [o["utc"] for o in explained["occurrences"]] == slots(created)[:3]
     assert explained["schedule_id"] == created["id"]
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--sqs", "notaurl"], "HTTP 422: --sqs: must look like https://sqs."),
+        (["--lambda", "arn:bad"], "HTTP 422: --lambda: must be a Lambda function ARN"),
+        (["--eventbridge", "default", "--source", "aws.ec2"],
+         "HTTP 422: --source: may not start with 'aws.'"),
+        (["--webhook", "https://e.x/h", "--header", "X-A: \u00e9"],
+         "HTTP 422: --header X-A: value must be printable ASCII"),
+        (["--webhook", "https://e.x/h", "--timeout", "10m"],
+         "--timeout: 10m00s is more than 2m00s"),
+    ],
+)  # fmt: skip
+def test_target_values_that_are_refused_name_their_flag_and_create_nothing(
+    duetime: Run, flags: list[str], message: str
+) -> None:
+    err = refused(
+        duetime, "schedules", "create", "--name", "x", "--every", "1h", *flags, one_line=True
+    )
+    assert message in err
+    assert "target." not in err
+    assert schedule_ids(duetime) == []
