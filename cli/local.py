@@ -138,25 +138,17 @@ def add_parser(subparsers: Any) -> None:
         "--data-dir",
         type=Path,
         default=Path(".duetime"),
-        help="where the SQLite store and its files live (default .duetime)",
+        help="the SQLite store's directory (.duetime)",
     )
+    parser.add_argument("--only", type=parse_parts, default=PARTS, help="api,tick,worker,watchdog")
     parser.add_argument(
-        "--only",
-        type=parse_parts,
-        default=PARTS,
-        help="the parts to run, comma-separated (default api,tick,worker,watchdog)",
-    )
-    parser.add_argument(
-        "--tick-interval",
-        type=parse_interval,
-        default=1.0,
-        help="time between two passes of the tick that plans and admits runs (default 1s)",
+        "--tick-interval", type=parse_interval, default=1.0, help="time between tick passes (1s)"
     )
     parser.add_argument(
         "--watchdog-interval",
         type=parse_interval,
         default=60.0,
-        help="time between two passes of the watchdog (default 60s)",
+        help="watchdog pass interval (60s)",
     )
     parser.add_argument(
         "--echo-port",
@@ -173,10 +165,7 @@ def add_parser(subparsers: Any) -> None:
         "the AWS adapters over moto, in memory, lost when the process stops",
     )
     parser.add_argument(
-        "--emulator-port",
-        type=int,
-        default=4566,
-        help="with --store emulator: the port of the AWS emulator on 127.0.0.1 (default 4566)",
+        "--emulator-port", type=int, default=4566, help="the AWS emulator's port (--store emulator)"
     )
     parser.add_argument(
         "--workers",
