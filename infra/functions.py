@@ -14,6 +14,7 @@ from aws_cdk.aws_lambda_event_sources import SqsEventSource
 from constructs import Construct
 
 from adapters.definitions import (
+    ALERT_ENV,
     DELIVERY_QUEUE,
     ENV_ALLOW_PRIVATE_TARGETS,
     ENV_BUCKET_S,
@@ -179,7 +180,9 @@ def function_environment(
     keys = [
         key
         for key in FUNCTION_ENV[name]
-        if key not in SURGE_ENV and (key in available or key not in OPTIONAL_ENV)
+        if key not in SURGE_ENV
+        and key not in ALERT_ENV
+        and (key in available or key not in OPTIONAL_ENV)
     ]
     missing = [key for key in keys if key not in available]
     if missing:
