@@ -106,6 +106,7 @@ class Janitor:
 
     def run_once(self) -> JanitorReport:
         from service.tick import MEMBER_PREFIX
+        from service.alerts import ALERT_PREFIX
         from service.watchdog import ACK_PREFIX, WATCH_PREFIX
 
         if isinstance(self.between_batches, _Pacer):
@@ -117,4 +118,5 @@ class Janitor:
         beats = self.store.purge_heartbeats(MEMBER_PREFIX, now - MEMBER_STALE)
         beats += self.store.purge_orphan_heartbeats(WATCH_PREFIX)
         beats += self.store.purge_orphan_heartbeats(ACK_PREFIX)
+        beats += self.store.purge_orphan_heartbeats(ALERT_PREFIX)
         return JanitorReport(runs, dead, beats)

@@ -292,3 +292,39 @@ def test_the_slack_format_posts_the_text(receiver: Receiver, tmp_path: Path) -> 
     assert list(body) == ["text"]
     assert body["text"].splitlines()[0] == "duetime: schedule 'nightly report' is overdue"
     assert f"see: duetime schedules describe {schedule.schedule_id}" in body["text"]
+
+
+def test_duetime_local_notify_options_make_the_watchdogs_channel(
+    receiver: Receiver, tmp_path: Path
+) -> None:
+    from cli.local import LocalStack
+    from cli.main import build_parser
+
+    args = build_parser().parse_args(
+        [
+            "local",
+            "--data-dir",
+            str(tmp_path),
+            "--port",
+            "8181",
+            "--notify-url",
+            receiver.url,
+            "--notify-format",
+            "slack",
+            "--notify-min-interval",
+            "1h",
+        ]
+    )
+    stack = LocalStack(args)
+    alerting = stack._alerting()
+    assert alerting.min_interval == timedelta(hours=1)
+    assert "telling " + receiver.url in stack.banner()
+    store = next(STORES["sqlite"](tmp_path))
+    schedule = daily(store)
+    run(store, schedule, 1, RunStatus.FAILED)
+    Watchdog(store, FakeClock(OVERDUE_AT), alerting).run()
+    [body] = receiver.bodies
+    assert f"http://127.0.0.1:8181/console#/schedules/{schedule.schedule_id}" in body["text"]
+    # Without --notify-url, no channel.
+    plain = build_parser().parse_args(["local", "--data-dir", str(tmp_path)])
+    assert LocalStack(plain)._alerting() is None
