@@ -36,6 +36,7 @@ from adapters.definitions import (
     SCHEDULES,
     SURGE_ENV,
 )
+from adapters.dynamodb.items import heartbeat_key
 from infra import build_asset
 from infra.log_groups import log_group
 from infra.metrics import metrics_service
@@ -44,6 +45,12 @@ from infra.secrets import WebhookSecrets
 from infra.settings import Settings
 from infra.tables import Tables
 from infra.targets import grant_targets
+from service.watchdog import ACK_PREFIX, WATCH_PREFIX
+
+# The leases table's items the API writes: heartbeats "ack:<id>" and "watch:<id>".
+API_HEARTBEAT_KEYS: Final = tuple(
+    heartbeat_key(prefix)["pk"]["S"] + "*" for prefix in (ACK_PREFIX, WATCH_PREFIX)
+)
 
 
 @dataclass(frozen=True)
@@ -251,6 +258,9 @@ class Functions(Construct):
         tables.grant_read_write(self.api.role, OCCURRENCES)
         tables.grant_withdraw(self.api.role, OCCURRENCES)
         tables.grant_read(self.api.role, LEASES)
+        # POST /schedules/{id}/acknowledge records the acknowledgement and the
+        # verdict judged again: those two heartbeats, no other item of the table.
+        tables.grant_put_keys(self.api.role, LEASES, API_HEARTBEAT_KEYS)
         secrets.grant_write(self.api.role)
         # Those intents, and a retried run's (POST /runs/{id}/retry): SendMessage
         # (SendMessageBatch is authorized as it) on the delivery queue.
