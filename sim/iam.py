@@ -66,6 +66,8 @@ def checks(service: str, operation: str, params: Mapping[str, Any]) -> list[Chec
             else (f"arn:{PARTITION}:lambda:{REGION}:{ACCOUNT}:function:{name}")
         )
         return [Check(action or "lambda:" + operation, arn)]
+    if service == "sns" and "TopicArn" in params:
+        return [Check("sns:" + operation, str(params["TopicArn"]))]
     if service == "events" and operation == "PutEvents":
         found = []
         for entry in params.get("Entries", []):

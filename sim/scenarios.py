@@ -458,6 +458,49 @@ def two_stacks(templates: dict[str, Any], options: Options) -> dict[str, Any]:
         )
 
 
+# --- alerts ----------------------------------------------------------------------------------
+
+# The recovering target answers 500 until minute 16: the watchdog's pass at minute 5
+# finds both schedules overdue, the one at 20 finds "recovers" ok again, more than the
+# stack's minimum interval between two messages about one schedule after the first.
+RECOVERS_AT_S = 960.0
+
+
+def alerts(templates: dict[str, Any], options: Options) -> dict[str, Any]:
+    """Two schedules whose target fails from the start; one recovers at minute 16. The
+    watchdog publishes each changed verdict to the alarm topic (``sns_messages``)."""
+    minutes = 22.0 if options.hours is None else options.hours * 60
+    start = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
+    with Simulation(templates, start, seed=options.seed) as sim:
+        _thin_tick(sim, options.tick_interval_s)
+        sim.deploy(PRIMARY)
+        now = sim.engine.moment()
+        until = start + timedelta(minutes=minutes)
+        retry = {"max_attempts": 2, "base": "PT1S", "cap": "PT2S"}
+        expected: dict[str, list[datetime]] = {}
+        ids: dict[str, str] = {}
+        for name, query in (
+            ("recovers", f"fail_until_s={RECOVERS_AT_S:g}"),
+            ("always-fails", "status=500"),
+        ):
+            s = _create(
+                sim,
+                PRIMARY,
+                {
+                    "name": name,
+                    "spec": {"cron": "* * * * *"},
+                    "target": _webhook(name, query),
+                    "policy": {"overdue": "catch_up_all", "retry": retry},
+                },
+            )
+            expected[s["id"]] = _minutely(now, until)
+            ids[name] = s["id"]
+        sim.run_for((until - start).total_seconds())
+        return summary(
+            sim, "alerts", expected, 180.0, {"schedules": ids, "recovers_at_s": RECOVERS_AT_S}
+        )
+
+
 # --- burst -----------------------------------------------------------------------------------
 
 BURST_COUNT = 10_000
@@ -578,6 +621,7 @@ SCENARIOS: dict[str, Callable[[dict[str, Any], Options], dict[str, Any]]] = {
     "mixed-day": mixed_day,
     "faults": faults,
     "two-stacks": two_stacks,
+    "alerts": alerts,
     "burst": burst,
 }
 
@@ -588,5 +632,6 @@ SHORT: dict[str, Options] = {
     "mixed-day": Options(hours=0.25, scale=0.01, tick_interval_s=25),
     "faults": Options(tick_interval_s=25),
     "two-stacks": Options(hours=0.25, tick_interval_s=50),
+    "alerts": Options(tick_interval_s=25),
     "burst": Options(count=200, tick_interval_s=25),
 }
