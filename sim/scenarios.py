@@ -464,11 +464,13 @@ def two_stacks(templates: dict[str, Any], options: Options) -> dict[str, Any]:
 # finds both schedules overdue, the one at 20 finds "recovers" ok again, more than the
 # stack's minimum interval between two messages about one schedule after the first.
 RECOVERS_AT_S = 960.0
+ACKNOWLEDGE_AT_S = 420.0
 
 
 def alerts(templates: dict[str, Any], options: Options) -> dict[str, Any]:
-    """Two schedules whose target fails from the start; one recovers at minute 16. The
-    watchdog publishes each changed verdict to the alarm topic (``sns_messages``)."""
+    """Two schedules whose target fails from the start; one recovers at minute 16, the
+    other's failure is acknowledged at minute 7. The watchdog publishes each changed
+    verdict to the alarm topic (``sns_messages``)."""
     minutes = 22.0 if options.hours is None else options.hours * 60
     start = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
     with Simulation(templates, start, seed=options.seed) as sim:
@@ -495,9 +497,27 @@ def alerts(templates: dict[str, Any], options: Options) -> dict[str, Any]:
             )
             expected[s["id"]] = _minutely(now, until)
             ids[name] = s["id"]
+        # At minute 7 a user acknowledges always-fails' newest failure, under the API's role
+        # (it writes two heartbeats of the leases table, by a LeadingKeys condition).
+        acknowledged: list[int] = []
+
+        def acknowledge() -> None:
+            path = f"/schedules/{ids['always-fails']}/acknowledge"
+            acknowledged.append(sim.api(PRIMARY, "POST", path, {"note": "known outage"})[0])
+
+        sim.engine.at(start.timestamp() + ACKNOWLEDGE_AT_S, acknowledge)
         sim.run_for((until - start).total_seconds())
         return summary(
-            sim, "alerts", expected, 180.0, {"schedules": ids, "recovers_at_s": RECOVERS_AT_S}
+            sim,
+            "alerts",
+            expected,
+            180.0,
+            {
+                "schedules": ids,
+                "recovers_at_s": RECOVERS_AT_S,
+                "acknowledge_at_s": ACKNOWLEDGE_AT_S,
+                "acknowledge_status": acknowledged,
+            },
         )
 
 

@@ -518,3 +518,10 @@ def test_alerts_the_watchdog_publishes_to_the_alarm_topic_under_its_role(
     }
     assert all("AlarmsTopic" in m["topic"] for m in alerts["sns_messages"])
     assert alerts["requests_by_operation"]["sns:Publish"] == len(alerts["sns_messages"]) == 3
+
+
+def test_alerts_acknowledging_a_failure_is_allowed_under_the_api_role(
+    alerts: dict[str, Any],
+) -> None:
+    assert alerts["acknowledge_status"] == [200]
+    assert _denied_by(alerts, "Api") == []
