@@ -17,8 +17,14 @@ S = WatchStatus
 
 @pytest.mark.parametrize(
     ("status", "attention"),
-    [(S.OK, False), (S.LATE, False), (S.PAUSED, False), (S.ENDED, False)]
-    + [(S.OVERDUE, True), (S.UNKNOWN, True)],
+    [
+        (S.OK, False),
+        (S.LATE, False),
+        (S.PAUSED, False),
+        (S.ENDED, False),
+        (S.OVERDUE, True),
+        (S.UNKNOWN, True),
+    ],
 )
 def test_overdue_and_unknown_need_attention_and_nothing_else(
     status: WatchStatus, attention: bool
