@@ -105,8 +105,8 @@ class Janitor:
         self.between_batches = between_batches or _Pacer()
 
     def run_once(self) -> JanitorReport:
-        from service.tick import MEMBER_PREFIX
         from service.alerts import ALERT_PREFIX
+        from service.tick import MEMBER_PREFIX
         from service.watchdog import ACK_PREFIX, WATCH_PREFIX
 
         if isinstance(self.between_batches, _Pacer):
