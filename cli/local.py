@@ -71,18 +71,6 @@ def parse_interval(text: str) -> float:
     return value
 
 
-def parse_notify_url(text: str) -> str:
-    """``--notify-url``: where changed verdicts are posted (http or https)."""
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(text.strip())
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise argparse.ArgumentTypeError(
-            f"--notify-url takes an http:// or https:// URL with a host (got {text!r})"
-        )
-    return text.strip()
-
-
 def parse_parts(text: str) -> tuple[str, ...]:
     parts = tuple(p.strip() for p in text.split(",") if p.strip())
     unknown = [p for p in parts if p not in PARTS]
@@ -190,28 +178,9 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--access-log", action="store_true", help="log one JSON line per API request"
     )
-    parser.add_argument(
-        "--notify-url",
-        type=parse_notify_url,
-        default=None,
-        help="tell a person: POST each schedule whose watchdog verdict changes (ok to "
-        "overdue or unknown, and back) to this URL",
-    )
-    parser.add_argument(
-        "--notify-format",
-        choices=("json", "slack"),
-        default="json",
-        help="json (default): the verdict as a JSON document; slack: a Slack-compatible "
-        '{"text": ...} body',
-    )
-    parser.add_argument(
-        "--notify-min-interval",
-        type=parse_interval,
-        default=None,
-        metavar="INTERVAL",
-        help="the least time between two messages about one schedule, such as 10m (the "
-        "default) or 1h; a change inside it is sent when it ends, if it still holds",
-    )
+    from cli import notify
+
+    notify.add_arguments(parser, parse_interval)
     parser.add_argument(
         "--retention",
         type=_parse_retention,
@@ -679,6 +648,7 @@ class LocalStack:
         return loop
 
     def _watchdog_loop(self) -> Callable[[], None]:
+        from cli import notify
         from handlers.watchdog import build_aws_store, run_watchdog
         from service.clock import SystemClock
         from service.watchdog import Watchdog
@@ -690,7 +660,7 @@ class LocalStack:
 
             store = SqliteStore(self.db_path)
             self.closers.append(store.close)
-        watchdog = Watchdog(store, SystemClock(), self._alerting())
+        watchdog = Watchdog(store, SystemClock(), notify.alerting(self.args))
         interval = self.args.watchdog_interval
 
         def loop() -> None:
@@ -699,24 +669,6 @@ class LocalStack:
                 self.stop.wait(max(0.0, interval - 5.0))
 
         return loop
-
-    def _alerting(self) -> Any:
-        """The notification webhook of ``--notify-url``, or None."""
-        if not self.args.notify_url:
-            return None
-        from datetime import timedelta
-
-        from adapters.notify import WebhookNotifier
-        from domain.alerts import DEFAULT_MIN_INTERVAL
-        from service.alerts import Alerting
-
-        console = f"http://127.0.0.1:{self.args.port}/console#/schedules/"
-        interval = self.args.notify_min_interval
-        return Alerting(
-            WebhookNotifier(self.args.notify_url, self.args.notify_format),
-            min_interval=DEFAULT_MIN_INTERVAL if interval is None else timedelta(seconds=interval),
-            link=lambda schedule_id: console + schedule_id,
-        )
 
     def _janitor_loop(self) -> Callable[[], None]:
         """Retention for the SQLite store: a janitor pass shortly after start,

@@ -299,6 +299,7 @@ def test_duetime_local_notify_options_make_the_watchdogs_channel(
 ) -> None:
     from cli.local import LocalStack
     from cli.main import build_parser
+    from cli.notify import alerting as local_alerting
 
     args = build_parser().parse_args(
         [
@@ -316,7 +317,8 @@ def test_duetime_local_notify_options_make_the_watchdogs_channel(
         ]
     )
     stack = LocalStack(args)
-    alerting = stack._alerting()
+    alerting = local_alerting(args)
+    assert alerting is not None
     assert alerting.min_interval == timedelta(hours=1)
     assert "telling " + receiver.url in stack.banner()
     store = next(STORES["sqlite"](tmp_path))
@@ -327,4 +329,4 @@ def test_duetime_local_notify_options_make_the_watchdogs_channel(
     assert f"http://127.0.0.1:8181/console#/schedules/{schedule.schedule_id}" in body["text"]
     # Without --notify-url, no channel.
     plain = build_parser().parse_args(["local", "--data-dir", str(tmp_path)])
-    assert LocalStack(plain)._alerting() is None
+    assert local_alerting(plain) is None
