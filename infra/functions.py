@@ -323,8 +323,9 @@ class Functions(Construct):
                 function.function.add_environment(ENV_SURGE_MIN, str(settings.surge_min))
 
         # watchdog: reads the schedules and their runs it judges; writes each
-        # verdict and its own heartbeat to the leases table, and reads the
-        # tick's heartbeat there.
+        # verdict, what it last told of each schedule and its own heartbeat to
+        # the leases table, and reads the tick's heartbeat there. It publishes
+        # changed verdicts to the alarm topic (granted in infra/alarms.py).
         self.watchdog = make("Watchdog", WATCHDOG)
         tables.grant_read(self.watchdog.role, SCHEDULES)
         tables.grant_read(self.watchdog.role, OCCURRENCES)
