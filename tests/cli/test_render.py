@@ -242,3 +242,15 @@ def test_describe_lists_the_runs_already_planned_before_the_next_occurrences() -
     ]
     assert "\nNext occurrences (not created yet)\n" in page
     assert "already created" not in render.describe_page(body)
+
+
+def test_a_verdict_the_watchdog_could_not_reach_shows_its_error() -> None:
+    watch = {
+        "status": "unknown",
+        "checked_at": "2026-12-01T10:00:00Z",
+        "last_success_at": None,
+        "error": "OverflowError: date value out of range",
+    }
+    assert render.watch_text(watch) == (
+        "unknown: cannot be judged (OverflowError: date value out of range), no success yet"
+    )
