@@ -280,6 +280,13 @@ ENV_SECRET_STORE = "DUETIME_SECRET_STORE"
 # The table of the "dynamodb" secret store.
 ENV_SECRETS_TABLE = WEBHOOK_SECRETS.env_var
 
+# The watchdog's notification channel on AWS (the alarm topic: one message per
+# schedule whose verdict changes, service/alerts.py) and the least time between
+# two messages about one schedule. Set once the topic exists (infra/alarms.py).
+ENV_ALERT_TOPIC_ARN = "DUETIME_ALERT_TOPIC_ARN"
+ENV_ALERT_MIN_INTERVAL_S = "DUETIME_ALERT_MIN_INTERVAL_S"
+ALERT_ENV: tuple[str, ...] = (ENV_ALERT_TOPIC_ARN, ENV_ALERT_MIN_INTERVAL_S)
+
 # Set on the API and the tick once the worker function exists, and only with surges
 # on (infra/functions.py): the others are set from the start.
 SURGE_ENV: tuple[str, ...] = (ENV_WORKER_FUNCTION, ENV_SURGE_MIN)
@@ -338,5 +345,7 @@ FUNCTION_ENV: dict[str, tuple[str, ...]] = {
         SCHEDULES.env_var,
         OCCURRENCES.env_var,
         LEASES.env_var,
+        ENV_ALERT_TOPIC_ARN,
+        ENV_ALERT_MIN_INTERVAL_S,
     ),
 }

@@ -192,6 +192,9 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--access-log", action="store_true", help="log one JSON line per API request"
     )
+    from cli import notify
+
+    notify.add_arguments(parser, parse_interval)
     parser.add_argument(
         "--retention",
         type=_parse_retention,
@@ -659,6 +662,7 @@ class LocalStack:
         return loop
 
     def _watchdog_loop(self) -> Callable[[], None]:
+        from cli import notify
         from handlers.watchdog import build_aws_store, run_watchdog
         from service.clock import SystemClock
         from service.watchdog import Watchdog
@@ -670,7 +674,7 @@ class LocalStack:
 
             store = SqliteStore(self.db_path)
             self.closers.append(store.close)
-        watchdog = Watchdog(store, SystemClock())
+        watchdog = Watchdog(store, SystemClock(), notify.alerting(self.args))
         interval = self.args.watchdog_interval
 
         def loop() -> None:
@@ -768,6 +772,8 @@ class LocalStack:
                 running.append(f"tick (every {self.args.tick_interval:g}s)")
             elif part == "watchdog":
                 running.append(f"watchdog (every {self.args.watchdog_interval:g}s)")
+                if self.args.notify_url:
+                    running[-1] += f", telling {self.args.notify_url}"
             elif part == "worker":
                 from cli.render import plural
 

@@ -162,6 +162,8 @@ def watch_text(watch: Mapping[str, Any] | None) -> str:
         return "not judged yet (the watchdog has not passed)"
     text = str(watch.get("status"))
     details = []
+    if watch.get("error"):  # unknown: the watchdog could not judge it
+        details.append(f"cannot be judged ({watch['error']})")
     if watch.get("expected_at"):
         details.append(f"expected {watch['expected_at']}")
     details.append(

@@ -135,10 +135,15 @@ class Quarantine:
     @classmethod
     def of(cls, error: BaseException, component: QuarantineComponent, at: datetime) -> Quarantine:
         """The quarantine an error causes, its message bounded in length."""
-        text = f"{type(error).__name__}: {error}"
-        if len(text) > MAX_QUARANTINE_REASON_CHARS:
-            text = text[: MAX_QUARANTINE_REASON_CHARS - 3] + "..."
-        return cls(text, component, at.astimezone(UTC))
+        return cls(error_text(error), component, at.astimezone(UTC))
+
+
+def error_text(error: BaseException) -> str:
+    """An error as a quarantine or a verdict records it: its type and message, bounded."""
+    text = f"{type(error).__name__}: {error}"
+    if len(text) > MAX_QUARANTINE_REASON_CHARS:
+        text = text[: MAX_QUARANTINE_REASON_CHARS - 3] + "..."
+    return text
 
 
 def quarantine_to_text(quarantine: Quarantine | None) -> str | None:

@@ -7,7 +7,9 @@ the occurrence that should succeed next:
 
 - ``ok``: that slot has not come due, or came due less than half its grace ago;
 - ``late``: it came due more than half its grace ago;
-- ``overdue``: it came due more than its grace ago, and no success since.
+- ``overdue``: it came due more than its grace ago, and no success since;
+- ``unknown``: the watchdog could not judge the schedule (the verdict
+  carries the error); never returned by ``watch``, recorded by the watchdog.
 
 The grace is the schedule's ``policy.grace``; by default the expected interval
 (the gap from that slot to the one after it), at least two minutes, at most
@@ -33,6 +35,7 @@ class WatchStatus(enum.StrEnum):
     OVERDUE = "overdue"
     PAUSED = "paused"
     ENDED = "ended"
+    UNKNOWN = "unknown"
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,7 @@ class Watch:
     expected_at: datetime | None  # the slot that should have succeeded
     last_success_at: datetime | None  # scheduled_at of the newest successful run
     grace: timedelta | None
+    error: str | None = None  # why the schedule could not be judged (``unknown``)
 
 
 def default_grace(schedule: Schedule, expected_at: datetime) -> timedelta:

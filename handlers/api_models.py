@@ -695,7 +695,9 @@ class QuarantineOut(_Out):
 
 
 class WatchOut(_Out):
-    status: Literal["ok", "late", "overdue", "paused", "ended"]
+    status: Literal["ok", "late", "overdue", "paused", "ended", "unknown"] = Field(
+        description="unknown: the watchdog could not judge the schedule (see error)"
+    )
     checked_at: Instant
     expected_at: Instant | None = Field(
         default=None, description="the occurrence that should succeed next"
@@ -704,6 +706,7 @@ class WatchOut(_Out):
         default=None, description="scheduled_at of the newest successful run"
     )
     grace_s: float | None = None
+    error: str | None = Field(default=None, description="why it could not be judged")
 
 
 class ScheduleListOut(_Out):

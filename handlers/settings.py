@@ -9,6 +9,7 @@ from typing import Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from adapters import definitions as d
+from domain.alerts import DEFAULT_MIN_INTERVAL
 from service.surge import DEFAULT_SURGE_MIN
 from service.tick import BLOCK_MARGIN, MAX_QUEUE_AHEAD
 
@@ -61,6 +62,12 @@ class Settings(BaseModel):
     # (`duetime local --retention`); the AWS tables expire theirs by TTL after
     # the same 90 days.
     history_retention_s: int = Field(default=90 * 86400, ge=3600, le=3650 * 86400)
+    # The watchdog's notification channel on AWS: the alarm topic (none: no
+    # messages per schedule), and the least time between two about one schedule.
+    alert_topic_arn: str = ""
+    alert_min_interval_s: int = Field(
+        default=int(DEFAULT_MIN_INTERVAL.total_seconds()), ge=1, le=7 * 86400
+    )
 
     @model_validator(mode="after")
     def _block_within_the_queue_delay(self) -> Settings:
@@ -103,5 +110,7 @@ class Settings(BaseModel):
             "secrets_prefix": d.ENV_SECRETS_PREFIX,
             "secret_store": d.ENV_SECRET_STORE,
             "secrets_table": d.ENV_SECRETS_TABLE,
+            "alert_topic_arn": d.ENV_ALERT_TOPIC_ARN,
+            "alert_min_interval_s": d.ENV_ALERT_MIN_INTERVAL_S,
         }
         return cls.model_validate({field: env[key] for field, key in pairs.items() if key in env})

@@ -2,12 +2,15 @@
 
 It records a verdict per schedule (ok / late / overdue) and emits the number
 of overdue and late schedules and the age of the tick's last heartbeat. The
-alarms on those metrics are what make silence loud.
+alarms on those metrics are what make silence loud. With the stack's alarm
+topic in its environment, each schedule whose verdict changes is also a
+message of its own on that topic (service/alerts.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 from adapters.definitions import Metric
@@ -21,6 +24,7 @@ from handlers.observability import (
     put_seconds,
 )
 from handlers.settings import Settings
+from service.alerts import Alerting
 from service.clock import SystemClock
 from service.ports import Store
 from service.watchdog import Watchdog, WatchReport
@@ -39,23 +43,48 @@ def build_aws_store(settings: Settings) -> Store:
     return store
 
 
-# The store of this Lambda container, built once (on Lambda by the init phase,
-# ``init_container``; elsewhere by the first invocation) and kept: a pass every
-# few minutes need not build its clients each time.
-_container_store: Store | None = None
+def build_aws_alerting(settings: Settings) -> Alerting | None:
+    """The alarm topic as the notification channel; None when the deployment has none."""
+    if not settings.alert_topic_arn:
+        return None
+    import boto3
+    from botocore.config import Config
+
+    from adapters.notify import SnsNotifier
+
+    client = boto3.session.Session().client(
+        "sns",
+        config=Config(
+            retries={"mode": "standard", "max_attempts": 3}, connect_timeout=3, read_timeout=10
+        ),
+    )
+    return Alerting(
+        SnsNotifier(settings.alert_topic_arn, client),
+        min_interval=timedelta(seconds=settings.alert_min_interval_s),
+    )
 
 
-def container_store() -> Store:
-    global _container_store
-    if _container_store is None:
-        _container_store = build_aws_store(Settings.from_env())
-    return _container_store
+# The watchdog of this Lambda container (its store and its channel), built once
+# (on Lambda by the init phase, ``init_container``; elsewhere by the first
+# invocation) and kept: a pass every few minutes need not build its clients
+# each time.
+_container_watchdog: Watchdog | None = None
+
+
+def container_watchdog() -> Watchdog:
+    global _container_watchdog
+    if _container_watchdog is None:
+        settings = Settings.from_env()
+        _container_watchdog = Watchdog(
+            build_aws_store(settings), SystemClock(), build_aws_alerting(settings)
+        )
+    return _container_watchdog
 
 
 def init_container() -> None:
-    """What Lambda's init phase runs after the imports: this container's store and its
-    clients, built before the first pass."""
-    build_at_init(container_store, "the watchdog's store")
+    """What Lambda's init phase runs after the imports: this container's store, its
+    channel and their clients, built before the first pass."""
+    build_at_init(container_watchdog, "the watchdog's store")
 
 
 def emit(report: WatchReport) -> None:
@@ -74,10 +103,16 @@ def summary(report: WatchReport) -> dict[str, Any]:
         "counts": {status.value: n for status, n in sorted(report.counts.items())},
         "overdue": report.overdue[:100],
         "tick_heartbeat_age_s": report.tick_heartbeat_age_s,
-        "quarantined": report.quarantined[:100],
+        "unknown": report.unknown[:100],
+        "unread": report.unread[:100],
         "set_aside": report.set_aside,
         "judged": report.judged,
         "complete": report.complete,
+        "alerts": {
+            "sent": report.alerts.sent,
+            "held": report.alerts.held,
+            "failed": report.alerts.failed,
+        },
     }
 
 
@@ -91,7 +126,8 @@ def run_watchdog(
     report = watchdog.run(time_left)
     emit(report)
     result = summary(report)
-    if report.overdue or report.quarantined or report.tick_heartbeat_age_s is None:
+    troubled = report.unknown or report.unread or report.alerts.failed
+    if report.overdue or troubled or report.tick_heartbeat_age_s is None:
         log.warning("watchdog pass", extra=result)
     else:
         log.info("watchdog pass", extra=result)
@@ -102,7 +138,7 @@ def handler(
     event: dict[str, Any], context: Any, watchdog: Watchdog | None = None
 ) -> dict[str, Any]:
     if watchdog is None:
-        watchdog = Watchdog(container_store(), SystemClock())
+        watchdog = container_watchdog()
     remaining_ms = getattr(context, "get_remaining_time_in_millis", None)
     time_left = None
     if callable(remaining_ms):

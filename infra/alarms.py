@@ -1,5 +1,8 @@
 """Alarms, all to one SNS topic: silence is an alarm, and so is every failure mode.
 
+The watchdog publishes to the same topic one message per schedule whose
+verdict changes, so a subscriber learns which schedule the overdue alarm means.
+
 Subscribe with the AlarmEmail stack parameter (or the duetime:alarmEmail
 context setting, its default); AWS mails a confirmation link first.
 """
@@ -17,7 +20,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from adapters.definitions import Metric
+from adapters.definitions import ENV_ALERT_MIN_INTERVAL_S, ENV_ALERT_TOPIC_ARN, Metric
 from infra.functions import Functions
 from infra.metrics import metric, metrics_service
 from infra.nag import acknowledge
@@ -64,6 +67,7 @@ class Alarms(Construct):
         )
         self._subscribe_email(settings.alarm_email)
         self._allow_cloudwatch_to_publish()
+        self._let_the_watchdog_publish(functions, settings)
         service = metrics_service(self)
 
         self.specs = (
@@ -183,6 +187,18 @@ class Alarms(Construct):
             alarm.add_alarm_action(action)
             alarm.add_ok_action(action)
             self.alarms[spec.id] = alarm
+
+    def _let_the_watchdog_publish(self, functions: Functions, settings: Settings) -> None:
+        """Beside the aggregate alarm, the watchdog publishes one message per schedule
+        whose verdict changes (service/alerts.py): Publish on this topic, nothing else."""
+        watchdog = functions.watchdog
+        watchdog.role.add_to_principal_policy(
+            iam.PolicyStatement(actions=["sns:Publish"], resources=[self.topic.topic_arn])
+        )
+        watchdog.function.add_environment(ENV_ALERT_TOPIC_ARN, self.topic.topic_arn)
+        watchdog.function.add_environment(
+            ENV_ALERT_MIN_INTERVAL_S, str(settings.alert_min_interval_s)
+        )
 
     def _allow_cloudwatch_to_publish(self) -> None:
         """The topic's policy names CloudWatch as the one publisher, for this

@@ -14,6 +14,7 @@ from aws_cdk.aws_lambda_event_sources import SqsEventSource
 from constructs import Construct
 
 from adapters.definitions import (
+    ALERT_ENV,
     DELIVERY_QUEUE,
     ENV_ALLOW_PRIVATE_TARGETS,
     ENV_BUCKET_S,
@@ -35,6 +36,7 @@ from adapters.definitions import (
     SCHEDULES,
     SURGE_ENV,
 )
+from adapters.dynamodb.items import heartbeat_key
 from infra import build_asset
 from infra.log_groups import log_group
 from infra.metrics import metrics_service
@@ -43,6 +45,12 @@ from infra.secrets import WebhookSecrets
 from infra.settings import Settings
 from infra.tables import Tables
 from infra.targets import grant_targets
+from service.watchdog import ACK_PREFIX, WATCH_PREFIX
+
+# The leases table's items the API writes: heartbeats "ack:<id>" and "watch:<id>".
+API_HEARTBEAT_KEYS: Final = tuple(
+    heartbeat_key(prefix)["pk"]["S"] + "*" for prefix in (ACK_PREFIX, WATCH_PREFIX)
+)
 
 
 @dataclass(frozen=True)
@@ -179,7 +187,9 @@ def function_environment(
     keys = [
         key
         for key in FUNCTION_ENV[name]
-        if key not in SURGE_ENV and (key in available or key not in OPTIONAL_ENV)
+        if key not in SURGE_ENV
+        and key not in ALERT_ENV
+        and (key in available or key not in OPTIONAL_ENV)
     ]
     missing = [key for key in keys if key not in available]
     if missing:
@@ -248,6 +258,9 @@ class Functions(Construct):
         tables.grant_read_write(self.api.role, OCCURRENCES)
         tables.grant_withdraw(self.api.role, OCCURRENCES)
         tables.grant_read(self.api.role, LEASES)
+        # POST /schedules/{id}/acknowledge records the acknowledgement and the
+        # verdict judged again: those two heartbeats, no other item of the table.
+        tables.grant_put_keys(self.api.role, LEASES, API_HEARTBEAT_KEYS)
         secrets.grant_write(self.api.role)
         # Those intents, and a retried run's (POST /runs/{id}/retry): SendMessage
         # (SendMessageBatch is authorized as it) on the delivery queue.
@@ -310,8 +323,9 @@ class Functions(Construct):
                 function.function.add_environment(ENV_SURGE_MIN, str(settings.surge_min))
 
         # watchdog: reads the schedules and their runs it judges; writes each
-        # verdict and its own heartbeat to the leases table, and reads the
-        # tick's heartbeat there.
+        # verdict, what it last told of each schedule and its own heartbeat to
+        # the leases table, and reads the tick's heartbeat there. It publishes
+        # changed verdicts to the alarm topic (granted in infra/alarms.py).
         self.watchdog = make("Watchdog", WATCHDOG)
         tables.grant_read(self.watchdog.role, SCHEDULES)
         tables.grant_read(self.watchdog.role, OCCURRENCES)

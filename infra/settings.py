@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
 from adapters.secrets import DYNAMODB, SECRETS_MANAGER, STORE_KINDS
+from domain.alerts import DEFAULT_MIN_INTERVAL
 from service.surge import DEFAULT_SURGE_MIN
 
 PREFIX: Final = "duetime:"
@@ -46,6 +47,9 @@ class Settings:
     retain: bool = True
     alarm_email: str = ""
     dispatch_lag_p99_threshold_s: int = 60
+    # Per schedule, the least time between two messages about its verdict on
+    # the alarm topic (domain/alerts.py): a change inside it is sent when it ends.
+    alert_min_interval_s: int = int(DEFAULT_MIN_INTERVAL.total_seconds())
     target_arns: tuple[str, ...] = ()
     allow_private_targets: bool = False
     secrets_prefix: str = ""  # empty: "duetime/<stack name>/webhooks/"
@@ -117,6 +121,7 @@ class Settings:
             ("bucketS", self.bucket_s),
             ("lookaheadS", self.lookahead_s),
             ("dispatchLagP99ThresholdS", self.dispatch_lag_p99_threshold_s),
+            ("alertMinIntervalS", self.alert_min_interval_s),
             ("apiThrottleRate", self.api_throttle_rate),
             ("apiThrottleBurst", self.api_throttle_burst),
             ("logRetentionDays", self.log_retention_days),
@@ -181,6 +186,7 @@ class Settings:
             dispatch_lag_p99_threshold_s=read(
                 "dispatchLagP99ThresholdS", _int, d.dispatch_lag_p99_threshold_s
             ),
+            alert_min_interval_s=read("alertMinIntervalS", _int, d.alert_min_interval_s),
             target_arns=read("targetArns", _str_list, d.target_arns),
             allow_private_targets=read("allowPrivateTargets", _bool, d.allow_private_targets),
             secrets_prefix=read("secretsPrefix", _str, d.secrets_prefix),

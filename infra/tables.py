@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Final
 
 from aws_cdk import RemovalPolicy
@@ -83,6 +84,21 @@ class Tables(Construct):
         grantee.grant_principal.add_to_principal_policy(
             iam.PolicyStatement(
                 actions=list(WITHDRAW_ACTIONS), resources=[self.table(definition).table_arn]
+            )
+        )
+
+    def grant_put_keys(
+        self, grantee: iam.IGrantable, definition: TableDefinition, leading_keys: Sequence[str]
+    ) -> None:
+        """PutItem of the items whose partition key matches one of ``leading_keys``
+        (``*`` wildcards) and of no other item: IAM's ``dynamodb:LeadingKeys``."""
+        grantee.grant_principal.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["dynamodb:PutItem"],
+                resources=[self.table(definition).table_arn],
+                conditions={
+                    "ForAllValues:StringLike": {"dynamodb:LeadingKeys": list(leading_keys)}
+                },
             )
         )
 

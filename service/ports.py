@@ -481,6 +481,19 @@ class LeaseStore(ABC):
     def heartbeats(self, prefix: str) -> list[Heartbeat]:
         """Every heartbeat whose component starts with ``prefix``, by component."""
 
+    @abstractmethod
+    def heartbeats_of(self, components: Sequence[str]) -> dict[str, Heartbeat]:
+        """The heartbeats of these components (none with a "/") that exist, by
+        component: one read for a page of them. It may miss a write of a moment
+        ago (DynamoDB reads it eventually consistent): decide nothing on it that
+        a conditional write (``beat_if``) does not check again."""
+
+    @abstractmethod
+    def beat_if(self, heartbeat: Heartbeat, expected_at: datetime | None) -> bool:
+        """Write ``heartbeat`` (a component without "/") only if its record is the
+        one last beaten at ``expected_at`` (None: there is no record). False when
+        another writer changed it first; nothing is written then."""
+
 
 class Store(ScheduleStore, OccurrenceStore, LeaseStore, ABC):
     """All three stores over one backend, as both adapters provide them."""

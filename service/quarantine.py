@@ -1,10 +1,12 @@
 """Setting a schedule aside when duetime cannot handle it.
 
-The tick plans and dispatches, and the watchdog judges, every schedule in one
-pass. If one schedule's computation raises (a value that slipped past the
-API's checks, a time zone rule that changed under a stored schedule), that
-one schedule is quarantined and the pass carries on with the others: one
-poisoned schedule never stops the loops that serve everyone.
+The tick plans and dispatches every schedule in one pass. If one schedule's
+computation raises (a value that slipped past the API's checks, a time zone
+rule that changed under a stored schedule), that one schedule is quarantined
+and the pass carries on with the others: one poisoned schedule never stops
+the loops that serve everyone. (The watchdog, which may not write schedules
+or runs, records a schedule it cannot judge in its verdict instead:
+service/watchdog.py.)
 
 A quarantine is recorded on the schedule (the error, the component, when), so
 the API shows it; the store then leaves the schedule out of planning, and its

@@ -4,17 +4,29 @@ It reads through the same store ports as everything else, pages through the
 schedules (memory does not grow with their number), and records each verdict
 as a heartbeat item ``watch:<schedule_id>`` so the API can show it.
 
-Given a time budget (``time_left``), a pass stops after the page during which
-the budget ran out and records where it stopped (the heartbeat
-``watchdog:cursor``); the next pass resumes there, and the one after the end
-starts again from the beginning, so tens of thousands of schedules are all
-judged over a few passes, each of which ends before its function times out.
+Given a time budget (``time_left``), a pass records after each page where
+the next page starts (the heartbeat ``watchdog:cursor``) and stops after the
+page during which the budget ran out; the next pass resumes there, and the
+one after the end starts again from the beginning, so tens of thousands of
+schedules are all judged over a few passes, each of which ends before its
+function times out, and a pass cut off mid-way loses one page at most.
 Counts then cover the schedules judged in that pass (``WatchReport.complete``
 says whether that was all of them).
+
+One schedule never fails the pass. A schedule whose verdict cannot be
+computed is recorded as ``unknown`` with the error (in its verdict
+heartbeat, which the watchdog may write; it does not quarantine the schedule,
+which would need writes to the schedules and runs tables it has no business
+with, and the tick sets aside on its own what it cannot plan); a schedule
+whose runs cannot be read is logged and left for the next pass.
+
+With ``alerting``, each page's verdicts then go to ``service.alerts``, which
+tells the deployment's notification channels about those that changed.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -22,16 +34,17 @@ from typing import Final
 
 from domain.errors import DuetimeError
 from domain.run import Reason, Run, RunStatus
-from domain.schedule import QuarantineComponent, Schedule
+from domain.schedule import Schedule, error_text
 from domain.timeparse import format_instant, parse_instant
 from domain.watch import Watch, WatchStatus, watch
+from service.alerts import AlertCounts, Alerting, Alerts
 from service.ports import Clock, Heartbeat, Store
-from service.quarantine import quarantine_schedule
 
 WATCH_PREFIX: Final = "watch:"
 CURSOR_COMPONENT: Final = "watchdog:cursor"
 TICK_COMPONENT: Final = "tick"
 PAGE: Final = 100
+_log: Final = logging.getLogger("duetime")
 # How many of a schedule's newest runs are searched for its last success.
 RUNS_SEARCHED: Final = 50
 
@@ -42,8 +55,10 @@ class WatchReport:
     counts: dict[WatchStatus, int] = field(default_factory=dict)
     overdue: list[str] = field(default_factory=list)
     tick_heartbeat_age_s: float | None = None  # None: the tick has never beaten
-    quarantined: list[str] = field(default_factory=list)  # set aside by this pass
-    set_aside: int = 0  # quarantined schedules not judged (this pass's included)
+    unknown: list[str] = field(default_factory=list)  # could not be judged: see the verdict
+    unread: list[str] = field(default_factory=list)  # runs not readable: left for next pass
+    set_aside: int = 0  # quarantined schedules (by the tick), not judged
+    alerts: AlertCounts = field(default_factory=AlertCounts)
     judged: int = 0
     complete: bool = True  # False: the budget ran out; the next pass resumes
 
@@ -82,9 +97,10 @@ class Acknowledged:
 
 
 class Watchdog:
-    def __init__(self, store: Store, clock: Clock) -> None:
+    def __init__(self, store: Store, clock: Clock, alerting: Alerting | None = None) -> None:
         self.store = store
         self.clock = clock
+        self.alerts = None if alerting is None else Alerts(store, alerting)
 
     def check(self, schedule: Schedule, now: datetime) -> Watch:
         last_success, accounted = self._evidence(schedule)
@@ -177,7 +193,8 @@ class Watchdog:
 
     def run(self, time_left: Callable[[], float] | None = None) -> WatchReport:
         """Judge the schedules; with ``time_left`` (seconds), resume from the
-        last pass's cursor and stop once it reaches zero (see the module doc)."""
+        last pass's cursor, save it after each page, and stop once it reaches
+        zero (see the module doc)."""
         now = self.clock.now()
         report = WatchReport(checked_at=now)
         token = self._cursor() if time_left is not None else None
@@ -185,45 +202,58 @@ class Watchdog:
         while True:
             # The verdict reads the runs, not next_due: no lookup of it.
             page = self.store.list_schedules(PAGE, token, next_due=False)
+            judged: list[tuple[Schedule, Watch]] = []
             for schedule in page.items:
                 if schedule.quarantine is not None:
                     report.set_aside += 1
                     continue
-                # One schedule that cannot be judged is quarantined; the pass
-                # carries on with the others. Only the judgement is guarded: a
-                # store that fails fails the pass, as before (it is not this
-                # schedule's fault).
-                last_success, accounted = self._evidence(schedule)
-                try:
-                    verdict = watch(schedule, last_success, now, accounted)
-                    detail = _detail(verdict)
-                except Exception as error:  # any error sets that one aside
-                    if quarantine_schedule(
-                        self.store,
-                        schedule.schedule_id,
-                        schedule.version,
-                        error,
-                        QuarantineComponent.WATCH,
-                        now,
-                    ):
-                        report.quarantined.append(schedule.schedule_id)
-                        report.set_aside += 1
-                    continue
-                report.judged += 1
-                report.counts[verdict.status] = report.counts.get(verdict.status, 0) + 1
-                if verdict.status is WatchStatus.OVERDUE:
-                    report.overdue.append(schedule.schedule_id)
-                self.store.beat(Heartbeat(watch_component(schedule.schedule_id), now, detail))
+                verdict = self._judge(schedule, now, report)
+                if verdict is not None:
+                    judged.append((schedule, verdict))
+            if self.alerts is not None:
+                self.alerts.after_page(judged, now, report.alerts)
             token = page.next_token
+            if time_left is not None:  # where the next page starts (None: the beginning)
+                self.store.beat(Heartbeat(CURSOR_COMPONENT, now, {"token": token}))
             if token is None or (time_left is not None and time_left() <= 0):
                 break
         report.complete = from_start and token is None
-        if time_left is not None:  # where the next pass starts (None: the beginning)
-            self.store.beat(Heartbeat(CURSOR_COMPONENT, now, {"token": token}))
         tick = self.store.heartbeat(TICK_COMPONENT)
         if tick is not None:
             report.tick_heartbeat_age_s = max(0.0, (now - tick.at).total_seconds())
         return report
+
+    def _judge(self, schedule: Schedule, now: datetime, report: WatchReport) -> Watch | None:
+        """One schedule's verdict, recorded; None when its runs could not be read."""
+        schedule_id = schedule.schedule_id
+        try:
+            last_success, accounted = self._evidence(schedule)
+        except Exception as error:  # the store's trouble, not the schedule's: next pass
+            report.unread.append(schedule_id)
+            _log.error(
+                "schedule not judged: its runs could not be read",
+                extra={"schedule_id": schedule_id, "error": error_text(error)},
+            )
+            return None
+        try:
+            verdict = watch(schedule, last_success, now, accounted)
+            detail = _detail(verdict)
+        except Exception as error:  # the schedule's own trouble: recorded, and told
+            verdict = Watch(
+                schedule_id, WatchStatus.UNKNOWN, now, None, last_success, None, error_text(error)
+            )
+            detail = _detail(verdict)
+            report.unknown.append(schedule_id)
+            _log.error(
+                "schedule cannot be judged",
+                extra={"schedule_id": schedule_id, "error": verdict.error},
+            )
+        report.judged += 1
+        report.counts[verdict.status] = report.counts.get(verdict.status, 0) + 1
+        if verdict.status is WatchStatus.OVERDUE:
+            report.overdue.append(schedule_id)
+        self.store.beat(Heartbeat(watch_component(schedule_id), now, detail))
+        return verdict
 
     def _cursor(self) -> str | None:
         beat = self.store.heartbeat(CURSOR_COMPONENT)
@@ -245,4 +275,5 @@ def _detail(verdict: Watch) -> dict[str, object]:
             format_instant(verdict.last_success_at) if verdict.last_success_at else None
         ),
         "grace_s": verdict.grace.total_seconds() if verdict.grace is not None else None,
+        **({"error": verdict.error} if verdict.error is not None else {}),
     }

@@ -29,7 +29,7 @@ DUMMY_AWS_ENV = {
     "AWS_REGION": "us-east-1",
     "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled",
 }
-SCENARIO_NAMES = ("idle-week", "mixed-day", "faults", "two-stacks", "burst")
+SCENARIO_NAMES = ("idle-week", "mixed-day", "faults", "two-stacks", "alerts", "burst")
 
 COLUMNS = (
     ("scenario", 11),

@@ -126,6 +126,8 @@ class Ledger:
     denied: list[Denied] = field(default_factory=list)
     used_grants: set[tuple[str, str, str]] = field(default_factory=set)
     injected: list[dict[str, Any]] = field(default_factory=list)
+    # SNS Publish requests answered (sim/aws.py ``_answer_publish``), in order.
+    published: list[dict[str, Any]] = field(default_factory=list)
 
 
 class Account:
@@ -230,6 +232,8 @@ class Account:
                 answer = self._answer_fault(actor, *pending)
                 if answer is None and pending[0] == "lambda":
                     answer = self._answer_invoke(*pending)
+                if answer is None and pending[0] == "sns":
+                    answer = self._answer_publish(actor, *pending)
                 if answer is not None:
                     request.sim_answered = True
                     return answer
@@ -317,6 +321,31 @@ class Account:
             )
         self.async_invoke(name, _payload(params.get("Payload")))
         return _lambda_response(202)
+
+    def _answer_publish(
+        self, actor: Actor, service: str, operation: str, params: dict[str, Any]
+    ) -> Any:
+        """SNS's answer to a ``Publish`` (never moto's, which needs the topic made): the
+        message is recorded (who, when, to which topic, its attributes) and acknowledged
+        with a message id. Subscribers are not modelled."""
+        if operation != "Publish":
+            return None
+        attributes = {
+            name: value.get("StringValue")
+            for name, value in (params.get("MessageAttributes") or {}).items()
+        }
+        with self._lock:
+            self.ledger.published.append(
+                {
+                    "at_s": round(self.engine.elapsed_s(), 3),
+                    "function": actor.function,
+                    "topic": params.get("TopicArn"),
+                    "subject": params.get("Subject"),
+                    "attributes": attributes,
+                }
+            )
+            number = len(self.ledger.published)
+        return _sns_publish_response(f"sim-{number:08d}")
 
     def _before(self, actor: Actor, service: str, operation: str, params: dict[str, Any]) -> None:
         self._spend(service, params)
@@ -579,6 +608,19 @@ def _lambda_response(status: int) -> Any:
 
     headers = {"Content-Type": "application/json", "x-amzn-RequestId": "sim"}
     return AWSResponse("https://sim", status, headers, MockRawResponse(b""))
+
+
+def _sns_publish_response(message_id: str) -> Any:
+    from botocore.awsrequest import AWSResponse
+    from moto.core.botocore_stubber import MockRawResponse
+
+    body = (
+        '<PublishResponse xmlns="http://sns.amazonaws.com/doc/2010-03-31/">'
+        f"<PublishResult><MessageId>{message_id}</MessageId></PublishResult>"
+        "<ResponseMetadata><RequestId>sim</RequestId></ResponseMetadata></PublishResponse>"
+    ).encode()
+    headers = {"Content-Type": "text/xml", "x-amzn-RequestId": "sim"}
+    return AWSResponse("https://sim", 200, headers, MockRawResponse(body))
 
 
 def forget_moto_instances() -> None:

@@ -36,10 +36,19 @@ _SQS_BATCH: Final = {
 _STAR_SERVICES: Final = {"cloudwatch": "cloudwatch", "sts": "sts", "xray": "xray"}
 
 
+# The partition key attribute of every duetime table (adapters/definitions.py): what
+# IAM's ``dynamodb:LeadingKeys`` condition key holds for a single-item request.
+PARTITION_KEY: Final = "pk"
+
+
 @dataclass(frozen=True)
 class Check:
     action: str
     resource: str
+    # The partition key values of the items a DynamoDB request touches (its
+    # ``dynamodb:LeadingKeys``); empty when the request names none (a query's
+    # key is in its expression and is not read here).
+    leading_keys: tuple[str, ...] = ()
 
 
 def checks(service: str, operation: str, params: Mapping[str, Any]) -> list[Check]:
@@ -66,6 +75,8 @@ def checks(service: str, operation: str, params: Mapping[str, Any]) -> list[Chec
             else (f"arn:{PARTITION}:lambda:{REGION}:{ACCOUNT}:function:{name}")
         )
         return [Check(action or "lambda:" + operation, arn)]
+    if service == "sns" and "TopicArn" in params:
+        return [Check("sns:" + operation, str(params["TopicArn"]))]
     if service == "events" and operation == "PutEvents":
         found = []
         for entry in params.get("Entries", []):
@@ -112,12 +123,24 @@ def _ssm(operation: str, params: Mapping[str, Any]) -> list[Check]:
     return [Check(action, "*")]
 
 
+def _leading_keys(params: Mapping[str, Any]) -> tuple[str, ...]:
+    item = params.get("Item") or params.get("Key") or {}
+    value = item.get(PARTITION_KEY, {})
+    return (str(value["S"]),) if isinstance(value, Mapping) and "S" in value else ()
+
+
 def _dynamodb(operation: str, params: Mapping[str, Any]) -> list[Check]:
     if operation in ("TransactWriteItems", "TransactGetItems"):
         found = []
         for entry in params.get("TransactItems", []):
             [(kind, item)] = entry.items()
-            found.append(Check("dynamodb:" + _TRANSACT_ACTIONS[kind], _DDB + item["TableName"]))
+            found.append(
+                Check(
+                    "dynamodb:" + _TRANSACT_ACTIONS[kind],
+                    _DDB + item["TableName"],
+                    _leading_keys(item),
+                )
+            )
         return found
     if operation in ("BatchWriteItem", "BatchGetItem"):
         return [Check("dynamodb:" + operation, _DDB + t) for t in params.get("RequestItems", {})]
@@ -127,7 +150,7 @@ def _dynamodb(operation: str, params: Mapping[str, Any]) -> list[Check]:
     resource = _DDB + str(table)
     if params.get("IndexName"):
         resource += "/index/" + str(params["IndexName"])
-    return [Check("dynamodb:" + operation, resource)]
+    return [Check("dynamodb:" + operation, resource, _leading_keys(params))]
 
 
 # --- policies --------------------------------------------------------------------------------
@@ -178,6 +201,27 @@ class Statement:
         return True, action, resource
 
 
+_LIKE: Final = ("ForAllValues:StringLike", "StringLike")
+
+
+def _condition_met(condition: Mapping[str, Any], check: Check) -> bool | None:
+    """Whether the condition holds for the request; None when it is not modelled.
+
+    Modelled: ``dynamodb:LeadingKeys`` under ``ForAllValues:StringLike`` (or
+    ``StringLike``), on a request whose items' partition keys are known: every
+    key must match one of the patterns (``*`` and ``?`` wildcards, case-sensitive).
+    """
+    if len(condition) != 1:
+        return None
+    [(operator, tests)] = condition.items()
+    if operator not in _LIKE or set(tests) != {"dynamodb:LeadingKeys"}:
+        return None
+    if not check.leading_keys:
+        return None
+    patterns = _as_list(tests["dynamodb:LeadingKeys"])
+    return all(any(matches(p, key) for p in patterns) for key in check.leading_keys)
+
+
 @dataclass
 class Verdict:
     allowed: bool
@@ -201,11 +245,16 @@ class RolePolicy:
             if hit is None:
                 continue
             if statement.condition:
-                # Conditions are not evaluated: a statement with one does not apply.
-                self.unknown_conditions.append(
-                    f"{statement.source}: condition {sorted(statement.condition)} on {check.action}"
-                )
-                continue
+                met = _condition_met(statement.condition, check)
+                if met is None:
+                    # A condition not modelled: the statement does not apply.
+                    self.unknown_conditions.append(
+                        f"{statement.source}: condition {sorted(statement.condition)} "
+                        f"on {check.action}"
+                    )
+                    continue
+                if not met:
+                    continue
             if statement.effect == "Deny":
                 return Verdict(False, f"explicitly denied by {statement.source}")
             allow.append((hit[1], hit[2]))

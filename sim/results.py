@@ -516,6 +516,8 @@ def summary(
             if r.outcome == "timeout"
         ],
         "injected_faults": ledger.injected[:50],
+        # Messages published to SNS by the functions (the watchdog's changed verdicts).
+        "sns_messages": ledger.published[:200],
         "iam_not_modelled": unknown_conditions
         + [f"managed policy {arn}" for f in sim.functions.values() for arn in f.policy.unknown],
         **cost(sim),

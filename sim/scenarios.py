@@ -458,6 +458,69 @@ def two_stacks(templates: dict[str, Any], options: Options) -> dict[str, Any]:
         )
 
 
+# --- alerts ----------------------------------------------------------------------------------
+
+# The recovering target answers 500 until minute 16: the watchdog's pass at minute 5
+# finds both schedules overdue, the one at 20 finds "recovers" ok again, more than the
+# stack's minimum interval between two messages about one schedule after the first.
+RECOVERS_AT_S = 960.0
+ACKNOWLEDGE_AT_S = 420.0
+
+
+def alerts(templates: dict[str, Any], options: Options) -> dict[str, Any]:
+    """Two schedules whose target fails from the start; one recovers at minute 16, the
+    other's failure is acknowledged at minute 7. The watchdog publishes each changed
+    verdict to the alarm topic (``sns_messages``)."""
+    minutes = 22.0 if options.hours is None else options.hours * 60
+    start = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
+    with Simulation(templates, start, seed=options.seed) as sim:
+        _thin_tick(sim, options.tick_interval_s)
+        sim.deploy(PRIMARY)
+        now = sim.engine.moment()
+        until = start + timedelta(minutes=minutes)
+        retry = {"max_attempts": 2, "base": "PT1S", "cap": "PT2S"}
+        expected: dict[str, list[datetime]] = {}
+        ids: dict[str, str] = {}
+        for name, query in (
+            ("recovers", f"fail_until_s={RECOVERS_AT_S:g}"),
+            ("always-fails", "status=500"),
+        ):
+            s = _create(
+                sim,
+                PRIMARY,
+                {
+                    "name": name,
+                    "spec": {"cron": "* * * * *"},
+                    "target": _webhook(name, query),
+                    "policy": {"overdue": "catch_up_all", "retry": retry},
+                },
+            )
+            expected[s["id"]] = _minutely(now, until)
+            ids[name] = s["id"]
+        # At minute 7 a user acknowledges always-fails' newest failure, under the API's role
+        # (it writes two heartbeats of the leases table, by a LeadingKeys condition).
+        acknowledged: list[int] = []
+
+        def acknowledge() -> None:
+            path = f"/schedules/{ids['always-fails']}/acknowledge"
+            acknowledged.append(sim.api(PRIMARY, "POST", path, {"note": "known outage"})[0])
+
+        sim.engine.at(start.timestamp() + ACKNOWLEDGE_AT_S, acknowledge)
+        sim.run_for((until - start).total_seconds())
+        return summary(
+            sim,
+            "alerts",
+            expected,
+            180.0,
+            {
+                "schedules": ids,
+                "recovers_at_s": RECOVERS_AT_S,
+                "acknowledge_at_s": ACKNOWLEDGE_AT_S,
+                "acknowledge_status": acknowledged,
+            },
+        )
+
+
 # --- burst -----------------------------------------------------------------------------------
 
 BURST_COUNT = 10_000
@@ -578,6 +641,7 @@ SCENARIOS: dict[str, Callable[[dict[str, Any], Options], dict[str, Any]]] = {
     "mixed-day": mixed_day,
     "faults": faults,
     "two-stacks": two_stacks,
+    "alerts": alerts,
     "burst": burst,
 }
 
@@ -588,5 +652,6 @@ SHORT: dict[str, Options] = {
     "mixed-day": Options(hours=0.25, scale=0.01, tick_interval_s=25),
     "faults": Options(tick_interval_s=25),
     "two-stacks": Options(hours=0.25, tick_interval_s=50),
+    "alerts": Options(tick_interval_s=25),
     "burst": Options(count=200, tick_interval_s=25),
 }

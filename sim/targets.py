@@ -8,7 +8,9 @@ socket is replaced. The URL says how the receiver behaves:
 
 ``ms`` is how long it takes to answer (simulated time; past the worker's
 deadline for the call the sender sees a timeout), ``status`` what it answers,
-``fail_first`` how many first attempts of each occurrence answer 503.
+``fail_first`` how many first attempts of each occurrence answer 503,
+``fail_until_s`` until when (simulated seconds from the start) every attempt
+answers 500: a target that is down, then back.
 """
 
 from __future__ import annotations
@@ -51,6 +53,8 @@ class Receiver:
         self.attempts[key] += 1
         if self.attempts[key] <= fail_first:
             status = 503
+        if self.engine.elapsed_s() < float(query.get("fail_until_s", "0")):
+            status = 500
         record = Delivery(
             schedule_id=document["schedule_id"],
             scheduled_at=document["scheduled_at"],

@@ -2325,6 +2325,43 @@ class DynamoStore(Store):
         self._forget_departed(group, item, beats)
         return [beat for beat in beats if beat.component.startswith(prefix)]
 
+    def heartbeats_of(self, components: Sequence[str]) -> dict[str, Heartbeat]:
+        """BatchGetItem, 100 keys a request, eventually consistent (half the read units)."""
+        found: dict[str, Heartbeat] = {}
+        for start in range(0, len(components), 100):
+            keys = [it.heartbeat_key(c) for c in dict.fromkeys(components[start : start + 100])]
+            request: dict[str, Any] = {self.tables.leases: {"Keys": keys}}
+            while request:
+                answer = self.client.batch_get_item(RequestItems=request)
+                for item in answer.get("Responses", {}).get(self.tables.leases, []):
+                    beat = it.heartbeat_from_item(item)
+                    found[beat.component] = beat
+                request = answer.get("UnprocessedKeys") or {}
+        return found
+
+    def beat_if(self, heartbeat: Heartbeat, expected_at: datetime | None) -> bool:
+        expires = {"N": str(int((heartbeat.at + HEARTBEAT_RETENTION).timestamp()))}
+        condition: dict[str, Any] = (
+            {"ConditionExpression": "attribute_not_exists(pk)"}
+            if expected_at is None
+            else {
+                "ConditionExpression": "#at = :at",
+                "ExpressionAttributeNames": {"#at": "at"},
+                "ExpressionAttributeValues": {":at": {"S": it.iso(expected_at)}},
+            }
+        )
+        try:
+            self.client.put_item(
+                TableName=self.tables.leases,
+                Item={**it.heartbeat_item(heartbeat), LEASES_TTL_ATTRIBUTE: expires},
+                **condition,
+            )
+        except ClientError as error:
+            if _failed_condition(error):
+                return False
+            raise
+        return True
+
     def _forget_departed(
         self, group: str, item: Mapping[str, Any], beats: Sequence[Heartbeat]
     ) -> None:

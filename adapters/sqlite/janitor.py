@@ -105,6 +105,7 @@ class Janitor:
         self.between_batches = between_batches or _Pacer()
 
     def run_once(self) -> JanitorReport:
+        from service.alerts import ALERT_PREFIX
         from service.tick import MEMBER_PREFIX
         from service.watchdog import ACK_PREFIX, WATCH_PREFIX
 
@@ -117,4 +118,5 @@ class Janitor:
         beats = self.store.purge_heartbeats(MEMBER_PREFIX, now - MEMBER_STALE)
         beats += self.store.purge_orphan_heartbeats(WATCH_PREFIX)
         beats += self.store.purge_orphan_heartbeats(ACK_PREFIX)
+        beats += self.store.purge_orphan_heartbeats(ALERT_PREFIX)
         return JanitorReport(runs, dead, beats)

@@ -1241,6 +1241,34 @@ class SqliteStore(Database, Store):
         )
         return [Heartbeat(r[0], from_us(r[1]), json.loads(r[2])) for r in rows]
 
+    def heartbeats_of(self, components: Sequence[str]) -> dict[str, Heartbeat]:
+        found: dict[str, Heartbeat] = {}
+        for start in range(0, len(components), 500):  # under SQLite's variable limit
+            chunk = list(components[start : start + 500])
+            marks = ", ".join("?" * len(chunk))
+            rows = self._read(
+                f"SELECT component, at, detail FROM heartbeats WHERE component IN ({marks})",
+                chunk,
+            )
+            found.update({r[0]: Heartbeat(r[0], from_us(r[1]), json.loads(r[2])) for r in rows})
+        return found
+
+    def beat_if(self, heartbeat: Heartbeat, expected_at: datetime | None) -> bool:
+        with self._write() as db:
+            row = db.execute(
+                "SELECT at FROM heartbeats WHERE component = ?", (heartbeat.component,)
+            ).fetchone()
+            if (None if row is None else row[0]) != (
+                None if expected_at is None else us(expected_at)
+            ):
+                return False
+            db.execute(
+                "INSERT INTO heartbeats VALUES (?, ?, ?) ON CONFLICT (component) DO UPDATE SET "
+                "at = excluded.at, detail = excluded.detail",
+                (heartbeat.component, us(heartbeat.at), json.dumps(dict(heartbeat.detail))),
+            )
+            return True
+
 
 def _each_or_all(
     db: sqlite3.Connection, name: str, sql: str, params: Sequence[tuple[Any, ...]]

@@ -258,3 +258,15 @@ def test_plural() -> None:
     ]  # fmt: skip
     assert render.plural(1, "process", "processes") == "1 process"
     assert render.plural(3, "process", "processes") == "3 processes"
+
+
+def test_a_verdict_the_watchdog_could_not_reach_shows_its_error() -> None:
+    watch = {
+        "status": "unknown",
+        "checked_at": "2026-12-01T10:00:00Z",
+        "last_success_at": None,
+        "error": "OverflowError: date value out of range",
+    }
+    assert render.watch_text(watch) == (
+        "unknown: cannot be judged (OverflowError: date value out of range), no success yet"
+    )

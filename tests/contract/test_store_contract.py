@@ -494,6 +494,27 @@ def test_heartbeats_keep_the_latest_beat(store: Store) -> None:
 # --- quarantine ------------------------------------------------------------------------------
 
 
+def test_a_conditional_beat_writes_only_over_the_record_it_read(store: Store) -> None:
+    first = Heartbeat("alert:s1", NOW, {"status": "overdue"})
+    assert store.beat_if(first, None)  # no record yet
+    assert not store.beat_if(Heartbeat("alert:s1", NOW, {"status": "ok"}), None)
+    later = Heartbeat("alert:s1", NOW + timedelta(minutes=1), {"status": "ok"})
+    assert not store.beat_if(later, NOW - timedelta(seconds=1))  # another beat read
+    assert store.heartbeat("alert:s1") == first  # nothing written by the refusals
+    assert store.beat_if(later, NOW)
+    assert store.heartbeat("alert:s1") == later
+
+
+def test_heartbeats_of_many_components_are_read_at_once(store: Store) -> None:
+    components = [f"alert:s{i:03d}" for i in range(130)]  # more than one DynamoDB batch
+    for component in components[::2]:
+        store.beat(Heartbeat(component, NOW, {"n": component}))
+    found = store.heartbeats_of(components)
+    assert sorted(found) == components[::2]
+    assert found["alert:s000"] == Heartbeat("alert:s000", NOW, {"n": "alert:s000"})
+    assert store.heartbeats_of([]) == {}
+
+
 def _quarantine(at: str = "2026-12-01T08:00:30Z") -> Quarantine:
     return Quarantine.of(
         OverflowError("date value out of range"), QuarantineComponent.PLAN, utc(at)

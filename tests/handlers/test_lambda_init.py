@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 HANDLERS = [
     ("handlers.worker", "_container_worker"),
     ("handlers.tick", "_container_ticker"),
-    ("handlers.watchdog", "_container_store"),
+    ("handlers.watchdog", "_container_watchdog"),
 ]
 
 
@@ -122,8 +122,9 @@ def test_the_watchdog_builds_its_store_once_per_container(monkeypatch: pytest.Mo
         builds.append(object())
         return builds[-1]
 
-    monkeypatch.setattr(watchdog_handler, "_container_store", None)
+    monkeypatch.setattr(watchdog_handler, "_container_watchdog", None)
     monkeypatch.setattr(watchdog_handler, "build_aws_store", build)
     watchdog_handler.init_container()
-    assert watchdog_handler.container_store() is watchdog_handler.container_store() is builds[0]
-    assert len(builds) == 1
+    watchdog = watchdog_handler.container_watchdog()
+    assert watchdog is watchdog_handler.container_watchdog()
+    assert watchdog.store is builds[0] and len(builds) == 1

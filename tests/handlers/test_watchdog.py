@@ -89,7 +89,7 @@ def test_pages_through_many_schedules(
     assert sum(report.counts.values()) == 230
 
 
-def test_a_schedule_the_watchdog_cannot_judge_is_quarantined_counted_and_logged(
+def test_a_schedule_the_watchdog_cannot_judge_is_recorded_unknown_counted_and_logged(
     store: SqliteStore,
     make_schedule: Callable[..., Schedule],
     capsys: pytest.CaptureFixture[str],
@@ -112,18 +112,20 @@ def test_a_schedule_the_watchdog_cannot_judge_is_quarantined_counted_and_logged(
 
     result = watchdog_handler.handler({}, None, watchdog=Watchdog(store, clock))
 
-    assert result["counts"] == {"ok": 1}
-    assert result["quarantined"] == [poisoned.schedule_id] and result["set_aside"] == 1
+    assert result["counts"] == {"ok": 1, "unknown": 1}
+    assert result["unknown"] == [poisoned.schedule_id] and result["set_aside"] == 0
     output = capsys.readouterr().out
     lines = [json.loads(line) for line in output.splitlines() if line.startswith("{")]
     metrics = next(line for line in lines if "_aws" in line)
     assert "SchedulesQuarantined" not in metrics  # on the pass's line instead
     passes = [line for line in lines if line.get("message") == "watchdog pass"]
     assert passes and passes[0]["level"] == "WARNING"
-    assert passes[0]["quarantined"] == [poisoned.schedule_id]
-    [logged] = [line for line in lines if line.get("message") == "schedule quarantined"]
-    assert logged["schedule_id"] == poisoned.schedule_id and logged["component"] == "watch"
+    assert passes[0]["unknown"] == [poisoned.schedule_id]
+    [logged] = [line for line in lines if line.get("message") == "schedule cannot be judged"]
+    assert logged["schedule_id"] == poisoned.schedule_id
     assert logged["error"] == "OverflowError: date value out of range"
+    # Recorded where the watchdog may write (its verdict), not on the schedule.
+    assert store.get(poisoned.schedule_id).quarantine is None
 
 
 def test_a_pass_out_of_time_stops_after_its_page_and_the_next_resumes_there(
@@ -198,3 +200,51 @@ def test_an_idle_watchdog_sends_the_heartbeat_age_alone(
         "TickHeartbeatAge"
     ]
     assert blob["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [["service"]]
+
+
+def test_a_pass_that_fails_mid_way_keeps_the_pages_it_judged(
+    store: SqliteStore, make_schedule: Callable[..., Schedule], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cursor is saved after each page: a page that cannot be listed stops
+    that pass, and the next pass starts at that page, not at the beginning."""
+    created = utc("2026-12-01T08:00:00Z")
+    for _ in range(230):
+        store.create(make_schedule(created, spec={"cron": "0 9 * * *"}))
+    watchdog = Watchdog(store, FakeClock(utc("2026-12-01T08:30:00Z")))
+    real = store.list_schedules
+    calls = []
+
+    def third_page_fails(*args: Any, **kwargs: Any) -> Any:
+        calls.append(args)
+        if len(calls) == 3:
+            raise RuntimeError("throttled")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(store, "list_schedules", third_page_fails)
+    with pytest.raises(RuntimeError):
+        watchdog.run(lambda: 60.0)
+    monkeypatch.setattr(store, "list_schedules", real)
+
+    resumed = watchdog.run(lambda: 60.0)
+    assert resumed.judged == 30 and not resumed.complete
+
+
+def test_a_schedule_whose_runs_cannot_be_read_does_not_stop_the_pass(
+    store: SqliteStore, make_schedule: Callable[..., Schedule], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    created = utc("2026-12-01T08:00:00Z")
+    schedules = [make_schedule(created, spec={"cron": "0 9 * * *"}) for _ in range(150)]
+    for schedule in schedules:
+        store.create(schedule)
+    unreadable = sorted(s.schedule_id for s in schedules)[0]  # on the first page
+    real = store.runs
+
+    def runs(schedule_id: str, *args: Any, **kwargs: Any) -> Any:
+        if schedule_id == unreadable:
+            raise RuntimeError("AccessDenied")
+        return real(schedule_id, *args, **kwargs)
+
+    monkeypatch.setattr(store, "runs", runs)
+    report = Watchdog(store, FakeClock(utc("2026-12-01T08:30:00Z"))).run(lambda: 60.0)
+
+    assert report.unread == [unreadable] and report.judged == 149 and report.complete

@@ -7,7 +7,13 @@ from typing import Any
 
 import pytest
 
-from adapters.definitions import ENV_SURGE_MIN, ENV_WORKER_FUNCTION
+from adapters.definitions import (
+    ENV_ALERT_MIN_INTERVAL_S,
+    ENV_ALERT_TOPIC_ARN,
+    ENV_SURGE_MIN,
+    ENV_WORKER_FUNCTION,
+)
+from domain.alerts import DEFAULT_MIN_INTERVAL
 from infra.secrets import (
     LEGACY_READ_ACTIONS,
     LEGACY_SSM_READ_ACTIONS,
@@ -76,13 +82,29 @@ def touches(t: dict[str, Any], role: str, resource: str) -> bool:
     return any(can(t, role, a, resource) for a in actions(t, role))
 
 
-def test_api_manages_schedules_and_runs_and_only_reads_leases(
+def test_api_manages_schedules_and_runs_and_writes_only_two_heartbeats_of_leases(
     template: dict[str, Any], ids: Ids
 ) -> None:
     t = template
     assert reads(t, ids.api, ids.schedules) and writes(t, ids.api, ids.schedules)
     assert reads(t, ids.api, ids.occurrences) and writes(t, ids.api, ids.occurrences)
-    assert reads(t, ids.api, ids.leases) and not writes_any(t, ids.api, ids.leases)
+    assert reads(t, ids.api, ids.leases)
+    # Acknowledging a failure (POST /schedules/{id}/acknowledge) records the
+    # acknowledgement and the verdict judged again: PutItem of the items
+    # "H#ack:<id>" and "H#watch:<id>", by a condition on the partition key.
+    # Leases, the tick's heartbeats and the alert records stay out of reach.
+    writes_leases = [
+        s
+        for s in statements(t, ids.api)
+        if s["Resource"] == {"Fn::GetAtt": [ids.leases, "Arn"]}
+        and set(_as_list(s["Action"])) & {*WRITE_ACTIONS, "dynamodb:DeleteItem"}
+    ]
+    assert [(s["Action"], s.get("Condition")) for s in writes_leases] == [
+        (
+            "dynamodb:PutItem",
+            {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["H#ack:*", "H#watch:*"]}},
+        )
+    ]
 
 
 def secret_grants(t: dict[str, Any], role: str) -> set[tuple[str, str]]:
@@ -320,6 +342,25 @@ def test_watchdog_reads_what_it_judges_and_writes_verdicts_and_heartbeats_to_lea
     assert not any(
         a.startswith(("sqs:", "secretsmanager:", "ssm:")) for a in actions(t, ids.watchdog)
     )
+
+
+def test_the_watchdog_publishes_changed_verdicts_to_the_alarm_topic_and_nowhere_else(
+    template: dict[str, Any], ids: Ids
+) -> None:
+    topic = logical_id(template, "AWS::SNS::Topic", "AlarmsTopic")
+    published = [
+        s for s in statements(template, ids.watchdog) if "sns:Publish" in _as_list(s["Action"])
+    ]
+    assert [(s["Action"], s["Resource"], s.get("Condition")) for s in published] == [
+        ("sns:Publish", {"Ref": topic}, None)
+    ]
+    assert {a for a in actions(template, ids.watchdog) if a.startswith("sns:")} == {"sns:Publish"}
+    for role in (ids.api, ids.tick, ids.worker):
+        assert not any(a.startswith("sns:") for a in actions(template, role))
+    _, fn = function(template, "handlers.watchdog.handler")
+    env = fn["Properties"]["Environment"]["Variables"]
+    assert env[ENV_ALERT_TOPIC_ARN] == {"Ref": topic}
+    assert env[ENV_ALERT_MIN_INTERVAL_S] == str(int(DEFAULT_MIN_INTERVAL.total_seconds()))
 
 
 @pytest.mark.parametrize("role", ["api", "tick", "worker", "watchdog"])

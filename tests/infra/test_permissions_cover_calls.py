@@ -10,6 +10,7 @@ method that starts calling something new fails here before a deployment does.
 
 from __future__ import annotations
 
+import fnmatch
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -46,10 +47,12 @@ _SQS_ACTIONS = {"SendMessageBatch": "SendMessage", "DeleteMessageBatch": "Delete
 
 
 class Recorder:
-    """(IAM action, table or queue name, index or None) of each request."""
+    """(IAM action, table, queue or topic name, index or None) of each request, and
+    (action, table, partition key) of each single-item DynamoDB request."""
 
     def __init__(self) -> None:
         self.requests: set[tuple[str, str, str | None]] = set()
+        self.keys: set[tuple[str, str, str]] = set()
 
     def __call__(self, model: Any, params: dict[str, Any], **_: Any) -> None:
         service = model.service_model.service_name
@@ -64,23 +67,68 @@ class Recorder:
                     self.requests.add((f"dynamodb:{op}", table, None))
             else:
                 self.requests.add((f"dynamodb:{op}", params["TableName"], params.get("IndexName")))
+                item = params.get("Item") or params.get("Key") or {}
+                if "pk" in item:
+                    self.keys.add((f"dynamodb:{op}", params["TableName"], item["pk"]["S"]))
         elif service == "sqs":
             name = str(params.get("QueueUrl", "")).rsplit("/", 1)[-1]
             self.requests.add((f"sqs:{_SQS_ACTIONS.get(op, op)}", name, None))
+        elif service == "sns":
+            self.requests.add((f"sns:{op}", str(params.get("TopicArn", "")).split(":")[-1], None))
 
 
 def allowed(template: dict[str, Any], role: str, action: str, resource: str, index: str | None):
-    """Whether a statement allows ``action`` on the resource (and index, if any)."""
+    """Whether a statement without a condition allows ``action`` on the resource
+    (and index, if any)."""
     for statement in statements(template, role):
-        if action not in _as_list(statement["Action"]):
+        if action not in _as_list(statement["Action"]) or statement.get("Condition"):
             continue
         for res in _as_list(statement["Resource"]):
             text = dumps(res)
-            if index is None and res == {"Fn::GetAtt": [resource, "Arn"]}:
+            if index is None and res in ({"Fn::GetAtt": [resource, "Arn"]}, {"Ref": resource}):
                 return True
             if index is not None and resource in text and f'/index/{index}"' in text:
                 return True
     return False
+
+
+def allowed_key(template: dict[str, Any], role: str, action: str, resource: str, key: str) -> bool:
+    """Whether a statement allows ``action`` on the item of partition key ``key``,
+    its ``dynamodb:LeadingKeys`` condition evaluated (``StringLike``: ``*`` and ``?``)."""
+    if allowed(template, role, action, resource, None):
+        return True
+    for statement in statements(template, role):
+        if action not in _as_list(statement["Action"]):
+            continue
+        if {"Fn::GetAtt": [resource, "Arn"]} not in _as_list(statement["Resource"]):
+            continue
+        condition = statement.get("Condition") or {}
+        if set(condition) != {"ForAllValues:StringLike"}:
+            continue
+        patterns = condition["ForAllValues:StringLike"].get("dynamodb:LeadingKeys", [])
+        if any(fnmatch.fnmatchcase(key, p) for p in _as_list(patterns)):
+            return True
+    return False
+
+
+def refusals(
+    template: dict[str, Any], role: str, recorder: Recorder, ids: dict[str, str]
+) -> list[tuple[str, str, str | None]]:
+    """The requests (and items, by partition key) the role's statements do not allow."""
+    refused = []
+    for action, name, index in sorted(recorder.requests, key=str):
+        if name not in ids or allowed(template, role, action, ids[name], index):
+            continue
+        keys = [k for a, t, k in recorder.keys if (a, t) == (action, name)]
+        if index is None and keys:
+            refused += [
+                (action, name, f"pk={k}")
+                for k in sorted(keys)
+                if not allowed_key(template, role, action, ids[name], k)
+            ]
+        else:
+            refused.append((action, name, index))
+    return refused
 
 
 @pytest.fixture
@@ -264,6 +312,7 @@ def test_every_request_of_the_api_is_granted(
     runs.finish(run["occurrence_id"], attempt=1, status=RunStatus.FAILED, now=now, reason="x")
 
     recorder.requests = set()
+    call("POST", f"/schedules/{schedule['id']}/acknowledge", {"note": "known outage"})
     call(
         "GET",
         f"/schedules/{schedule['id']}/runs",
@@ -275,11 +324,62 @@ def test_every_request_of_the_api_is_granted(
     call("GET", "/dead-letters")
     assert ("sqs:SendMessage", "Delivery-delivery", None) in recorder.requests
     assert ("sqs:ReceiveMessage", "Delivery-delivery-dlq", None) in recorder.requests
-    refused = [
-        (action, resource, index)
-        for action, resource, index in sorted(recorder.requests, key=str)
-        if resource in ids and not allowed(template, role, action, ids[resource], index)
-    ]
-    assert refused == [], refused
+    assert ("dynamodb:PutItem", LEASES.logical_id, f"H#ack:{schedule['id']}") in recorder.keys
+    assert refusals(template, role, recorder, ids) == []
     assert {r[1] for r in recorder.requests} <= set(ids)
     api._default_services.cache_clear()  # its clients belong to this moto
+
+
+def test_a_watchdog_pass_that_cannot_judge_a_schedule_is_granted_and_publishes(
+    template: dict[str, Any],
+    aws: tuple[Recorder, dict[str, str]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """It records the schedule as unknown (its verdict, in the leases table) and
+    tells the alarm topic; it writes neither the schedules nor the runs table,
+    which its role may only read."""
+    from adapters.definitions import ENV_ALERT_TOPIC_ARN
+    from adapters.dynamodb.store import DynamoStore
+    from handlers import watchdog
+    from handlers.settings import Settings
+    from service import watchdog as service_watchdog
+    from service.clock import SystemClock
+    from service.schedules import ScheduleService
+
+    recorder, queues = aws
+    topic = boto3.client("sns").create_topic(Name="alarms")["TopicArn"]
+    monkeypatch.setenv(ENV_ALERT_TOPIC_ARN, topic)
+    monkeypatch.setattr(watchdog, "_container_watchdog", None)
+    store = DynamoStore.from_settings(Settings.from_env())
+    ScheduleService(store, SystemClock()).create(
+        {
+            "name": "poisoned",
+            "spec": {"every": "PT1M"},
+            "target": {"type": "sqs", "queue_url": queues["target"]},
+        }
+    )
+
+    def broken(*args: Any) -> Any:
+        raise OverflowError("date value out of range")
+
+    monkeypatch.setattr(service_watchdog, "watch", broken)
+    recorder.requests = set()
+    result = watchdog.handler({}, None)
+
+    assert len(result["unknown"]) == 1 and result["alerts"]["sent"] == 1
+    role = function_role(template, "handlers.watchdog.handler")
+    ids = {
+        **{
+            d.logical_id: logical_id(template, "AWS::DynamoDB::Table", f"Tables{d.logical_id}")
+            for d in TABLES
+        },
+        "alarms": logical_id(template, "AWS::SNS::Topic", "AlarmsTopic"),
+    }
+    assert ("sns:Publish", "alarms", None) in recorder.requests
+    assert not {
+        r
+        for r in recorder.requests
+        if r[1] in (SCHEDULES.logical_id, OCCURRENCES.logical_id)
+        and r[0] in ("dynamodb:PutItem", "dynamodb:UpdateItem")
+    }
+    assert refusals(template, role, recorder, ids) == []

@@ -159,15 +159,17 @@ def test_watchdog_carries_on_past_a_schedule_it_cannot_judge(
 
     report = watchdog.run()
 
-    assert report.quarantined == [poisoned.schedule_id] and report.set_aside == 1
-    assert report.count(WatchStatus.OK) == 1
+    assert report.unknown == [poisoned.schedule_id] and report.set_aside == 0
+    assert report.count(WatchStatus.OK) == 1 and report.count(WatchStatus.UNKNOWN) == 1
     assert setup.store.heartbeat(watch_component(healthy.schedule_id)) is not None
-    assert setup.store.heartbeat(watch_component(poisoned.schedule_id)) is None
-    quarantine = setup.head(poisoned.schedule_id).quarantine
-    assert quarantine is not None and quarantine.component is QuarantineComponent.WATCH
-    # A later pass skips it without judging it again.
+    verdict = setup.store.heartbeat(watch_component(poisoned.schedule_id))
+    assert verdict is not None and verdict.detail["status"] == "unknown"
+    assert verdict.detail["error"] == "OverflowError: date value out of range"
+    # The watchdog writes no schedule (its role may not): the tick keeps planning it.
+    assert setup.head(poisoned.schedule_id).quarantine is None
+    # A later pass tries again.
     again = watchdog.run()
-    assert again.quarantined == [] and again.set_aside == 1
+    assert again.unknown == [poisoned.schedule_id]
 
 
 def test_an_edit_lifts_the_quarantine_and_the_tick_plans_it_again(
@@ -244,7 +246,7 @@ def test_the_reported_end_of_time_schedules_stop_neither_the_loops_nor_the_listi
     report = setup.ticker.tick_once()
     verdicts = Watchdog(setup.store, setup.clock).run()
 
-    assert report.plan.quarantined == [] and verdicts.quarantined == []
+    assert report.plan.quarantined == [] and verdicts.unknown == []
     assert [i.schedule_id for i in setup.queue.sent] == [healthy.schedule_id]
     assert verdicts.count(WatchStatus.OK) == 2
     listed = setup.schedules.list_schedules().items
@@ -275,8 +277,9 @@ def test_a_database_from_before_quarantine_gets_its_column_when_opened(tmp_path:
 
 
 def test_a_failing_store_quarantines_no_one(setup: Setup, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A store error is no schedule's fault: the pass fails, as it did before,
-    and every schedule stays as it was (the next pass retries)."""
+    """A store error is no schedule's fault: the tick's pass fails, as it did
+    before; the watchdog logs the schedule it could not read and carries on;
+    every schedule stays as it was (the next pass retries)."""
     schedule = setup.create("1 8 * * *")
     setup.clock.set(utc("2026-12-01T08:01:00Z"))  # due: direct admission reads the store
 
@@ -289,7 +292,8 @@ def test_a_failing_store_quarantines_no_one(setup: Setup, monkeypatch: pytest.Mo
             setup.ticker.tick_once()
     with monkeypatch.context() as patch:
         patch.setattr(setup.store, "runs", broken)
-        with pytest.raises(sqlite3.OperationalError):
-            Watchdog(setup.store, setup.clock).run()
+        report = Watchdog(setup.store, setup.clock).run()
+        assert report.unread == [schedule.schedule_id] and report.judged == 0
+    assert setup.store.heartbeat(watch_component(schedule.schedule_id)) is None
     assert setup.head(schedule.schedule_id).quarantine is None
     assert setup.ticker.tick_once().dispatch.admitted == 1

@@ -140,3 +140,9 @@ def burst_hourly(templates: dict[str, dict[str, Any]]) -> dict[str, Any]:
         hourly=True,
         tick_interval_s=50,
     )
+
+
+@pytest.fixture(scope="session")
+def alerts(templates: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """22 minutes: two failing schedules, one recovering at minute 16."""
+    return _run("alerts", templates, tick_interval_s=25)

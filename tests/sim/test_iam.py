@@ -192,6 +192,41 @@ def test_a_statement_with_a_condition_does_not_apply_and_is_reported() -> None:
     assert policy.unknown_conditions
 
 
+def test_a_leading_keys_condition_is_judged_on_the_items_partition_key() -> None:
+    policy = role_policy(
+        _stack(
+            {
+                "Effect": "Allow",
+                "Action": "dynamodb:PutItem",
+                "Resource": TABLE + "leases",
+                "Condition": {
+                    "ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["H#ack:*", "H#watch:*"]}
+                },
+            }
+        ),
+        "Role",
+    )
+
+    def put(pk: str) -> Check:
+        [check] = checks("dynamodb", "PutItem", {"TableName": "leases", "Item": {"pk": {"S": pk}}})
+        return check
+
+    assert put("H#ack:sch_1") == Check("dynamodb:PutItem", TABLE + "leases", ("H#ack:sch_1",))
+    assert policy.judge(put("H#ack:sch_1")).allowed
+    assert policy.judge(put("H#watch:sch_1")).allowed
+    assert not policy.judge(put("L#000001")).allowed  # a lease
+    assert not policy.judge(put("H#watchdog:cursor")).allowed
+    assert not policy.judge(put("H#alert:sch_1")).allowed
+    assert not policy.unknown_conditions
+
+
+def test_sns_publish_is_authorized_on_the_topic() -> None:
+    topic = "arn:aws:sns:us-east-1:123456789012:alarms"
+    assert checks("sns", "Publish", {"TopicArn": topic, "Message": "m"}) == [
+        Check("sns:Publish", topic)
+    ]
+
+
 @pytest.mark.parametrize("operation", ["SendMessage", "ReceiveMessage"])
 def test_grants_list_every_action_and_resource_pair(operation: str) -> None:
     policy = role_policy(

@@ -483,3 +483,45 @@ def test_an_hourly_burst_planned_early_then_from_its_chain_runs_each_hour_once(
     # a crowd of five, planned early too (a pass with time to spare read the chain ahead).
     assert run["tick_planning"]["planned_early"] == 10, run["tick_planning"]
     assert run["tick_planning"]["materialized"] == 10
+
+
+# --- alerts ----------------------------------------------------------------------------------
+
+
+def _messages(result: dict[str, Any], name: str) -> list[tuple[str, str]]:
+    schedule_id = result["schedules"][name]
+    return [
+        (m["attributes"]["verdict"], m["subject"])
+        for m in result["sns_messages"]
+        if m["attributes"]["schedule_id"] == schedule_id
+    ]
+
+
+def test_alerts_a_schedule_that_starts_failing_is_one_sns_message_and_one_more_on_recovery(
+    alerts: dict[str, Any],
+) -> None:
+    assert _messages(alerts, "recovers") == [
+        ("overdue", "duetime: schedule 'recovers' is overdue"),
+        ("ok", "duetime: schedule 'recovers' is ok again"),
+    ]
+    assert _messages(alerts, "always-fails") == [
+        ("overdue", "duetime: schedule 'always-fails' is overdue")
+    ]
+
+
+def test_alerts_the_watchdog_publishes_to_the_alarm_topic_under_its_role(
+    alerts: dict[str, Any],
+) -> None:
+    assert alerts["denied_calls"] == []
+    assert {m["function"].split("/")[-1][:17] for m in alerts["sns_messages"]} == {
+        "FunctionsWatchdog"
+    }
+    assert all("AlarmsTopic" in m["topic"] for m in alerts["sns_messages"])
+    assert alerts["requests_by_operation"]["sns:Publish"] == len(alerts["sns_messages"]) == 3
+
+
+def test_alerts_acknowledging_a_failure_is_allowed_under_the_api_role(
+    alerts: dict[str, Any],
+) -> None:
+    assert alerts["acknowledge_status"] == [200]
+    assert _denied_by(alerts, "Api") == []

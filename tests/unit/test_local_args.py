@@ -150,3 +150,24 @@ def test_worker_processes_default_to_the_cores_up_to_two_over_sqlite_and_one_ove
     )
     assert worker_processes(sqlite) == min(2, os.cpu_count() or 1)
     assert worker_processes(emulator) == 1
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        ["--notify-url", "hooks.example.com/alerts"],
+        ["--notify-url", "ftp://example.com/"],
+        ["--notify-url", "http://"],
+        ["--notify-format", "teams"],
+        ["--notify-min-interval", "soon"],
+    ],
+)
+def test_bad_notification_options_are_refused_by_name_before_starting_anything(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, bad: list[str]
+) -> None:
+    data = tmp_path / "data"
+    with pytest.raises(SystemExit) as caught:
+        main(["local", "--data-dir", str(data), *bad])
+    assert caught.value.code == 2
+    assert bad[0] in capsys.readouterr().err
+    assert not data.exists()

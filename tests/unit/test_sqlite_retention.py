@@ -25,6 +25,7 @@ from domain.partition import Partitioning
 from domain.run import AttemptRecord, Run, RunStatus, new_occurrence
 from domain.spec import Slot
 from handlers.settings import Settings
+from service.alerts import ALERT_PREFIX
 from service.ports import Heartbeat
 from service.tick import MEMBER_PREFIX
 from service.watchdog import ACK_PREFIX, WATCH_PREFIX
@@ -376,7 +377,10 @@ def test_a_long_purge_leaves_the_write_lock_free_four_fifths_of_the_time(
     assert slept == [pytest.approx(0.040), 0.005, pytest.approx(1.0)]
 
 
-def test_acknowledgements_of_deleted_schedules_are_removed(world: World, clock: FakeClock) -> None:
+@pytest.mark.parametrize("prefix", [ACK_PREFIX, ALERT_PREFIX])
+def test_acknowledgements_and_alert_records_of_deleted_schedules_are_removed(
+    world: World, clock: FakeClock, prefix: str
+) -> None:
     kept, _ = world.schedules.create(
         {"name": "a", "spec": {"cron": "0 9 * * *"}, "target": WEBHOOK}
     )
@@ -384,10 +388,10 @@ def test_acknowledgements_of_deleted_schedules_are_removed(world: World, clock: 
         {"name": "b", "spec": {"cron": "0 9 * * *"}, "target": WEBHOOK}
     )
     for schedule in (kept, gone):
-        world.store.beat(Heartbeat(ACK_PREFIX + schedule.schedule_id, clock.now(), {}))
+        world.store.beat(Heartbeat(prefix + schedule.schedule_id, clock.now(), {}))
     world.schedules.delete(gone.schedule_id)
     queue = SqliteQueue(world.store.path, clock=clock)
     Janitor(world.store, queue, clock, between_batches=lambda: None).run_once()
     queue.close()
-    assert world.store.heartbeat(ACK_PREFIX + gone.schedule_id) is None
-    assert world.store.heartbeat(ACK_PREFIX + kept.schedule_id) is not None
+    assert world.store.heartbeat(prefix + gone.schedule_id) is None
+    assert world.store.heartbeat(prefix + kept.schedule_id) is not None
