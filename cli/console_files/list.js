@@ -26,7 +26,10 @@
       Object.assign(filters, { text: text.value, status: status.value, target: target.value, verdict: verdict.value });
       apply();
     };
-    for (const box of [text, status, target, verdict]) box.addEventListener("input", read);
+    for (const box of [text, status, target, verdict]) {
+      box.addEventListener("input", read);
+      box.addEventListener("change", read);
+    }
     return el("div", { class: "actions filters" }, text, status, target, verdict);
   }
 

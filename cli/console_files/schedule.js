@@ -58,6 +58,7 @@
     const path = "/schedules/" + enc(id);
     const openRuns = new Set();
     let latest = null;
+    let left = false;
 
     const open = (build) => () => {
       if (latest) replace(panel, build(latest));
@@ -173,12 +174,14 @@
         "This cannot be undone.", "Delete schedule");
       if (!sure) return null;
       await api("DELETE", path);
+      left = true; // no more loading of this page: it is gone (404)
       D.flash = "Deleted " + s.name + " (" + s.id + "). Its runs and versions stay readable.";
       location.hash = "#/";
       return null;
     }
 
     return async (stale) => {
+      if (left) return;
       const [schedule, runPage, versionPage, planned] = await Promise.allSettled([
         api("GET", path),
         api("GET", D.query(path + "/runs", { limit: 25 })),
