@@ -41,14 +41,14 @@
         replace(runs, D.runsTable(list, openRuns, true, zoneOf));
       }
       if (dead.status === "rejected") replace(letters, D.unavailable("dead letters", dead.reason));
-      else replace(letters, lettersTable(dead.value.dead_letters, nameOf));
+      else replace(letters, lettersTable(dead.value.dead_letters, nameOf, zoneOf));
     };
   }
 
-  function lettersTable(list, nameOf) {
+  function lettersTable(list, nameOf, zoneOf) {
     return table(["Dead-lettered", "Schedule", "Occurrence", "Reason", "Receives", "Message", ""], list.map((d) =>
       el("tr", { "data-dead-letter": d.id },
-        el("td", {}, when(d.dead_lettered_at)),
+        el("td", {}, when(d.dead_lettered_at, zoneOf(d))),
         el("td", { class: "name" }, d.schedule_id ? D.scheduleLink(d.schedule_id, nameOf(d.schedule_id) || d.schedule_id) : muted("unknown")),
         el("td", { class: "mono" }, d.occurrence_id || ""),
         el("td", { class: "name" }, d.reason),

@@ -81,8 +81,8 @@
     for (const name of Object.keys(CHOICES)) f[name] = select(p + "-" + name.replace(/_/g, "-"), name, CHOICES[name]);
     input("catchup_window", { placeholder: "PT10M (with expire)" });
     input("max_attempts", { type: "number", min: 1, max: 100, placeholder: "5" });
-    input("base", { placeholder: "PT1S" });
-    input("cap", { placeholder: "PT30S" });
+    input("base", { placeholder: "PT1S", class: "short" });
+    input("cap", { placeholder: "PT30S", class: "short" });
     input("run_timeout", { placeholder: "PT15M" });
     input("grace", { placeholder: "the interval (optional)" });
     const problem = el("p", { class: "error wide" });
@@ -203,7 +203,7 @@
         const answer = await D.api("GET", D.query("/console/preview", params));
         if (mine !== asked) return;
         const rows = answer.occurrences.map((o) => el("tr", {},
-          el("td", { class: "mono" }, o.local.replace("T", " ")), el("td", { class: "mono muted" }, D.instant(o.utc)),
+          el("td", { class: "mono" }, D.zoned(o.utc, params.time_zone) || o.local), el("td", { class: "mono muted" }, D.instant(o.utc)),
           el("td", { class: "wrap dst" }, o.note ? el("span", { class: "note" }, o.note) : "")));
         replace(schedule.preview, el("div", { class: "muted" }, "Next runs, if saved now:"),
           D.table(["Local (" + params.time_zone + ")", "UTC", "DST"], rows, "None: no occurrence from now on."),

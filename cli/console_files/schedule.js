@@ -109,6 +109,7 @@
               error.describe(), " ",
               el("button", { type: "button", id: "edit-reload", onclick: reload }, "Reload the latest version"),
               el("div", { class: "muted" }, "Reloading replaces your changes with the latest version; make them again, then save.")));
+            D.refreshNow(); // the page around the form shows the version saved meanwhile
           } else {
             replace(form.problem, D.described(error));
           }
@@ -280,16 +281,18 @@
         el("tr", { "data-planned": r.occurrence_id, "data-status": r.status },
           el("td", { class: "wrap" }, when(r.scheduled_at, zone)),
           el("td", {}, upcomingState(r.status, r.version, s.version), r.kind === "scheduled" ? null : " " + r.kind),
-          el("td", { class: "wrap dst" }, D.cancelButton(r)))),
+          el("td", { class: "wrap dst" }),
+          el("td", {}, D.cancelButton(r)))),
       ...next.map((o) =>
         el("tr", { "data-next": o.scheduled_at },
           el("td", { class: "wrap" }, when(o.scheduled_at, zone)),
           el("td", {}, muted("next"), o.version !== s.version ? muted(" v" + o.version) : null),
-          el("td", { class: "wrap dst" }, o.dst_note ? el("span", { class: "note" }, o.dst_note) : ""))),
+          el("td", { class: "wrap dst" }, o.dst_note ? el("span", { class: "note" }, o.dst_note) : ""),
+          el("td", {}))),
     ];
     const paused = s.state && s.state.paused;
     replace(box, el("h2", {}, "Upcoming occurrences"),
-      table(["Due (" + zone + (zone === "UTC" ? ")" : " / UTC)"), "", "DST"], rows, paused ? "None while paused." : "None planned."));
+      table(["Due", "", "DST", ""], rows, paused ? "None while paused." : "None planned."));
     if (planned.length > soon.length) add(box, el("p", { class: "muted" }, "… and more already planned."));
     const older = s.planned_under_older_versions || [];
     if (older.length) {

@@ -50,6 +50,11 @@ def test_create_a_schedule_see_it_run_and_pause_it_in_the_browser(
     _css(browser, "input[name=when]")[0].send_keys("PT2S")
     _css(browser, "input[name=url]")[0].send_keys(hooks.url("ok"))
     _css(browser, "textarea[name=payload]")[0].send_keys('{"report": "sales"}')
+    Select(_css(browser, "#c-overdue")[0]).select_by_value("catch_up_all")
+    _css(browser, "#c-max-attempts")[0].send_keys("3")
+    # The form shows the next runs it would make before anything is saved.
+    _wait(browser, "the preview", lambda d: len(_css(d, "#create-form .preview tbody tr")) == 5)
+    _shoot(browser, shots / "create.png")
     _css(browser, "#create-form button[type=submit]")[0].click()
 
     # Then its page opens, shows the signing secret once, and the name as text.
@@ -61,6 +66,8 @@ def test_create_a_schedule_see_it_run_and_pause_it_in_the_browser(
     assert _css(browser, "main img, main b") == []
     schedule = call("GET", f"{stack}/schedules/{schedule_id}")
     assert schedule["name"] == HOSTILE_NAME and schedule["payload"] == {"report": "sales"}
+    assert schedule["policy"]["overdue"] == "catch_up_all"
+    assert schedule["policy"]["retry"]["max_attempts"] == 3
 
     # When its first run is delivered, it appears among the recent runs by itself.
     _wait(
