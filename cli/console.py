@@ -7,7 +7,8 @@ page's own origin. The local stack (`duetime local`) serves them at
 which a browser cannot make, so this command serves the same files on
 127.0.0.1 and forwards the page's API calls (``/schedules...``, ``/runs...``,
 ``/dead-letters...``, ``/health``) to the deployed API, signed with your AWS
-credentials (found the way the AWS CLI finds them).
+credentials (found the way the AWS CLI finds them). Beside the files it
+answers ``/console/preview``: the next runs of a schedule form, from the domain.
 
 It refuses what a web page on another site could send it, exactly as the
 local stack does (handlers/local_http.py): a ``Host`` other than the address

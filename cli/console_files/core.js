@@ -177,7 +177,7 @@
       return el("span", { title: iso }, el("span", { class: "nowrap" }, instant(iso)), " ", muted("(" + relative(iso) + ")"));
     }
     return el("span", { title: iso, class: "when" },
-      el("span", { class: "nowrap" }, el("span", { class: "local" }, local), " ", muted("(" + relative(iso) + ")")),
+      el("span", { class: "nowrap local" }, local), " ", el("span", { class: "muted nowrap" }, "(" + relative(iso) + ")"),
       el("br", {}), el("span", { class: "nowrap muted utc" }, instant(iso)));
   }
 
