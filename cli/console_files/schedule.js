@@ -116,9 +116,14 @@
         }
       });
       D.previewer(form)();
+      // An `every` spec without a start counts from the instant its version is saved.
+      const phase = s.spec && s.spec.every && !s.spec.start_at && s.spec.anchor_at
+        ? el("p", { class: "note" }, "Saving restarts the interval from the save (no start is set): to keep its phase, set Starts to " +
+          s.spec.anchor_at + ".")
+        : null;
       return el("div", { class: "card panel", id: "edit-panel" },
         el("div", { class: "actions" }, heading, el("button", { type: "button", onclick: close }, "Close")),
-        conflict, form.form);
+        conflict, phase, form.form);
     }
 
     // --- backfill: a range, its slots previewed (dry_run), then created.
