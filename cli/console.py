@@ -79,7 +79,8 @@ def console_page(method: str, path: str, query: str = "") -> Answer | None:
         return None
     name = path[len(CONSOLE_PATH) :].lstrip("/") or "index.html"
     if name == PREVIEW and method in ("GET", "HEAD"):
-        return preview(query)
+        status, headers, body = preview(query)
+        return status, headers, b"" if method == "HEAD" else body
     if name not in _FILES and name != PREVIEW:
         return _error(404, "not_found", f"the console has no file {path!r}")
     if method not in ("GET", "HEAD"):
