@@ -7,7 +7,8 @@ page's own origin. The local stack (`duetime local`) serves them at
 which a browser cannot make, so this command serves the same files on
 127.0.0.1 and forwards the page's API calls (``/schedules...``, ``/runs...``,
 ``/dead-letters...``, ``/health``) to the deployed API, signed with your AWS
-credentials (found the way the AWS CLI finds them).
+credentials (found the way the AWS CLI finds them). Beside the files it
+answers ``/console/preview``: the next runs of a schedule form, from the domain.
 
 It refuses what a web page on another site could send it, exactly as the
 local stack does (handlers/local_http.py): a ``Host`` other than the address
@@ -25,11 +26,14 @@ import signal
 import urllib.error
 import urllib.parse
 import urllib.request
+from datetime import UTC, datetime
 from importlib import resources
 from typing import Any, Final
 
 from cli.client import TIMEOUT_S, ApiClient, ApiError
-from domain.errors import DuetimeError
+from domain.errors import DuetimeError, InvalidSchedule
+from domain.explain import explain
+from domain.spec import parse_dst_policy, parse_spec
 
 HOST: Final = "127.0.0.1"
 DEFAULT_PORT: Final = 8090
@@ -37,11 +41,15 @@ ENV_API_URL: Final = "DUETIME_API_URL"
 
 CONSOLE_PATH: Final = "/console"
 # The files of the console, by the name they are served under.
+# The scripts, in the order index.html loads them (core first, the router last).
+SCRIPTS: Final = ("core", "model", "forms", "runs", "list", "schedule", "failed", "main")
 _FILES: Final = {
     "index.html": "text/html; charset=utf-8",
-    "console.js": "text/javascript; charset=utf-8",
     "console.css": "text/css; charset=utf-8",
+    **{f"{name}.js": "text/javascript; charset=utf-8" for name in SCRIPTS},
 }
+PREVIEW: Final = "preview"
+PREVIEW_COUNT: Final = 5
 # The page runs only its own script and talks only to its own origin, and no
 # other site may frame it (its buttons pause and retry).
 _PAGE_HEADERS: Final = (
@@ -59,17 +67,21 @@ _PAGE_HEADERS: Final = (
 Answer = tuple[int, list[tuple[str, str]], bytes]
 
 
-def _error(status: int, code: str, message: str) -> Answer:
-    body = {"error": {"code": code, "message": message, "field": None}}
+def _error(status: int, code: str, message: str, field: str | None = None) -> Answer:
+    body = {"error": {"code": code, "message": message, "field": field}}
     return status, [("Content-Type", "application/json")], json.dumps(body).encode()
 
 
-def console_page(method: str, path: str) -> Answer | None:
-    """The answer for a console path (``/console``, ``/console/console.js``...), else None."""
+def console_page(method: str, path: str, query: str = "") -> Answer | None:
+    """The answer for a console path (``/console``, ``/console/core.js``, the
+    preview...), else None."""
     if path != CONSOLE_PATH and not path.startswith(CONSOLE_PATH + "/"):
         return None
     name = path[len(CONSOLE_PATH) :].lstrip("/") or "index.html"
-    if name not in _FILES:
+    if name == PREVIEW and method in ("GET", "HEAD"):
+        status, headers, body = preview(query)
+        return status, headers, b"" if method == "HEAD" else body
+    if name not in _FILES and name != PREVIEW:
         return _error(404, "not_found", f"the console has no file {path!r}")
     if method not in ("GET", "HEAD"):
         status, headers, body = _error(
@@ -79,6 +91,44 @@ def console_page(method: str, path: str) -> Answer | None:
     data = resources.files("cli").joinpath("console_files", name).read_bytes()
     headers = [("Content-Type", _FILES[name]), *_PAGE_HEADERS]
     return 200, headers, b"" if method == "HEAD" else data
+
+
+# --- the preview of a schedule form ------------------------------------------------------
+
+
+def preview(query: str, now: datetime | None = None) -> Answer:
+    """The next runs of the spec a form holds, with their DST notes: ``GET
+    /console/preview?kind=cron&when=0+9+*+*+*&time_zone=...&start_at=&end_at=
+    &dst_gap=&dst_fold=``, computed by the same domain code the planner runs.
+
+    The API creates a schedule only for real (a dry run of a create is not one
+    of its routes), so the page asks the program that serves it, which is
+    duetime itself: the local stack, or `duetime console` in front of a
+    deployed API of the same version. A field it refuses is ``422`` naming it
+    as the API would (``spec.cron``, ``spec.time_zone``, ``policy.dst_gap``...).
+    """
+    params = {k: v[-1].strip() for k, v in urllib.parse.parse_qs(query).items()}
+    now = now or datetime.now(UTC)
+    kind = params.get("kind", "")
+    if kind not in ("cron", "at", "every"):
+        return _error(422, "validation_error", "kind: must be cron, at or every", "kind")
+    spec_data = {
+        kind: params.get("when", ""),
+        "time_zone": params.get("time_zone") or "UTC",
+        "start_at": params.get("start_at") or None,
+        "end_at": params.get("end_at") or None,
+    }
+    try:
+        spec = parse_spec(spec_data, created_at=now)
+        dst = parse_dst_policy(params.get("dst_gap") or None, params.get("dst_fold") or None)
+        result = explain(spec, dst, now, PREVIEW_COUNT)
+    except InvalidSchedule as error:
+        return _error(422, "validation_error", str(error), error.field)
+    body = {
+        "occurrences": [o.to_dict() for o in result.occurrences],
+        "warnings": list(result.warnings),
+    }
+    return 200, [("Content-Type", "application/json"), *_PAGE_HEADERS], json.dumps(body).encode()
 
 
 # --- forwarding to a deployed API -------------------------------------------------------

@@ -42,9 +42,10 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import uvicorn
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
-# Files served beside the API (the console): given a method and a path, the
-# status, headers and body to answer, or None when the path is not one of them.
-Pages = Callable[[str, str], "tuple[int, list[tuple[str, str]], bytes] | None"]
+# Files served beside the API (the console): given a method, a path and the raw
+# query string, the status, headers and body to answer, or None when the path is
+# not one of them.
+Pages = Callable[[str, str, str], "tuple[int, list[tuple[str, str]], bytes] | None"]
 LogLine = Callable[..., None]
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -404,7 +405,8 @@ class _LocalApp:
             await _respond(send, status, json_type, error_body(code, message), close=True)
             return status
         if self.server.pages is not None:
-            page = self.server.pages(scope["method"], scope["path"])
+            query = scope["query_string"].decode("latin-1")
+            page = self.server.pages(scope["method"], scope["path"], query)
             if page is not None:
                 status, page_headers, data = page
                 # A body sent to a page is not read: the connection closes after the answer.

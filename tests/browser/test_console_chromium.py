@@ -14,175 +14,25 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
 import threading
-import urllib.request
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.scenarios.local_processes import ROOT, call, free_port, start, stop, wait_for
+from tests.browser.support import HOSTILE_NAME, WAIT_S, Hooks
+from tests.browser.support import css as _css
+from tests.browser.support import errors as _errors
+from tests.browser.support import post as _post
+from tests.browser.support import shoot as _shoot
+from tests.browser.support import wait as _wait
+from tests.scenarios.local_processes import ROOT, call, free_port, wait_for
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-
-CHROMIUM = "/usr/bin/chromium"
-CHROMEDRIVER = "/usr/bin/chromedriver"
-WAIT_S = 45
-# A name a careless page would run as HTML.
-HOSTILE_NAME = '<img src=x onerror="document.title=1"> sales & <b>report</b>'
-
-
-class Hooks(ThreadingHTTPServer):
-    """A webhook receiver: /ok answers 200, /broken answers 400 (not retried: dead-lettered)."""
-
-    daemon_threads = True
-
-    def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), _HookHandler)
-        self.keys: list[str] = []
-        self.lock = threading.Lock()
-
-    def url(self, path: str) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}/{path}"
-
-
-class _HookHandler(BaseHTTPRequestHandler):
-    server: Hooks
-
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        with self.server.lock:
-            self.server.keys.append(self.headers.get("Idempotency-Key", ""))
-        self.send_response(200 if self.path == "/ok" else 400)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
-@pytest.fixture
-def hooks() -> Iterator[Hooks]:
-    server = Hooks()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
-    thread.join(timeout=5)
-
-
-@pytest.fixture
-def stack(tmp_path: Path) -> Iterator[str]:
-    """`duetime local` on a free port over a fresh data directory; its URL."""
-    port = free_port()
-    process = start(
-        tmp_path / "data",
-        "--port",
-        str(port),
-        "--echo-port",
-        "0",
-        "--tick-interval",
-        "0.2",
-        "--worker-processes",
-        "1",
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_for(lambda: call("GET", f"{url}/health")["status"] == "ok", 30, "the local stack")
-        yield url
-    finally:
-        stop(process)
-
-
-@pytest.fixture
-def browser(tmp_path: Path) -> Iterator[Any]:
-    missing = [p for p in (CHROMIUM, CHROMEDRIVER) if shutil.which(p) is None]
-    if missing:
-        pytest.fail(
-            f"{', '.join(missing)} not found: `apt-get install -y chromium chromium-driver` "
-            "(.ci/run does), or leave these tests out with -m 'not browser'"
-        )
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for argument in (
-        "--headless=new",
-        "--no-sandbox",  # CI runs as root
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--window-size=1280,900",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--disable-default-apps",
-        f"--user-data-dir={tmp_path / 'chromium'}",
-    ):
-        options.add_argument(argument)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    try:
-        yield driver
-    finally:
-        driver.quit()
-
-
-@pytest.fixture
-def shots(tmp_path: Path) -> Path:
-    folder = Path(os.environ.get("DUETIME_CONSOLE_SCREENSHOTS") or tmp_path / "screenshots")
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
-
-
-def _wait(driver: Any, what: str, check: Any) -> Any:
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    return WebDriverWait(driver, WAIT_S, poll_frequency=0.2).until(
-        lambda d: check(d), message=f"waited {WAIT_S} s for {what}"
-    )
-
-
-def _css(driver: Any, selector: str) -> list[Any]:
-    from selenium.webdriver.common.by import By
-
-    found: list[Any] = driver.find_elements(By.CSS_SELECTOR, selector)
-    return found
-
-
-def _shoot(driver: Any, path: Path) -> None:
-    """The whole page, as a person sees it from the top."""
-    driver.execute_script("window.scrollTo(0, 0)")
-    height = driver.execute_script("return document.documentElement.scrollHeight")
-    driver.set_window_size(1280, min(max(900, int(height) + 160), 2400))
-    driver.save_screenshot(str(path))
-    driver.set_window_size(1280, 900)
-
-
-def _errors(driver: Any) -> list[dict[str, Any]]:
-    # Script errors, and requests the API refused (a query parameter it does not
-    # take, a route it does not have): each a bug of the page.
-    return [e for e in driver.get_log("browser") if e.get("level") == "SEVERE"]
-
-
-def _post(url: str, body: Any) -> Any:
-    request = urllib.request.Request(
-        url,
-        data=json.dumps(body).encode(),
-        method="POST",
-        headers={"Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(request, timeout=10) as answer:
-        return json.loads(answer.read())
 
 
 def test_create_a_schedule_see_it_run_and_pause_it_in_the_browser(
@@ -200,6 +50,11 @@ def test_create_a_schedule_see_it_run_and_pause_it_in_the_browser(
     _css(browser, "input[name=when]")[0].send_keys("PT2S")
     _css(browser, "input[name=url]")[0].send_keys(hooks.url("ok"))
     _css(browser, "textarea[name=payload]")[0].send_keys('{"report": "sales"}')
+    Select(_css(browser, "#c-overdue")[0]).select_by_value("catch_up_all")
+    _css(browser, "#c-max-attempts")[0].send_keys("3")
+    # The form shows the next runs it would make before anything is saved.
+    _wait(browser, "the preview", lambda d: len(_css(d, "#create-form .preview tbody tr")) == 5)
+    _shoot(browser, shots / "create.png")
     _css(browser, "#create-form button[type=submit]")[0].click()
 
     # Then its page opens, shows the signing secret once, and the name as text.
@@ -211,6 +66,8 @@ def test_create_a_schedule_see_it_run_and_pause_it_in_the_browser(
     assert _css(browser, "main img, main b") == []
     schedule = call("GET", f"{stack}/schedules/{schedule_id}")
     assert schedule["name"] == HOSTILE_NAME and schedule["payload"] == {"report": "sales"}
+    assert schedule["policy"]["overdue"] == "catch_up_all"
+    assert schedule["policy"]["retry"]["max_attempts"] == 3
 
     # When its first run is delivered, it appears among the recent runs by itself.
     _wait(
@@ -246,6 +103,17 @@ def test_create_a_schedule_see_it_run_and_pause_it_in_the_browser(
     paused = call("GET", f"{stack}/schedules/{schedule_id}")
     assert paused["state"] == {"paused": True, "note": "quarter close"}
 
+    # And its last success is the newest succeeded run's (not the watchdog's last look).
+    def newest_success() -> str:
+        path = f"{stack}/schedules/{schedule_id}/runs?status=succeeded&limit=1"
+        return str(call("GET", path)["runs"][0]["finished_at"])
+
+    _wait(
+        browser,
+        "the last success",
+        lambda d: newest_success() in str(_css(d, "#last-success span")[0].get_attribute("title")),
+    )
+
     # And the list shows it paused, with its last run, beside another schedule.
     # America/New_York springs forward on 2027-03-14 at 02:00 EST to 03:00 EDT:
     # 02:30 does not exist that day.
@@ -279,6 +147,8 @@ def test_create_a_schedule_see_it_run_and_pause_it_in_the_browser(
     _css(browser, f'tr[data-schedule="{nightly["id"]}"] a')[0].click()
     note = _wait(browser, "the DST note", lambda d: _css(d, ".note"))
     assert "02:30 does not exist" in note[0].text
+    # Each time in the schedule's zone with its date, and in UTC.
+    assert "2027-03-14 03:00:00 EDT" in browser.page_source
     assert "2027-03-14 07:00:00Z" in browser.page_source
     _shoot(browser, shots / "dst.png")
     assert _errors(browser) == []

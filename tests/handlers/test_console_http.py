@@ -23,7 +23,8 @@ from handlers.api import openapi_json
 from handlers.local_http import ApiServer
 
 ROOT = Path(__file__).resolve().parents[2]
-JS = ROOT / "cli" / "console_files" / "console.js"
+FILES = ROOT / "cli" / "console_files"
+SCRIPTS = sorted(FILES.glob("*.js"))
 
 
 def _serve(server: ApiServer) -> threading.Thread:
@@ -79,11 +80,15 @@ def test_the_console_is_served_at_console_with_its_assets(
     server, api = local
     status, headers, body = _request(server, "GET", "/console")
     assert status == 200 and headers["Content-Type"].startswith("text/html")
-    assert b'<script src="/console/console.js"' in body
-    for name, kind in (("console.js", "text/javascript"), ("console.css", "text/css")):
+    # Every script in the folder is loaded by the page and served, in the declared order.
+    loaded = re.findall(rb'<script src="/console/([a-z]+)\.js" defer></script>', body)
+    assert [name.decode() for name in loaded] == list(console.SCRIPTS)
+    assert sorted(f"{name}.js" for name in console.SCRIPTS) == [p.name for p in SCRIPTS]
+    files = [(p.name, "text/javascript") for p in SCRIPTS] + [("console.css", "text/css")]
+    for name, kind in files:
         status, headers, body = _request(server, "GET", f"/console/{name}")
         assert status == 200 and headers["Content-Type"].startswith(kind)
-        assert body == (ROOT / "cli" / "console_files" / name).read_bytes()
+        assert body == (FILES / name).read_bytes()
     assert _request(server, "GET", "/console/")[0] == 200
     assert api.calls == []  # none of it reached the API handler
 
@@ -153,12 +158,61 @@ def test_the_console_is_not_part_of_the_api_description() -> None:
     assert not [path for path in committed["paths"] if path.startswith("/console")]
 
 
-def test_the_console_script_never_writes_html() -> None:
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
+def test_the_console_scripts_never_write_html(script: Path) -> None:
     # Every value the API returns reaches the page as text: no HTML parsing of data.
-    source = JS.read_text()
+    source = script.read_text()
     for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval("):
         assert sink not in source, sink
     assert not re.search(r"new Function\b", source)
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
+def test_each_console_script_stays_small(script: Path) -> None:
+    # One file per page or form: none grows past what a reader takes in.
+    assert len(script.read_text().splitlines()) < 800
+
+
+# --- the preview of a schedule form -----------------------------------------------------
+
+
+def test_the_preview_gives_the_next_runs_with_the_dst_note(
+    local: tuple[ApiServer, CountingApi],
+) -> None:
+    server, api = local
+    # America/New_York springs forward on 2027-03-14 at 02:00 EST to 03:00 EDT.
+    query = (
+        "kind=cron&when=30+2+*+*+*&time_zone=America/New_York"
+        "&start_at=2027-03-13T00:00:00-05:00&dst_gap=next_valid"
+    )
+    status, headers, body = _request(server, "GET", f"/console/preview?{query}")
+    assert status == 200 and headers["Content-Type"] == "application/json"
+    occurrences = json.loads(body)["occurrences"]
+    assert [o["local"] for o in occurrences[:2]] == [
+        "2027-03-13T02:30:00-05:00",
+        "2027-03-14T03:00:00-04:00",
+    ]
+    assert occurrences[0]["note"] is None and "02:30 does not exist" in occurrences[1]["note"]
+    assert api.calls == []  # computed beside the API, not by it
+
+
+@pytest.mark.parametrize(
+    ("query", "field"),
+    [
+        ("kind=cron&when=61+*+*+*+*", "spec.cron.minute"),
+        ("kind=cron&when=0+*+*+*+*&time_zone=Mars/Base", "spec.time_zone"),
+        ("kind=every&when=soon", "spec.every"),
+        ("kind=every&when=PT1M&dst_gap=never", "policy.dst_gap"),
+        ("kind=yearly&when=1", "kind"),
+    ],
+)
+def test_the_preview_refuses_a_field_naming_it(
+    local: tuple[ApiServer, CountingApi], query: str, field: str
+) -> None:
+    server, _ = local
+    status, _, body = _request(server, "GET", f"/console/preview?{query}")
+    error = json.loads(body)["error"]
+    assert status == 422 and error["code"] == "validation_error" and error["field"] == field
 
 
 # --- the signing proxy ------------------------------------------------------------------
