@@ -333,9 +333,7 @@ def test_the_run_reaches_the_job_in_its_environment(tmp_path: Path) -> None:
     )
     r, _ = runner(tmp_path, job)
     outcome = run(r, "env", attempt=2, zone="Europe/London")
-    seen = dict(
-        line.split("=", 1) for line in (outcome.details or {})["stdout_tail"].splitlines()
-    )
+    seen = dict(line.split("=", 1) for line in (outcome.details or {})["stdout_tail"].splitlines())
     assert seen.pop("PATH") == os.environ["PATH"]
     assert seen == {
         "DUETIME_ATTEMPT": "2",
