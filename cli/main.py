@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from cli import commands, console, demo, explain, local, smoke
+from cli import commands, console, crontab, demo, explain, local, smoke
 from domain.errors import DuetimeError
 
 EVERYDAY = """\
@@ -25,6 +25,7 @@ everyday commands (each takes --help; --json prints the API's JSON):
   duetime runs retry OCC              run a failed or expired occurrence again
   duetime dead-letters list
   duetime console --api-url URL       the web console of a deployed stack
+  duetime import-crontab FILE         a crontab as jobs and schedules (docs/commands.md)
 """
 
 
@@ -39,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_parser(subparsers)
     commands.add_parsers(subparsers)
     local.add_parser(subparsers)
+    crontab.add_parser(subparsers)
     demo.add_parser(subparsers)
     smoke.add_parser(subparsers)
     console.add_parser(subparsers)

@@ -263,9 +263,16 @@ def _parse_job(name: str, table: object, base: Path, where: str, path_env: str) 
 
 
 def _seconds(value: object, default: float, refuse: Any, key: str) -> float:
-    """``"90s"``, ``"30m"``, ``"2h"``, ``"1d"``, ``"PT30M"`` or a number of seconds."""
     if value is None:
         return default
+    try:
+        return duration_seconds(value)
+    except ValueError as error:
+        raise refuse(key, str(error)) from None
+
+
+def duration_seconds(value: object) -> float:
+    """``"90s"``, ``"30m"``, ``"2h"``, ``"1d"``, ``"PT30M"`` or a number of seconds."""
     if isinstance(value, int | float) and not isinstance(value, bool):
         return float(value)
     if isinstance(value, str):
@@ -276,7 +283,7 @@ def _seconds(value: object, default: float, refuse: Any, key: str) -> float:
         if iso is not None and value.strip().upper() not in ("P", "PT"):
             parts = {k: float(v or 0) for k, v in iso.groupdict().items()}
             return parts["d"] * 86400 + parts["h"] * 3600 + parts["m"] * 60 + parts["s"]
-    raise refuse(key, f'{value!r} is not a duration such as "90s", "30m", "2h" or "PT30M"')
+    raise ValueError(f'{value!r} is not a duration such as "90s", "30m", "2h" or "PT30M"')
 
 
 # --- writing ------------------------------------------------------------------------------
