@@ -221,7 +221,9 @@ class CommandRunner:
             pgid = holder.get("pgid")
         except (ValueError, KeyError, TypeError, OSError):
             return False
-        if pgid is None or _alive(starter, started):
+        if not isinstance(pgid, int) or pgid <= 1 or pgid == os.getpgrp():
+            return False
+        if _alive(starter, started):
             return False
         try:
             os.killpg(int(pgid), signal.SIGKILL)
@@ -242,7 +244,9 @@ class CommandRunner:
                 continue
             fd = os.open(path, os.O_RDWR)
             try:
-                if not _flock(fd) and self._reap(fd, job.name):
+                if _flock(fd):
+                    os.ftruncate(fd, 0)  # no holder: nothing left to read as one
+                elif self._reap(fd, job.name):
                     killed += 1
             finally:
                 os.close(fd)  # a lock taken here is released with it
@@ -282,6 +286,10 @@ class CommandRunner:
         try:
             return self._run(job, delivery, fd)
         finally:
+            # The holder's record goes before the lock: a record is read only
+            # while the lock is held, and then it names the holder.
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, 0)
             os.close(fd)
 
     def _run(self, job: Job, delivery: Delivery, fd: int) -> Outcome:

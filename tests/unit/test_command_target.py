@@ -357,3 +357,20 @@ def test_the_job_runs_in_its_directory_with_nothing_on_stdin(tmp_path: Path) -> 
     r, _ = runner(tmp_path, shell("where", "pwd; cat; echo end", work))
     outcome = run(r, "where")
     assert (outcome.details or {})["stdout_tail"] == f"{work}\nend\n"
+
+
+def test_the_janitor_removes_output_logs_older_than_the_retention(tmp_path: Path) -> None:
+    from datetime import timedelta
+
+    from adapters.sqlite.janitor import purge_logs
+
+    now = datetime.now(UTC)
+    old, new = tmp_path / "a" / "old.1.log", tmp_path / "a" / "new.1.log"
+    old.parent.mkdir()
+    for path, age in ((old, timedelta(days=91)), (new, timedelta(days=89))):
+        path.write_text("output")
+        stamp = (now - age).timestamp()
+        os.utime(path, (stamp, stamp))
+    assert purge_logs(tmp_path, now - timedelta(days=90)) == 1
+    assert not old.exists() and new.exists()
+    assert purge_logs(tmp_path / "missing", now) == 0
