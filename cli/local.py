@@ -471,17 +471,14 @@ class LocalStack:
 
     def _load_jobs(self) -> None:
         """Read and check the jobs file (``--jobs``, or jobs.toml in the data directory)."""
-        from adapters.targets.jobs import JobsFileError, default_jobs_file, load_jobs
+        from adapters.targets.jobs import JobsFileError, find_jobs
 
-        path = getattr(self.args, "jobs", None) or default_jobs_file(self.data_dir)
-        if path is None:
-            return
-        if self.args.store == "emulator":
-            raise CannotStart("command targets run over the SQLite store only (drop --jobs)")
         try:
-            self.jobs = load_jobs(Path(path))
+            self.jobs = find_jobs(getattr(self.args, "jobs", None), self.data_dir)
         except JobsFileError as error:
             raise CannotStart(f"the jobs file is not usable: {error}") from error
+        if self.jobs is not None and self.args.store == "emulator":
+            raise CannotStart("command targets run over the SQLite store only (drop --jobs)")
 
     def _command_runner(self) -> Any:
         """The command target's adapter over the jobs file, after killing what a

@@ -918,7 +918,8 @@ class AttemptOut(_Out):
         description=(
             'how it ended: "succeeded", "failed", "transient" (failed, retried), '
             '"permanent", "accepted" (202: the job reports completion), '
-            '"lost" (its worker stopped or timed out); null while in flight'
+            '"lost" (its worker stopped or timed out), "skipped" (a command whose job '
+            "still runs); null while in flight"
         )
     )
     status_code: int | None = Field(

@@ -115,10 +115,14 @@ class Jobs:
         return self.by_name.get(name)
 
 
-def default_jobs_file(data_dir: Path) -> Path | None:
-    """``jobs.toml`` in the data directory, when there is one."""
-    path = data_dir / JOBS_FILE_NAME
-    return path if path.exists() else None
+def find_jobs(path: Path | None, data_dir: Path) -> Jobs | None:
+    """The jobs of ``path`` or, without one, of ``jobs.toml`` in the data
+    directory when there is one; None when there is no jobs file."""
+    if path is None:
+        path = data_dir / JOBS_FILE_NAME
+        if not path.exists():
+            return None
+    return load_jobs(Path(path))
 
 
 def load_jobs(path: Path, *, environ: Mapping[str, str] | None = None) -> Jobs:
