@@ -24,7 +24,7 @@ one) declares the commands that schedules with a command target may run
 Each part runs under a supervisor: a part that fails is logged and restarted
 after 0.5 s, 1 s, 2 s ... up to 30 s (back to 0.5 s after a minute of good
 running). Exit status: 0 after Ctrl-C or SIGTERM; 1 when the stack cannot
-start (the API port is in use, the data directory is unusable); 2 for bad
+start (the API port is in use, the data directory or the jobs file is unusable); 2 for bad
 options; 3 when a part failed 10 times in a row at the 30 s cap.
 """
 

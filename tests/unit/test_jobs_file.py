@@ -151,3 +151,25 @@ def test_a_written_jobs_file_reads_back(tmp_path: Path) -> None:
     path = write(tmp_path, jobs_toml([job], comments={"backup.db": "line 3 of crontab"}))
     assert path.read_text().startswith("# line 3 of crontab\n")
     assert load_jobs(path).get("backup.db") == job
+
+
+def test_the_local_stack_finds_jobs_toml_in_its_data_directory(tmp_path: Path) -> None:
+    from cli.local import LocalStack
+    from cli.main import build_parser
+
+    write(tmp_path, '[jobs.a]\ncommand = ["true"]\n')
+    stack = LocalStack(build_parser().parse_args(["local", "--data-dir", str(tmp_path)]))
+    stack._load_jobs()
+    assert stack.jobs is not None and stack.jobs.names == {"a"}
+    assert "jobs:     1 from " in stack.banner()
+
+
+def test_the_emulator_stack_refuses_a_jobs_file(tmp_path: Path) -> None:
+    from cli.local import CannotStart, LocalStack
+    from cli.main import build_parser
+
+    path = write(tmp_path, '[jobs.a]\ncommand = ["true"]\n')
+    argv = ["local", "--store", "emulator", "--data-dir", str(tmp_path), "--jobs", str(path)]
+    stack = LocalStack(build_parser().parse_args(argv))
+    with pytest.raises(CannotStart, match="command targets run over the SQLite store only"):
+        stack._load_jobs()
