@@ -384,7 +384,7 @@ class CommandRunner:
                     _signal_group(child.pid, signal.SIGKILL)
                     break
                 next_at = kill_at if timed_out else deadline
-                wait_s = min(POLL_S, (next_at or now) - now)
+                wait_s = POLL_S if next_at is None else min(POLL_S, next_at - now)
                 if selector.get_map():
                     read(wait_s)
                 else:
