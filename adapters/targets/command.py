@@ -46,7 +46,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -433,7 +433,7 @@ class CommandRunner:
                 f"SIGKILL {job.kill_grace_s:g} s later (exit code {EX_TIMEOUT})"
             )
             details["timed_out"] = True
-            return Outcome("transient", None, "", error, None, details)
+            return Outcome("transient", None, last, error, None, details)
         if code == 0:
             return Outcome("succeeded", None, last, None, None, details)
         if ended.signal_name is not None:
@@ -506,11 +506,3 @@ def _exited(child: subprocess.Popen[bytes]) -> bool:
 def _signal_group(pgid: int, signum: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signum)
-
-
-def job_logs(data_dir: Path) -> Mapping[str, Path]:
-    """The log directory of each job that has one (for the janitor and docs)."""
-    root = logs_dir(data_dir)
-    if not root.is_dir():
-        return {}
-    return {path.name: path for path in root.iterdir() if path.is_dir()}
