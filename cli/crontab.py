@@ -368,11 +368,12 @@ def _apply(args: argparse.Namespace, crontab: Crontab) -> int:
 
     client = client_for(args)
     existing = _scheduled_jobs(client)
+    out = sys.stderr if args.json else sys.stdout  # keep --json's stdout one document
     code = 0
     for entry in crontab.entries:
         if entry.job.name in existing:
             known = existing[entry.job.name]
-            print(f"line {entry.line}: {entry.job.name}: already scheduled ({known})")
+            print(f"line {entry.line}: {entry.job.name}: already scheduled ({known})", file=out)
             continue
         try:
             answer = client.request("POST", "/schedules", schedule_body(entry))
@@ -386,7 +387,7 @@ def _apply(args: argparse.Namespace, crontab: Crontab) -> int:
                 )
             print(f"line {entry.line}: {entry.job.name}: refused: {error}{hint}", file=sys.stderr)
             continue
-        print(f"line {entry.line}: {entry.job.name}: created {answer.body['id']}")
+        print(f"line {entry.line}: {entry.job.name}: created {answer.body['id']}", file=out)
     return code
 
 

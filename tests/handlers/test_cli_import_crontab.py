@@ -4,6 +4,7 @@ can do and duetime cannot refused with the line and the reason, and
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -189,9 +190,15 @@ def test_apply_creates_one_schedule_per_line_and_applying_again_creates_none(
     code, out, _ = import_crontab(str(crontab), "--apply", "--zone", "Asia/Tokyo")
     assert code == 0
     assert out.count(": created sch_") == 4
-    code, out, _ = import_crontab(str(crontab), "--apply", "--json")
+    code, out, err = import_crontab(str(crontab), "--apply", "--json")
     assert code == 0
-    assert out.count("already scheduled") == 4
+    assert err.count("already scheduled") == 4
+    assert [e["job"]["name"] for e in json.loads(out)["entries"]] == [
+        "pg_dump",
+        "report.sh",
+        "date",
+        "report.sh-2",
+    ]
     assert sorted(scheduled(jobs_server.url)) == [
         ("date", "0 0 * * *", "America/New_York"),
         ("pg_dump", "0 2 * * *", "Asia/Tokyo"),
