@@ -17,10 +17,14 @@ server mode with the DynamoDB and SQS adapters (webhook secrets in a table), to 
 AWS code paths locally. Moto keeps its data in memory: it lives only as long
 as the process, and the banner says so.
 
+``--jobs FILE`` (default: ``jobs.toml`` in the data directory, when there is
+one) declares the commands that schedules with a command target may run
+(docs/commands.md); it is read and checked once, at start.
+
 Each part runs under a supervisor: a part that fails is logged and restarted
 after 0.5 s, 1 s, 2 s ... up to 30 s (back to 0.5 s after a minute of good
 running). Exit status: 0 after Ctrl-C or SIGTERM; 1 when the stack cannot
-start (the API port is in use, the data directory is unusable); 2 for bad
+start (the API port is in use, the data directory or the jobs file is unusable); 2 for bad
 options; 3 when a part failed 10 times in a row at the 30 s cap.
 """
 
@@ -195,6 +199,14 @@ def add_parser(subparsers: Any) -> None:
     from cli import notify
 
     notify.add_arguments(parser, parse_interval)
+    parser.add_argument(
+        "--jobs",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="the jobs file: the commands that command targets may run (default: jobs.toml "
+        "in --data-dir when it exists; docs/commands.md)",
+    )
     parser.add_argument(
         "--retention",
         type=_parse_retention,
@@ -409,6 +421,7 @@ class LocalStack:
         self.worker_processes = worker_processes(args)
         # The running worker processes this stack started, by part name.
         self.children: dict[str, subprocess.Popen[bytes]] = {}
+        self.jobs: Any = None  # the jobs file's jobs (adapters.targets.jobs.Jobs), if any
 
     # --- composition ----------------------------------------------------------------
 
@@ -428,6 +441,7 @@ class LocalStack:
     def start(self) -> None:
         """Start every part; ``CannotStart`` says why the stack cannot run here."""
         self._check_data_dir()
+        self._load_jobs()
         if self.args.store == "emulator":
             self._start_emulator()
         if "api" in self.parts:
@@ -471,6 +485,28 @@ class LocalStack:
             self.db_path.exists() and not os.access(self.db_path, os.R_OK | os.W_OK)
         ):
             raise CannotStart(f"the data directory {self.data_dir} is not writable")
+
+    def _load_jobs(self) -> None:
+        """Read and check the jobs file (``--jobs``, or jobs.toml in the data directory)."""
+        from adapters.targets.jobs import JobsFileError, find_jobs
+
+        try:
+            self.jobs = find_jobs(getattr(self.args, "jobs", None), self.data_dir)
+        except JobsFileError as error:
+            raise CannotStart(f"the jobs file is not usable: {error}") from error
+        if self.jobs is not None and self.args.store == "emulator":
+            raise CannotStart("command targets run over the SQLite store only (drop --jobs)")
+
+    def _command_runner(self) -> Any:
+        """The command target's adapter over the jobs file, after killing what a
+        stack that died left holding a job's lock; None without a jobs file."""
+        if self.jobs is None:
+            return None
+        from adapters.targets.command import CommandRunner
+
+        runner = CommandRunner(self.jobs, self.data_dir, log=lambda fields: log(**fields))
+        runner.reap_orphans()
+        return runner
 
     def _spawn(self, name: str, loop: Loop) -> None:
         def run() -> None:
@@ -516,8 +552,12 @@ class LocalStack:
             # worker reads them, as on AWS.
             services = api.build_services(self._settings())
         else:
+            jobs = None if self.jobs is None else self.jobs.names
             services = api.build_services(
-                self._settings(), data_dir=self.data_dir, secrets=self._secrets()
+                self._settings(),
+                data_dir=self.data_dir,
+                secrets=self._secrets(),
+                target_support=api.sqlite_targets(jobs),
             )
         self.api_url = server.url
         self._spawn("api", server.serve_forever)
@@ -590,7 +630,9 @@ class LocalStack:
             )
             wait_s = 1.0  # an SQS long poll of a second between empty receives
         else:
-            worker, queue = build_sqlite_worker(self.db_path, self._secrets())
+            worker, queue = build_sqlite_worker(
+                self.db_path, self._secrets(), command=self._command_runner()
+            )
             wait_s = 0.5
             batch = SQLITE_RECEIVE_BATCH
         workers = self.args.workers
@@ -625,6 +667,8 @@ class LocalStack:
         ]
         if getattr(self.args, "metrics", False):
             command.append("--metrics")
+        if self.jobs is not None and self.jobs.source is not None:
+            command += ["--jobs", str(Path(self.jobs.source).resolve())]
         root = str(Path(__file__).resolve().parent.parent)
         path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
         env = {**os.environ, "PYTHONPATH": path}
@@ -697,7 +741,9 @@ class LocalStack:
         retention = self.args.retention or timedelta(seconds=self._settings().history_retention_s)
         store, queue = SqliteStore(self.db_path), SqliteQueue(self.db_path)
         self.closers += [store.close, queue.close]
-        janitor = Janitor(store, queue, SystemClock(), retention)
+        from adapters.targets.command import logs_dir
+
+        janitor = Janitor(store, queue, SystemClock(), retention, logs=logs_dir(self.data_dir))
 
         def loop() -> None:
             log(
@@ -708,12 +754,13 @@ class LocalStack:
             wait_s = 10.0  # the first pass shortly after start
             while not self.stop.wait(wait_s):
                 report = janitor.run_once()
-                if report.runs or report.dead_letters or report.heartbeats:
+                if report.runs or report.dead_letters or report.heartbeats or report.logs:
                     log(
                         "janitor",
                         runs=report.runs,
                         dead_letters=report.dead_letters,
                         heartbeats=report.heartbeats,
+                        logs=report.logs,
                     )
                 wait_s = JANITOR_INTERVAL_S
 
@@ -785,6 +832,8 @@ class LocalStack:
             else:
                 running.append(part)
         lines.append(f"  running:  {', '.join(running)}")
+        if self.jobs is not None:
+            lines.append(f"  jobs:     {len(self.jobs)} from {self.jobs.source} (command targets)")
         if self.api_url:
             lines.append(f"  api:      {self.api_url}  (OpenAPI at {self.api_url}/openapi.json)")
             lines.append(f"  console:  {self.api_url}/console  (in your browser)")

@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from cli import commands, console, demo, explain, local, smoke
+from cli import commands, console, crontab, demo, explain, local, smoke
 from cli.flags import flagged
 from domain.errors import DuetimeError
 
@@ -31,6 +31,7 @@ everyday commands (each takes --help; --json prints the API's JSON):
   duetime explain '30 2 * * *' --tz Europe/London   (or --every D, --at T, --schedule ID)
   duetime local                       the whole stack on this machine
   duetime console --api-url URL       the web console of a deployed stack
+  duetime import-crontab FILE         a crontab as jobs and schedules (docs/commands.md)
 
 The API is $DUETIME_API_URL, else http://127.0.0.1:8080 (a `duetime local`);
 --api-url names another.
@@ -50,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_parser(subparsers)
     commands.add_parsers(subparsers)
     local.add_parser(subparsers)
+    crontab.add_parser(subparsers)
     demo.add_parser(subparsers)
     smoke.add_parser(subparsers)
     console.add_parser(subparsers)

@@ -129,6 +129,7 @@ def target_text(target: Mapping[str, Any]) -> str:
         "sqs": target.get("queue_url"),
         "lambda": target.get("function_arn"),
         "eventbridge": target.get("event_bus_name"),
+        "command": target.get("job"),
     }.get(str(kind))
     text = f"{shown(kind)} {shown(where)}" if where else shown(kind)
     if kind == "webhook" and target.get("timeout_s") is not None:

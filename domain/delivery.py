@@ -14,13 +14,20 @@ An ``Outcome`` is the target's answer, reduced to what the run needs:
   HTTP 429 or 5xx); retried under the schedule's retry policy, no sooner than
   ``retry_after_s`` when the target asked for a pause;
 - ``permanent``: it will not work by retrying (another 4xx, a refused
-  address, a missing queue or function, no permission); the run fails now.
+  address, a missing queue or function, no permission); the run fails now;
+- ``skipped``: the target declined to start this occurrence for a reason that
+  is not a failure (a command whose job is still running holds its lock): the
+  run ends skipped with that reason, and is not retried.
+
+``details`` is what a target adds to the run's result besides the excerpt
+(a command's exit code, duration and output tails).
 """
 
 from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final, Literal, Protocol
@@ -30,8 +37,14 @@ from domain.targets import Target
 # How much of a target's answer a run keeps.
 EXCERPT_LIMIT_BYTES: Final = 1024
 
-OutcomeKind = Literal["succeeded", "accepted", "transient", "permanent"]
-OUTCOME_KINDS: Final[tuple[str, ...]] = ("succeeded", "accepted", "transient", "permanent")
+OutcomeKind = Literal["succeeded", "accepted", "transient", "permanent", "skipped"]
+OUTCOME_KINDS: Final[tuple[str, ...]] = (
+    "succeeded",
+    "accepted",
+    "transient",
+    "permanent",
+    "skipped",
+)
 
 
 @dataclass(frozen=True)
@@ -52,6 +65,7 @@ class Delivery:
     late_by_s: float
     payload: dict[str, Any] = field(default_factory=dict)
     run_token: str | None = None
+    time_zone: str = "UTC"
 
     def __post_init__(self) -> None:
         if not self.occurrence_id:
@@ -121,6 +135,7 @@ class Outcome:
     excerpt: str = ""
     error: str | None = None
     retry_after_s: float | None = None
+    details: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in OUTCOME_KINDS:
@@ -169,6 +184,11 @@ class Outcome:
         cls, error: str, status_code: int | None = None, body: bytes | str | None = None
     ) -> Outcome:
         return cls("permanent", status_code, excerpt(body), error)
+
+    @classmethod
+    def skipped(cls, reason: str) -> Outcome:
+        """Not started, and not a failure: the run ends skipped with ``reason``."""
+        return cls("skipped", error=reason)
 
 
 class TargetPort(Protocol):

@@ -1,5 +1,5 @@
-"""Where an occurrence is delivered: a webhook, an SQS queue, a Lambda function
-or an EventBridge bus.
+"""Where an occurrence is delivered: a webhook, an SQS queue, a Lambda function,
+an EventBridge bus, or a command of the machine's jobs file.
 
 A target is a plain value. ``parse_target`` turns the ``target`` object of an
 API body into one and refuses anything it cannot deliver to, naming the field
@@ -16,7 +16,10 @@ Rules the checks follow:
 - an SQS queue URL has the shape ``<scheme>://<host>/<12-digit account>/<queue name>``;
 - a Lambda target is a function ARN (optionally with a version or alias);
 - an EventBridge target is a bus name or bus ARN, and its ``source`` may not
-  start with ``aws.`` (EventBridge reserves it).
+  start with ``aws.`` (EventBridge reserves it);
+- a command target names a job of the jobs file the machine's owner wrote
+  (docs/commands.md); it never carries a command line. Whether the job
+  exists is the deployment's question (``service.schedules.TargetSupport``).
 
 Whether a webhook's host resolves to an address duetime may call is decided
 at delivery time, after DNS resolution, by the webhook adapter: a name can
@@ -70,6 +73,9 @@ _FUNCTION_ARN = re.compile(
     r"^arn:aws[a-zA-Z-]*:lambda:[a-z]{2}(-[a-z]+)+-\d+:\d{12}:function:"
     r"[A-Za-z0-9_-]{1,64}(:(\$LATEST|[A-Za-z0-9_-]{1,128}))?$"
 )
+# A job's name: also a file name (its lock and its logs), so no / and no leading dot.
+JOB_NAME_PATTERN: Final = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+_JOB_NAME = re.compile(JOB_NAME_PATTERN)
 _BUS_NAME = re.compile(r"^[A-Za-z0-9._\-/]{1,256}$")
 _BUS_ARN = re.compile(
     r"^arn:aws[a-zA-Z-]*:events:[a-z]{2}(-[a-z]+)+-\d+:\d{12}:event-bus/[A-Za-z0-9._\-/]{1,256}$"
@@ -174,9 +180,33 @@ class EventBridgeTarget:
         return "eventbridge"
 
 
-Target = Union[WebhookTarget, SqsTarget, LambdaTarget, EventBridgeTarget]  # noqa: UP007
+def check_job_name(name: object, field: str = "target.job") -> str:
+    """A job name as the jobs file and a command target spell it."""
+    if not isinstance(name, str) or not _JOB_NAME.match(name):
+        raise InvalidSchedule(
+            field, "must be 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
+        )
+    return name
 
-TARGET_TYPES: Final[tuple[str, ...]] = ("webhook", "sqs", "lambda", "eventbridge")
+
+@dataclass(frozen=True)
+class CommandTarget:
+    """A job of the jobs file of the machine that runs it (``duetime local
+    --jobs FILE``): the schedule names it, the file says what it runs."""
+
+    job: str
+
+    def __post_init__(self) -> None:
+        check_job_name(self.job)
+
+    @property
+    def type(self) -> Literal["command"]:
+        return "command"
+
+
+Target = Union[WebhookTarget, SqsTarget, LambdaTarget, EventBridgeTarget, CommandTarget]  # noqa: UP007
+
+TARGET_TYPES: Final[tuple[str, ...]] = ("webhook", "sqs", "lambda", "eventbridge", "command")
 
 # The keys each target type accepts, besides "type".
 _FIELDS: Final[dict[str, frozenset[str]]] = {
@@ -184,6 +214,7 @@ _FIELDS: Final[dict[str, frozenset[str]]] = {
     "sqs": frozenset({"queue_url", "message_group_id"}),
     "lambda": frozenset({"function_arn", "invocation_type"}),
     "eventbridge": frozenset({"event_bus_name", "source", "detail_type"}),
+    "command": frozenset({"job"}),
 }
 
 
@@ -224,6 +255,8 @@ def parse_target(data: object) -> Target:
             function_arn=_required_str(data, "function_arn"),
             invocation_type=invocation_type,
         )
+    if kind == "command":
+        return CommandTarget(job=_required_str(data, "job"))
     source = _optional_str(data, "source")
     detail_type = _optional_str(data, "detail_type")
     return EventBridgeTarget(
@@ -257,6 +290,8 @@ def target_to_dict(target: Target) -> dict[str, Any]:
             "function_arn": target.function_arn,
             "invocation_type": target.invocation_type,
         }
+    if isinstance(target, CommandTarget):
+        return {"type": "command", "job": target.job}
     return {
         "type": "eventbridge",
         "event_bus_name": target.event_bus_name,

@@ -1242,6 +1242,14 @@ SQLITE_TARGETS: Final = TargetSupport(
 )
 
 
+def sqlite_targets(jobs: frozenset[str] | None) -> TargetSupport:
+    """What the SQLite stack delivers to: SQLITE_TARGETS, and command targets
+    naming one of ``jobs`` where a jobs file is loaded (``duetime local --jobs``)."""
+    if jobs is None:
+        return SQLITE_TARGETS
+    return replace(SQLITE_TARGETS, types=SQLITE_TARGETS.types | {"command"}, jobs=jobs)
+
+
 def build_services(
     settings: Settings,
     *,

@@ -33,7 +33,13 @@ from domain.errors import InvalidSchedule
 from domain.run import AttemptRecord, Run
 from domain.schedule import MAX_NAME_CHARS, Schedule, ScheduleVersion, policy_to_dict
 from domain.spec import MAX_EVERY, MIN_EVERY, ScheduleSpec, Slot, spec_to_dict
-from domain.targets import MAX_TARGET_TIMEOUT_S, MAX_URL_CHARS, MAX_WEBHOOK_HEADERS, target_to_dict
+from domain.targets import (
+    JOB_NAME_PATTERN,
+    MAX_TARGET_TIMEOUT_S,
+    MAX_URL_CHARS,
+    MAX_WEBHOOK_HEADERS,
+    target_to_dict,
+)
 from domain.text import NAME_PATTERN, TEXT_PATTERN, check_text
 from domain.timeparse import (
     MAX_TEXT_CHARS,
@@ -450,6 +456,11 @@ def _target_schema(schema: dict[str, Any]) -> None:
             source=_string("^(?![aA][wW][sS]\\.)[ -~]{1,256}$", "not aws.*; default duetime"),
             detail_type=_string(_PRINTABLE, "default duetime.occurrence"),
         ),
+        shape(
+            "command",
+            ["job"],
+            job=_string(JOB_NAME_PATTERN, "a job of the jobs file `duetime local --jobs` read"),
+        ),
     ]
 
 
@@ -458,7 +469,7 @@ class TargetIn(_In):
 
     model_config = ConfigDict(json_schema_extra=_target_schema)
 
-    type: Literal["webhook", "sqs", "lambda", "eventbridge"]
+    type: Literal["webhook", "sqs", "lambda", "eventbridge", "command"]
     url: str | None = Field(default=None, max_length=MAX_URL_CHARS, description="webhook")
     headers: dict[str, str] | list[tuple[str, str]] | None = Field(
         default=None, description="webhook: extra request headers"
@@ -482,6 +493,9 @@ class TargetIn(_In):
     )
     detail_type: Text | None = Field(
         default=None, max_length=128, description="eventbridge: default duetime.occurrence"
+    )
+    job: str | None = Field(
+        default=None, max_length=64, description="command: a job of the machine's jobs file"
     )
 
 
@@ -607,7 +621,7 @@ class PolicyOut(_Out):
 class TargetOut(_Out):
     """The fields that do not apply to the target's type are null."""
 
-    type: Literal["webhook", "sqs", "lambda", "eventbridge"]
+    type: Literal["webhook", "sqs", "lambda", "eventbridge", "command"]
     url: str | None = None
     headers: dict[str, str] | None = None
     timeout_s: float | None = None
@@ -618,6 +632,7 @@ class TargetOut(_Out):
     event_bus_name: str | None = None
     source: str | None = None
     detail_type: str | None = None
+    job: str | None = None
 
 
 class OccurrenceOut(_Out):
@@ -906,7 +921,8 @@ class AttemptOut(_Out):
         description=(
             'how it ended: "succeeded", "failed", "transient" (failed, retried), '
             '"permanent", "accepted" (202: the job reports completion), '
-            '"lost" (its worker stopped or timed out); null while in flight'
+            '"lost" (its worker stopped or timed out), "skipped" (a command whose job '
+            "still runs); null while in flight"
         )
     )
     status_code: int | None = Field(

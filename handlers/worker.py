@@ -590,8 +590,12 @@ def build_sqlite_worker(
     rng: random.Random | None = None,
     targets: TargetPort | None = None,
     address_policy: AddressPolicy | None = None,
+    command: TargetPort | None = None,
 ) -> tuple[RunWorker, WorkQueue]:
     """The worker and the queue over one SQLite file (the local stack).
+
+    ``command`` runs command targets (the jobs file's ``CommandRunner``), where
+    the stack has a jobs file.
 
     Webhooks may call 127.0.0.1 here (``AddressPolicy.local()``), so a receiver
     on the same machine can be tried out. Messages and run leases are held for
@@ -606,7 +610,7 @@ def build_sqlite_worker(
     runs = SqliteRunStore.open(str(db_path))
     worker = RunWorker(
         runs,
-        targets or Targets.build(webhook=WebhookSender(secrets, policy)),
+        targets or Targets.build(webhook=WebhookSender(secrets, policy), command=command),
         clock,
         rng or random.Random(),
         telemetry=PowertoolsTelemetry(),

@@ -32,7 +32,8 @@ The rules, in the order they are checked:
 5. The target's answer decides: 2xx succeeded; 202 accepted (the job reports
    completion with its run token before the run timeout); transient, retried
    with full-jitter backoff while attempts remain; permanent or exhausted,
-   failed with its reason.
+   failed with its reason; skipped (a command whose job still runs), skipped
+   with its reason.
 
 Every attempt runs with the parameters of the version the occurrence was
 created under, never the schedule's current one.
@@ -54,6 +55,7 @@ from domain.delivery import Delivery, Outcome, TargetPort
 from domain.errors import DuetimeError
 from domain.run import DeliveryIntent, Reason, Run, RunStatus
 from domain.schedule import Overdue, Overlap, ScheduleVersion, overdue_verdict
+from domain.spec import spec_zone_name
 from domain.transitions import Refusal, TransitionRefused
 from service.errors import RunNotFound
 from service.ports import Clock
@@ -150,6 +152,8 @@ def _result(outcome: Outcome) -> dict[str, Any]:
     result: dict[str, Any] = {"outcome": outcome.kind, "excerpt": outcome.excerpt}
     if outcome.status_code is not None:
         result["status_code"] = outcome.status_code
+    if outcome.details:
+        result.update(outcome.details)
     return result
 
 
@@ -360,6 +364,7 @@ class RunWorker:
             late_by_s=late_by_s,
             payload=dict(version.payload),
             run_token=token,
+            time_zone=spec_zone_name(version.spec),
         )
         outcome = self.targets.deliver(version.target, delivery, timeout_s=call_s)
         end = self.clock.now()
@@ -379,6 +384,24 @@ class RunWorker:
                 return self._after_conflict(run.occurrence_id)
             self.telemetry.run_ended(ended)
             return Decision.delete("succeeded")
+
+        if outcome.kind == "skipped":  # a command whose job still holds its lock
+            reason = outcome.error or RunStatus.SKIPPED.value
+            ended = self.runs.finish(
+                run.occurrence_id,
+                attempt=attempt,
+                status=RunStatus.SKIPPED,
+                now=end,
+                reason=reason,
+                result=_result(outcome),
+                outcome=outcome.kind,
+                seen=started,
+            )
+            self._report(started, attempt, "skipped", now, end, late_by_s, outcome)
+            if ended is None:
+                return self._after_conflict(run.occurrence_id)
+            self.telemetry.run_ended(ended)
+            return Decision.delete(reason)
 
         if outcome.kind == "accepted":
             deadline = now + policy.run_timeout

@@ -53,7 +53,7 @@ from domain.schedule import (
     version_to_dict,
 )
 from domain.spec import AtSpec, ScheduleSpec, Slot, parse_spec, slots_after, spec_zone_name
-from domain.targets import parse_target
+from domain.targets import CommandTarget, Target, parse_target
 from domain.timezones import load_zone, wall_of
 from service.errors import (
     Contention,
@@ -94,11 +94,22 @@ class TargetSupport:
     """The target types the running deployment can deliver to, and what
     would enable the others (said in the refusal of a schedule that names one).
 
-    ``None`` in place of a TargetSupport means every type is delivered.
+    ``None`` in place of a TargetSupport means every type is delivered but
+    ``command``, which needs a jobs file. ``jobs`` are the names of the jobs
+    file's jobs, where one is loaded (``duetime local --jobs FILE``): a command
+    target must name one of them.
     """
 
     types: frozenset[str]
     enable: str  # e.g. "deploy to AWS (cdk deploy), or run `duetime local --store emulator`"
+    jobs: frozenset[str] | None = None
+
+    def check_target(self, target: Target) -> None:
+        """Refuse (naming the field) a target this deployment cannot deliver to."""
+        if isinstance(target, CommandTarget):
+            check_command_job(target, self.jobs if "command" in self.types else None)
+            return
+        self.check(target.type)
 
     def check(self, target_type: str) -> None:
         """Refuse (naming ``target.type``) a type this deployment cannot deliver to."""
@@ -109,6 +120,23 @@ class TargetSupport:
                 f"{target_type} targets cannot be delivered by this deployment "
                 f"(it delivers to: {accepted}); to use them, {self.enable}",
             )
+
+
+NO_JOBS_FILE = (
+    "command targets run a job of the jobs file the machine's owner gives "
+    "`duetime local --jobs FILE` (docs/commands.md); this deployment has no jobs file"
+)
+
+
+def check_command_job(target: CommandTarget, jobs: frozenset[str] | None) -> None:
+    """A command target names a job of the loaded jobs file, or is refused."""
+    if jobs is None:
+        raise InvalidSchedule("target.type", NO_JOBS_FILE)
+    if target.job not in jobs:
+        known = ", ".join(sorted(jobs)[:20]) or "none"
+        raise InvalidSchedule(
+            "target.job", f"no job {target.job!r} in this machine's jobs file (it has: {known})"
+        )
 
 
 def parse_definition(body: object, *, now: datetime) -> Definition:
@@ -468,7 +496,9 @@ class ScheduleService:
     ) -> ScheduleVersion:
         target = parse_target(definition.target_data)
         if self.target_support is not None:
-            self.target_support.check(target.type)
+            self.target_support.check_target(target)
+        elif isinstance(target, CommandTarget):
+            check_command_job(target, None)
         return ScheduleVersion(
             schedule_id=schedule_id,
             version=number,

@@ -9,7 +9,9 @@ janitor pass removes what no promise needs any more:
   waiting, admitted, running or retrying (``SqliteStore.purge_history``);
 - dead letters that died more than the retention ago (``SqliteQueue.purge_dead``);
 - the membership heartbeats of tick processes that stopped (one per process
-  start) and the watchdog verdicts of deleted schedules.
+  start) and the watchdog verdicts of deleted schedules;
+- command targets' output logs last written more than the retention ago
+  (``logs``, adapters/targets/command.py), so a run's log goes with its record.
 
 Freed pages are reused by SQLite's own free list, so once the retention holds
 the file stops growing (bench/growth.py).
@@ -22,7 +24,8 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
@@ -82,6 +85,7 @@ class JanitorReport:
     runs: int
     dead_letters: int
     heartbeats: int
+    logs: int = 0
 
 
 class Janitor:
@@ -95,6 +99,7 @@ class Janitor:
         retention: timedelta = DEFAULT_RETENTION,
         *,
         between_batches: Callable[[], None] | None = None,
+        logs: Path | None = None,
     ) -> None:
         if not MIN_RETENTION <= retention <= MAX_RETENTION:
             raise ValueError("retention must be between 1 hour and 3650 days")
@@ -103,6 +108,7 @@ class Janitor:
         self.clock = clock
         self.retention = retention
         self.between_batches = between_batches or _Pacer()
+        self.logs = logs
 
     def run_once(self) -> JanitorReport:
         from service.alerts import ALERT_PREFIX
@@ -119,4 +125,21 @@ class Janitor:
         beats += self.store.purge_orphan_heartbeats(WATCH_PREFIX)
         beats += self.store.purge_orphan_heartbeats(ACK_PREFIX)
         beats += self.store.purge_orphan_heartbeats(ALERT_PREFIX)
-        return JanitorReport(runs, dead, beats)
+        logs = 0 if self.logs is None else purge_logs(self.logs, before)
+        return JanitorReport(runs, dead, beats, logs)
+
+
+def purge_logs(root: Path, before: datetime) -> int:
+    """Remove the files under ``root`` last written before ``before``; how many went."""
+    if not root.is_dir():
+        return 0
+    cutoff = before.timestamp()
+    removed = 0
+    for path in root.rglob("*.log"):
+        try:
+            if path.stat().st_mtime < cutoff:
+                path.unlink()
+                removed += 1
+        except FileNotFoundError:
+            continue
+    return removed

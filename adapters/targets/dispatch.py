@@ -38,12 +38,16 @@ class Targets:
         sqs_client: Any = None,
         lambda_client: Any = None,
         events_client: Any = None,
+        command: TargetPort | None = None,
     ) -> Targets:
-        """The usual set: the webhook adapter as given, and one adapter per AWS
-        client given. A kind left out cannot be delivered to."""
+        """The usual set: the webhook adapter as given, one adapter per AWS
+        client given, and the command runner of a jobs file (one machine). A
+        kind left out cannot be delivered to."""
         adapters: dict[str, TargetPort] = {}
         if webhook is not None:
             adapters["webhook"] = webhook
+        if command is not None:
+            adapters["command"] = command
         if sqs_client is not None:
             adapters["sqs"] = SqsSender(sqs_client)
         if lambda_client is not None:

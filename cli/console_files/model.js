@@ -31,7 +31,7 @@
 
   function targetText(target) {
     if (!target) return "";
-    const where = target.url || target.queue_url || target.function_arn || target.event_bus_name || "";
+    const where = target.url || target.queue_url || target.function_arn || target.event_bus_name || target.job || "";
     return target.type + (where ? " " + where : "");
   }
 
