@@ -35,6 +35,7 @@ FIELD_FLAGS: dict[str, str] = {
     "target.event_bus_name": "--eventbridge",
     "target.source": "--source",
     "target.detail_type": "--detail-type",
+    "target.job": "--job",
     "payload": "--payload",
     "policy": "--policy",
     "policy.overdue": "--overdue",

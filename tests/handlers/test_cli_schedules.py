@@ -445,3 +445,11 @@ def test_target_values_that_are_refused_name_their_flag_and_create_nothing(
     assert message in err
     assert "target." not in err
     assert schedule_ids(duetime) == []
+
+
+def test_job_flag_sends_a_command_target_that_a_stack_without_jobs_refuses(duetime: Run) -> None:
+    sid = create(duetime)["id"]
+    before = as_json(duetime, "schedules", "describe", sid)
+    err = refused(duetime, "schedules", "edit", sid, "--job", "nightly-report")
+    assert "HTTP 422" in err and "command" in err
+    assert as_json(duetime, "schedules", "describe", sid)["version"] == before["version"]
