@@ -234,9 +234,7 @@ def _definition_arguments(parser: argparse.ArgumentParser) -> None:
     where.add_argument("--lambda", dest="lambda_arn", metavar="FUNCTION_ARN",
                        help="invoke this function with each occurrence")  # fmt: skip
     where.add_argument("--eventbridge", metavar="BUS", help="put each occurrence on this bus")
-    where.add_argument(
-        "--job", metavar="NAME", help="run this job of the local stack's jobs file"
-    )
+    where.add_argument("--job", metavar="NAME", help="run this job of the local stack's jobs file")
     where.add_argument(
         "--target", help='the whole target as JSON ({"type": "sqs", "queue_url": ...})'
     )
