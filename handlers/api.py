@@ -40,6 +40,7 @@ from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from pydantic import BaseModel
 
 from adapters.secrets import SecretNotFound, SecretStore, SecretStoreFull, new_secret, put_first
+from adapters.targets.signing import shown_secret
 from domain.errors import DuetimeError, InvalidSchedule
 from domain.partition import Partitioning
 from domain.run import RunKind, RunStatus
@@ -229,7 +230,7 @@ def _schedule_body(
         lambda instant: local_time(spec, instant),
         status=overview.status(schedule, services.schedules.clock.now()).value,
         dst_notes=[item.dst_note for item in overview.upcoming_occurrences(schedule, slots)],
-        webhook_secret=webhook_secret,
+        webhook_secret=None if webhook_secret is None else shown_secret(webhook_secret),
     )
 
 

@@ -661,7 +661,11 @@ class ScheduleOut(_Out):
     deleted_at: Instant | None = None
     webhook_secret: str | None = Field(
         default=None,
-        description=("the webhook signing secret: only in the answer that created it, never again"),
+        description=(
+            "the webhook signing secret, in the Standard Webhooks form (whsec_ and base64): "
+            "only in the answer that created it, never again"
+        ),
+        examples=["whsec_c2VjcmV0LXNpZ25pbmcta2V5LWV4YW1wbGUtZm9yLWRvY3M="],
     )
     watch: WatchOut | None = Field(
         default=None,
