@@ -21,12 +21,14 @@ rule it cannot state at all is ``end_at`` not before ``start_at``.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from datetime import datetime
 from importlib import resources
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo
 
+from adapters.targets.addresses import AddressPolicy
 from domain.backoff import MAX_ATTEMPTS_LIMIT
 from domain.cron import MAX_CRON_CHARS
 from domain.errors import InvalidSchedule
@@ -380,8 +382,9 @@ _QUEUE_URL_PATTERN = (
     "^https://sqs\\.[a-z]{2}-[a-z]+-[1-9]\\.amazonaws\\.com/[0-9]{12}/"
     "[A-Za-z0-9_-]{1,75}(\\.fifo)?$"
 )
+# A host shown here starts with a letter: a name, never an address in any form.
 _URL_PATTERN = (
-    "^https?://[a-z0-9]([a-z0-9-]{0,20}[a-z0-9])?(\\.[a-z0-9]([a-z0-9-]{0,20}[a-z0-9])?){0,3}"
+    "^https?://[a-z]([a-z0-9-]{0,20}[a-z0-9])?(\\.[a-z0-9]([a-z0-9-]{0,20}[a-z0-9])?){0,3}"
     "(:[1-9][0-9]{0,3})?(/[A-Za-z0-9._~-]{0,20}){0,4}$"
 )
 
@@ -412,7 +415,11 @@ def _target_schema(schema: dict[str, Any]) -> None:
         shape(
             "webhook",
             ["url"],
-            url=_string(_URL_PATTERN, "http(s), no user info, no #fragment"),
+            url=_string(
+                _URL_PATTERN,
+                "http(s), no user info, no #fragment; a host written as an address the "
+                "deployment does not deliver to is refused (docs/webhooks.md)",
+            ),
             headers={
                 "type": "object",
                 "description": (
@@ -453,13 +460,39 @@ def _target_schema(schema: dict[str, Any]) -> None:
     ]
 
 
+# The deployment's rule for webhook addresses, while a request is validated:
+# handlers.api sets it from ApiServices.address_policy, the rule its worker
+# applies at each delivery. Unset, it is the strictest (AWS without settings).
+_STRICTEST = AddressPolicy()  # a frozen value
+WEBHOOK_ADDRESSES: ContextVar[AddressPolicy] = ContextVar("webhook_addresses", default=_STRICTEST)
+
+
+def _deliverable(url: str | None) -> str | None:
+    """A webhook URL whose host is an address the deployment never delivers to
+    (metadata, link-local, private or, on AWS, loopback) is refused when saved."""
+    reason = None if url is None else WEBHOOK_ADDRESSES.get().url_refusal(url)
+    if reason is not None:
+        raise ValueError(reason)
+    return url
+
+
+WEBHOOK_URL_DESCRIPTION = (
+    "webhook. A host written as an address the deployment does not deliver to is "
+    "refused: metadata, link-local, unspecified, multicast, reserved, private "
+    "(10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7) and, on AWS, loopback, in "
+    "any form (IPv4-mapped IPv6, decimal, octal, hex)"
+)
+
+
 class TargetIn(_In):
     """Where occurrences are delivered. Which fields apply depends on ``type``."""
 
     model_config = ConfigDict(json_schema_extra=_target_schema)
 
     type: Literal["webhook", "sqs", "lambda", "eventbridge"]
-    url: str | None = Field(default=None, max_length=MAX_URL_CHARS, description="webhook")
+    url: Annotated[str | None, AfterValidator(_deliverable)] = Field(
+        default=None, max_length=MAX_URL_CHARS, description=WEBHOOK_URL_DESCRIPTION
+    )
     headers: dict[str, str] | list[tuple[str, str]] | None = Field(
         default=None, description="webhook: extra request headers"
     )

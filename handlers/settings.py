@@ -9,6 +9,7 @@ from typing import Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from adapters import definitions as d
+from adapters.targets.addresses import AddressPolicy
 from service.surge import DEFAULT_SURGE_MIN
 from service.tick import BLOCK_MARGIN, MAX_QUEUE_AHEAD
 
@@ -80,6 +81,12 @@ class Settings(BaseModel):
                 f"({d.ENV_SECRETS_TABLE})"
             )
         return self
+
+    def address_policy(self) -> AddressPolicy:
+        """The webhook address rule of a deployment on AWS: the worker's at each
+        delivery and the API's at each save (the local stack's is
+        ``AddressPolicy.local()``)."""
+        return AddressPolicy.from_settings(self.allow_private_targets)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:

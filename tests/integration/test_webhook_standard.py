@@ -130,7 +130,10 @@ def legacy_verifies(secret: str, headers: Headers, body: bytes) -> bool:
 def local(tmp_path: Path, clock: FakeClock) -> Iterator[tuple[ApiServices, SqliteSecretStore]]:
     store = SqliteStore(tmp_path / "duetime.db")
     secrets = SqliteSecretStore(tmp_path / "duetime.db")
-    yield ApiServices(ScheduleService(store, clock), secrets), secrets
+    services = ApiServices(
+        ScheduleService(store, clock), secrets, address_policy=AddressPolicy.local()
+    )
+    yield services, secrets
     store.close()
 
 
