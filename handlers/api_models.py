@@ -35,7 +35,13 @@ from domain.errors import InvalidSchedule
 from domain.run import AttemptRecord, Run
 from domain.schedule import MAX_NAME_CHARS, Schedule, ScheduleVersion, policy_to_dict
 from domain.spec import MAX_EVERY, MIN_EVERY, ScheduleSpec, Slot, spec_to_dict
-from domain.targets import MAX_TARGET_TIMEOUT_S, MAX_URL_CHARS, MAX_WEBHOOK_HEADERS, target_to_dict
+from domain.targets import (
+    MAX_TARGET_TIMEOUT_S,
+    MAX_URL_CHARS,
+    MAX_WEBHOOK_HEADERS,
+    Target,
+    target_to_dict,
+)
 from domain.text import NAME_PATTERN, TEXT_PATTERN, check_text
 from domain.timeparse import (
     MAX_TEXT_CHARS,
@@ -429,7 +435,14 @@ def _target_schema(schema: dict[str, Any]) -> None:
                 ),
                 "maxProperties": MAX_WEBHOOK_HEADERS,
                 "propertyNames": {"pattern": "^X-[A-Z][a-z0-9]{0,30}$"},
-                "additionalProperties": {"type": "string", "pattern": "^[ -~]{0,256}$"},
+                "additionalProperties": {
+                    "type": "string",
+                    "pattern": "^[ -~]{0,256}$",
+                    "description": (
+                        "the value. Also accepted on an edit: null, which keeps the value "
+                        "the schedule has for that header (answers show each name with null)"
+                    ),
+                },
             },
             timeout_s={
                 "type": "number",
@@ -493,8 +506,12 @@ class TargetIn(_In):
     url: Annotated[str | None, AfterValidator(_deliverable)] = Field(
         default=None, max_length=MAX_URL_CHARS, description=WEBHOOK_URL_DESCRIPTION
     )
-    headers: dict[str, str] | list[tuple[str, str]] | None = Field(
-        default=None, description="webhook: extra request headers"
+    headers: dict[str, str | None] | list[tuple[str, str | None]] | None = Field(
+        default=None,
+        description=(
+            "webhook: extra request headers; on an edit, a null value keeps the value "
+            "the schedule has for that header"
+        ),
     )
     timeout_s: float | None = Field(
         default=None, gt=0, le=MAX_TARGET_TIMEOUT_S, description="webhook: default 10"
@@ -642,7 +659,14 @@ class TargetOut(_Out):
 
     type: Literal["webhook", "sqs", "lambda", "eventbridge"]
     url: str | None = None
-    headers: dict[str, str] | None = None
+    headers: dict[str, None] | None = Field(
+        default=None,
+        description=(
+            "webhook: the names of its extra headers, each with null: their values "
+            "(often credentials) are never shown. An edit that sends a header back "
+            "as null keeps its value"
+        ),
+    )
     timeout_s: float | None = None
     queue_url: str | None = None
     message_group_id: str | None = None
@@ -872,7 +896,7 @@ def schedule_out(
         state=StateOut(paused=schedule.state.paused, note=schedule.state.note),
         spec=SpecOut.model_validate(spec_to_dict(current.spec)),
         policy=PolicyOut.model_validate(policy_to_dict(current.policy)),
-        target=TargetOut.model_validate(target_to_dict(current.target)),
+        target=target_out(current.target),
         payload=dict(current.payload),
         next_occurrences=[
             occurrence_out(slot, local, schedule.version, note)
@@ -887,6 +911,14 @@ def schedule_out(
         if (q := schedule.quarantine) is None
         else QuarantineOut(reason=q.reason, component=q.component.value, at=format_instant(q.at)),
     )
+
+
+def target_out(target: Target) -> TargetOut:
+    """A target as answers show it: a webhook's header names, never their values."""
+    data = target_to_dict(target)
+    if data.get("headers"):
+        data["headers"] = dict.fromkeys(data["headers"])
+    return TargetOut.model_validate(data)
 
 
 def run_out(
@@ -923,7 +955,7 @@ def version_out(version: ScheduleVersion, changed: Sequence[str]) -> VersionOut:
         name=version.name,
         spec=SpecOut.model_validate(spec_to_dict(version.spec)),
         policy=PolicyOut.model_validate(policy_to_dict(version.policy)),
-        target=TargetOut.model_validate(target_to_dict(version.target)),
+        target=target_out(version.target),
         payload=dict(version.payload),
         changed=list(changed),
     )
