@@ -549,8 +549,10 @@ class LocalStack:
         self.servers.append(server)
         if self.args.store == "emulator":
             # Webhook signing secrets in the emulator's secrets table, where the
-            # worker reads them, as on AWS.
-            services = api.build_services(self._settings())
+            # worker reads them, as on AWS; webhook addresses judged as its worker does.
+            from adapters.targets import AddressPolicy
+
+            services = api.build_services(self._settings(), address_policy=AddressPolicy.local())
         else:
             jobs = None if self.jobs is None else self.jobs.names
             services = api.build_services(

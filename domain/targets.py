@@ -12,7 +12,8 @@ Rules the checks follow:
 - a webhook URL is ``http`` or ``https`` with a host, and carries no user
   name or password (credentials belong in a header, which is not logged);
 - a webhook may add its own headers, but not the ones duetime sets itself
-  (``Content-Type``, ``Idempotency-Key``, ``Duetime-*``, ``Host``, ...);
+  (``Content-Type``, ``Idempotency-Key``, ``webhook-signature``,
+  ``Duetime-*``, ``Host``, ...);
 - an SQS queue URL has the shape ``<scheme>://<host>/<12-digit account>/<queue name>``;
 - a Lambda target is a function ARN (optionally with a version or alias);
 - an EventBridge target is a bus name or bus ARN, and its ``source`` may not
@@ -57,6 +58,10 @@ RESERVED_HEADERS: Final = frozenset(
         "host",
         "idempotency-key",
         "user-agent",
+        # The Standard Webhooks signature (adapters.targets.signing).
+        "webhook-id",
+        "webhook-timestamp",
+        "webhook-signature",
     }
 )
 RESERVED_HEADER_PREFIX: Final = "duetime-"

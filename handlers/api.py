@@ -23,7 +23,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import lru_cache
 from http import HTTPStatus
@@ -40,6 +40,8 @@ from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from pydantic import BaseModel
 
 from adapters.secrets import SecretNotFound, SecretStore, SecretStoreFull, new_secret, put_first
+from adapters.targets.addresses import AddressPolicy
+from adapters.targets.signing import shown_secret
 from domain.errors import DuetimeError, InvalidSchedule
 from domain.partition import Partitioning
 from domain.run import RunKind, RunStatus
@@ -51,6 +53,7 @@ from domain.timeparse import format_instant, parse_instant
 from handlers.api_models import (
     SINCE_PATTERN,
     UNTIL_PATTERN,
+    WEBHOOK_ADDRESSES,
     AcknowledgeIn,
     BackfillIn,
     BackfillOut,
@@ -126,12 +129,15 @@ class ApiServices:
     ``views`` lists runs with filters, retries them and reads the dead
     letters; where it is None, runs are still listed (over the schedule
     store), and the retry and the dead letters answer 501.
+    ``address_policy`` is the rule the deployment's worker applies to webhook
+    addresses; a URL whose host is an address it refuses is refused at save.
     """
 
     schedules: ScheduleService
     secrets: SecretStore | None = None
     runs: RunReports | None = None
     views: RunViews | None = None
+    address_policy: AddressPolicy = field(default_factory=AddressPolicy)
 
 
 # --- errors the API itself raises -------------------------------------------------------
@@ -229,7 +235,7 @@ def _schedule_body(
         lambda instant: local_time(spec, instant),
         status=overview.status(schedule, services.schedules.clock.now()).value,
         dst_notes=[item.dst_note for item in overview.upcoming_occurrences(schedule, slots)],
-        webhook_secret=webhook_secret,
+        webhook_secret=None if webhook_secret is None else shown_secret(webhook_secret),
     )
 
 
@@ -1257,12 +1263,16 @@ def build_services(
     clock: Clock | None = None,
     secrets: SecretStore | None = None,
     target_support: TargetSupport | None = None,
+    address_policy: AddressPolicy | None = None,
 ) -> ApiServices:
     """The use cases over SQLite (with ``data_dir``) or DynamoDB (without).
 
     ``target_support`` says which target types the deployment delivers to;
     by default SQLITE_TARGETS over SQLite, and every type over DynamoDB (the
     AWS worker and the emulator's build senders for all of them).
+    ``address_policy`` is the webhook address rule, as its worker has it: by
+    default ``AddressPolicy.local()`` over SQLite (build_sqlite_worker's) and
+    the deployment's settings over DynamoDB (build_aws_parts').
     """
     partitioning = Partitioning(shards=settings.shards, bucket_s=settings.bucket_s)
     clock = clock or SystemClock()
@@ -1297,6 +1307,7 @@ def build_services(
             secrets,
             RunReports(run_store, clock),
             _sqlite_views(store, run_store, clock, partitioning),
+            address_policy or AddressPolicy.local(),
         )
     from adapters.dynamodb.runs import DynamoRunStore
     from adapters.dynamodb.store import DynamoStore
@@ -1337,6 +1348,7 @@ def build_services(
         secrets,
         RunReports(dynamo_runs, clock),
         _aws_views(settings, dynamo, dynamo_runs, clock, partitioning),
+        address_policy or settings.address_policy(),
     )
 
 
@@ -1392,10 +1404,13 @@ def handler(
     if unknown is not None:
         refusal = _proxy_response(unknown)
         return {**refusal, "body": ""} if head else refusal
-    app.context["services"] = service or _default_services()
+    services = service or _default_services()
+    app.context["services"] = services
+    addresses = WEBHOOK_ADDRESSES.set(services.address_policy)
     try:
         answer = app.resolve(event, context)
     finally:
+        WEBHOOK_ADDRESSES.reset(addresses)
         app.context.pop("services", None)
     if head:
         answer = {**answer, "body": "", "isBase64Encoded": False}

@@ -21,12 +21,14 @@ rule it cannot state at all is ``end_at`` not before ``start_at``.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from datetime import datetime
 from importlib import resources
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo
 
+from adapters.targets.addresses import AddressPolicy
 from domain.backoff import MAX_ATTEMPTS_LIMIT
 from domain.cron import MAX_CRON_CHARS
 from domain.errors import InvalidSchedule
@@ -38,6 +40,7 @@ from domain.targets import (
     MAX_TARGET_TIMEOUT_S,
     MAX_URL_CHARS,
     MAX_WEBHOOK_HEADERS,
+    Target,
     target_to_dict,
 )
 from domain.text import NAME_PATTERN, TEXT_PATTERN, check_text
@@ -386,8 +389,9 @@ _QUEUE_URL_PATTERN = (
     "^https://sqs\\.[a-z]{2}-[a-z]+-[1-9]\\.amazonaws\\.com/[0-9]{12}/"
     "[A-Za-z0-9_-]{1,75}(\\.fifo)?$"
 )
+# A host shown here starts with a letter: a name, never an address in any form.
 _URL_PATTERN = (
-    "^https?://[a-z0-9]([a-z0-9-]{0,20}[a-z0-9])?(\\.[a-z0-9]([a-z0-9-]{0,20}[a-z0-9])?){0,3}"
+    "^https?://[a-z]([a-z0-9-]{0,20}[a-z0-9])?(\\.[a-z0-9]([a-z0-9-]{0,20}[a-z0-9])?){0,3}"
     "(:[1-9][0-9]{0,3})?(/[A-Za-z0-9._~-]{0,20}){0,4}$"
 )
 
@@ -418,7 +422,11 @@ def _target_schema(schema: dict[str, Any]) -> None:
         shape(
             "webhook",
             ["url"],
-            url=_string(_URL_PATTERN, "http(s), no user info, no #fragment"),
+            url=_string(
+                _URL_PATTERN,
+                "http(s), no user info, no #fragment; a host written as an address the "
+                "deployment does not deliver to is refused (docs/webhooks.md)",
+            ),
             headers={
                 "type": "object",
                 "description": (
@@ -428,7 +436,14 @@ def _target_schema(schema: dict[str, Any]) -> None:
                 ),
                 "maxProperties": MAX_WEBHOOK_HEADERS,
                 "propertyNames": {"pattern": "^X-[A-Z][a-z0-9]{0,30}$"},
-                "additionalProperties": {"type": "string", "pattern": "^[ -~]{0,256}$"},
+                "additionalProperties": {
+                    "type": "string",
+                    "pattern": "^[ -~]{0,256}$",
+                    "description": (
+                        "the value. Also accepted on an edit: null, which keeps the value "
+                        "the schedule has for that header (answers show each name with null)"
+                    ),
+                },
             },
             timeout_s={
                 "type": "number",
@@ -464,15 +479,45 @@ def _target_schema(schema: dict[str, Any]) -> None:
     ]
 
 
+# The deployment's rule for webhook addresses, while a request is validated:
+# handlers.api sets it from ApiServices.address_policy, the rule its worker
+# applies at each delivery. Unset, it is the strictest (AWS without settings).
+_STRICTEST = AddressPolicy()  # a frozen value
+WEBHOOK_ADDRESSES: ContextVar[AddressPolicy] = ContextVar("webhook_addresses", default=_STRICTEST)
+
+
+def _deliverable(url: str | None) -> str | None:
+    """A webhook URL whose host is an address the deployment never delivers to
+    (metadata, link-local, private or, on AWS, loopback) is refused when saved."""
+    reason = None if url is None else WEBHOOK_ADDRESSES.get().url_refusal(url)
+    if reason is not None:
+        raise ValueError(reason)
+    return url
+
+
+WEBHOOK_URL_DESCRIPTION = (
+    "webhook. A host written as an address the deployment does not deliver to is "
+    "refused: metadata, link-local, unspecified, multicast, reserved, private "
+    "(10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7) and, on AWS, loopback, in "
+    "any form (IPv4-mapped IPv6, decimal, octal, hex)"
+)
+
+
 class TargetIn(_In):
     """Where occurrences are delivered. Which fields apply depends on ``type``."""
 
     model_config = ConfigDict(json_schema_extra=_target_schema)
 
     type: Literal["webhook", "sqs", "lambda", "eventbridge", "command"]
-    url: str | None = Field(default=None, max_length=MAX_URL_CHARS, description="webhook")
-    headers: dict[str, str] | list[tuple[str, str]] | None = Field(
-        default=None, description="webhook: extra request headers"
+    url: Annotated[str | None, AfterValidator(_deliverable)] = Field(
+        default=None, max_length=MAX_URL_CHARS, description=WEBHOOK_URL_DESCRIPTION
+    )
+    headers: dict[str, str | None] | list[tuple[str, str | None]] | None = Field(
+        default=None,
+        description=(
+            "webhook: extra request headers; on an edit, a null value keeps the value "
+            "the schedule has for that header"
+        ),
     )
     timeout_s: float | None = Field(
         default=None, gt=0, le=MAX_TARGET_TIMEOUT_S, description="webhook: default 10"
@@ -623,7 +668,14 @@ class TargetOut(_Out):
 
     type: Literal["webhook", "sqs", "lambda", "eventbridge", "command"]
     url: str | None = None
-    headers: dict[str, str] | None = None
+    headers: dict[str, None] | None = Field(
+        default=None,
+        description=(
+            "webhook: the names of its extra headers, each with null: their values "
+            "(often credentials) are never shown. An edit that sends a header back "
+            "as null keeps its value"
+        ),
+    )
     timeout_s: float | None = None
     queue_url: str | None = None
     message_group_id: str | None = None
@@ -676,7 +728,11 @@ class ScheduleOut(_Out):
     deleted_at: Instant | None = None
     webhook_secret: str | None = Field(
         default=None,
-        description=("the webhook signing secret: only in the answer that created it, never again"),
+        description=(
+            "the webhook signing secret, in the Standard Webhooks form (whsec_ and base64): "
+            "only in the answer that created it, never again"
+        ),
+        examples=["whsec_c2VjcmV0LXNpZ25pbmcta2V5LWV4YW1wbGUtZm9yLWRvY3M="],
     )
     watch: WatchOut | None = Field(
         default=None,
@@ -853,7 +909,7 @@ def schedule_out(
         state=StateOut(paused=schedule.state.paused, note=schedule.state.note),
         spec=SpecOut.model_validate(spec_to_dict(current.spec)),
         policy=PolicyOut.model_validate(policy_to_dict(current.policy)),
-        target=TargetOut.model_validate(target_to_dict(current.target)),
+        target=target_out(current.target),
         payload=dict(current.payload),
         next_occurrences=[
             occurrence_out(slot, local, schedule.version, note)
@@ -868,6 +924,14 @@ def schedule_out(
         if (q := schedule.quarantine) is None
         else QuarantineOut(reason=q.reason, component=q.component.value, at=format_instant(q.at)),
     )
+
+
+def target_out(target: Target) -> TargetOut:
+    """A target as answers show it: a webhook's header names, never their values."""
+    data = target_to_dict(target)
+    if data.get("headers"):
+        data["headers"] = dict.fromkeys(data["headers"])
+    return TargetOut.model_validate(data)
 
 
 def run_out(
@@ -904,7 +968,7 @@ def version_out(version: ScheduleVersion, changed: Sequence[str]) -> VersionOut:
         name=version.name,
         spec=SpecOut.model_validate(spec_to_dict(version.spec)),
         policy=PolicyOut.model_validate(policy_to_dict(version.policy)),
-        target=TargetOut.model_validate(target_to_dict(version.target)),
+        target=target_out(version.target),
         payload=dict(version.payload),
         changed=list(changed),
     )

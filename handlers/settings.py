@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -12,6 +12,9 @@ from adapters import definitions as d
 from domain.alerts import DEFAULT_MIN_INTERVAL
 from service.surge import DEFAULT_SURGE_MIN
 from service.tick import BLOCK_MARGIN, MAX_QUEUE_AHEAD
+
+if TYPE_CHECKING:  # the tick and the watchdog, which read these settings, deliver nothing
+    from adapters.targets.addresses import AddressPolicy
 
 # The longest lookahead + block a deployment may set (see ``TickConfig``).
 MAX_BLOCK_REACH_S: Final = int((MAX_QUEUE_AHEAD - BLOCK_MARGIN).total_seconds())
@@ -87,6 +90,14 @@ class Settings(BaseModel):
                 f"({d.ENV_SECRETS_TABLE})"
             )
         return self
+
+    def address_policy(self) -> AddressPolicy:
+        """The webhook address rule of a deployment on AWS: the worker's at each
+        delivery and the API's at each save (the local stack's is
+        ``AddressPolicy.local()``)."""
+        from adapters.targets.addresses import AddressPolicy
+
+        return AddressPolicy.from_settings(self.allow_private_targets)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:

@@ -333,7 +333,7 @@ def build_aws_parts(
     from adapters.targets.aws import control_client_config, lambda_client_config
 
     session = boto3.session.Session()
-    policy = address_policy or AddressPolicy.from_settings(settings.allow_private_targets)
+    policy = address_policy or settings.address_policy()
     secrets = CachedSecretStore(
         aws_secret_store(
             settings.secret_store,

@@ -53,7 +53,7 @@ from domain.schedule import (
     version_to_dict,
 )
 from domain.spec import AtSpec, ScheduleSpec, Slot, parse_spec, slots_after, spec_zone_name
-from domain.targets import CommandTarget, Target, parse_target
+from domain.targets import CommandTarget, Target, WebhookTarget, parse_target
 from domain.timezones import load_zone, wall_of
 from service.errors import (
     Contention,
@@ -160,6 +160,39 @@ def parse_definition(body: object, *, now: datetime) -> Definition:
         target_data=body["target"],
         payload=check_payload(body.get("payload")),
     )
+
+
+def keep_header_values(target_data: Any, current: Target | None) -> Any:
+    """An edit's target with each header sent as null given the value it has in
+    the schedule's ``current`` target (None for a new schedule): a schedule is
+    shown with its header names and never their values (they can be
+    credentials), so an edit that sends back what it read keeps them. A null
+    for a header the schedule does not have is refused, naming it."""
+    if not isinstance(target_data, Mapping):
+        return target_data
+    headers = target_data.get("headers")
+    pairs = list(headers.items()) if isinstance(headers, Mapping) else headers
+    if not isinstance(pairs, list | tuple) or not any(
+        isinstance(pair, list | tuple) and len(pair) == 2 and pair[1] is None for pair in pairs
+    ):
+        return target_data
+    stored = {}
+    if isinstance(current, WebhookTarget):
+        stored = {name.lower(): value for name, value in current.headers}
+    kept: list[Any] = []
+    for pair in pairs:
+        if isinstance(pair, list | tuple) and len(pair) == 2 and pair[1] is None:
+            name = pair[0]
+            value = stored.get(name.lower()) if isinstance(name, str) else None
+            if value is None:
+                raise InvalidSchedule(
+                    f"target.headers.{name}",
+                    "is null, which keeps the value the schedule had for it, and it had "
+                    "none: send its value",
+                )
+            pair = (name, value)
+        kept.append(pair)
+    return {**target_data, "headers": dict(kept) if isinstance(headers, Mapping) else kept}
 
 
 def upcoming(schedule: Schedule, count: int, after: datetime) -> list[Slot]:
@@ -282,7 +315,8 @@ class ScheduleService:
     def create(self, body: object, idempotency_key: str | None = None) -> tuple[Schedule, bool]:
         """Store a new schedule at version 1. Returns it and whether it is new."""
         now = self.clock.now()
-        definition = parse_definition(body, now=now)
+        sent = parse_definition(body, now=now)
+        definition = replace(sent, target_data=keep_header_values(sent.target_data, None))
         schedule_id = self._new_id()
         version = self._version(schedule_id, 1, definition, now)
         first = _computed(lambda: _first_slot(version, now))
@@ -305,11 +339,13 @@ class ScheduleService:
     def edit(self, schedule_id: str, expected_version: int, body: object) -> Schedule:
         """Write version N+1 if the schedule is still at ``expected_version``."""
         now = self.clock.now()
-        definition = parse_definition(body, now=now)
+        sent = parse_definition(body, now=now)
         for _ in range(_RETRIES):
             schedule = self.get(schedule_id)
             if schedule.version != expected_version:
                 raise VersionConflict(schedule_id, expected_version, schedule.version)
+            target_data = keep_header_values(sent.target_data, schedule.current.target)
+            definition = replace(sent, target_data=target_data)
             new = self._version(schedule_id, schedule.version + 1, definition, now)
             # Slots of the version being replaced that came due while no tick
             # planned them (every dispatcher down) keep their version: recorded

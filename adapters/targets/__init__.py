@@ -3,7 +3,8 @@
 from adapters.targets.addresses import AddressPolicy
 from adapters.targets.aws import EventBridgeSender, LambdaInvoker, SqsSender, client_config
 from adapters.targets.dispatch import Targets
-from adapters.targets.webhook import WebhookSender, parse_retry_after, sign
+from adapters.targets.signing import signature_headers
+from adapters.targets.webhook import WebhookSender, parse_retry_after
 
 __all__ = [
     "AddressPolicy",
@@ -14,5 +15,5 @@ __all__ = [
     "WebhookSender",
     "client_config",
     "parse_retry_after",
-    "sign",
+    "signature_headers",
 ]

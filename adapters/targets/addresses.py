@@ -19,14 +19,22 @@ The rule, in order:
 
 IPv6 addresses that carry an IPv4 address (``::ffff:a.b.c.d``, 6to4, Teredo,
 NAT64 ``64:ff9b::/96``) are judged by the IPv4 address inside as well.
+
+The same rule refuses a URL when it is saved (``url_refusal``), where its
+host is an address written out: dotted, IPv6, and every numeric form the
+system resolver reads as an address without a lookup (``2130706433``,
+``0x7f.1``, ``0177.0.0.1``, ``127.1``). A name is judged at each delivery
+only, since what it resolves to can change.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import socket
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
+from urllib.parse import urlsplit
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -87,6 +95,28 @@ class AddressPolicy:
                 return f"carries {embedded}, which {inner}"
         return None
 
+    def url_refusal(self, url: str) -> str | None:
+        """Why a webhook URL can never be delivered under this policy (its host
+        is an address ``refusal`` refuses), or ``None``: a name, or an address
+        that may be called. A URL that does not parse is left to the URL's
+        own checks."""
+        try:
+            host = urlsplit(url).hostname
+        except ValueError:
+            return None
+        address = literal_address(host or "")
+        if address is None:
+            return None
+        reason = self.refusal(address)
+        if reason is None:
+            return None
+        try:  # a numeric form of an address is named with the address it is
+            ipaddress.ip_address(host or "")
+            written = ""
+        except ValueError:
+            written = f" (which is {address})"
+        return f"{host}{written} {reason}, where webhooks are not delivered"
+
     def _own_refusal(self, ip: IPAddress) -> str | None:
         if ip in METADATA_ADDRESSES:
             return "is a cloud metadata address"
@@ -105,6 +135,26 @@ class AddressPolicy:
         if ip.is_private or not ip.is_global:
             return None if self.allow_private else "is a private address"
         return None
+
+
+def literal_address(host: str) -> IPAddress | None:
+    """The address a URL's host names without a DNS lookup, or ``None`` for a
+    name: an IPv4 or IPv6 address (with or without brackets and a zone), or a
+    numeric form the system resolver reads as one (``AI_NUMERICHOST``: decimal,
+    octal, hex and short IPv4 forms). A final dot is ignored (``10.0.0.1.``)."""
+    text = host.strip("[]")
+    text = text[:-1] if text.endswith(".") else text
+    if not text:
+        return None
+    try:
+        return ipaddress.ip_address(text)
+    except ValueError:
+        pass
+    try:
+        infos = socket.getaddrinfo(text, None, flags=socket.AI_NUMERICHOST)
+    except (OSError, UnicodeError, ValueError):
+        return None
+    return ipaddress.ip_address(str(infos[0][4][0]).split("%", 1)[0]) if infos else None
 
 
 def parse_networks(networks: Iterable[str]) -> tuple[IPNetwork, ...]:

@@ -4,11 +4,12 @@ Every attempt sends ``Delivery.to_json_body()`` with:
 
     Content-Type: application/json
     Idempotency-Key: <occurrence_id>          (the same on every attempt)
-    Duetime-Timestamp: <unix seconds>
-    Duetime-Signature: v1=<hex HMAC-SHA256(secret, b"<timestamp>." + body)>
+    webhook-id, webhook-timestamp, webhook-signature   (Standard Webhooks)
+    Duetime-Timestamp, Duetime-Signature               (earlier releases')
 
-plus the target's own headers. The secret is the schedule's, from the
-``SecretStore``. How a receiver verifies it is in docs/webhooks.md.
+plus the target's own headers. The signature headers are
+``adapters.targets.signing``'s, keyed with the schedule's secret from the
+``SecretStore``. How a receiver verifies them is in docs/webhooks.md.
 
 What the answer means:
 - 2xx: delivered (202: accepted, the job reports completion later);
@@ -40,8 +41,6 @@ closed (the request failed before any answer) is retried once on a new one.
 from __future__ import annotations
 
 import functools
-import hashlib
-import hmac
 import http.client
 import ipaddress
 import math
@@ -60,11 +59,11 @@ from urllib.parse import urljoin, urlsplit
 
 from adapters.secrets import SecretNotFound, SecretStore
 from adapters.targets.addresses import AddressPolicy
+from adapters.targets.signing import signature_headers
 from domain.delivery import EXCERPT_LIMIT_BYTES, Delivery, Outcome
 from domain.errors import InvalidSchedule
 from domain.targets import Target, WebhookTarget
 
-SIGNATURE_VERSION = "v1"
 DEFAULT_CONNECT_TIMEOUT_S = 5.0
 DEFAULT_MAX_REDIRECTS = 3
 USER_AGENT = "duetime-webhook/1"
@@ -102,13 +101,6 @@ def system_resolver(host: str, port: int) -> list[str]:
         if address not in addresses:
             addresses.append(address)
     return addresses
-
-
-def sign(secret: str, timestamp: int, body: bytes) -> str:
-    """The ``Duetime-Signature`` value: ``v1=`` and the hex HMAC-SHA256 of
-    ``b"<timestamp>." + body`` keyed with the secret's UTF-8 bytes."""
-    mac = hmac.new(secret.encode("utf-8"), f"{timestamp}.".encode() + body, hashlib.sha256)
-    return f"{SIGNATURE_VERSION}={mac.hexdigest()}"
 
 
 def parse_retry_after(value: str | None, now: datetime) -> float | None:
@@ -468,8 +460,7 @@ class WebhookSender:
             "Content-Type": "application/json",
             "User-Agent": USER_AGENT,
             "Idempotency-Key": delivery.idempotency_key,
-            "Duetime-Timestamp": str(timestamp),
-            "Duetime-Signature": sign(secret, timestamp, body),
+            **signature_headers(secret, delivery.idempotency_key, timestamp, body),
         }
         budget_s = min(target.timeout_s, timeout_s)
         deadline = time.monotonic() + budget_s

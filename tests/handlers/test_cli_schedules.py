@@ -4,11 +4,14 @@ create's policy flags, an edit that changes only what is given, backfill, delete
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from adapters.sqlite.store import SqliteStore
 from cli import runs
+from domain.targets import WebhookTarget
 from tests.handlers.cli_driver import Run, as_json, refused
 
 
@@ -143,7 +146,7 @@ def test_edit_of_the_spec_keeps_the_zone(duetime: Run) -> None:
     assert edited["spec"]["time_zone"] == "Europe/London"
 
 
-def test_edit_of_a_webhook_url_keeps_its_headers(duetime: Run) -> None:
+def test_edit_of_a_webhook_url_keeps_its_headers(duetime: Run, tmp_path: Path) -> None:
     created = as_json(
         duetime, "schedules", "create", "--name", "x", "--every", "1h",
         "--target", '{"type": "webhook", "url": "https://a.example.com/", '
@@ -153,8 +156,14 @@ def test_edit_of_a_webhook_url_keeps_its_headers(duetime: Run) -> None:
         duetime, "schedules", "edit", created["id"], "--webhook", "https://b.example.com/"
     )
     assert edited["target"]["url"] == "https://b.example.com/"
-    assert edited["target"]["headers"] == {"X-Team": "ops"}
+    assert edited["target"]["headers"] == {"X-Team": None}  # shown by name only
     assert edited["target"]["timeout_s"] == 5
+    store = SqliteStore(tmp_path / "duetime.db")  # the server's file
+    stored = store.get(created["id"])
+    store.close()
+    assert stored is not None and stored.version == 2
+    assert isinstance(stored.current.target, WebhookTarget)
+    assert stored.current.target.headers == (("X-Team", "ops"),)
 
 
 def test_edit_with_a_stale_version_gets_the_412_message_and_changes_nothing(

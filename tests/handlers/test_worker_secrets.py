@@ -20,7 +20,8 @@ from moto import mock_aws
 
 from adapters.definitions import WEBHOOK_SECRETS, create_table
 from adapters.secrets import SecretsManagerSecretStore, aws_secret_store
-from adapters.targets.webhook import _Answer, sign
+from adapters.targets.signing import legacy_signature as sign
+from adapters.targets.webhook import _Answer
 from domain.delivery import Delivery
 from domain.targets import WebhookTarget
 from handlers import worker as worker_handler

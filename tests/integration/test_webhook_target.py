@@ -26,7 +26,8 @@ import pytest
 
 from adapters.secrets import InMemorySecretStore
 from adapters.targets.addresses import AddressPolicy, parse_networks
-from adapters.targets.webhook import WebhookSender, parse_retry_after, sign
+from adapters.targets.signing import legacy_signature as sign
+from adapters.targets.webhook import WebhookSender, parse_retry_after
 from domain.delivery import EXCERPT_LIMIT_BYTES, Delivery
 from domain.targets import SqsTarget, WebhookTarget
 

@@ -6,7 +6,8 @@ import random
 from datetime import UTC, datetime
 
 from adapters.secrets import InMemorySecretStore
-from adapters.targets.webhook import WebhookSender, _Answer, sign
+from adapters.targets.signing import legacy_signature as sign
+from adapters.targets.webhook import WebhookSender, _Answer
 from domain.delivery import Delivery
 from domain.targets import WebhookTarget
 

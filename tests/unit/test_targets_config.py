@@ -159,6 +159,18 @@ def test_fifo_is_known_from_the_queue_url() -> None:
             {
                 "type": "webhook",
                 "url": "https://a.example",
+                "headers": {"Webhook-Signature": "v1,forged"},
+            },
+            "target.headers.Webhook-Signature",
+        ),
+        (
+            {"type": "webhook", "url": "https://a.example", "headers": {"webhook-id": "other"}},
+            "target.headers.webhook-id",
+        ),
+        (
+            {
+                "type": "webhook",
+                "url": "https://a.example",
                 "headers": [["X-A", "1"], ["x-a", "2"]],
             },
             "target.headers.x-a",
