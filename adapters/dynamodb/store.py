@@ -1482,10 +1482,7 @@ class DynamoStore(Store):
             self._update(
                 self.tables.schedules,
                 it.head_key(item.schedule_id),
-                set_={
-                    **self._next_due_fields(item.schedule_id, item.expected_next_due),
-                    "updated_at": it.iso(now),
-                },
+                set_=self._next_due_fields(item.schedule_id, item.expected_next_due),
                 condition=(
                     "#version = :expected_version AND attribute_not_exists(#due_key) AND "
                     "#paused = :false AND attribute_not_exists(#deleted_at) AND "
@@ -1685,7 +1682,6 @@ class DynamoStore(Store):
                 set_={
                     **fields,
                     "last_materialized_at": it.opt_iso(last_at),
-                    "updated_at": it.iso(now),
                 },
                 condition=(
                     "#version = :expected_version AND #next_due = :expected_due AND "

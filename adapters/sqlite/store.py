@@ -197,7 +197,7 @@ _RUN_INSERT = (
 # Materialization's condition: the schedule is still at the version and next_due
 # the planner read, and active.
 _MATERIALIZE = (
-    "UPDATE schedules SET next_due = ?, last_materialized_at = ?, updated_at = ? "
+    "UPDATE schedules SET next_due = ?, last_materialized_at = ? "
     "WHERE schedule_id = ? AND version = ? AND next_due = ? "
     "AND paused = 0 AND deleted_at IS NULL AND quarantine IS NULL"
 )
@@ -872,13 +872,11 @@ class SqliteStore(Database, Store):
     ) -> list[MaterializeOutcome]:
         if not batch:
             return []
-        now_us = us(now)
         epoch, micro = _EPOCH, _US  # once per schedule planned: no calls
         heads = [
             (
                 None if (due := item.next_due) is None else (due - epoch) // micro,
                 None if (last := item.last_materialized_at) is None else (last - epoch) // micro,
-                now_us,
                 item.schedule_id,
                 item.expected_version,
                 (item.expected_next_due - epoch) // micro,

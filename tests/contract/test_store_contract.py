@@ -212,6 +212,17 @@ def test_materialize_writes_occurrences_and_advances_next_due(store: Store) -> N
     assert store.get_by_business_key(run.business_key) == run
 
 
+def test_planning_does_not_move_updated_at(store: Store) -> None:
+    # updated_at says when the schedule last changed (an edit, a pause); a
+    # planning pass writes next_due and last_materialized_at, not a change.
+    schedule = build_schedule(NOW)
+    store.create(schedule)
+    _materialize_next(store, schedule.schedule_id, now=NOW + timedelta(minutes=5))
+    head = store.get(schedule.schedule_id)
+    assert head is not None and head.next_due != schedule.next_due
+    assert head.updated_at == schedule.updated_at
+
+
 @pytest.mark.parametrize("change", ["version", "next_due", "paused", "deleted"])
 def test_materialize_is_refused_when_the_schedule_changed(store: Store, change: str) -> None:
     schedule = build_schedule(NOW)
