@@ -150,11 +150,6 @@ class ScheduleStore(ABC):
         items = tuple(found[key] for key in sorted(found))
         return Page(items, str(last) if last < head.version else None)
 
-    def policies(self, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], SchedulePolicy]:
-        """The policies of several versions (what dispatch needs); an adapter may
-        read them more cheaply than whole versions."""
-        return {key: version.policy for key, version in self.get_versions(keys).items()}
-
     @abstractmethod
     def list_schedules(
         self, limit: int, token: str | None = None, *, next_due: bool = True
@@ -382,14 +377,6 @@ class OccurrenceStore(ABC):
     @abstractmethod
     def earliest_pending_bucket(self, shard: int, from_bucket: int | None = None) -> int | None:
         """The lowest bucket ``>= from_bucket`` of ``shard`` holding a pending record."""
-
-    @abstractmethod
-    def latest_scheduled_at(
-        self, schedule_ids: Sequence[str], up_to: datetime
-    ) -> dict[str, datetime]:
-        """Per schedule, the latest ``scheduled_at <= up_to`` among its records of
-        kind ``scheduled`` (any status): what ``latest_only`` compares with.
-        Schedules with no such record are left out."""
 
     @abstractmethod
     def admit(self, occurrences: Sequence[PendingOccurrence], now: datetime) -> list[str]:

@@ -106,14 +106,10 @@ from domain.run import (
     RunKind,
     RunStatus,
 )
-from domain.schedule import (
-    QUARANTINED,
-    Overdue,
-    QuarantineComponent,
-    SchedulePolicy,
-    overdue_verdict,
-)
+from domain.schedule import QUARANTINED, QuarantineComponent, SchedulePolicy
 from domain.spec import Slot, slots_after
+from domain.start import ACTIVE, ScheduleNow, decide_start
+from domain.start import Slot as StartSlot
 from service.ports import (
     MAX_DELAY,
     Clock,
@@ -616,9 +612,16 @@ class Planner:
             closed: tuple[RunStatus, str] | None = None
             admitted: OccurrenceMold | None = None
             if slot.scheduled_at <= now:
+                # Stored due: the start decision, on the state the write checks.
                 after = taken[i + 1] if i + 1 < len(taken) else following
-                superseded = after is not None and after.scheduled_at <= now
-                verdict = overdue_verdict(policy, slot.scheduled_at, now, superseded=superseded)
+                verdict = decide_start(
+                    StartSlot(RunKind.SCHEDULED, slot.scheduled_at),
+                    ACTIVE,
+                    schedule.spec,
+                    policy,
+                    now,
+                    next_at=None if after is None else after.scheduled_at,
+                )
                 if verdict.status is not RunStatus.ADMITTED:
                     assert verdict.reason is not None
                     closed = (verdict.status, verdict.reason)
@@ -911,27 +914,23 @@ class Dispatcher:
             for r in due
             if r.status is not RunStatus.SCHEDULED and r.occurrence_id not in self._sent_ids
         ]
-        policies = self.store.policies({(r.schedule_id, r.version) for r in waiting})
-        latest_only = [
-            r.schedule_id
-            for r in waiting
-            if r.kind is RunKind.SCHEDULED
-            and (p := policies.get((r.schedule_id, r.version))) is not None
-            and p.overdue is Overdue.LATEST_ONLY
-        ]
-        latest = self.store.latest_scheduled_at(latest_only, now) if latest_only else {}
+        # The start decision for each (a slot admitted ahead of its time is
+        # judged again by the worker when it comes due), on the state the
+        # admission's write checks: a refused one is decided again below,
+        # with its schedule read.
+        versions = self.store.get_versions({(r.schedule_id, r.version) for r in waiting})
         to_admit: list[PendingOccurrence] = []
         closures: list[Closure] = []
         failed: dict[str, tuple[int, Exception]] = {}
         for run in waiting:
-            policy = policies.get((run.schedule_id, run.version))
-            if policy is None or run.kind is not RunKind.SCHEDULED:
+            version = versions.get((run.schedule_id, run.version))
+            if version is None:
                 to_admit.append(run)
                 continue
-            newest = latest.get(run.schedule_id)
-            superseded = newest is not None and newest > run.scheduled_at
             try:
-                verdict = overdue_verdict(policy, run.scheduled_at, now, superseded=superseded)
+                verdict = decide_start(
+                    StartSlot(run.kind, run.scheduled_at), ACTIVE, version.spec, version.policy, now
+                )
             except Exception as error:  # any error sets that schedule aside
                 # Not admitted; closed as quarantined, and its schedule set aside.
                 failed.setdefault(run.schedule_id, (run.version, error))
@@ -942,9 +941,9 @@ class Dispatcher:
             else:
                 assert verdict.reason is not None
                 closures.append(Closure(run.occurrence_id, verdict.status, verdict.reason))
-        for schedule_id, (version, cause) in failed.items():
+        for schedule_id, (number, cause) in failed.items():
             if quarantine_schedule(
-                self.store, schedule_id, version, cause, QuarantineComponent.DISPATCH, now
+                self.store, schedule_id, number, cause, QuarantineComponent.DISPATCH, now
             ):
                 report.quarantined.append(schedule_id)
         admitted = to_admit
@@ -973,19 +972,29 @@ class Dispatcher:
 
     def _close_refused(self, refused: set[str], now: datetime, report: DispatchReport) -> bool:
         """Occurrences the store would not admit: admitted by someone else, or
-        their schedule is paused or deleted (then they are closed here)."""
+        their schedule is paused, deleted or quarantined (then they are closed
+        here, as the start decision says on the schedule read now)."""
         closures: list[Closure] = []
         for occurrence_id in sorted(refused):
             run = self.store.get_run(occurrence_id)
             if run is None or run.status is not RunStatus.SCHEDULED:
                 continue
             schedule = self.store.get(run.schedule_id)
-            if schedule is None or schedule.deleted:
-                closures.append(Closure(occurrence_id, RunStatus.CANCELLED, Reason.DELETED))
-            elif schedule.state.paused:
-                closures.append(Closure(occurrence_id, RunStatus.SKIPPED, Reason.PAUSED))
-            elif schedule.quarantine is not None:
-                closures.append(Closure(occurrence_id, RunStatus.SKIPPED, QUARANTINED))
+            version = self.store.get_version(run.schedule_id, run.version)
+            if version is None:
+                if schedule is None or schedule.deleted:
+                    closures.append(Closure(occurrence_id, RunStatus.CANCELLED, Reason.DELETED))
+                continue
+            verdict = decide_start(
+                StartSlot(run.kind, run.scheduled_at),
+                ScheduleNow.of(schedule),
+                version.spec,
+                version.policy,
+                now,
+            )
+            if verdict.status is not RunStatus.ADMITTED:
+                assert verdict.reason is not None
+                closures.append(Closure(occurrence_id, verdict.status, verdict.reason))
         closed = self.store.close_runs(closures, now) if closures else []
         report.skipped += len(closed)
         return bool(closed)

@@ -2050,27 +2050,6 @@ class DynamoStore(Store):
         found = answer.get("Items", [])
         return int(found[0]["outbox_key"]["S"].split("#", 1)[0]) if found else None
 
-    def latest_scheduled_at(
-        self, schedule_ids: Sequence[str], up_to: datetime
-    ) -> dict[str, datetime]:
-        def one(schedule_id: str) -> datetime | None:
-            request = {
-                **self.records_newest_first(schedule_id, up_to=up_to, page=25),
-                "FilterExpression": "#kind = :scheduled",
-                "ProjectionExpression": "#scheduled_at",
-                "ExpressionAttributeNames": {"#kind": "kind", "#scheduled_at": "scheduled_at"},
-            }
-            request["ExpressionAttributeValues"] = {
-                **request["ExpressionAttributeValues"],
-                ":scheduled": {"S": RunKind.SCHEDULED.value},
-            }
-            for item in self._query(request):
-                return it.from_iso(str(it.value(item["scheduled_at"])))
-            return None
-
-        ids = list(dict.fromkeys(schedule_ids))
-        return {sid: at for sid, at in zip(ids, self._each(one, ids), strict=True) if at}
-
     def _transition(
         self,
         occurrence_ids: Sequence[str],

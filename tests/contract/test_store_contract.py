@@ -405,24 +405,6 @@ def test_pause_then_close_scheduled_leaves_nothing_to_admit(store: Store) -> Non
     assert store.earliest_pending_bucket(a.shard) is None
 
 
-def test_latest_scheduled_at_counts_only_slots_up_to_an_instant(store: Store) -> None:
-    sid, _ = _created_with_runs(
-        store, "2026-12-01T07:00:00Z", "2026-12-01T07:30:00Z", "2026-12-01T09:00:00Z"
-    )
-    other, _ = _created_with_runs(store, "2026-12-01T05:00:00Z")
-    trigger = replace(
-        _slot_run(sid, "2026-12-01T07:45:00Z"),
-        kind=RunKind.TRIGGER,
-        business_key=f"{sid}#trigger#x",
-    )
-    store.insert([trigger])
-    assert store.latest_scheduled_at([sid, other, "sch_none"], utc("2026-12-01T08:00:00Z")) == {
-        sid: utc("2026-12-01T07:30:00Z"),
-        other: utc("2026-12-01T05:00:00Z"),
-    }
-    assert store.latest_scheduled_at([sid], utc("2026-12-01T06:00:00Z")) == {}
-
-
 def test_runs_pages_newest_first(store: Store) -> None:
     sid, runs = _created_with_runs(store, *[f"2026-12-01T0{h}:00:00Z" for h in range(1, 8)])
     seen, token = [], None
