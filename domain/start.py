@@ -17,8 +17,11 @@ The rules, in the order they are checked:
    the schedule was read for it (the API refuses a deleted schedule).
 3. The schedule is paused: ``skipped`` (paused). Quarantined: ``skipped``
    (quarantined). Every other path: a pause stops new starts at once.
-4. A trigger or a backfill runs: it is a run a user asked for, not a slot of
-   the spec, so no overdue policy judges it (not superseded, not expired).
+4. A trigger or a backfill is a run a user asked for, not a slot of the
+   spec: it is never superseded (a later slot does not replace it), and
+   under ``expire`` it is ``expired`` when it starts more than
+   ``catchup_window`` after it was asked for (a backfill's slots are past
+   by design: its lateness counts from the request, not from its instant).
 5. A slot of the spec that is not due yet is left to start (it is planned,
    and judged again when it comes due).
 6. A due slot is judged by its version's overdue policy: under
@@ -81,6 +84,9 @@ class Slot(NamedTuple):
     kind: RunKind
     scheduled_at: datetime
     retried: bool = False  # admitted again on a user's request
+    # When a user asked for a trigger or a backfill (its record's
+    # materialized_at); None: not known to the caller, not judged late.
+    asked_at: datetime | None = None
 
 
 class _Unknown(enum.Enum):
@@ -113,7 +119,11 @@ def decide_start(
         return Verdict(RunStatus.SKIPPED, Reason.PAUSED)
     if schedule.quarantined:
         return Verdict(RunStatus.SKIPPED, QUARANTINED)
-    if slot.kind is not RunKind.SCHEDULED or slot.scheduled_at > now:
+    if slot.kind is not RunKind.SCHEDULED:
+        if slot.asked_at is None or policy.overdue is not Overdue.EXPIRE:
+            return START
+        return _expire(policy, slot.asked_at, now)
+    if slot.scheduled_at > now:
         return START
     if policy.overdue is Overdue.LATEST_ONLY:
         if next_at is UNKNOWN:
@@ -121,13 +131,19 @@ def decide_start(
         if next_at is not None and next_at <= now:
             return Verdict(RunStatus.SKIPPED, Reason.SUPERSEDED)
     elif policy.overdue is Overdue.EXPIRE:
-        assert policy.catchup_window is not None
-        late = now - slot.scheduled_at
-        if late > policy.catchup_window:
-            return Verdict(
-                RunStatus.EXPIRED,
-                Reason.expired(late.total_seconds(), policy.catchup_window.total_seconds()),
-            )
+        return _expire(policy, slot.scheduled_at, now)
+    return START
+
+
+def _expire(policy: SchedulePolicy, due_at: datetime, now: datetime) -> Verdict:
+    """``expire``: expired when later than ``catchup_window`` after ``due_at``."""
+    assert policy.catchup_window is not None
+    late = now - due_at
+    if late > policy.catchup_window:
+        return Verdict(
+            RunStatus.EXPIRED,
+            Reason.expired(late.total_seconds(), policy.catchup_window.total_seconds()),
+        )
     return START
 
 

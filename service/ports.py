@@ -402,6 +402,14 @@ class OccurrenceStore(ABC):
         """``close_runs`` every ``scheduled`` record of a schedule (pause, delete)."""
 
     @abstractmethod
+    def withdraw_planned(self, schedule_id: str, after: datetime) -> int:
+        """Delete the schedule's planned records: slots of the spec due after
+        ``after`` whose run has not started (waiting, or admitted ahead with
+        no attempt). A pause or a delete withdraws them in this one step, so
+        what will not run leaves no record; an intent already queued for one
+        finds no record and is dropped. Read strongly. Returns how many."""
+
+    @abstractmethod
     def mark_sent(self, occurrence_ids: Sequence[str], now: datetime) -> int:
         """Clear pending and stamp ``sent_at`` on records no longer ``scheduled``.
 

@@ -215,7 +215,9 @@ class RunWorker:
         if run is None or not _acts_by_compare_and_set(run, now):
             run = self.runs.get_run(intent.occurrence_id)
         if run is None:
-            return Decision.dead_letter(f"no occurrence {intent.occurrence_id}")
+            # Withdrawn (a pause or delete deleted the planned slot's record)
+            # or gone with old history: nothing to run.
+            return Decision.delete(f"no occurrence {intent.occurrence_id}: withdrawn")
         if (run.schedule_id, run.version) != (intent.schedule_id, intent.version):
             return Decision.dead_letter("the intent does not match its occurrence")
         if run.terminal:
@@ -285,7 +287,7 @@ class RunWorker:
         the schedule's state as read with the run, then the overlap policy
         ``skip`` (the previous occurrence of the schedule is still running)."""
         policy = version.policy
-        slot = Slot(run.kind, run.scheduled_at, run.retried)
+        slot = Slot(run.kind, run.scheduled_at, run.retried, run.materialized_at)
         verdict = decide_start(slot, schedule, version.spec, policy, now)
         status: RunStatus | None = None
         reason: str | None = None

@@ -2141,6 +2141,29 @@ class DynamoStore(Store):
         )
         return len(self.close_runs([Closure(oid, status, reason) for oid in waiting], now))
 
+    def withdraw_planned(self, schedule_id: str, after: datetime) -> int:
+        """The schedule's records after ``after`` (one strongly consistent
+        query of its partition), each deleted on the condition that it has
+        still not started."""
+        request = self.records_newest_first(schedule_id, consistent=True, page=500)
+        request["ExpressionAttributeValues"] = {
+            ":pk": {"S": schedule_id},
+            ":low": {"S": f"{it.RECORD_PREFIX}{it.iso(after)}#{it.KEY_CEILING}"},
+            ":high": {"S": it.RECORD_PREFIX + it.KEY_CEILING},
+        }
+        condition = (
+            "#status IN (:scheduled, :admitted) AND kind = :slot AND "
+            "(attribute_not_exists(attempts) OR attempts = :zero)"
+        )
+        values = {
+            ":scheduled": {"S": _SCHEDULED},
+            ":admitted": {"S": RunStatus.ADMITTED.value},
+            ":zero": {"N": "0"},
+            ":slot": {"S": RunKind.SCHEDULED.value},
+        }
+        keys = [{"pk": i["pk"], "sk": i["sk"]} for i in self._query(request)]
+        return sum(self._each(lambda key: self._delete(key, condition, values), keys))
+
     def mark_sent(self, occurrence_ids: Sequence[str], now: datetime) -> int:
         return len(
             self._transition(

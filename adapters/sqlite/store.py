@@ -998,6 +998,17 @@ class SqliteStore(Database, Store):
                 ).rowcount
             )
 
+    def withdraw_planned(self, schedule_id: str, after: datetime) -> int:
+        with self._write() as db:
+            return int(
+                db.execute(
+                    "DELETE FROM occurrences WHERE schedule_id = ? AND kind = 'scheduled' "
+                    "AND scheduled_at > ? AND attempts = 0 "
+                    "AND status IN ('scheduled', 'admitted')",
+                    (schedule_id, us(after)),
+                ).rowcount
+            )
+
     def mark_sent(self, occurrence_ids: Sequence[str], now: datetime) -> int:
         now_us = us(now)
         with self._write() as db:

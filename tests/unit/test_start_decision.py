@@ -72,11 +72,27 @@ def test_catch_up_all_starts_every_late_slot() -> None:
 
 
 @pytest.mark.parametrize("kind", [RunKind.TRIGGER, RunKind.BACKFILL])
-def test_a_run_a_user_asked_for_is_not_judged_by_the_overdue_policy(kind: RunKind) -> None:
+def test_a_run_a_user_asked_for_is_never_superseded(kind: RunKind) -> None:
     long_ago = NOW - timedelta(days=30)
-    for policy in (LATEST, EXPIRE):
-        verdict = decide_start(_slot(long_ago, kind), ACTIVE, HOURLY, policy, NOW)
-        assert verdict.status is RunStatus.ADMITTED
+    verdict = decide_start(Slot(kind, long_ago, False, NOW), ACTIVE, HOURLY, LATEST, NOW)
+    assert verdict.status is RunStatus.ADMITTED
+
+
+@pytest.mark.parametrize("kind", [RunKind.TRIGGER, RunKind.BACKFILL])
+def test_expire_counts_a_requested_run_late_from_when_it_was_asked_for(kind: RunKind) -> None:
+    # A backfill's slot is a month old by design; it asked a minute ago.
+    long_ago = NOW - timedelta(days=30)
+    asked = NOW - timedelta(minutes=1)
+    on_time = decide_start(Slot(kind, long_ago, False, asked), ACTIVE, HOURLY, EXPIRE, NOW)
+    assert on_time.status is RunStatus.ADMITTED
+    waited = decide_start(
+        Slot(kind, long_ago, False, asked), ACTIVE, HOURLY, EXPIRE, NOW + timedelta(hours=2)
+    )
+    assert waited.status is RunStatus.EXPIRED
+    assert waited.reason == "expired: found 7260 s late, beyond the catchup_window of 3600 s"
+    # Asked when is not known (dispatch reads no more): left to the worker.
+    unknown = decide_start(Slot(kind, long_ago), ACTIVE, HOURLY, EXPIRE, NOW + timedelta(hours=2))
+    assert unknown.status is RunStatus.ADMITTED
 
 
 @pytest.mark.parametrize(
