@@ -381,7 +381,8 @@ class OccurrenceStore(ABC):
     @abstractmethod
     def admit(self, occurrences: Sequence[PendingOccurrence], now: datetime) -> list[str]:
         """Move each record (as read from ``pending_due``) from ``scheduled`` to
-        ``admitted``, stamping ``admitted_at = now``; it stays pending until
+        ``admitted``, stamping ``admitted_at`` with ``now``, or with its instant
+        when it is admitted ahead of it (planned); it stays pending until
         ``mark_sent``.
 
         Condition, per record: status is ``scheduled``. An adapter that can

@@ -138,11 +138,12 @@ def parse_definition(body: object, *, now: datetime) -> Definition:
 
 
 def upcoming(schedule: Schedule, count: int, after: datetime) -> list[Slot]:
-    """The schedule's next ``count`` slots not materialized yet, strictly after ``after``."""
+    """The schedule's next ``count`` slots not planned yet (from ``next_due``),
+    strictly after ``after``."""
     version = schedule.current
-    start = after
-    if schedule.last_materialized_at is not None:
-        start = max(start, schedule.last_materialized_at)
+    if schedule.next_due is None or count < 1:
+        return []
+    start = max(after, schedule.next_due - _EPSILON)
     slots: list[Slot] = []
     for slot in slots_after(version.spec, version.policy.dst, start):
         slots.append(slot)
@@ -238,9 +239,10 @@ class ScheduleService:
         return found
 
     def next_occurrences(self, schedule: Schedule, count: int = NEXT_SHOWN) -> list[Slot]:
-        """The next ``count`` occurrences to show; none when paused, deleted or
-        quarantined, or when they cannot be computed (reading one schedule
-        never fails a listing of every schedule)."""
+        """The next ``count`` occurrences not planned yet (from ``next_due``),
+        strictly after now; none when paused, deleted or quarantined, or when
+        they cannot be computed (reading one schedule never fails a listing
+        of every schedule). The planned ones are runs (``include=planned``)."""
         if not schedule.active or schedule.quarantine is not None:
             return []
         try:

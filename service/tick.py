@@ -635,8 +635,11 @@ class Planner:
                     )
             elif slot.scheduled_at <= ahead_until:
                 # Not due yet, and due before the next pass (plus a margin):
-                # admitted now, its intent held back by the queue until then.
-                admitted = OccurrenceMold(slot, bucket=bucket, materialized_at=now, admitted_at=now)
+                # planned, admitted as of its instant (when the queue releases
+                # its intent, held back until then).
+                admitted = OccurrenceMold(
+                    slot, bucket=bucket, materialized_at=now, admitted_at=slot.scheduled_at
+                )
             mold = OccurrenceMold(slot, bucket=bucket, materialized_at=now, closed=closed)
             planned.append((admitted, mold))
         return _PlannedSlots(

@@ -1731,7 +1731,7 @@ class DynamoStore(Store):
         """
         direct = sending and run.status is RunStatus.ADMITTED
         if direct:
-            run = replace(run, pending=False, sent_at=run.admitted_at)
+            run = replace(run, pending=False, sent_at=run.materialized_at)
         if self._slot_taken(run):
             return False, None
         found: Run | None = None
@@ -2081,9 +2081,11 @@ class DynamoStore(Store):
         return [oid for oid in self._each(one, list(occurrence_ids)) if oid is not None]
 
     def admit(self, occurrences: Sequence[PendingOccurrence], now: datetime) -> list[str]:
+        # Admitted as of now, or of its instant for one admitted ahead of it.
+        at = {o.occurrence_id: it.iso(max(now, o.scheduled_at)) for o in occurrences}
         return self._transition(
-            [o.occurrence_id for o in occurrences],
-            set_=lambda _: {"status": RunStatus.ADMITTED.value, "admitted_at": it.iso(now)},
+            list(at),
+            set_=lambda oid: {"status": RunStatus.ADMITTED.value, "admitted_at": at[oid]},
             condition="#status = :scheduled",
             values={":scheduled": {"S": _SCHEDULED}},
         )

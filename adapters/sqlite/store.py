@@ -971,8 +971,9 @@ class SqliteStore(Database, Store):
     def admit(self, occurrences: Sequence[PendingOccurrence], now: datetime) -> list[str]:
         if not occurrences:
             return []
+        # Admitted as of now, or of its instant for one admitted ahead of it.
         now_us = us(now)
-        params = [(now_us, o.occurrence_id) for o in occurrences]
+        params = [(max(now_us, us(o.scheduled_at)), o.occurrence_id) for o in occurrences]
         with self._write() as db:
             changed = _each_or_all(db, "admit", _ADMIT, params)
         return [o.occurrence_id for o, ok in zip(occurrences, changed, strict=True) if ok]
