@@ -3,11 +3,9 @@
 **Plan.** Schedules whose ``next_due`` falls within the lookahead horizon, a
 page at a time, get their slots up to the horizon materialized into
 partitions, with the advance of ``next_due``, in one conditional write per
-schedule (batched by the store). A slot already overdue when it is
-materialized (no tick ran for hours) is recorded at once as the overdue
-policy says: ``latest_only`` records every slot but the latest due one as
-skipped, ``expire`` records those later than the ``catchup_window`` as
-expired.
+schedule (batched by the store). A slot already due when it is materialized
+(no tick ran for hours) is recorded at once as the start decision says
+(``domain/start.py``: superseded, expired, or admitted).
 
 **Direct admission.** A slot that is already due when it is materialized
 (a schedule created or resumed moments before its time, a lookahead of zero,
@@ -29,8 +27,7 @@ resend.
 the shard's checkpoint to now and takes the pending occurrences due by now,
 oldest first, in batches, at most ``admit_limit`` per shard per pass (so a
 long outage cannot flood the workers). Each is admitted (the conditional
-``scheduled -> admitted``), skipped or expired by its version's overdue
-policy; triggers and backfills are always admitted. The delivery intents of
+``scheduled -> admitted``) or closed, as the start decision says. The intents of
 the admitted ones are sent in batches, then marked sent. An occurrence
 admitted but not marked sent stays pending, so a tick that crashed between
 the two is repaired by the next one: an intent may be sent twice, an
@@ -51,8 +48,8 @@ Dispatch reads each shard's earliest pending bucket first and leases and walks
 only the shards with pending work due within the lookahead, from that bucket
 (no checkpoint is written), admitting waiting records ahead and resending
 admitted ones that were never marked sent. So an idle pass takes no lease and
-writes nothing but its heartbeat. Pause and delete after an intent is queued
-are decided by the worker before the first attempt. A store that offers
+writes nothing but its heartbeat. The worker takes the start decision again
+when a planned slot comes due. A store that offers
 ``Store.materialize_sending`` (DynamoDB) sends the intents of the slots it
 stores admitted before it advances their schedules, so they need no outbox
 entry and no mark-sent write. ``PlanNow`` is the same
@@ -634,12 +631,10 @@ class Planner:
                         slot, bucket=bucket, materialized_at=now, admitted_at=now
                     )
             elif slot.scheduled_at <= ahead_until:
-                # Not due yet, and due before the next pass (plus a margin):
-                # planned, admitted as of its instant (when the queue releases
-                # its intent, held back until then).
-                admitted = OccurrenceMold(
-                    slot, bucket=bucket, materialized_at=now, admitted_at=slot.scheduled_at
-                )
+                # Not due yet, and due before the next pass (plus a margin): admitted
+                # as of its instant, when the queue releases its intent.
+                at = slot.scheduled_at
+                admitted = OccurrenceMold(slot, bucket=bucket, materialized_at=now, admitted_at=at)
             mold = OccurrenceMold(slot, bucket=bucket, materialized_at=now, closed=closed)
             planned.append((admitted, mold))
         return _PlannedSlots(
@@ -917,10 +912,8 @@ class Dispatcher:
             for r in due
             if r.status is not RunStatus.SCHEDULED and r.occurrence_id not in self._sent_ids
         ]
-        # The start decision for each (a slot admitted ahead of its time is
-        # judged again by the worker when it comes due), on the state the
-        # admission's write checks: a refused one is decided again below,
-        # with its schedule read.
+        # The start decision, on the state the admission's write checks (a
+        # refused one is decided again with its schedule read, below).
         versions = self.store.get_versions({(r.schedule_id, r.version) for r in waiting})
         to_admit: list[PendingOccurrence] = []
         closures: list[Closure] = []
@@ -984,17 +977,12 @@ class Dispatcher:
                 continue
             schedule = self.store.get(run.schedule_id)
             version = self.store.get_version(run.schedule_id, run.version)
-            if version is None:
+            if version is None:  # gone with its schedule, or never runnable
                 if schedule is None or schedule.deleted:
                     closures.append(Closure(occurrence_id, RunStatus.CANCELLED, Reason.DELETED))
                 continue
-            verdict = decide_start(
-                StartSlot(run.kind, run.scheduled_at),
-                ScheduleNow.of(schedule),
-                version.spec,
-                version.policy,
-                now,
-            )
+            slot, state = StartSlot(run.kind, run.scheduled_at), ScheduleNow.of(schedule)
+            verdict = decide_start(slot, state, version.spec, version.policy, now)
             if verdict.status is not RunStatus.ADMITTED:
                 assert verdict.reason is not None
                 closures.append(Closure(occurrence_id, verdict.status, verdict.reason))
