@@ -472,8 +472,8 @@ class RunWorker:
         """A conditional write lost to another worker: decide from what is stored now."""
         now = self.clock.now()
         run = self.runs.get_run(occurrence_id)
-        if run is None:
-            return Decision.dead_letter(f"no occurrence {occurrence_id}")
+        if run is None:  # withdrawn meanwhile (a pause or delete)
+            return Decision.delete(f"no occurrence {occurrence_id}: withdrawn")
         if run.terminal:
             return Decision.delete(f"already {run.status.value}")
         lease = run.run_lease_expires_at
