@@ -32,8 +32,8 @@ The rules, in the order they are checked:
 
 A slot's spec ends with its ``end_at``: the last slot has no next one and is
 never superseded. An edit does not stop a slot already planned: it keeps the
-version it was made under and runs with that version's parameters (see
-docs/runs.md, "Edits").
+version it was made under and runs with that version's parameters
+(promise 5; docs/runs.md, "The start decision").
 
 The decision is pure; the caller reads what it needs (the schedule's state,
 strongly, and the run's version) and writes the outcome by a conditional
