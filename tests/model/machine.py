@@ -118,7 +118,15 @@ CRASH_POINTS: tuple[tuple[str, str], ...] = (
     *(("worker", call) for call in ("start_attempt", "deliver", "finish", "record_retry")),
     *(
         ("api", call)
-        for call in ("save_version", "pause", "close_scheduled", "resume", "insert", "delete")
+        for call in (
+            "save_version",
+            "pause",
+            "withdraw_planned",
+            "close_scheduled",
+            "resume",
+            "insert",
+            "delete",
+        )
     ),
 )
 MAX_SCHEDULES = 4
