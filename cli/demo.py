@@ -17,8 +17,9 @@ occurrence is written a day before it is due:
    its write is refused, Tuesday's occurrence keeps its id, version and
    instant, no copy appears, and the next one is calculated under version 5
    (Wednesday 09:00 London);
-5. a pause on Monday evening stops admissions: Tuesday's occurrence is
-   recorded as skipped (paused), and the email already sent stays sent.
+5. a pause on Monday evening stops admissions: Tuesday's occurrence, planned
+   a day ahead, is withdrawn (its record deleted), and the email already
+   sent stays sent.
 
 The report goes to a mail API (a webhook target); the demo simulates that API
 in process, recording every call with its Idempotency-Key. The story is
@@ -827,12 +828,13 @@ class Demo:
         )
         self.print()
         self.clock.set(START_AT.replace(hour=22))
+        before = {r.occurrence_id for r in self.runs()}
         paused = self.schedules.pause(self.schedule_id, "waiting for the London team")
-        skipped = [r for r in self.runs() if r.finished_at == self.clock.now()]
+        withdrawn = sorted(before - {r.occurrence_id for r in self.runs()})
         self.log(
             "api",
             f'POST /pause (note: "{paused.state.note}"): '
-            + ", ".join(f"{r.occurrence_id} {r.status.value} ({r.reason})" for r in skipped),
+            + ", ".join(f"{oid} withdrawn (planned)" for oid in withdrawn),
         )
         self.clock.set(START_AT + timedelta(days=1, hours=1, minutes=59, seconds=30))
         for n in range(3):

@@ -244,7 +244,8 @@ def describe_page(s: Mapping[str, Any], *, planned: Iterable[Mapping[str, Any]] 
     planned = [
         r
         for r in planned
-        if r.get("status") in ("scheduled", "admitted") and r.get("version") == s.get("version")
+        if r.get("status") in ("planned", "scheduled", "admitted")
+        and r.get("version") == s.get("version")
     ]
     if planned:
         lines += ["", "Planned (already created, still to come)"]

@@ -308,6 +308,29 @@ _FRESH: Final[dict[str, Any]] = {
 }
 
 
+# What a run shows while it is planned (see ``shown_status``); never stored.
+PLANNED: Final = "planned"
+
+
+def is_planned(run: Run, now: datetime) -> bool:
+    """Planned: created ahead of its instant, which has not come yet, and not
+    started: waiting for dispatch, or admitted with its intent queued to
+    become visible at its instant. What happens to it is still open (the
+    start decision takes it when it comes due)."""
+    return (
+        run.scheduled_at > now
+        and run.attempts == 0
+        and run.status in (RunStatus.SCHEDULED, RunStatus.ADMITTED)
+    )
+
+
+def shown_status(run: Run, now: datetime) -> str:
+    """The status a run is shown with: ``planned`` while it is planned (its
+    stored status, ``scheduled`` or ``admitted``, says how the store holds
+    it), else its stored status."""
+    return PLANNED if is_planned(run, now) else run.status.value
+
+
 def trigger_business_key(schedule_id: str, at: datetime) -> str:
     """A trigger fills no slot of the spec; its key is its own instant."""
     return f"{schedule_id}#trigger#{at.astimezone(UTC).isoformat()}"

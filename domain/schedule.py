@@ -39,7 +39,7 @@ from typing import Any, Final
 
 from domain.backoff import MAX_DELAY_S, RetryPolicy
 from domain.errors import InvalidSchedule, parse_choice
-from domain.run import Reason, RunStatus, Verdict, build
+from domain.run import build
 from domain.spec import DstPolicy, ScheduleSpec, parse_dst_policy, parse_spec, spec_to_dict
 from domain.targets import Target, parse_target, target_to_dict
 from domain.text import check_text
@@ -363,29 +363,6 @@ def check_payload(payload: object) -> dict[str, Any]:
     if not isinstance(payload, Mapping):
         raise InvalidSchedule("payload", "must be a JSON object")
     return dict(payload)
-
-
-def overdue_verdict(
-    policy: SchedulePolicy, scheduled_at: datetime, now: datetime, *, superseded: bool
-) -> Verdict:
-    """What to do with an occurrence that is due (``scheduled_at <= now``).
-
-    ``superseded``: a later occurrence of the same schedule is due too.
-    """
-    if policy.overdue is Overdue.LATEST_ONLY and superseded:
-        return Verdict(RunStatus.SKIPPED, Reason.SUPERSEDED)
-    if policy.overdue is Overdue.EXPIRE:
-        assert policy.catchup_window is not None
-        late = now - scheduled_at
-        if late > policy.catchup_window:
-            return Verdict(
-                RunStatus.EXPIRED,
-                Reason.expired(late.total_seconds(), policy.catchup_window.total_seconds()),
-            )
-    return _ADMITTED
-
-
-_ADMITTED: Final = Verdict(RunStatus.ADMITTED)  # one value, not one per occurrence
 
 
 def spec_from_stored(data: Mapping[str, Any]) -> ScheduleSpec:

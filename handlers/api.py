@@ -243,6 +243,7 @@ def _runs_body(services: ApiServices, runs: tuple[Any, ...]) -> list[RunOut]:
     """Runs with their local times, reading each version's zone once."""
     specs: dict[tuple[str, int], ScheduleSpec | None] = {}
     out: list[RunOut] = []
+    now = services.schedules.clock.now()
     for run in runs:
         key = (run.schedule_id, run.version)
         if key not in specs:
@@ -250,7 +251,7 @@ def _runs_body(services: ApiServices, runs: tuple[Any, ...]) -> list[RunOut]:
                 specs[key] = services.schedules.version(*key).spec
             except ScheduleNotFound:
                 specs[key] = None
-        out.append(run_out(run, specs[key], _local))
+        out.append(run_out(run, specs[key], _local, now))
     return out
 
 

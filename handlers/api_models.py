@@ -32,7 +32,7 @@ from adapters.targets.addresses import AddressPolicy
 from domain.backoff import MAX_ATTEMPTS_LIMIT
 from domain.cron import MAX_CRON_CHARS
 from domain.errors import InvalidSchedule
-from domain.run import AttemptRecord, Run
+from domain.run import AttemptRecord, Run, is_planned, shown_status
 from domain.schedule import MAX_NAME_CHARS, Schedule, ScheduleVersion, policy_to_dict
 from domain.spec import MAX_EVERY, MIN_EVERY, ScheduleSpec, Slot, spec_to_dict
 from domain.targets import (
@@ -720,7 +720,7 @@ class ScheduleOut(_Out):
     target: TargetOut
     payload: dict[str, Any]
     next_occurrences: list[OccurrenceOut] = Field(
-        description="the next few occurrences not materialized yet (none when paused)"
+        description="the next few occurrences not planned yet (none when paused)"
     )
     next_due: Instant | None
     created_at: Instant
@@ -786,6 +786,7 @@ class ScheduleListOut(_Out):
 
 
 RunStatusName = Literal[
+    "planned",
     "scheduled",
     "admitted",
     "running",
@@ -935,19 +936,24 @@ def target_out(target: Target) -> TargetOut:
 
 
 def run_out(
-    run: Run, spec: ScheduleSpec | None, local: Callable[[ScheduleSpec, datetime], datetime]
+    run: Run,
+    spec: ScheduleSpec | None,
+    local: Callable[[ScheduleSpec, datetime], datetime],
+    now: datetime,
 ) -> RunOut:
-    """A run; ``local`` is its instant in its version's zone (UTC when the version is gone)."""
+    """A run; ``local`` is its instant in its version's zone (UTC when the version
+    is gone). A planned run shows as ``planned``, not admitted yet."""
     shown = run.scheduled_at if spec is None else local(spec, run.scheduled_at)
+    planned = is_planned(run, now)
     return RunOut(
         occurrence_id=run.occurrence_id,
         schedule_id=run.schedule_id,
         version=run.version,
-        status=run.status.value,
+        status=shown_status(run, now),
         kind=run.kind.value,
         attempts=run.attempts,
         scheduled_at=format_instant(run.scheduled_at),
-        admitted_at=_instant(run.admitted_at),
+        admitted_at=None if planned else _instant(run.admitted_at),
         started_at=_instant(run.started_at),
         finished_at=_instant(run.finished_at),
         local=shown.isoformat(),

@@ -15,7 +15,7 @@ from typing import Final
 from domain.errors import DuetimeError, InvalidSchedule
 from domain.explain import slot_note
 from domain.overview import ScheduleStatus, changed_fields, schedule_status
-from domain.run import Run, RunKind, RunStatus
+from domain.run import Run, RunKind, RunStatus, is_planned
 from domain.schedule import Schedule, ScheduleVersion
 from domain.spec import Slot, spec_zone_name
 from domain.timezones import load_zone
@@ -83,11 +83,21 @@ def next_to_run(store: Store, schedule: Schedule, now: datetime) -> datetime | N
     minutes after slots already queued). One read of the schedule's records
     from ``now`` on, and only when something is planned past ``now``. A
     paused, quarantined or ended schedule shows ``next_due`` as stored."""
-    planned_to = schedule.last_materialized_at
     if not schedule.active or schedule.quarantine is not None:
         return schedule.next_due
-    if planned_to is None or planned_to <= now:
-        return schedule.next_due
+    found = planned_runs(store, schedule, now, 1)
+    if found and (schedule.next_due is None or found[0].scheduled_at < schedule.next_due):
+        return found[0].scheduled_at
+    return schedule.next_due
+
+
+def planned_runs(store: Store, schedule: Schedule, now: datetime, limit: int) -> list[Run]:
+    """The schedule's planned slots (``domain.run.is_planned``), oldest first,
+    at most ``limit``: one read of its records after ``now``, and only when
+    something is planned past ``now``."""
+    planned_to = schedule.last_materialized_at
+    if planned_to is None or planned_to <= now or limit < 1:
+        return []
     query = RunQuery(
         schedule_id=schedule.schedule_id,
         statuses=_NOT_RUN,
@@ -95,10 +105,7 @@ def next_to_run(store: Store, schedule: Schedule, now: datetime) -> datetime | N
         since=now + timedelta(microseconds=1),
         newest_first=False,
     )
-    found = store.find_runs(query, 1).items
-    if found and (schedule.next_due is None or found[0].scheduled_at < schedule.next_due):
-        return found[0].scheduled_at
-    return schedule.next_due
+    return [run for run in store.find_runs(query, limit).items if is_planned(run, now)]
 
 
 def _newest_runs(store: Store, schedule_id: str, now: datetime) -> list[Run]:

@@ -150,11 +150,6 @@ class ScheduleStore(ABC):
         items = tuple(found[key] for key in sorted(found))
         return Page(items, str(last) if last < head.version else None)
 
-    def policies(self, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], SchedulePolicy]:
-        """The policies of several versions (what dispatch needs); an adapter may
-        read them more cheaply than whole versions."""
-        return {key: version.policy for key, version in self.get_versions(keys).items()}
-
     @abstractmethod
     def list_schedules(
         self, limit: int, token: str | None = None, *, next_due: bool = True
@@ -384,17 +379,10 @@ class OccurrenceStore(ABC):
         """The lowest bucket ``>= from_bucket`` of ``shard`` holding a pending record."""
 
     @abstractmethod
-    def latest_scheduled_at(
-        self, schedule_ids: Sequence[str], up_to: datetime
-    ) -> dict[str, datetime]:
-        """Per schedule, the latest ``scheduled_at <= up_to`` among its records of
-        kind ``scheduled`` (any status): what ``latest_only`` compares with.
-        Schedules with no such record are left out."""
-
-    @abstractmethod
     def admit(self, occurrences: Sequence[PendingOccurrence], now: datetime) -> list[str]:
         """Move each record (as read from ``pending_due``) from ``scheduled`` to
-        ``admitted``, stamping ``admitted_at = now``; it stays pending until
+        ``admitted``, stamping ``admitted_at`` with ``now``, or with its instant
+        when it is admitted ahead of it (planned); it stays pending until
         ``mark_sent``.
 
         Condition, per record: status is ``scheduled``. An adapter that can
@@ -413,6 +401,14 @@ class OccurrenceStore(ABC):
         self, schedule_id: str, status: RunStatus, reason: str, now: datetime
     ) -> int:
         """``close_runs`` every ``scheduled`` record of a schedule (pause, delete)."""
+
+    @abstractmethod
+    def withdraw_planned(self, schedule_id: str, after: datetime) -> int:
+        """Delete the schedule's planned records: slots of the spec due after
+        ``after`` whose run has not started (waiting, or admitted ahead with
+        no attempt). A pause or a delete withdraws them in this one step, so
+        what will not run leaves no record; an intent already queued for one
+        finds no record and is dropped. Read strongly. Returns how many."""
 
     @abstractmethod
     def mark_sent(self, occurrence_ids: Sequence[str], now: datetime) -> int:

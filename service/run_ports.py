@@ -27,11 +27,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Final, NamedTuple
+from typing import Any, Final
 
 from domain import transitions
 from domain.run import Run, RunStatus
 from domain.schedule import ScheduleVersion
+from domain.start import ScheduleNow
 from domain.transitions import (
     ATTEMPT_ACCEPTED,
     ATTEMPT_LOST,
@@ -66,15 +67,6 @@ __all__ = [
 # gives up (answers None, as for a refused guard). Every lost race means
 # another writer moved the run, and the guards bound how often that can be.
 RACES: Final = 4
-
-
-class ScheduleNow(NamedTuple):
-    """What the worker reads of a schedule before a run's first attempt: an
-    intent may have waited in the queue since the tick sent it ahead."""
-
-    version: int  # the current version
-    paused: bool
-    deleted: bool
 
 
 class RunStore(ABC):

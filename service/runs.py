@@ -20,12 +20,11 @@ The rules, in the order they are checked:
    worker died (or its 202 job missed the run timeout) and a new attempt
    starts, with the same idempotency key (the occurrence id).
 3. Before the first attempt: an intent that became visible before its
-   ``scheduled_at`` goes back until then; a schedule paused since the intent
-   was queued skips the run (``skipped``, paused), a deleted one cancels it
-   (so a pause or delete after the tick queued an intent ahead of its time
-   runs nothing, and a short pause skips only what came due during it);
-   the overdue policy ``expire`` is checked again (the message may have
-   waited in the queue), then the overlap policy ``skip`` (the previous
+   ``scheduled_at`` goes back until then; then the start decision
+   (``domain/start.py``) on the schedule as it is now: deleted, paused or
+   quarantined since the intent was queued, superseded (``latest_only``: the
+   next slot is due too, as after an outage) or expired (``expire``), the run
+   ends without an attempt; then the overlap policy ``skip`` (the previous
    occurrence of the schedule is still running).
 4. The attempt starts by a compare-and-set of the run read (``RunStore.start_attempt``), so
    two workers holding copies of one intent cannot both start it.
@@ -54,8 +53,9 @@ from domain import transitions
 from domain.delivery import Delivery, Outcome, TargetPort
 from domain.errors import DuetimeError
 from domain.run import DeliveryIntent, Reason, Run, RunStatus
-from domain.schedule import Overdue, Overlap, ScheduleVersion, overdue_verdict
+from domain.schedule import Overlap, ScheduleVersion
 from domain.spec import spec_zone_name
+from domain.start import START, Slot, decide_start
 from domain.transitions import Refusal, TransitionRefused
 from service.errors import RunNotFound
 from service.ports import Clock
@@ -219,7 +219,9 @@ class RunWorker:
         if run is None or not _acts_by_compare_and_set(run, now):
             run = self.runs.get_run(intent.occurrence_id)
         if run is None:
-            return Decision.dead_letter(f"no occurrence {intent.occurrence_id}")
+            # Withdrawn (a pause or delete deleted the planned slot's record)
+            # or gone with old history: nothing to run.
+            return Decision.delete(f"no occurrence {intent.occurrence_id}: withdrawn")
         if (run.schedule_id, run.version) != (intent.schedule_id, intent.version):
             return Decision.dead_letter("the intent does not match its occurrence")
         if run.terminal:
@@ -270,10 +272,9 @@ class RunWorker:
             reason = f"attempts exhausted ({run.attempts} of {policy.retry.max_attempts})"
             return self._fail_without_attempt(run, reason, now)
 
-        if run.status is RunStatus.ADMITTED and run.attempts == 0 and not run.retried:
-            # (A run a user retried was already judged: it runs whatever its lateness.)
+        if run.status is RunStatus.ADMITTED and run.attempts == 0:
             ahead_s = (run.scheduled_at - now).total_seconds()
-            if ahead_s > EARLY_TOLERANCE_S:
+            if ahead_s > EARLY_TOLERANCE_S and not run.retried:
                 return Decision.retry_after(ahead_s, "not due yet")
             early = self._closed_at_start(run, version, now, schedule)
             if early is not None:
@@ -286,21 +287,17 @@ class RunWorker:
     def _closed_at_start(
         self, run: Run, version: ScheduleVersion, now: datetime, schedule: ScheduleNow | None
     ) -> Decision | None:
-        """Cancel (schedule deleted), skip (paused), expire (policy checked again at
-        start) or skip (overlap) before the first attempt. ``schedule`` is the
-        schedule's state as read with the run."""
+        """Before the first attempt: the start decision (``domain.start``), on
+        the schedule's state as read with the run, then the overlap policy
+        ``skip`` (the previous occurrence of the schedule is still running)."""
         policy = version.policy
+        slot = Slot(run.kind, run.scheduled_at, run.retried, run.materialized_at)
+        verdict = decide_start(slot, schedule, version.spec, policy, now)
         status: RunStatus | None = None
         reason: str | None = None
-        if schedule is None or schedule.deleted:
-            status, reason = RunStatus.CANCELLED, Reason.DELETED
-        elif schedule.paused:
-            status, reason = RunStatus.SKIPPED, Reason.PAUSED
-        if status is None and policy.overdue is Overdue.EXPIRE:
-            verdict = overdue_verdict(policy, run.scheduled_at, now, superseded=False)
-            if verdict.status is RunStatus.EXPIRED:
-                status, reason = RunStatus.EXPIRED, verdict.reason
-        if status is None and policy.overlap is Overlap.SKIP:
+        if verdict is not START:
+            status, reason = verdict.status, verdict.reason
+        elif policy.overlap is Overlap.SKIP and not run.retried:
             previous = self.runs.running_before(run, now)
             if previous is not None:
                 status = RunStatus.SKIPPED
@@ -498,8 +495,8 @@ class RunWorker:
         """A conditional write lost to another worker: decide from what is stored now."""
         now = self.clock.now()
         run = self.runs.get_run(occurrence_id)
-        if run is None:
-            return Decision.dead_letter(f"no occurrence {occurrence_id}")
+        if run is None:  # withdrawn meanwhile (a pause or delete)
+            return Decision.delete(f"no occurrence {occurrence_id}: withdrawn")
         if run.terminal:
             return Decision.delete(f"already {run.status.value}")
         lease = run.run_lease_expires_at

@@ -7,12 +7,15 @@ Rules they keep:
   its ``next_due`` is the new spec's first slot strictly after
   ``max(now, last_materialized_at)``, so it never fires retroactively and
   occurrences already materialized keep their instant and version;
-- pause stops admissions at once: the schedule's materialized, unadmitted
-  occurrences are recorded as skipped (paused); runs already admitted or
-  started are not touched;
-- resume plans from now; the slots missed while paused are recorded as
-  skipped (paused): one record each up to a bound, then one counted summary;
-- delete stops everything and keeps the history readable;
+- pause stops admissions at once: the slots planned after it (not started)
+  are withdrawn, their records deleted in one step; the ones that came due
+  and wait for dispatch are recorded as skipped (paused); runs already
+  started are not touched (a run admitted and due is judged by the start
+  decision when the worker takes it);
+- resume plans from now; the slots missed while paused that had not been
+  planned are recorded as skipped (paused): one record each up to a bound,
+  then one counted summary;
+- delete withdraws the planned slots too, and keeps the history readable;
 - a 500 never leaves anything stored: create, edit and resume compute all
   that can fail (the first ``next_due``, the occurrences the answer shows,
   the stored form) before their first write, and a spec whose occurrences
@@ -196,11 +199,12 @@ def keep_header_values(target_data: Any, current: Target | None) -> Any:
 
 
 def upcoming(schedule: Schedule, count: int, after: datetime) -> list[Slot]:
-    """The schedule's next ``count`` slots not materialized yet, strictly after ``after``."""
+    """The schedule's next ``count`` slots not planned yet (from ``next_due``),
+    strictly after ``after``."""
     version = schedule.current
-    start = after
-    if schedule.last_materialized_at is not None:
-        start = max(start, schedule.last_materialized_at)
+    if schedule.next_due is None or count < 1:
+        return []
+    start = max(after, schedule.next_due - _EPSILON)
     slots: list[Slot] = []
     for slot in slots_after(version.spec, version.policy.dst, start):
         slots.append(slot)
@@ -296,9 +300,10 @@ class ScheduleService:
         return found
 
     def next_occurrences(self, schedule: Schedule, count: int = NEXT_SHOWN) -> list[Slot]:
-        """The next ``count`` occurrences to show; none when paused, deleted or
-        quarantined, or when they cannot be computed (reading one schedule
-        never fails a listing of every schedule)."""
+        """The next ``count`` occurrences not planned yet (from ``next_due``),
+        strictly after now; none when paused, deleted or quarantined, or when
+        they cannot be computed (reading one schedule never fails a listing
+        of every schedule). The planned ones are runs (``include=planned``)."""
         if not schedule.active or schedule.quarantine is not None:
             return []
         try:
@@ -380,8 +385,10 @@ class ScheduleService:
         now = self.clock.now()
         if not self.store.pause(schedule_id, note, now):
             raise ScheduleNotFound(schedule_id)
-        # After the flag: nothing is admitted for it any more (SQLite checks the
-        # flag when admitting; every store closes what is waiting).
+        # After the flag: nothing is planned or admitted for it any more. The
+        # slots planned after now are withdrawn; what came due and waits is
+        # closed as skipped.
+        self.store.withdraw_planned(schedule_id, now)
         self.store.close_scheduled(schedule_id, RunStatus.SKIPPED, Reason.PAUSED, now)
         return self.get(schedule_id)
 
@@ -392,11 +399,10 @@ class ScheduleService:
             if not schedule.state.paused:
                 return schedule
             version = schedule.current
-            after = now
-            if schedule.last_materialized_at is not None:
-                after = max(after, schedule.last_materialized_at)
+            # From now: the pause withdrew what was planned after it (a slot
+            # still stored keeps its one record: its business key is taken).
             missed = _computed(lambda: self._missed(schedule, now, Reason.PAUSED))  # noqa: B023
-            next_due = _computed(lambda: _first_slot(version, after, check=False))  # noqa: B023
+            next_due = _computed(lambda: _first_slot(version, now, check=False))  # noqa: B023
             self.store.insert(missed)
             if self.store.resume(
                 schedule_id, expected_next_due=schedule.next_due, next_due=next_due, now=now
@@ -408,6 +414,7 @@ class ScheduleService:
         now = self.clock.now()
         if not self.store.delete(schedule_id, now):
             raise ScheduleNotFound(schedule_id)
+        self.store.withdraw_planned(schedule_id, now)
         self.store.close_scheduled(schedule_id, RunStatus.CANCELLED, Reason.DELETED, now)
         return self.get(schedule_id, include_deleted=True)
 

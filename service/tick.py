@@ -3,11 +3,9 @@
 **Plan.** Schedules whose ``next_due`` falls within the lookahead horizon, a
 page at a time, get their slots up to the horizon materialized into
 partitions, with the advance of ``next_due``, in one conditional write per
-schedule (batched by the store). A slot already overdue when it is
-materialized (no tick ran for hours) is recorded at once as the overdue
-policy says: ``latest_only`` records every slot but the latest due one as
-skipped, ``expire`` records those later than the ``catchup_window`` as
-expired.
+schedule (batched by the store). A slot already due when it is materialized
+(no tick ran for hours) is recorded at once as the start decision says
+(``domain/start.py``: superseded, expired, or admitted).
 
 **Direct admission.** A slot that is already due when it is materialized
 (a schedule created or resumed moments before its time, a lookahead of zero,
@@ -29,8 +27,7 @@ resend.
 the shard's checkpoint to now and takes the pending occurrences due by now,
 oldest first, in batches, at most ``admit_limit`` per shard per pass (so a
 long outage cannot flood the workers). Each is admitted (the conditional
-``scheduled -> admitted``), skipped or expired by its version's overdue
-policy; triggers and backfills are always admitted. The delivery intents of
+``scheduled -> admitted``) or closed, as the start decision says. The intents of
 the admitted ones are sent in batches, then marked sent. An occurrence
 admitted but not marked sent stays pending, so a tick that crashed between
 the two is repaired by the next one: an intent may be sent twice, an
@@ -51,8 +48,8 @@ Dispatch reads each shard's earliest pending bucket first and leases and walks
 only the shards with pending work due within the lookahead, from that bucket
 (no checkpoint is written), admitting waiting records ahead and resending
 admitted ones that were never marked sent. So an idle pass takes no lease and
-writes nothing but its heartbeat. Pause and delete after an intent is queued
-are decided by the worker before the first attempt. A store that offers
+writes nothing but its heartbeat. The worker takes the start decision again
+when a planned slot comes due. A store that offers
 ``Store.materialize_sending`` (DynamoDB) sends the intents of the slots it
 stores admitted before it advances their schedules, so they need no outbox
 entry and no mark-sent write. ``PlanNow`` is the same
@@ -106,14 +103,10 @@ from domain.run import (
     RunKind,
     RunStatus,
 )
-from domain.schedule import (
-    QUARANTINED,
-    Overdue,
-    QuarantineComponent,
-    SchedulePolicy,
-    overdue_verdict,
-)
+from domain.schedule import QUARANTINED, QuarantineComponent, SchedulePolicy
 from domain.spec import Slot, slots_after
+from domain.start import ACTIVE, ScheduleNow, decide_start
+from domain.start import Slot as StartSlot
 from service.ports import (
     MAX_DELAY,
     Clock,
@@ -616,9 +609,16 @@ class Planner:
             closed: tuple[RunStatus, str] | None = None
             admitted: OccurrenceMold | None = None
             if slot.scheduled_at <= now:
+                # Stored due: the start decision, on the state the write checks.
                 after = taken[i + 1] if i + 1 < len(taken) else following
-                superseded = after is not None and after.scheduled_at <= now
-                verdict = overdue_verdict(policy, slot.scheduled_at, now, superseded=superseded)
+                verdict = decide_start(
+                    StartSlot(RunKind.SCHEDULED, slot.scheduled_at),
+                    ACTIVE,
+                    schedule.spec,
+                    policy,
+                    now,
+                    next_at=None if after is None else after.scheduled_at,
+                )
                 if verdict.status is not RunStatus.ADMITTED:
                     assert verdict.reason is not None
                     closed = (verdict.status, verdict.reason)
@@ -631,9 +631,10 @@ class Planner:
                         slot, bucket=bucket, materialized_at=now, admitted_at=now
                     )
             elif slot.scheduled_at <= ahead_until:
-                # Not due yet, and due before the next pass (plus a margin):
-                # admitted now, its intent held back by the queue until then.
-                admitted = OccurrenceMold(slot, bucket=bucket, materialized_at=now, admitted_at=now)
+                # Not due yet, and due before the next pass (plus a margin): admitted
+                # as of its instant, when the queue releases its intent.
+                at = slot.scheduled_at
+                admitted = OccurrenceMold(slot, bucket=bucket, materialized_at=now, admitted_at=at)
             mold = OccurrenceMold(slot, bucket=bucket, materialized_at=now, closed=closed)
             planned.append((admitted, mold))
         return _PlannedSlots(
@@ -911,27 +912,21 @@ class Dispatcher:
             for r in due
             if r.status is not RunStatus.SCHEDULED and r.occurrence_id not in self._sent_ids
         ]
-        policies = self.store.policies({(r.schedule_id, r.version) for r in waiting})
-        latest_only = [
-            r.schedule_id
-            for r in waiting
-            if r.kind is RunKind.SCHEDULED
-            and (p := policies.get((r.schedule_id, r.version))) is not None
-            and p.overdue is Overdue.LATEST_ONLY
-        ]
-        latest = self.store.latest_scheduled_at(latest_only, now) if latest_only else {}
+        # The start decision, on the state the admission's write checks (a
+        # refused one is decided again with its schedule read, below).
+        versions = self.store.get_versions({(r.schedule_id, r.version) for r in waiting})
         to_admit: list[PendingOccurrence] = []
         closures: list[Closure] = []
         failed: dict[str, tuple[int, Exception]] = {}
         for run in waiting:
-            policy = policies.get((run.schedule_id, run.version))
-            if policy is None or run.kind is not RunKind.SCHEDULED:
+            version = versions.get((run.schedule_id, run.version))
+            if version is None:
                 to_admit.append(run)
                 continue
-            newest = latest.get(run.schedule_id)
-            superseded = newest is not None and newest > run.scheduled_at
             try:
-                verdict = overdue_verdict(policy, run.scheduled_at, now, superseded=superseded)
+                verdict = decide_start(
+                    StartSlot(run.kind, run.scheduled_at), ACTIVE, version.spec, version.policy, now
+                )
             except Exception as error:  # any error sets that schedule aside
                 # Not admitted; closed as quarantined, and its schedule set aside.
                 failed.setdefault(run.schedule_id, (run.version, error))
@@ -942,9 +937,9 @@ class Dispatcher:
             else:
                 assert verdict.reason is not None
                 closures.append(Closure(run.occurrence_id, verdict.status, verdict.reason))
-        for schedule_id, (version, cause) in failed.items():
+        for schedule_id, (number, cause) in failed.items():
             if quarantine_schedule(
-                self.store, schedule_id, version, cause, QuarantineComponent.DISPATCH, now
+                self.store, schedule_id, number, cause, QuarantineComponent.DISPATCH, now
             ):
                 report.quarantined.append(schedule_id)
         admitted = to_admit
@@ -973,19 +968,24 @@ class Dispatcher:
 
     def _close_refused(self, refused: set[str], now: datetime, report: DispatchReport) -> bool:
         """Occurrences the store would not admit: admitted by someone else, or
-        their schedule is paused or deleted (then they are closed here)."""
+        their schedule is paused, deleted or quarantined (then they are closed
+        here, as the start decision says on the schedule read now)."""
         closures: list[Closure] = []
         for occurrence_id in sorted(refused):
             run = self.store.get_run(occurrence_id)
             if run is None or run.status is not RunStatus.SCHEDULED:
                 continue
             schedule = self.store.get(run.schedule_id)
-            if schedule is None or schedule.deleted:
-                closures.append(Closure(occurrence_id, RunStatus.CANCELLED, Reason.DELETED))
-            elif schedule.state.paused:
-                closures.append(Closure(occurrence_id, RunStatus.SKIPPED, Reason.PAUSED))
-            elif schedule.quarantine is not None:
-                closures.append(Closure(occurrence_id, RunStatus.SKIPPED, QUARANTINED))
+            version = self.store.get_version(run.schedule_id, run.version)
+            if version is None:  # gone with its schedule, or never runnable
+                if schedule is None or schedule.deleted:
+                    closures.append(Closure(occurrence_id, RunStatus.CANCELLED, Reason.DELETED))
+                continue
+            slot, state = StartSlot(run.kind, run.scheduled_at), ScheduleNow.of(schedule)
+            verdict = decide_start(slot, state, version.spec, version.policy, now)
+            if verdict.status is not RunStatus.ADMITTED:
+                assert verdict.reason is not None
+                closures.append(Closure(occurrence_id, verdict.status, verdict.reason))
         closed = self.store.close_runs(closures, now) if closures else []
         report.skipped += len(closed)
         return bool(closed)

@@ -83,7 +83,7 @@ class DynamoRunStore(RunStore):
         schedule = self.store.head(schedule_id)
         if schedule is None:
             return None
-        return ScheduleNow(schedule.version, schedule.state.paused, schedule.deleted)
+        return ScheduleNow.of(schedule)
 
     def get_run_and_schedule(
         self, occurrence_id: str, schedule_id: str, *, fresh_run: bool = True
@@ -124,7 +124,7 @@ class DynamoRunStore(RunStore):
         if current is None:  # its version cannot be read: as the store's own read
             return run, self.schedule_now(schedule_id)
         schedule = it.schedule_from_head(head, current)
-        return run, ScheduleNow(schedule.version, schedule.state.paused, schedule.deleted)
+        return run, ScheduleNow.of(schedule)
 
     def compare_and_set(self, before: Run, after: Run) -> bool:
         if before.occurrence_id != after.occurrence_id:

@@ -1482,10 +1482,7 @@ class DynamoStore(Store):
             self._update(
                 self.tables.schedules,
                 it.head_key(item.schedule_id),
-                set_={
-                    **self._next_due_fields(item.schedule_id, item.expected_next_due),
-                    "updated_at": it.iso(now),
-                },
+                set_=self._next_due_fields(item.schedule_id, item.expected_next_due),
                 condition=(
                     "#version = :expected_version AND attribute_not_exists(#due_key) AND "
                     "#paused = :false AND attribute_not_exists(#deleted_at) AND "
@@ -1685,7 +1682,6 @@ class DynamoStore(Store):
                 set_={
                     **fields,
                     "last_materialized_at": it.opt_iso(last_at),
-                    "updated_at": it.iso(now),
                 },
                 condition=(
                     "#version = :expected_version AND #next_due = :expected_due AND "
@@ -1735,7 +1731,7 @@ class DynamoStore(Store):
         """
         direct = sending and run.status is RunStatus.ADMITTED
         if direct:
-            run = replace(run, pending=False, sent_at=run.admitted_at)
+            run = replace(run, pending=False, sent_at=run.materialized_at)
         if self._slot_taken(run):
             return False, None
         found: Run | None = None
@@ -2054,27 +2050,6 @@ class DynamoStore(Store):
         found = answer.get("Items", [])
         return int(found[0]["outbox_key"]["S"].split("#", 1)[0]) if found else None
 
-    def latest_scheduled_at(
-        self, schedule_ids: Sequence[str], up_to: datetime
-    ) -> dict[str, datetime]:
-        def one(schedule_id: str) -> datetime | None:
-            request = {
-                **self.records_newest_first(schedule_id, up_to=up_to, page=25),
-                "FilterExpression": "#kind = :scheduled",
-                "ProjectionExpression": "#scheduled_at",
-                "ExpressionAttributeNames": {"#kind": "kind", "#scheduled_at": "scheduled_at"},
-            }
-            request["ExpressionAttributeValues"] = {
-                **request["ExpressionAttributeValues"],
-                ":scheduled": {"S": RunKind.SCHEDULED.value},
-            }
-            for item in self._query(request):
-                return it.from_iso(str(it.value(item["scheduled_at"])))
-            return None
-
-        ids = list(dict.fromkeys(schedule_ids))
-        return {sid: at for sid, at in zip(ids, self._each(one, ids), strict=True) if at}
-
     def _transition(
         self,
         occurrence_ids: Sequence[str],
@@ -2106,9 +2081,11 @@ class DynamoStore(Store):
         return [oid for oid in self._each(one, list(occurrence_ids)) if oid is not None]
 
     def admit(self, occurrences: Sequence[PendingOccurrence], now: datetime) -> list[str]:
+        # Admitted as of now, or of its instant for one admitted ahead of it.
+        at = {o.occurrence_id: it.iso(max(now, o.scheduled_at)) for o in occurrences}
         return self._transition(
-            [o.occurrence_id for o in occurrences],
-            set_=lambda _: {"status": RunStatus.ADMITTED.value, "admitted_at": it.iso(now)},
+            list(at),
+            set_=lambda oid: {"status": RunStatus.ADMITTED.value, "admitted_at": at[oid]},
             condition="#status = :scheduled",
             values={":scheduled": {"S": _SCHEDULED}},
         )
@@ -2165,6 +2142,29 @@ class DynamoStore(Store):
             if record.get("status") == {"S": _SCHEDULED}
         )
         return len(self.close_runs([Closure(oid, status, reason) for oid in waiting], now))
+
+    def withdraw_planned(self, schedule_id: str, after: datetime) -> int:
+        """The schedule's records after ``after`` (one strongly consistent
+        query of its partition), each deleted on the condition that it has
+        still not started."""
+        request = self.records_newest_first(schedule_id, consistent=True, page=500)
+        request["ExpressionAttributeValues"] = {
+            ":pk": {"S": schedule_id},
+            ":low": {"S": f"{it.RECORD_PREFIX}{it.iso(after)}#{it.KEY_CEILING}"},
+            ":high": {"S": it.RECORD_PREFIX + it.KEY_CEILING},
+        }
+        condition = (
+            "#status IN (:scheduled, :admitted) AND kind = :slot AND "
+            "(attribute_not_exists(attempts) OR attempts = :zero)"
+        )
+        values = {
+            ":scheduled": {"S": _SCHEDULED},
+            ":admitted": {"S": RunStatus.ADMITTED.value},
+            ":zero": {"N": "0"},
+            ":slot": {"S": RunKind.SCHEDULED.value},
+        }
+        keys = [{"pk": i["pk"], "sk": i["sk"]} for i in self._query(request)]
+        return sum(self._each(lambda key: self._delete(key, condition, values), keys))
 
     def mark_sent(self, occurrence_ids: Sequence[str], now: datetime) -> int:
         return len(

@@ -64,13 +64,15 @@ class SqliteRunStore(RunStore):
     def schedule_now(self, schedule_id: str) -> ScheduleNow | None:
         # One row by its key: the worker asks before every first attempt.
         rows = self.store._read(
-            "SELECT version, paused, deleted_at FROM schedules WHERE schedule_id = ?",
+            "SELECT version, paused, deleted_at, quarantine FROM schedules WHERE schedule_id = ?",
             (schedule_id,),
         )
         if not rows:
             return None
-        version, paused, deleted_at = rows[0]
-        return ScheduleNow(int(version), bool(paused), deleted_at is not None)
+        version, paused, deleted_at, quarantine = rows[0]
+        return ScheduleNow(
+            int(version), bool(paused), deleted_at is not None, quarantine is not None
+        )
 
     def compare_and_set(self, before: Run, after: Run) -> bool:
         if before.occurrence_id != after.occurrence_id:

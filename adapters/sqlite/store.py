@@ -41,7 +41,6 @@ from domain.schedule import (
     Quarantine,
     QuarantineComponent,
     Schedule,
-    SchedulePolicy,
     ScheduleState,
     ScheduleVersion,
     dumps,
@@ -197,7 +196,7 @@ _RUN_INSERT = (
 # Materialization's condition: the schedule is still at the version and next_due
 # the planner read, and active.
 _MATERIALIZE = (
-    "UPDATE schedules SET next_due = ?, last_materialized_at = ?, updated_at = ? "
+    "UPDATE schedules SET next_due = ?, last_materialized_at = ? "
     "WHERE schedule_id = ? AND version = ? AND next_due = ? "
     "AND paused = 0 AND deleted_at IS NULL AND quarantine IS NULL"
 )
@@ -716,29 +715,6 @@ class SqliteStore(Database, Store):
         next_token = _token([rows[limit - 1][1]]) if len(rows) > limit else None
         return Page(items, next_token)
 
-    def policies(self, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], SchedulePolicy]:
-        found: dict[tuple[str, int], SchedulePolicy] = {}
-        wanted: list[tuple[str, int]] = []
-        for key in dict.fromkeys(keys):
-            cached = self._versions.get(key)  # planned a moment ago, most likely
-            if cached is not None:
-                found[key] = cached.policy
-            else:
-                wanted.append(key)
-        for start in range(0, len(wanted), 400):
-            chunk = wanted[start : start + 400]
-            rows = self._read(
-                _keys_cte(len(chunk)) + "SELECT v.schedule_id, v.version, v.policy "
-                "FROM k CROSS JOIN schedule_versions v "
-                "ON v.schedule_id = k.sid AND v.version = k.ver",
-                [part for key in chunk for part in key],
-            )
-            try:
-                found.update(((r[0], r[1]), stored_policy(r[2])) for r in rows)
-            except Exception:  # one no rule reads any more: left out, as a missing version
-                found.update(self._readable(lambda r: ((r[0], r[1]), stored_policy(r[2])), rows))
-        return found
-
     def list_schedules(
         self, limit: int, token: str | None = None, *, next_due: bool = True
     ) -> Page[Schedule]:
@@ -872,13 +848,11 @@ class SqliteStore(Database, Store):
     ) -> list[MaterializeOutcome]:
         if not batch:
             return []
-        now_us = us(now)
         epoch, micro = _EPOCH, _US  # once per schedule planned: no calls
         heads = [
             (
                 None if (due := item.next_due) is None else (due - epoch) // micro,
                 None if (last := item.last_materialized_at) is None else (last - epoch) // micro,
-                now_us,
                 item.schedule_id,
                 item.expected_version,
                 (item.expected_next_due - epoch) // micro,
@@ -994,27 +968,12 @@ class SqliteStore(Database, Store):
         value = rows[0][0]
         return None if value is None else int(value)
 
-    def latest_scheduled_at(
-        self, schedule_ids: Sequence[str], up_to: datetime
-    ) -> dict[str, datetime]:
-        found: dict[str, datetime] = {}
-        ids = list(dict.fromkeys(schedule_ids))
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            rows = self._read(
-                "SELECT schedule_id, MAX(scheduled_at) FROM occurrences "
-                f"WHERE schedule_id IN ({', '.join('?' * len(chunk))}) "
-                "AND kind = 'scheduled' AND scheduled_at <= ? GROUP BY schedule_id",
-                (*chunk, us(up_to)),
-            )
-            found.update((row[0], from_us(row[1])) for row in rows)
-        return found
-
     def admit(self, occurrences: Sequence[PendingOccurrence], now: datetime) -> list[str]:
         if not occurrences:
             return []
+        # Admitted as of now, or of its instant for one admitted ahead of it.
         now_us = us(now)
-        params = [(now_us, o.occurrence_id) for o in occurrences]
+        params = [(max(now_us, us(o.scheduled_at)), o.occurrence_id) for o in occurrences]
         with self._write() as db:
             changed = _each_or_all(db, "admit", _ADMIT, params)
         return [o.occurrence_id for o, ok in zip(occurrences, changed, strict=True) if ok]
@@ -1037,6 +996,17 @@ class SqliteStore(Database, Store):
                     "UPDATE occurrences SET status = ?, reason = ?, finished_at = ?, pending = 0 "
                     "WHERE schedule_id = ? AND status = 'scheduled'",
                     (status.value, reason, us(now), schedule_id),
+                ).rowcount
+            )
+
+    def withdraw_planned(self, schedule_id: str, after: datetime) -> int:
+        with self._write() as db:
+            return int(
+                db.execute(
+                    "DELETE FROM occurrences WHERE schedule_id = ? AND kind = 'scheduled' "
+                    "AND scheduled_at > ? AND attempts = 0 "
+                    "AND status IN ('scheduled', 'admitted')",
+                    (schedule_id, us(after)),
                 ).rowcount
             )
 

@@ -63,10 +63,10 @@ def test_an_occurrence_stored_admitted_ahead_is_pending_until_its_intent_is_mark
 def test_the_run_store_reads_the_schedule_as_it_is_now(store: Store) -> None:
     schedule_id, _ = _queued_ahead(store)
     runs = _runs(store)
-    assert runs.schedule_now(schedule_id) == (1, False, False)
+    assert runs.schedule_now(schedule_id) == (1, False, False, False)
 
     store.pause(schedule_id, "maintenance", NOW)
-    assert runs.schedule_now(schedule_id) == (1, True, False)
+    assert runs.schedule_now(schedule_id) == (1, True, False, False)
 
     store.delete(schedule_id, NOW)
     found = runs.schedule_now(schedule_id)
@@ -96,12 +96,12 @@ def test_the_run_and_its_schedule_are_read_together_as_they_are_now(store: Store
     runs = _runs(store)
     run, schedule = runs.get_run_and_schedule(occurrence_id, schedule_id)
     assert run == runs.get_run(occurrence_id)
-    assert schedule == runs.schedule_now(schedule_id) == (1, False, False)
+    assert schedule == runs.schedule_now(schedule_id) == (1, False, False, False)
 
     store.pause(schedule_id, "maintenance", NOW)
     run, schedule = runs.get_run_and_schedule(occurrence_id, schedule_id)
     assert run is not None and run.occurrence_id == occurrence_id
-    assert schedule == (1, True, False)
+    assert schedule == (1, True, False, False)
 
     store.delete(schedule_id, NOW)
     _, schedule = runs.get_run_and_schedule(occurrence_id, schedule_id)

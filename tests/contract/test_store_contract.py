@@ -13,12 +13,17 @@ from typing import Any
 import pytest
 
 import domain.schedule as schedule_module
+from adapters.dynamodb.runs import DynamoRunStore
+from adapters.dynamodb.store import DynamoStore
+from adapters.sqlite.runs import SqliteRunStore
+from adapters.sqlite.store import SqliteStore
 from domain.errors import InvalidSchedule
 from domain.partition import Partitioning
 from domain.run import PendingOccurrence, Reason, Run, RunKind, RunStatus, new_occurrence
 from domain.schedule import Quarantine, QuarantineComponent, ScheduleVersion, parse_policy
 from domain.spec import Slot, parse_spec
 from service.ports import Closure, DueSchedule, Heartbeat, Materialization, Store
+from service.run_ports import RunStore
 from tests.conftest import build_occurrence, build_schedule, random_schedule_id, utc
 
 NOW = utc("2026-12-01T08:00:00Z")
@@ -44,6 +49,13 @@ def _materialize_next(store: Store, schedule_id: str, now=NOW) -> Run:
     )
     assert outcome.applied and outcome.inserted == (run.occurrence_id,)
     return run
+
+
+def _runs(store: Store) -> RunStore:
+    if isinstance(store, SqliteStore):
+        return SqliteRunStore(store)
+    assert isinstance(store, DynamoStore)
+    return DynamoRunStore(store)
 
 
 def _slot_run(schedule_id: str, at: str, *, version: int = 1, bucket: int | None = None) -> Run:
@@ -210,6 +222,17 @@ def test_materialize_writes_occurrences_and_advances_next_due(store: Store) -> N
     assert head.last_materialized_at == run.scheduled_at
     assert store.get_run(run.occurrence_id) == run
     assert store.get_by_business_key(run.business_key) == run
+
+
+def test_planning_does_not_move_updated_at(store: Store) -> None:
+    # updated_at says when the schedule last changed (an edit, a pause); a
+    # planning pass writes next_due and last_materialized_at, not a change.
+    schedule = build_schedule(NOW)
+    store.create(schedule)
+    _materialize_next(store, schedule.schedule_id, now=NOW + timedelta(minutes=5))
+    head = store.get(schedule.schedule_id)
+    assert head is not None and head.next_due != schedule.next_due
+    assert head.updated_at == schedule.updated_at
 
 
 @pytest.mark.parametrize("change", ["version", "next_due", "paused", "deleted"])
@@ -384,6 +407,41 @@ def test_close_ends_only_scheduled_records(store: Store) -> None:
     assert store.get_run(a.occurrence_id).status is RunStatus.ADMITTED
 
 
+def test_withdraw_planned_deletes_only_the_slots_after_the_instant_not_started(
+    store: Store,
+) -> None:
+    sid, [due, at_it, waiting, queued, started] = _created_with_runs(
+        store,
+        "2026-12-01T08:01:00Z",
+        "2026-12-01T08:02:00Z",
+        "2026-12-01T08:03:00Z",
+        "2026-12-01T08:04:00Z",
+        "2026-12-01T08:05:00Z",
+    )
+    _, [elsewhere] = _created_with_runs(store, "2026-12-01T08:03:00Z")
+    at = utc("2026-12-01T08:02:00Z")
+    store.admit([PendingOccurrence.of(queued), PendingOccurrence.of(started)], at)
+    running = replace(
+        store.get_run(started.occurrence_id), status=RunStatus.RUNNING, attempts=1, revision=1
+    )
+    trigger = replace(
+        _slot_run(sid, "2026-12-01T08:06:00Z"),
+        kind=RunKind.TRIGGER,
+        business_key=f"{sid}#trigger#x",
+    )
+    assert store.insert([trigger]) == [trigger.occurrence_id]
+    assert _runs(store).compare_and_set(store.get_run(started.occurrence_id), running)
+
+    # Waiting and queued slots after the instant go; the due one, the one at
+    # the instant, a started run, a trigger and another schedule's stay.
+    assert store.withdraw_planned(sid, at) == 2
+    assert store.get_run(waiting.occurrence_id) is None
+    assert store.get_run(queued.occurrence_id) is None
+    for kept in (due, at_it, started, trigger, elsewhere):
+        assert store.get_run(kept.occurrence_id) is not None, kept.occurrence_id
+    assert store.withdraw_planned(sid, at) == 0
+
+
 def test_pause_then_close_scheduled_leaves_nothing_to_admit(store: Store) -> None:
     sid, [a, b] = _created_with_runs(store, "2026-12-01T08:01:00Z", "2026-12-02T08:01:00Z")
     at = utc("2026-12-01T08:02:00Z")
@@ -392,24 +450,6 @@ def test_pause_then_close_scheduled_leaves_nothing_to_admit(store: Store) -> Non
     assert store.admit([PendingOccurrence.of(a), PendingOccurrence.of(b)], at) == []
     assert store.get_run(a.occurrence_id).reason == Reason.PAUSED
     assert store.earliest_pending_bucket(a.shard) is None
-
-
-def test_latest_scheduled_at_counts_only_slots_up_to_an_instant(store: Store) -> None:
-    sid, _ = _created_with_runs(
-        store, "2026-12-01T07:00:00Z", "2026-12-01T07:30:00Z", "2026-12-01T09:00:00Z"
-    )
-    other, _ = _created_with_runs(store, "2026-12-01T05:00:00Z")
-    trigger = replace(
-        _slot_run(sid, "2026-12-01T07:45:00Z"),
-        kind=RunKind.TRIGGER,
-        business_key=f"{sid}#trigger#x",
-    )
-    store.insert([trigger])
-    assert store.latest_scheduled_at([sid, other, "sch_none"], utc("2026-12-01T08:00:00Z")) == {
-        sid: utc("2026-12-01T07:30:00Z"),
-        other: utc("2026-12-01T05:00:00Z"),
-    }
-    assert store.latest_scheduled_at([sid], utc("2026-12-01T06:00:00Z")) == {}
 
 
 def test_runs_pages_newest_first(store: Store) -> None:

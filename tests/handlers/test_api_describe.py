@@ -262,10 +262,10 @@ def test_an_edit_shows_the_occurrences_still_planned_under_the_older_version(
     assert shown["version"] == 2
     older = shown["planned_under_older_versions"]
     assert [(run["scheduled_at"], run["version"], run["status"]) for run in older] == [
-        # Queued ahead by the pass (admitted, their intents delayed to their instant).
-        ("2026-12-01T08:00:30Z", 1, "admitted"),
-        ("2026-12-01T08:01:00Z", 1, "admitted"),
-        ("2026-12-01T08:01:30Z", 1, "admitted"),
+        # Planned by the pass (their intents queued, delayed to their instant).
+        ("2026-12-01T08:00:30Z", 1, "planned"),
+        ("2026-12-01T08:01:00Z", 1, "planned"),
+        ("2026-12-01T08:01:30Z", 1, "planned"),
     ]
     # The new version starts after what is already planned, and says so.
     assert shown["next_occurrences"][0]["scheduled_at"] > "2026-12-01T08:01:30Z"

@@ -57,11 +57,13 @@ def deployment(
 
 
 def call(services: ApiServices, method: str, path: str, body: Any = None) -> Any:
+    path, _, query = path.partition("?")
     event = rest_event(
         method,
         path,
         body=None if body is None else json.dumps(body),
         headers={"Content-Type": "application/json"},
+        query=dict(part.split("=", 1) for part in query.split("&")) if query else None,
     )
     response = handler(event, None, service=services)
     return response["statusCode"], json.loads(response["body"])
@@ -115,3 +117,36 @@ def test_a_paused_schedule_shows_next_due_as_stored(
     expected = stored.next_due.strftime("%Y-%m-%dT%H:%M:%SZ")
     assert paused["next_due"] == expected
     assert shown(services, sid) == (expected, expected)
+
+
+def test_a_one_off_40_s_ahead_shows_as_next_and_as_planned(
+    deployment: tuple[ApiServices, Settings], clock: FakeClock
+) -> None:
+    # Given a one-off 40 s ahead, planned (by its call, or by the next pass)
+    services, settings = deployment
+    body = {"name": "once", "spec": {"at": "2026-12-01T08:00:40Z"}, "target": WEBHOOK}
+    status, created = call(services, "POST", "/schedules", body)
+    assert status == 201
+    sid = created["id"]
+    Ticker(
+        services.schedules.store, FakeQueue(), clock, tick_config(settings), owner="t"
+    ).tick_once()
+    # Then next_due says it is next (planned: not among the ones not planned yet)
+    _, one = call(services, "GET", f"/schedules/{sid}")
+    assert one["next_due"] == "2026-12-01T08:00:40Z"
+    assert one["next_occurrences"] == []
+    # And the run listing shows it planned (not admitted yet) when asked for planned runs
+    _, listed = call(services, "GET", f"/schedules/{sid}/runs?include=planned")
+    [run] = listed["runs"]
+    assert (run["status"], run["admitted_at"], run["scheduled_at"]) == (
+        "planned",
+        None,
+        "2026-12-01T08:00:40Z",
+    )
+    _, default = call(services, "GET", f"/schedules/{sid}/runs")
+    assert default["runs"] == []
+    # When its instant comes, it is admitted as of that instant, not 40 s before
+    clock.set(utc("2026-12-01T08:00:40Z"))
+    _, listed = call(services, "GET", f"/schedules/{sid}/runs")
+    [run] = listed["runs"]
+    assert (run["status"], run["admitted_at"]) == ("admitted", "2026-12-01T08:00:40Z")

@@ -97,11 +97,11 @@ def test_describe_shows_runs_planned_under_the_older_version_after_an_edit(
     code, out, _ = duetime("schedules", "describe", sid)
     assert code == 0
     older = out.split("Planned under an older version")[1].splitlines()[2:]
-    # Queued ahead by the tick (admitted, delivered at their instant), under version 1.
+    # Planned by the tick (queued, delivered at their instant), under version 1.
     assert [row.split()[1:4] for row in older] == [
-        ["1", "admitted", "2026-12-01T08:00:30+00:00"],
-        ["1", "admitted", "2026-12-01T08:01:00+00:00"],
-        ["1", "admitted", "2026-12-01T08:01:30+00:00"],
+        ["1", "planned", "2026-12-01T08:00:30+00:00"],
+        ["1", "planned", "2026-12-01T08:01:00+00:00"],
+        ["1", "planned", "2026-12-01T08:01:30+00:00"],
     ]
     assert "  version:  2 " in out
 

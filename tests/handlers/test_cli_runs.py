@@ -124,7 +124,8 @@ def test_runs_list_leaves_the_planned_out_unless_asked(
     assert as_json(duetime, "runs", "list", sid)["runs"] == []
     planned = as_json(duetime, "runs", "list", sid, "--planned")["runs"]
     assert planned and all(r["scheduled_at"] > "2026-12-01T08:00:00Z" for r in planned)
-    assert {r["status"] for r in planned} <= {"scheduled", "admitted"}
+    assert {r["status"] for r in planned} == {"planned"}
+    assert all(r["admitted_at"] is None for r in planned)
     code, out, _ = duetime("runs", "list", sid)
     assert (code, out) == (0, "no runs match\n")
 

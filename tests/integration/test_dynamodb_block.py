@@ -1,7 +1,7 @@
 """A plan block on DynamoDB (moto): a schedule selected by the lookahead is
 filled a block further, every slot admitted and queued ahead, so its chain
-entry (the ``next`` index) is written once a block, not once a pass; pause,
-delete and edit keep their promises with more slots already queued.
+entry (the ``next`` index) is written once a block, not once a pass; pause
+and delete withdraw the slots already queued, and edit keeps its promises.
 
 Each test drives the real planner (``Ticker`` passes, queueing ahead as
 deployed) and the real worker over moto, and counts requests from their own
@@ -205,17 +205,18 @@ def test_a_two_hour_outage_keeps_every_slot_with_the_block_on(client: Any) -> No
     assert due == _every_minute_from(utc("2026-12-01T08:01:00Z"), due[-1])
     assert due[-1] > now - timedelta(minutes=1)
     assert len(world.called()) == len(set(world.called()))
-    # latest_only (the default): the backlog the first pass after the outage
-    # found is recorded skipped (superseded), its latest slot and every one
-    # after it ran; what was queued before the outage ran when the worker came.
+    # latest_only (the default): every slot that came due in the outage is
+    # recorded skipped (superseded), whether the first pass after it found it
+    # or it was queued before it; the latest one and every one after it ran.
     back = START + timedelta(minutes=3) + timedelta(hours=2)
-    backlog = [s for s in slots if START + timedelta(minutes=7) <= s[0] < back]
+    backlog = [s for s in slots if START + timedelta(minutes=3) <= s[0] < back]
     assert backlog and all(s[1] is RunStatus.SKIPPED for s in backlog)
+    assert {s[3] for s in backlog} == {Reason.SUPERSEDED}
     assert all(s[1] is RunStatus.SUCCEEDED for s in slots if back <= s[0] < now)
-    assert all(s[1] is RunStatus.SUCCEEDED for s in slots if s[0] < START + timedelta(minutes=7))
+    assert all(s[1] is RunStatus.SUCCEEDED for s in slots if s[0] < START + timedelta(minutes=3))
 
 
-def test_a_pause_mid_block_skips_the_queued_slots_due_while_paused_and_a_resume_runs_on(
+def test_a_pause_mid_block_withdraws_the_queued_slots_and_a_resume_runs_on(
     client: Any,
 ) -> None:
     # Given a minutely schedule planned a block ahead (slots queued to ~08:06:30)
@@ -234,21 +235,20 @@ def test_a_pause_mid_block_skips_the_queued_slots_due_while_paused_and_a_resume_
     world.service.resume(sid)
     world.work_until(utc("2026-12-01T08:07:00Z"))
     world.minutes(10)
-    # Then the slots due while paused were not called, each recorded skipped
+    # Then the slots planned after the pause were withdrawn: not called, no record
     slots = world.slots(sid)
     paused = [s for s in slots if utc("2026-12-01T08:03:30Z") < s[0] < utc("2026-12-01T08:06:30Z")]
-    assert [s[0] for s in paused] == _every_minute_from(
-        utc("2026-12-01T08:04:00Z"), utc("2026-12-01T08:06:00Z")
-    )
-    assert all(s[1] is RunStatus.SKIPPED and s[3] == Reason.PAUSED for s in paused)
+    assert paused == []
     assert len(called_while_paused) == 3  # 08:01 .. 08:03, nothing while paused
-    # And every slot is there once, none missing; the ones after the resume ran
+    # And every other slot is there once, none missing; the ones after the resume ran
     instants = [s[0] for s in slots]
     assert len(instants) == len(set(instants))
     end = world.clock.now()
-    assert [at for at in instants if at < end] == _every_minute_from(
-        utc("2026-12-01T08:01:00Z"), end - timedelta(minutes=1)
-    )
+    assert [at for at in instants if at < end] == [
+        at
+        for at in _every_minute_from(utc("2026-12-01T08:01:00Z"), end - timedelta(minutes=1))
+        if not utc("2026-12-01T08:03:30Z") < at < utc("2026-12-01T08:06:30Z")
+    ]
     ran = [s for s in slots if s[1] is RunStatus.SUCCEEDED]
     assert [s[0] for s in ran] == [
         at
@@ -269,8 +269,8 @@ def test_a_delete_mid_block_runs_none_of_the_queued_slots(client: Any) -> None:
     world.work_until(utc("2026-12-01T08:03:00Z"))
     world.minutes(10)
     assert len(world.called()) == called
-    after = [s for s in world.slots(sid) if s[0] > utc("2026-12-01T08:02:30Z")]
-    assert after and all(s[1] is RunStatus.CANCELLED for s in after)
+    # The slots queued after the delete were withdrawn with it.
+    assert [s for s in world.slots(sid) if s[0] > utc("2026-12-01T08:02:30Z")] == []
 
 
 def test_an_edit_mid_block_reaches_the_slots_after_the_block_and_none_before(

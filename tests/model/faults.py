@@ -43,6 +43,7 @@ STORE_WRITES = frozenset(
         "admit",
         "close_runs",
         "close_scheduled",
+        "withdraw_planned",
         "mark_sent",
         "acquire",
         "release",

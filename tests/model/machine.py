@@ -42,6 +42,7 @@ from hypothesis.stateful import (
 from adapters.definitions import DELIVERY_QUEUE
 from domain.partition import Partitioning
 from domain.run import Run, RunKind, new_occurrence
+from domain.schedule import Overdue
 from domain.spec import Slot, slots_after
 from handlers.worker import handle_message
 from service.errors import ScheduleNotActive, ScheduleNotFound, VersionConflict
@@ -57,6 +58,7 @@ from tests.model.faults import (
     STATS,
     STORE_WRITES,
     TARGET_CALLS,
+    Call,
     Crash,
     CrashPlan,
     FakeTarget,
@@ -116,7 +118,15 @@ CRASH_POINTS: tuple[tuple[str, str], ...] = (
     *(("worker", call) for call in ("start_attempt", "deliver", "finish", "record_retry")),
     *(
         ("api", call)
-        for call in ("save_version", "pause", "close_scheduled", "resume", "insert", "delete")
+        for call in (
+            "save_version",
+            "pause",
+            "withdraw_planned",
+            "close_scheduled",
+            "resume",
+            "insert",
+            "delete",
+        )
     ),
 )
 MAX_SCHEDULES = 4
@@ -141,6 +151,7 @@ class VersionModel:
     created_at: datetime
     first_due: datetime | None
     ends_at: datetime | None = None  # when the next version replaced it
+    latest_only: bool = False  # its overdue policy
 
 
 @dataclass
@@ -273,6 +284,7 @@ class DuetimeMachine(RuleBasedStateMachine):
             payload,
             stored.created_at,
             schedule.next_due,
+            latest_only=stored.policy.overdue is Overdue.LATEST_ONLY,
         )
 
     def _sync(self, model: ScheduleModel, payload: dict[str, Any] | None = None) -> None:
@@ -663,6 +675,7 @@ class DuetimeMachine(RuleBasedStateMachine):
             ):
                 self._violate("one idempotency key per occurrence", f"{call} is not {run}")
             model = runs_of[call.key]
+            self._latest_only_started_on_time(model, run, call)
             expected = model.versions[run.version].payload
             if call.payload != expected:
                 self._violate(
@@ -677,6 +690,23 @@ class DuetimeMachine(RuleBasedStateMachine):
         if self.settled_at is not None:
             for model in self.models.values():
                 self._every_slot_recorded(model, self.settled_at)
+
+    def _latest_only_started_on_time(self, model: ScheduleModel, run: Run, call: Call) -> None:
+        """Overdue policy ``latest_only``, whatever the path to the start (planned
+        ahead, found late, a message held back): a slot's first attempt starts
+        only while it is the latest due slot of its version, so after an
+        outage one run starts, not a burst of late ones."""
+        version = model.versions[run.version]
+        if run.kind is not RunKind.SCHEDULED or call.attempt != 1 or not version.latest_only:
+            return
+        following = next(slots_after(version.spec, version.dst, run.scheduled_at), None)
+        if following is not None and following.scheduled_at <= call.at:
+            self._violate(
+                "latest_only starts only the latest due slot",
+                f"{model.label}'s slot {run.scheduled_at.isoformat()} started at "
+                f"{call.at.isoformat()}, after the next slot came due at "
+                f"{following.scheduled_at.isoformat()}",
+            )
 
     def _summarized(self, model: ScheduleModel) -> list[tuple[datetime, datetime]]:
         """The ranges that summary records count instead of one record per slot

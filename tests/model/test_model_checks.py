@@ -4,8 +4,13 @@ campaign must report."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
+import service.runs as runs_module
+from domain.run import Reason, Verdict
+from domain.start import START
 from service.schedules import ScheduleService
 from tests.model.machine import Violation
 from tests.model.test_model import SqliteMachine
@@ -69,5 +74,43 @@ def test_the_model_reports_a_target_call_with_the_parameters_of_another_version(
         machine.deliver(0)
         with pytest.raises(Violation, match="never retroactive"):
             machine.promises_hold()
+    finally:
+        machine.backend.close()
+
+
+def _a_queued_slot_delivered_after_an_outage(machine: SqliteMachine) -> None:
+    machine.start_near_a_dst_night("london fall back")
+    machine.create("every 7 min", "latest_only")
+    machine.tick_when_next_due("tick-a", 0)  # admitted and sent as it comes due
+    machine.promises_hold()
+    machine.long_outage(2)  # its message waits; later slots come due meanwhile
+    machine.deliver(0)
+    machine.promises_hold()
+    machine.tick("tick-a")
+    machine.deliver(0)
+    machine.promises_hold()
+
+
+def test_latest_only_after_an_outage_keeps_every_promise_in_the_model() -> None:
+    machine = SqliteMachine()
+    _a_queued_slot_delivered_after_an_outage(machine)
+    machine.teardown()
+
+
+def test_the_model_reports_a_worker_that_starts_a_superseded_slot(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The defect: the worker judges expire at start, but not latest_only.
+    real = runs_module.decide_start
+
+    def lenient(*args: Any, **kw: Any) -> Verdict:
+        verdict = real(*args, **kw)
+        return START if verdict.reason == Reason.SUPERSEDED else verdict
+
+    monkeypatch.setattr(runs_module, "decide_start", lenient)
+    machine = SqliteMachine()
+    try:
+        with pytest.raises(Violation, match="latest_only starts only the latest due slot"):
+            _a_queued_slot_delivered_after_an_outage(machine)
     finally:
         machine.backend.close()

@@ -29,7 +29,7 @@ from adapters.sqlite.queue import SqliteQueue
 from adapters.sqlite.store import SqliteStore
 from cli.demo import DemoResult, run_demo
 from cli.main import main
-from domain.run import Reason, Run, RunStatus
+from domain.run import Run, RunStatus
 from domain.spec import spec_zone_name
 from tests.conftest import utc
 
@@ -98,7 +98,8 @@ def _tuesdays(runs: list[Run]) -> list[Run]:
 
 def test_the_demo_plans_a_day_ahead(told: Told) -> None:
     assert _says(told.output, "The demo plans 24 h ahead, as a deployment may")
-    monday, tuesday = told.run_at(MONDAY), told.run_at(TUESDAY)
+    monday = told.run_at(MONDAY)
+    [tuesday] = _tuesdays(told.result.after_move)  # the pause withdraws it later
     assert monday.materialized_at == utc("2026-11-30T12:20:00Z")
     # Tuesday's occurrence is written on Monday at 09:00 New York, a full day ahead,
     # under the version the schedule had then.
@@ -111,7 +112,7 @@ def test_the_demo_plans_a_day_ahead(told: Told) -> None:
 
 
 def test_one_record_per_slot_across_the_whole_story(told: Told) -> None:
-    runs = told.runs()
+    runs = list(told.result.after_move)  # before the pause withdrew Tuesday's
     assert [(r.version, r.scheduled_at.isoformat()) for r in runs] == [
         (4, "2026-11-30T14:00:00+00:00"),
         (4, "2026-12-01T14:00:00+00:00"),
@@ -169,14 +170,8 @@ def test_tuesdays_v4_occurrence_existed_before_the_move_and_is_unchanged_after(
     # under version 4): the same record, field for field, and no second copy.
     assert _tuesdays(told.result.after_move) == [before]
     assert [r.scheduled_at for r in told.result.after_move].count(utc(TUESDAY_IN_LONDON)) == 0
-    # And in the store at the end (the pause has closed it since; its identity stands).
-    [final] = _tuesdays(told.runs())
-    assert (final.occurrence_id, final.version, final.scheduled_at, final.materialized_at) == (
-        before.occurrence_id,
-        before.version,
-        before.scheduled_at,
-        before.materialized_at,
-    )
+    # And at the end the pause has withdrawn it (planned, not due): no record.
+    assert _tuesdays(told.runs()) == []
     assert all(r.scheduled_at != utc(TUESDAY_IN_LONDON) for r in told.runs())
     v4 = told.store.get_version(told.sid, 4)
     assert v4 is not None and spec_zone_name(v4.spec) == "America/New_York"
@@ -202,11 +197,11 @@ def test_version_5_starts_on_wednesday_in_london(told: Told) -> None:
     assert _row(first, "Wed 2026-12-02 09:00 GMT", WEDNESDAY_IN_LONDON, "5")
 
 
-def test_pause_skips_the_next_occurrence_and_leaves_the_sent_email_alone(told: Told) -> None:
-    tuesday = told.run_at(TUESDAY)
-    assert tuesday.status is RunStatus.SKIPPED and tuesday.reason == Reason.PAUSED
-    assert tuesday.finished_at == utc("2026-11-30T22:00:00Z")
-    assert tuesday.admitted_at is None and tuesday.sent_at is None
+def test_pause_withdraws_the_planned_occurrence_and_leaves_the_sent_email_alone(
+    told: Told,
+) -> None:
+    # Tuesday's occurrence was planned a day ahead: the pause withdrew it.
+    assert all(r.scheduled_at != utc(TUESDAY) for r in told.runs())
     assert told.run_at(MONDAY).status is RunStatus.SUCCEEDED
     assert len(told.result.emails) == 1
     head = told.store.get(told.sid)
@@ -214,11 +209,9 @@ def test_pause_skips_the_next_occurrence_and_leaves_the_sent_email_alone(told: T
     text = told.section(5)
     assert "admitted" not in text.split("Stored occurrences:")[0]
     assert _says(text, "Tue 14:00:00Z  worker-3  polls the queue: no message")
-    assert _row(
-        text, tuesday.occurrence_id, "4", "Tue 09:00 EST", "skipped", "Mon 22:00:00Z", "paused"
-    )
+    assert "20261201T140000Z withdrawn (planned)" in text
     assert _says(text, "(none: the schedule is paused)")
-    assert _says(told.output, "occurrences   2 for 2 slots: 1 succeeded, 1 skipped (paused)")
+    assert _says(told.output, "occurrences   1 for 1 slot: 1 succeeded")
     assert _says(told.output, "emails        1; Idempotency-Keys:")
 
 

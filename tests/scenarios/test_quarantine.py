@@ -117,14 +117,14 @@ def test_dispatch_carries_on_past_an_occurrence_it_cannot_judge(
     healthy = setup.create("1 8 * * *")
     poisoned = setup.create("2 8 * * *")
     setup.ticker.tick_once()  # both materialized, neither due yet
-    real = tick_module.overdue_verdict
+    real = tick_module.decide_start
 
-    def overdue_verdict(policy: Any, scheduled_at: datetime, now: datetime, **kw: Any) -> Any:
-        if scheduled_at == utc("2026-12-01T08:02:00Z"):
+    def decide_start(slot: Any, *args: Any, **kw: Any) -> Any:
+        if slot.scheduled_at == utc("2026-12-01T08:02:00Z"):
             raise ValueError("cannot judge this one")
-        return real(policy, scheduled_at, now, **kw)
+        return real(slot, *args, **kw)
 
-    monkeypatch.setattr(tick_module, "overdue_verdict", overdue_verdict)
+    monkeypatch.setattr(tick_module, "decide_start", decide_start)
     setup.clock.set(utc("2026-12-01T08:03:00Z"))
 
     report = setup.ticker.tick_once()

@@ -98,7 +98,8 @@ def test_one_pass_admits_and_queues_every_slot_due_before_the_next_pass(
         "2026-12-01T08:01:20+00:00",
     ]
     assert {r.status for r in runs} == {RunStatus.ADMITTED}
-    assert all(r.admitted_at == clock.now() and not r.pending for r in runs)
+    # Admitted as of each one's instant (when its intent is released), not the pass's now
+    assert all(r.admitted_at == r.scheduled_at and not r.pending for r in runs)
     assert report.dispatch.sent == 4 and report.dispatch.max_lag_s == 0.0
     # And each intent becomes visible at its own second, not before
     assert stack.visible_ids() == []
@@ -135,6 +136,22 @@ def test_a_pause_after_the_intent_was_queued_runs_nothing(stack: Stack, clock: F
     stack.ticker().tick_once()  # 08:01 admitted and queued at 08:00
     clock.set(utc("2026-12-01T08:00:30Z"))
     stack.world.schedules.pause(sid, "maintenance")
+    # The pause withdrew the planned slot: no record, and its intent is dropped
+    assert stack.world.store.runs(sid, 10).items == ()
+    clock.set(utc("2026-12-01T08:01:00Z"))
+    assert stack.work() == ["delete"]
+    assert stack.target.ids == []
+
+
+def test_a_pause_that_loses_the_race_to_the_withdrawal_is_decided_at_start(
+    stack: Stack, clock: FakeClock
+) -> None:
+    # A planned record the withdrawal did not reach (written as it ran) is
+    # still judged by the start decision when its intent arrives.
+    sid = _create(stack.world, {"cron": "1 8 * * *"})
+    stack.ticker().tick_once()
+    clock.set(utc("2026-12-01T08:00:30Z"))
+    assert stack.world.store.pause(sid, "maintenance", clock.now())
     clock.set(utc("2026-12-01T08:01:00Z"))
     assert stack.work() == ["delete"]
     [run] = stack.world.store.runs(sid, 10).items
@@ -155,29 +172,31 @@ def test_a_short_pause_skips_only_the_slots_due_while_it_lasted(
     stack.work()
     clock.set(utc("2026-12-01T08:00:25Z"))
     stack.world.schedules.resume(sid)
+    stack.ticker().tick_once()  # plans again from the resume
     for at in ("08:00:40", "08:01:00", "08:01:20"):
         clock.set(utc(f"2026-12-01T{at}Z"))
         stack.work()
-    # Then only 08:00:20 is skipped; the queued slots after the resume run
+    # Then 08:00:20, due while paused, left no record (the pause withdrew it);
+    # the slots after the resume run, each once
     by_time = {
         r.scheduled_at.strftime("%H:%M:%S"): r for r in stack.world.store.runs(sid, 10).items
     }
-    assert by_time["08:00:20"].status is RunStatus.SKIPPED
+    assert "08:00:20" not in by_time
     assert [by_time[t].status for t in ("08:00:40", "08:01:00", "08:01:20")] == [
         RunStatus.SUCCEEDED
     ] * 3
+    assert len(stack.target.ids) == len(set(stack.target.ids)) == 3
 
 
-def test_a_delete_after_the_intent_was_queued_cancels_the_run(
+def test_a_delete_after_the_intent_was_queued_withdraws_the_run(
     stack: Stack, clock: FakeClock
 ) -> None:
     sid = _create(stack.world, {"cron": "1 8 * * *"})
     stack.ticker().tick_once()
     stack.world.schedules.delete(sid)
+    assert stack.world.store.runs(sid, 10).items == ()  # withdrawn
     clock.set(utc("2026-12-01T08:01:00Z"))
     assert stack.work() == ["delete"]
-    [run] = stack.world.store.runs(sid, 10).items
-    assert run.status is RunStatus.CANCELLED and run.reason == Reason.DELETED
     assert stack.target.ids == []
 
 

@@ -446,12 +446,17 @@ def test_the_run_uses_the_version_it_was_created_under(world: World, clock: Fake
     assert (target.calls[0].version, target.calls[0].payload) == (1, {"report": "v1"})
 
 
-def test_an_intent_for_an_unknown_occurrence_is_dead_lettered(
+def test_an_intent_for_an_occurrence_with_no_record_is_dropped(
     world: World, clock: FakeClock
 ) -> None:
-    worker, _ = make_worker(world, clock, FakeTarget())
+    # A pause or a delete withdraws a planned slot's record while its intent
+    # waits in the queue: nothing to run, and nothing for the dead letters.
+    target = FakeTarget()
+    worker, _ = make_worker(world, clock, target)
     ghost = DeliveryIntent("sch_x.v1.20261201T080000Z", "sch_x", 1, utc("2026-12-01T08:00:00Z"))
-    assert worker.handle(ghost, 1).action == "dead_letter"
+    decision = worker.handle(ghost, 1)
+    assert decision.action == "delete" and "withdrawn" in decision.reason
+    assert target.calls == []
 
 
 def test_two_workers_with_copies_of_one_intent_start_one_attempt(

@@ -1,4 +1,4 @@
-"""The schedule model: policy parsing and its refusals, overdue verdicts, partitions."""
+"""The schedule model: policy parsing and its refusals, partitions."""
 
 from __future__ import annotations
 
@@ -9,12 +9,9 @@ import pytest
 
 from domain.errors import InvalidSchedule
 from domain.partition import Partitioning, bucket_of, shard_of
-from domain.run import Reason, RunStatus
 from domain.schedule import (
     Overdue,
     Overlap,
-    SchedulePolicy,
-    overdue_verdict,
     parse_policy,
     policy_to_dict,
 )
@@ -66,21 +63,6 @@ def test_bad_policies_are_refused_naming_the_field(data: object, field: str) -> 
     with pytest.raises(InvalidSchedule) as refused:
         parse_policy(data)
     assert refused.value.field == field
-
-
-def test_overdue_verdicts() -> None:
-    late = NOW - timedelta(minutes=90)
-    catch_up = SchedulePolicy(overdue=Overdue.CATCH_UP_ALL)
-    latest = SchedulePolicy(overdue=Overdue.LATEST_ONLY)
-    expire = SchedulePolicy(overdue=Overdue.EXPIRE, catchup_window=timedelta(hours=1))
-    assert overdue_verdict(catch_up, late, NOW, superseded=True).status is RunStatus.ADMITTED
-    assert overdue_verdict(latest, late, NOW, superseded=False).status is RunStatus.ADMITTED
-    assert overdue_verdict(latest, late, NOW, superseded=True).reason == Reason.SUPERSEDED
-    expired = overdue_verdict(expire, late, NOW, superseded=False)
-    assert expired.status is RunStatus.EXPIRED
-    assert expired.reason == "expired: found 5400 s late, beyond the catchup_window of 3600 s"
-    on_edge = NOW - timedelta(hours=1)
-    assert overdue_verdict(expire, on_edge, NOW, superseded=True).status is RunStatus.ADMITTED
 
 
 def test_shards_are_stable_and_buckets_floor_the_instant() -> None:

@@ -1,0 +1,128 @@
+"""A pause withdraws what was planned, on every store.
+
+An every-second schedule planned 90 s ahead (every slot admitted and queued
+with a delay) is paused for a minute: the slots planned after the pause are
+withdrawn in one step, so its default run listing (what came due) grows by a
+handful of rows at most, not by a lookahead's worth of skipped records; the
+intents already queued for them are dropped by the worker; after the resume
+every slot runs once.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from adapters.dynamodb.runs import DynamoRunStore
+from adapters.dynamodb.store import DynamoStore
+from adapters.sqlite.runs import SqliteRunStore
+from adapters.sqlite.store import SqliteStore
+from domain.delivery import Delivery, Outcome
+from domain.partition import Partitioning
+from domain.run import DeliveryIntent, RunStatus
+from domain.targets import Target
+from service.ports import DeliveryQueue, Store
+from service.run_ports import RunStore
+from service.run_views import RunViews
+from service.runs import RunWorker
+from service.schedules import ScheduleService
+from service.tick import PlanNow, TickConfig, Ticker
+from tests.conftest import FakeClock, utc
+
+START = utc("2026-12-01T08:00:00Z")
+CONFIG = TickConfig(
+    partitioning=Partitioning(shards=1, bucket_s=60),
+    lookahead=timedelta(seconds=90),
+    queue_ahead=True,
+)
+WEBHOOK = {"type": "webhook", "url": "https://example.com/hook"}
+
+
+@dataclass
+class HeldQueue(DeliveryQueue):
+    held: list[DeliveryIntent] = field(default_factory=list)
+
+    def send_batch(self, intents: Sequence[DeliveryIntent]) -> list[str]:
+        self.held.extend(intents)
+        return []
+
+    def due(self, now: datetime) -> list[DeliveryIntent]:
+        ready = sorted(
+            (i for i in self.held if i.scheduled_at <= now), key=lambda i: i.scheduled_at
+        )
+        self.held = [i for i in self.held if i.scheduled_at > now]
+        return ready
+
+
+class Calls:
+    def __init__(self) -> None:
+        self.ids: list[str] = []
+
+    def deliver(self, target: Target, delivery: Delivery, *, timeout_s: float) -> Outcome:
+        self.ids.append(delivery.occurrence_id)
+        return Outcome.succeeded(200)
+
+
+def _runs(store: Store) -> RunStore:
+    if isinstance(store, SqliteStore):
+        return SqliteRunStore(store)
+    assert isinstance(store, DynamoStore)
+    return DynamoRunStore(store)
+
+
+def test_pausing_an_every_second_schedule_for_a_minute_adds_a_handful_of_rows(
+    store: Store,
+) -> None:
+    clock = FakeClock(START)
+    queue = HeldQueue()
+    target = Calls()
+    ticker = Ticker(store, queue, clock, CONFIG, owner="tick-1")
+    worker = RunWorker(_runs(store), target, clock, random.Random(1))
+    service = ScheduleService(
+        store, clock, CONFIG.partitioning, planning=PlanNow(store, queue, clock, CONFIG)
+    )
+    views = RunViews(store, None, clock, CONFIG.partitioning)
+    body = {"name": "each second", "spec": {"every": "PT1S"}, "target": WEBHOOK}
+    sid = service.create(body)[0].schedule_id
+
+    def seconds(count: int) -> None:
+        for _ in range(count):
+            clock.advance(1)
+            if clock.now().second % 10 == 0:
+                ticker.tick_once()
+            for intent in queue.due(clock.now()):
+                worker.handle(intent)
+
+    def listed() -> int:
+        return len(views.list(schedule_id=sid, limit=100).items)
+
+    # Given the schedule running for 10 s, planned 90 s ahead
+    seconds(10)
+    assert listed() == 10
+    # When it is paused for a minute, then resumed
+    service.pause(sid, "maintenance")
+    seconds(60)
+    service.resume(sid)
+    seconds(10)
+    # Then its default listing grew by the 10 s it ran after the resume and
+    # a handful of rows at most for the minute it was paused
+    assert listed() <= 10 + 10 + 5
+    paused = [
+        r
+        for r in views.list(schedule_id=sid, limit=100).items
+        if START + timedelta(seconds=10) < r.scheduled_at <= START + timedelta(seconds=70)
+    ]
+    assert len(paused) <= 5
+    # And nothing ran while paused; after the resume every slot ran once
+    assert len(target.ids) == len(set(target.ids))
+    ran = sorted(
+        r.scheduled_at
+        for r in views.list(schedule_id=sid, limit=100).items
+        if r.status is RunStatus.SUCCEEDED
+    )
+    assert ran[-10:] == [START + timedelta(seconds=71 + i) for i in range(10)]
+    assert all(
+        not START + timedelta(seconds=10) < at <= START + timedelta(seconds=70) for at in ran
+    )
