@@ -127,7 +127,8 @@ class IndexLag:
         found = [i for i in current if (i.hash_key, i.range_key) not in seen]
         stale = len(found) != len(current)
         for state in seen.values():
-            if state is not None and state.attrs.get(attribute) == value:
+            held = None if state is None else state.attrs.get(attribute)
+            if held is not None and held == value:
                 found.append(state)
                 stale = True
         if stale:
