@@ -30,7 +30,7 @@ DUMMY_AWS_ENV = {
     "AWS_REGION": "us-east-1",
     "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled",
 }
-SCENARIO_NAMES = ("idle-week", "mixed-day", "faults", "two-stacks", "burst")
+SCENARIO_NAMES = ("idle-week", "mixed-day", "faults", "two-stacks", "burst", "routes")
 
 COLUMNS = (
     ("scenario", 11),
@@ -239,6 +239,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps(result, default=str) if args.json else line(result), flush=True)
     if not args.json:
         for result in results:
+            for failed in result.get("route_errors", []):
+                print(f"  {result['scenario']}: {failed['operation']} answered {failed['status']}")
+            for operation in result.get("operations_not_called", []):
+                print(f"  {result['scenario']}: not called: {operation}")
             for denied in result["denied_calls"][:3]:
                 print(
                     f"  {result['scenario']}: denied {denied['function']} "

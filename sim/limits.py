@@ -5,9 +5,12 @@
   while it runs, and refuses a plain write (``PutItem``, ``UpdateItem``,
   ``DeleteItem``) to an item a transaction is changing with
   ``TransactionConflictException``. moto runs requests one at a time, so
-  nothing overlaps: here two writes to one item by different invocations
-  within ``CONFLICT_WINDOW_S`` (a transaction's own duration, an assumption)
-  overlap, and the later one is refused when either is a transaction.
+  nothing overlaps: here a write to an item overlaps the last write to it
+  when that one was made less than ``CONFLICT_WINDOW_S`` before (a
+  transaction's own duration, an assumption) by another invocation that is
+  still running (``running``: two API calls one after the other do not
+  overlap, whatever their instants), and is refused when either is a
+  transaction.
 - **Per-partition throttling.** A partition key value takes at most 1,000
   write units a second, whatever the table's capacity mode; a write past it
   is answered ``ProvisionedThroughputExceededException`` (botocore retries it
@@ -93,6 +96,8 @@ class Limits:
     sqs: bool = True
     api_timeout: bool = True
     in_flight_cap: int = SQS_IN_FLIGHT_CAP
+    # Whether an invocation (by id) is still running: set by the simulation.
+    running: Any = field(default=lambda invocation: True)
     # (table, key) -> (when, invocation, by a transaction) of the last write let through
     last_write: dict[tuple[str, str], tuple[float, int, bool]] = field(default_factory=dict)
     # (table, partition key value) -> (second, units written in it)
@@ -140,6 +145,7 @@ class Limits:
                 and now - last[0] <= CONFLICT_WINDOW_S
                 and last[1] != me
                 and (transaction or last[2])
+                and self.running(last[1])
             )
             clash = clash or overlaps
             reasons.append({"Code": "TransactionConflict" if overlaps else "None"})

@@ -576,12 +576,20 @@ def _tick_planning(sim: Simulation, due_at: timedelta) -> dict[str, Any]:
     }
 
 
+def routes(templates: dict[str, Any], options: Options) -> dict[str, Any]:
+    """Every API operation once, under the API's role (sim/routes.py)."""
+    from sim.routes import routes as run
+
+    return run(templates, options)
+
+
 SCENARIOS: dict[str, Callable[[dict[str, Any], Options], dict[str, Any]]] = {
     "idle-week": idle_week,
     "mixed-day": mixed_day,
     "faults": faults,
     "two-stacks": two_stacks,
     "burst": burst,
+    "routes": routes,
 }
 
 # What ``--short`` runs (``make simulate``): each scenario long enough to show what it is
@@ -592,4 +600,5 @@ SHORT: dict[str, Options] = {
     "faults": Options(tick_interval_s=25),
     "two-stacks": Options(hours=0.25, tick_interval_s=50),
     "burst": Options(count=200, tick_interval_s=25),
+    "routes": Options(tick_interval_s=25),
 }

@@ -179,6 +179,7 @@ class Simulation:
         self.limits = limits_for(on, self.account)
         self.account.faults.extend(self.limits.faults())
         self.account.ttl_due = self.limits.ttl_due
+        self.limits.running = self._running
         self._stack = ExitStack()
         # Module name -> what each container's copy of it gets (see _patch_code_seams).
         self.seams: dict[str, list[ModuleSeam]] = {}
@@ -435,6 +436,13 @@ class Simulation:
             )
         return True
 
+    def _running(self, invocation: int) -> bool:
+        return any(
+            getattr(p, "record", None) is not None and p.record.id == invocation  # type: ignore[attr-defined]
+            for f in self.functions.values()
+            for p in f.busy()
+        )
+
     def _deliveries(self) -> list[float]:
         """When an accepted event is delivered (after its due time): once at once, or as
         ``sim.at_least_once`` has it (twice, late)."""
@@ -636,11 +644,20 @@ class Simulation:
 
     # --- the API, as API Gateway calls it ------------------------------------------------------
 
-    def api(self, stack: str, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+    def api(
+        self,
+        stack: str,
+        method: str,
+        path: str,
+        body: Any = None,
+        headers: dict[str, str] | None = None,
+    ) -> tuple[int, Any]:
         from handlers.local_http import to_event
 
         data = b"" if body is None else json.dumps(body).encode()
-        event = to_event(method, path, {"Content-Type": "application/json"}, data)
+        event = to_event(
+            method, path, {"Content-Type": "application/json", **(headers or {})}, data
+        )
         function = self.function(stack, "FunctionsApi")
         record = function.invoke(self.engine, event, "api")
         if record is None:

@@ -140,3 +140,9 @@ def burst_hourly(templates: dict[str, dict[str, Any]]) -> dict[str, Any]:
         hourly=True,
         tick_interval_s=50,
     )
+
+
+@pytest.fixture(scope="session")
+def routes(templates: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Every API operation once, after two and a half minutes of runs."""
+    return _run("routes", templates, tick_interval_s=25)
