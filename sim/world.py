@@ -491,6 +491,9 @@ class Simulation:
     def _visible(self, url: str) -> int:
         return int(self._queue(url).approximate_number_of_messages)
 
+    def _in_flight(self, url: str) -> int:
+        return int(self._queue(url).approximate_number_of_messages_not_visible)
+
     def _next_visible_s(self, url: str, before: float) -> float | None:
         """The first instant after now, and before ``before``, at which a message of the
         queue held back (delayed, or in flight) becomes visible: moto's own tests
@@ -558,7 +561,7 @@ class Simulation:
         messages: list[dict[str, Any]] = []
         while len(messages) < count:
             self.esm_requests["sqs:ReceiveMessage"] += 1
-            if self.limits.over_in_flight_cap(self.account.queue_depth(mapping.queue_url)[1]):
+            if self.limits.over_in_flight_cap(self._in_flight(mapping.queue_url)):
                 break  # OverLimit: the poller gets nothing until messages leave flight
             answer = self.account.sim.sqs.receive_message(
                 QueueUrl=mapping.queue_url,
