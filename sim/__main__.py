@@ -248,8 +248,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                     f"  {result['scenario']}: denied {denied['function']} "
                     f"{denied['action']} on {denied['resource']}"
                 )
-            effects = ", ".join(f"{k} {v}" for k, v in result["adversity_effects"].items())
+            effects = ", ".join(
+                f"{k} {v}"
+                for k, v in result["adversity_effects"].items()
+                if not isinstance(v, dict)
+            )
             print(f"  {result['scenario']}: adversities: {effects or 'none on'}")
+            stale = result["adversity_effects"].get("stale_index_answers_by_index")
+            if stale:
+                items = ", ".join(f"{k} {v}" for k, v in stale.items())
+                print(f"  {result['scenario']}: stale index answers: {items}")
             if result["stopped_examples"]:
                 stopped = ", ".join(result["stopped_examples"])
                 print(f"  {result['scenario']}: no longer planned: {stopped}")

@@ -22,7 +22,7 @@ from __future__ import annotations
 import copy
 import math
 import random
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable
 from typing import Any
 
@@ -44,7 +44,8 @@ class IndexLag:
         self.seen: dict[str, dict[Key, Any]] = {}
         self.recent: dict[str, deque[float]] = {}
         self._transaction: list[tuple[Any, Key, Any, Any]] | None = None
-        self.stale_answers = 0  # GSI queries answered with at least one item as it was
+        # GSI queries answered with at least one item as it was, by "<table>/<index>"
+        self.stale_answers: Counter[str] = Counter()
         self.max_lag_s = 0.0
 
     def delay_s(self, table_name: str) -> float:
@@ -132,5 +133,5 @@ class IndexLag:
                 found.append(state)
                 stale = True
         if stale:
-            self.stale_answers += 1
+            self.stale_answers[f"{table.name}/{index_name}"] += 1
         return found

@@ -467,11 +467,24 @@ def per_window(sim: Simulation) -> dict[str, Any]:
     }
 
 
+def _index_label(sim: Simulation, where: str) -> str:
+    """``<table>/<index>`` with the table's logical id (its CDK hash dropped)."""
+    import re
+
+    table, _, index = where.partition("/")
+    definition = sim.account.tables.get(table)
+    label = definition.logical_id if definition is not None else table
+    return f"{re.sub(r'[0-9A-F]{8}$', '', label)}/{index}"
+
+
 def adversity_effects(sim: Simulation) -> dict[str, Any]:
     """How often each adversity that is on changed an answer or a delivery."""
     found: dict[str, Any] = dict(sim.limits.counts)
     if sim.index_lag is not None:
-        found["stale_index_answers"] = sim.index_lag.stale_answers
+        found["stale_index_answers"] = sum(sim.index_lag.stale_answers.values())
+        found["stale_index_answers_by_index"] = {
+            _index_label(sim, where): n for where, n in sorted(sim.index_lag.stale_answers.items())
+        }
         found["index_lag_max_s"] = round(sim.index_lag.max_lag_s, 3)
     if sim.at_least_once is not None:
         found["invocations_delivered_twice"] = sim.at_least_once.duplicated
