@@ -305,3 +305,38 @@ def test_api_gateway_gives_up_after_29_seconds_unless_off() -> None:
     assert Limits(account).api_gateway_timed_out(API_GATEWAY_TIMEOUT_S + 0.1)
     assert not Limits(account).api_gateway_timed_out(API_GATEWAY_TIMEOUT_S)
     assert not Limits(account, api_timeout=False).api_gateway_timed_out(60.0)
+
+
+# --- what the summary reports ----------------------------------------------------------------
+
+
+def test_the_summary_counts_a_schedule_that_stopped_not_one_that_missed_once() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from sim.results import deliveries
+
+    start = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
+    minutes = [start + timedelta(minutes=k) for k in range(1, 6)]
+
+    def seen(schedule: str, at: datetime) -> Any:
+        text = at.strftime("%Y-%m-%dT%H:%M:%SZ")
+        return SimpleNamespace(
+            schedule_id=schedule,
+            scheduled_at=text,
+            key=f"{schedule}{text}",
+            started_s=(at - start).total_seconds(),
+            status=200,
+        )
+
+    sim: Any = SimpleNamespace(
+        engine=SimpleNamespace(now=(start + timedelta(minutes=6)).timestamp(), start=start),
+        labels={"s": "stopped", "m": "missed-once"},
+        receiver=SimpleNamespace(
+            deliveries=[seen("s", at) for at in minutes[:2]]
+            + [seen("m", at) for at in minutes if at != minutes[2]]
+        ),
+    )
+    found = deliveries(sim, {"s": minutes, "m": minutes}, settle_s=0.0)
+    assert found["gaps"] == 4
+    assert found["schedules_no_longer_planned"] == 1
+    assert found["stopped_examples"] == ["stopped"]
