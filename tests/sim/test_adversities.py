@@ -340,3 +340,53 @@ def test_the_summary_counts_a_schedule_that_stopped_not_one_that_missed_once() -
     assert found["gaps"] == 4
     assert found["schedules_no_longer_planned"] == 1
     assert found["stopped_examples"] == ["stopped"]
+
+
+def _stalled_api(templates: dict[str, Any], adversities: Adversities) -> tuple[int, Any]:
+    """``GET /schedules`` whose first DynamoDB request takes 40 s (a fault), from an API
+    function whose ``Timeout`` is 60 s (the stack's is API Gateway's own 29 s, so Lambda
+    would cut it off first)."""
+    import copy
+    import os
+
+    templates = copy.deepcopy(templates)
+    for resource in templates["Duetime"]["Resources"].values():
+        props = resource.get("Properties", {})
+        if resource["Type"] == "AWS::Lambda::Function" and props["Handler"].endswith("api.handler"):
+            props["Timeout"] = 60
+    from datetime import UTC, datetime
+
+    from sim.scenarios import PRIMARY
+    from sim.world import Simulation
+    from tests.sim.conftest import DUMMY_AWS_ENV
+
+    saved = dict(os.environ)
+    os.environ.update(DUMMY_AWS_ENV)
+    os.environ["AWS_DEFAULT_REGION"] = os.environ["AWS_REGION"] = REGION
+    try:
+        start = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
+        with Simulation(templates, start, adversities=adversities) as sim:
+            sim.deploy(PRIMARY)
+            left = [1]
+
+            def stall(actor: Any, service: str, operation: str, params: Any) -> float | None:
+                if left[0] and service == "dynamodb" and "Api" in actor.function:
+                    left[0] -= 1
+                    return 40.0
+                return None
+
+            sim.account.faults.append(stall)
+            return sim.api(PRIMARY, "GET", "/schedules")
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def test_api_gateway_answers_504_when_the_api_has_not_answered_in_29_seconds(
+    templates: dict[str, Any],
+) -> None:
+    only = Adversities(**{a: a == "api_timeout" for a in NAMES.values()})
+    status, answer = _stalled_api(templates, only)
+    assert (status, answer) == (504, {"message": "Endpoint request timed out"})
+    status, _ = _stalled_api(templates, NONE)
+    assert status == 200  # without it the caller waits the 40 s for the function's answer
