@@ -16,6 +16,7 @@ import sys
 import time
 import warnings
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from sim.synth import synthesize, with_memory, with_surge_min, with_variables
@@ -29,7 +30,7 @@ DUMMY_AWS_ENV = {
     "AWS_REGION": "us-east-1",
     "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled",
 }
-SCENARIO_NAMES = ("idle-week", "mixed-day", "faults", "two-stacks", "alerts", "burst")
+SCENARIO_NAMES = ("idle-week", "mixed-day", "faults", "two-stacks", "alerts", "burst", "routes")
 
 COLUMNS = (
     ("scenario", 11),
@@ -40,6 +41,7 @@ COLUMNS = (
     ("delivered", 9),
     ("dups", 4),
     ("gaps", 5),
+    ("stopped", 7),
     ("late p50", 8),
     ("late p99", 8),
     ("late max", 8),
@@ -69,6 +71,7 @@ def row(result: dict[str, Any]) -> list[str]:
         str(result["delivered"]),
         str(result["duplicates"]),
         str(result["gaps"]),
+        str(result["schedules_no_longer_planned"]),
         _number(lateness["p50"]),
         _number(lateness["p99"]),
         _number(lateness["max"]),
@@ -161,6 +164,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         "default): its share of a vCPU, a full one at 1769",
     )
     parser.add_argument(
+        "--without",
+        action="append",
+        default=[],
+        metavar="ADVERSITY",
+        help="run without one of AWS's weaker promises (index-lag, at-least-once, "
+        "transaction-conflicts, partition-throttling, ttl-lag, sqs-limits, api-timeout; "
+        "all: none of them); repeatable, or comma-separated",
+    )
+    parser.add_argument(
         "--short",
         action="store_true",
         help="each scenario's short preset (make simulate); other options are ignored",
@@ -182,6 +194,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--surge-min must be at least 1")
     if not 1 <= args.tick_interval <= 55:
         parser.error("--tick-interval must be between 1 and 55 seconds")
+    from sim.adversity import without
+
+    try:
+        adversities = without([n.strip() for v in args.without for n in v.split(",") if n])
+    except ValueError as error:
+        parser.error(str(error))
     os.environ.update(DUMMY_AWS_ENV)
     os.environ.pop("AWS_ENDPOINT_URL", None)
     os.environ.pop("AWS_PROFILE", None)
@@ -197,6 +215,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         count=args.count,
         ahead_s=args.ahead,
         hourly=args.hourly,
+        adversities=adversities,
     )
     templates = synthesize()
     if args.surge_min is not None:
@@ -213,17 +232,35 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(header(), flush=True)
     for name in names:
         began = time.perf_counter()
-        result = SCENARIOS[name](templates, SHORT[name] if args.short else options)
+        chosen = replace(SHORT[name], adversities=adversities) if args.short else options
+        result = SCENARIOS[name](templates, chosen)
         result["wall_s"] = round(time.perf_counter() - began, 1)
         results.append(result)
         print(json.dumps(result, default=str) if args.json else line(result), flush=True)
     if not args.json:
         for result in results:
+            for failed in result.get("route_errors", []):
+                print(f"  {result['scenario']}: {failed['operation']} answered {failed['status']}")
+            for operation in result.get("operations_not_called", []):
+                print(f"  {result['scenario']}: not called: {operation}")
             for denied in result["denied_calls"][:3]:
                 print(
                     f"  {result['scenario']}: denied {denied['function']} "
                     f"{denied['action']} on {denied['resource']}"
                 )
+            effects = ", ".join(
+                f"{k} {v}"
+                for k, v in result["adversity_effects"].items()
+                if not isinstance(v, dict)
+            )
+            print(f"  {result['scenario']}: adversities: {effects or 'none on'}")
+            stale = result["adversity_effects"].get("stale_index_answers_by_index")
+            if stale:
+                items = ", ".join(f"{k} {v}" for k, v in stale.items())
+                print(f"  {result['scenario']}: stale index answers: {items}")
+            if result["stopped_examples"]:
+                stopped = ", ".join(result["stopped_examples"])
+                print(f"  {result['scenario']}: no longer planned: {stopped}")
             for detail in details(result):
                 print(detail)
             for note in result["notes"]:

@@ -152,6 +152,9 @@ class Account:
         # function of that name is deployed in it (the request then goes to moto).
         self.async_invoke: Callable[[str, Any], bool] | None = None
         self.is_simulated_function: Callable[[str], bool] = lambda _: False
+        # Whether DynamoDB's TTL sweep has deleted an item by now: (table, key as text,
+        # expiry, now) -> bool; at expiry unless the simulation lags it (sim.limits).
+        self.ttl_due: Callable[[str, str, float, float], bool] = lambda t, k, at, now: at < now
 
     # --- hooks on every client -----------------------------------------------------------------
 
@@ -411,7 +414,10 @@ class Account:
                     process.check_deadline()
                 continue
             error = effect.response["Error"]
-            body = json.dumps({"__type": error["Code"], "message": error["Message"]}).encode()
+            answer = {"__type": error["Code"], "message": error["Message"]}
+            if "CancellationReasons" in effect.response:
+                answer["CancellationReasons"] = effect.response["CancellationReasons"]
+            body = json.dumps(answer).encode()
             status = int(effect.response["ResponseMetadata"]["HTTPStatusCode"])
             headers = {"Content-Type": "application/x-amz-json-1.0", "x-amzn-RequestId": "sim"}
             return AWSResponse("https://sim", status, headers, MockRawResponse(body))
@@ -556,7 +562,8 @@ class Account:
         )
 
     def expire_ttl(self) -> int:
-        """DynamoDB's TTL sweep (free on AWS, never done by moto): delete expired items."""
+        """DynamoDB's TTL sweep (free on AWS, never done by moto): delete expired items
+        whose deletion is due (``ttl_due``)."""
         removed = 0
         now = self.engine.now
         for table, definition in self.tables.items():
@@ -569,7 +576,8 @@ class Account:
             for page in pages:
                 for item in page["Items"]:
                     value = item.get(definition.ttl_attribute, {}).get("N")
-                    if value is not None and float(value) < now:
+                    key = json.dumps({k: item[k] for k in keys}, sort_keys=True)
+                    if value is not None and self.ttl_due(table, key, float(value), now):
                         self.sim.dynamodb.delete_item(
                             TableName=table, Key={k: item[k] for k in keys}
                         )

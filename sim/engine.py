@@ -173,6 +173,10 @@ class Engine:
     def after(self, seconds: float, action: Callable[[], None]) -> None:
         self.at(self.now + seconds, action)
 
+    def next_at(self) -> float | None:
+        """When the next event is due, None when none is."""
+        return self._queue[0][0] if self._queue else None
+
     def current(self) -> Process | None:
         """The process whose turn it is (also seen from its thread pool's threads)."""
         return self._current

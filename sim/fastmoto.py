@@ -43,6 +43,8 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any
 
+from sim.index_lag import IndexLag
+
 
 def _now_s(clock: Callable[[], float]) -> Callable[..., float]:
     from moto.core.utils import unix_time
@@ -116,21 +118,27 @@ def _put_back(table: Any, hash_value: Any, range_value: Any, item: Any) -> None:
         table.items[hash_value] = item
 
 
-def _transact(original: Callable[..., None]) -> Callable[..., None]:
+def _transact(original: Callable[..., None], lag: IndexLag | None) -> Callable[..., None]:
     def transact_write_items(backend: Any, transact_items: list[dict[str, Any]]) -> None:
         before = [
             (table, h, r, copy.deepcopy(_stored(table, h, r)))
             for table, h, r in _touched(backend, transact_items)
         ]
+        if lag is not None:
+            lag.begin()
         try:
             original(backend, transact_items)
         except BaseException:
+            if lag is not None:
+                lag.end(committed=False)  # an index never sees a cancelled transaction
             # moto put its "copy" of each table back: the table itself (see _shared).
             # Undo what the transaction wrote, last write first.
             for table, h, r, item in reversed(before):
                 _put_back(table, h, r, item)
                 _reindex(table, h, r)
             raise
+        if lag is not None:
+            lag.end(committed=True)
 
     return transact_write_items
 
@@ -311,27 +319,37 @@ def _key_of(table: Any, key: Any) -> tuple[Any, Any] | None:
     return hash_value, range_value
 
 
-def _reindexed(original: Callable[..., Any], key_argument: str) -> Callable[..., Any]:
+def _reindexed(
+    original: Callable[..., Any], key_argument: str, lag: IndexLag | None
+) -> Callable[..., Any]:
     """A backend write (``put_item``, ``update_item``, ``delete_item``: each takes the
     table's name, then the item or its key) that moves the item it names to its
-    bucket afterwards, whether it wrote or was refused."""
+    bucket afterwards, whether it wrote or was refused; and, with ``lag``, tells the
+    index lag what the item was before and is after."""
 
     def write(backend: Any, *args: Any, **kwargs: Any) -> Any:
+        name = args[0] if args else kwargs.get("table_name")
+        key = args[1] if len(args) > 1 else kwargs.get(key_argument)
+        table = backend.tables.get(name)
+        found = _key_of(table, key) if table is not None else None
+        before = None
+        if lag is not None and found is not None:
+            before = lag.before_write(table, found, _stored(table, *found))
         try:
-            return original(backend, *args, **kwargs)
+            answer = original(backend, *args, **kwargs)
         finally:
-            name = args[0] if args else kwargs.get("table_name")
-            key = args[1] if len(args) > 1 else kwargs.get(key_argument)
-            table = backend.tables.get(name)
-            if table is not None and "_sim_buckets" in table.__dict__:
-                found = _key_of(table, key)
-                if found is not None:
-                    _reindex(table, *found)
+            if found is not None and "_sim_buckets" in table.__dict__:
+                _reindex(table, *found)
+        if before is not None and found is not None:
+            lag.written(table, found, before, _stored(table, *found))  # type: ignore[union-attr]
+        return answer
 
     return write
 
 
-def _candidates(table: Any, hash_key: Any, index_name: Any, conditions: Any) -> list[Any] | None:
+def _candidates(
+    table: Any, hash_key: Any, index_name: Any, conditions: Any, lag: IndexLag | None = None
+) -> list[Any] | None:
     """The items a query can answer with: those of its partition key value (moto then
     reads them as it reads the whole table). None: the query is left to moto whole."""
     if not index_name:
@@ -354,12 +372,13 @@ def _candidates(table: Any, hash_key: Any, index_name: Any, conditions: Any) -> 
     if built is None:
         return None
     try:
-        return list(built.by_value.get(value, {}).values())
+        current = list(built.by_value.get(value, {}).values())
     except TypeError:
         return None
+    return current if lag is None else lag.candidates(table, index_name, attribute, value, current)
 
 
-def _query(original: Callable[..., Any]) -> Callable[..., Any]:
+def _query(original: Callable[..., Any], lag: IndexLag | None) -> Callable[..., Any]:
     """``Table.query`` over the items of the key value asked for. moto reads every item
     of the table (sorted, for a table query too) to find those of one partition key
     value; here it reads only those, and filters, sorts, pages and projects them with
@@ -375,6 +394,7 @@ def _query(original: Callable[..., Any]) -> Callable[..., Any]:
             bound.get("hash_key"),
             bound.get("index_name"),
             bound.get("hash_key_conditions"),
+            lag,
         )
         if candidates is None:
             return original(table, *args, **kwargs)
@@ -433,9 +453,10 @@ def _shared(table: Any, memo: dict[int, Any]) -> Any:
 
 
 @contextmanager
-def faster_moto(clock: Callable[[], float]) -> Iterator[None]:
+def faster_moto(clock: Callable[[], float], lag: IndexLag | None = None) -> Iterator[None]:
     """moto's quadratic paths replaced while the simulation runs (``clock``: the
-    simulated instant, seconds since the epoch)."""
+    simulated instant, seconds since the epoch); with ``lag``, GSIs that lag their
+    table (``sim.index_lag``)."""
     from moto.core.serialize import JSONSerializer
     from moto.dynamodb.models import DynamoDBBackend
     from moto.dynamodb.models import DynamoDBBackend as Backend
@@ -450,15 +471,15 @@ def faster_moto(clock: Callable[[], float]) -> Iterator[None]:
         (sqs_models.Message, "mark_received", handles.received(sqs_models.Message.mark_received)),
         (sqs_models.Queue, "delete_message", handles.deleter()),
         (sqs_models.SQSBackend, "change_message_visibility", handles.visibility_changer()),
-        (Table, "query", _query(Table.query)),
+        (Table, "query", _query(Table.query, lag)),
         (
             JSONSerializer,
             "_serialize_type_structure",
             _attribute_values(JSONSerializer._serialize_type_structure),
         ),
-        (Backend, "put_item", _reindexed(Backend.put_item, "item_attrs")),
-        (Backend, "update_item", _reindexed(Backend.update_item, "key")),
-        (Backend, "delete_item", _reindexed(Backend.delete_item, "key")),
+        (Backend, "put_item", _reindexed(Backend.put_item, "item_attrs", lag)),
+        (Backend, "update_item", _reindexed(Backend.update_item, "key", lag)),
+        (Backend, "delete_item", _reindexed(Backend.delete_item, "key", lag)),
         (sqs_models, "unix_time", _now_s(clock)),
         (sqs_models, "unix_time_millis", _now_ms(clock)),
         (
@@ -469,7 +490,7 @@ def faster_moto(clock: Callable[[], float]) -> Iterator[None]:
         (
             DynamoDBBackend,
             "transact_write_items",
-            _transact(DynamoDBBackend.transact_write_items),
+            _transact(DynamoDBBackend.transact_write_items, lag),
         ),
         (Table, "__deepcopy__", _shared),
     ]

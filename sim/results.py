@@ -78,6 +78,21 @@ def deliveries(
         for at in v
     }
     gaps = sorted(due - first.keys())
+    stopped = []
+    for schedule_id, instants in expected.items():
+        owed = sorted(
+            at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            for at in instants
+            if at.timestamp() <= end
+        )
+        missed = [at for at in owed if (schedule_id, at) not in first]
+        if (
+            len(owed) >= 2
+            and missed
+            and owed[-1] in missed
+            and all((schedule_id, at) not in first for at in owed if at >= missed[0])
+        ):
+            stopped.append(sim.labels.get(schedule_id, schedule_id))
     return {
         "due": len(due),
         "delivered": len(due & first.keys()),
@@ -85,6 +100,10 @@ def deliveries(
         "duplicates": sum(1 for o in keys if len(keys[o]) > 1) + after_success,
         "gaps": len(gaps),
         "gap_examples": [[sim.labels.get(s, s), at] for s, at in gaps[:8]],
+        # Schedules whose deliveries stopped for good: from their first missed occurrence
+        # on, every due one missed (a schedule no pass plans any more), by name.
+        "schedules_no_longer_planned": len(stopped),
+        "stopped_examples": sorted(stopped)[:8],
         "unexpected": len(first.keys() - expected_all),
         "lateness_s": {
             "min": round(min(lateness), 3) if lateness else None,
@@ -448,6 +467,31 @@ def per_window(sim: Simulation) -> dict[str, Any]:
     }
 
 
+def _index_label(sim: Simulation, where: str) -> str:
+    """``<table>/<index>`` with the table's logical id (its CDK hash dropped)."""
+    import re
+
+    table, _, index = where.partition("/")
+    definition = sim.account.tables.get(table)
+    label = definition.logical_id if definition is not None else table
+    return f"{re.sub(r'[0-9A-F]{8}$', '', label)}/{index}"
+
+
+def adversity_effects(sim: Simulation) -> dict[str, Any]:
+    """How often each adversity that is on changed an answer or a delivery."""
+    found: dict[str, Any] = dict(sim.limits.counts)
+    if sim.index_lag is not None:
+        found["stale_index_answers"] = sum(sim.index_lag.stale_answers.values())
+        found["stale_index_answers_by_index"] = {
+            _index_label(sim, where): n for where, n in sorted(sim.index_lag.stale_answers.items())
+        }
+        found["index_lag_max_s"] = round(sim.index_lag.max_lag_s, 3)
+    if sim.at_least_once is not None:
+        found["invocations_delivered_twice"] = sim.at_least_once.duplicated
+        found["invocations_delivered_late"] = sim.at_least_once.late
+    return found
+
+
 def summary(
     sim: Simulation,
     scenario: str,
@@ -523,5 +567,7 @@ def summary(
         **cost(sim),
         "alarms": alarms(sim),
         "notes": sim.notes,
+        "adversities": sim.adversities.on(),
+        "adversity_effects": adversity_effects(sim),
         **extra,
     }

@@ -14,7 +14,7 @@ import functools
 import inspect
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from types import ModuleType
 from typing import Any
@@ -22,6 +22,7 @@ from zoneinfo import ZoneInfo
 
 from botocore.exceptions import ClientError
 
+from sim.adversity import Adversities
 from sim.aws import Actor, client_error
 from sim.results import percentile, summary
 from sim.world import Simulation
@@ -43,6 +44,8 @@ class Options:
     # burst: each schedule an hourly cron at the instant's minute, run for two hours:
     # the second instant is planned from the chain, as every day after the first is
     hourly: bool = False
+    # AWS's weaker promises kept (sim/adversity.py): every one by default
+    adversities: Adversities = field(default_factory=Adversities)
 
 
 def _thin_tick(sim: Simulation, interval_s: float) -> None:
@@ -122,7 +125,7 @@ def idle_week(templates: dict[str, Any], options: Options) -> dict[str, Any]:
     """No schedules for a week: items per table and requests per hour must stay flat."""
     hours = 168.0 if options.hours is None else options.hours
     start = datetime(2026, 12, 7, 0, 0, tzinfo=UTC)
-    with Simulation(templates, start, seed=options.seed) as sim:
+    with Simulation(templates, start, seed=options.seed, adversities=options.adversities) as sim:
         _thin_tick(sim, options.tick_interval_s)
         sim.deploy(PRIMARY)
         sample_s = 3600.0 if hours >= 3 else 600.0 if hours >= 1 else 300.0
@@ -141,7 +144,7 @@ def mixed_day(templates: dict[str, Any], options: Options) -> dict[str, Any]:
     # 2026-03-08 07:00Z is 02:00 EST -> 03:00 EDT in New York.
     start = datetime(2026, 3, 8, 6, 50, tzinfo=UTC)
     count = max(10, round(1000 * options.scale))
-    with Simulation(templates, start, seed=options.seed) as sim:
+    with Simulation(templates, start, seed=options.seed, adversities=options.adversities) as sim:
         _thin_tick(sim, options.tick_interval_s)
         sim.deploy(PRIMARY)
         until = start + timedelta(hours=hours)
@@ -247,7 +250,7 @@ def faults(templates: dict[str, Any], options: Options) -> dict[str, Any]:
     """Everything that goes wrong in production, one after the other, in one run."""
     minutes = 22.0 if options.hours is None else options.hours * 60
     start = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
-    with Simulation(templates, start, seed=options.seed) as sim:
+    with Simulation(templates, start, seed=options.seed, adversities=options.adversities) as sim:
         _thin_tick(sim, options.tick_interval_s)
         sim.deploy(PRIMARY)
         tick = sim.function(PRIMARY, "FunctionsTick")
@@ -427,7 +430,7 @@ def two_stacks(templates: dict[str, Any], options: Options) -> dict[str, Any]:
     """Two stacks in one account; the second is stopped (its schedules disabled) after 5 minutes."""
     minutes = 30.0 if options.hours is None else options.hours * 60
     start = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
-    with Simulation(templates, start, seed=options.seed) as sim:
+    with Simulation(templates, start, seed=options.seed, adversities=options.adversities) as sim:
         _thin_tick(sim, options.tick_interval_s)
         sim.deploy(PRIMARY)
         sim.deploy(OTHER)
@@ -542,7 +545,7 @@ def burst(templates: dict[str, Any], options: Options) -> dict[str, Any]:
     span_s = (instants[-1] - start).total_seconds() + 300.0
     if options.hours is not None:
         span_s = options.hours * 3600
-    with Simulation(templates, start, seed=options.seed) as sim:
+    with Simulation(templates, start, seed=options.seed, adversities=options.adversities) as sim:
         _thin_tick(sim, options.tick_interval_s)
         sim.deploy(PRIMARY)
         expected: dict[str, list[datetime]] = {}
@@ -636,6 +639,13 @@ def _tick_planning(sim: Simulation, due_at: timedelta) -> dict[str, Any]:
     }
 
 
+def routes(templates: dict[str, Any], options: Options) -> dict[str, Any]:
+    """Every API operation once, under the API's role (sim/routes.py)."""
+    from sim.routes import routes as run
+
+    return run(templates, options)
+
+
 SCENARIOS: dict[str, Callable[[dict[str, Any], Options], dict[str, Any]]] = {
     "idle-week": idle_week,
     "mixed-day": mixed_day,
@@ -643,6 +653,7 @@ SCENARIOS: dict[str, Callable[[dict[str, Any], Options], dict[str, Any]]] = {
     "two-stacks": two_stacks,
     "alerts": alerts,
     "burst": burst,
+    "routes": routes,
 }
 
 # What ``--short`` runs (``make simulate``): each scenario long enough to show what it is
@@ -654,4 +665,5 @@ SHORT: dict[str, Options] = {
     "two-stacks": Options(hours=0.25, tick_interval_s=50),
     "alerts": Options(tick_interval_s=25),
     "burst": Options(count=200, tick_interval_s=25),
+    "routes": Options(tick_interval_s=25),
 }

@@ -33,6 +33,7 @@ class Delivery:
     attempt: int
     started_s: float
     status: int | None  # None: the sender gave up (timeout)
+    run_token: str | None = None  # what a job answering 202 reports back with
 
 
 @dataclass
@@ -62,6 +63,7 @@ class Receiver:
             attempt=int(document.get("attempt", 0)),
             started_s=self.engine.elapsed_s(),
             status=None,
+            run_token=document.get("run_token"),
         )
         self.deliveries.append(record)
         remaining = deadline - time.monotonic()

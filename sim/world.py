@@ -35,6 +35,8 @@ from datetime import UTC, datetime
 from types import ModuleType
 from typing import Any
 
+from sim.adversity import Adversities
+from sim.at_least_once import AtLeastOnce
 from sim.aws import Account, forget_moto_instances
 from sim.cloudwatch import MetricStore
 from sim.engine import Engine, Process, SimulationError
@@ -47,6 +49,8 @@ from sim.functions import (
     install_stdout,
     reset_containers,
 )
+from sim.index_lag import IndexLag
+from sim.limits import API_GATEWAY_TIMEOUT_S, limits_for
 from sim.targets import Receiver
 from sim.template import Stack
 
@@ -146,8 +150,10 @@ class Simulation:
         start: datetime,
         *,
         seed: int = 7,
+        adversities: Adversities | None = None,
     ) -> None:
         self.templates = templates
+        self.adversities = Adversities() if adversities is None else adversities
         self.engine = Engine(start)
         self.account = Account(self.engine)
         self.metrics = MetricStore()
@@ -167,6 +173,13 @@ class Simulation:
         self.notes: list[str] = []
         self.sample_every_s = 3600.0
         self.labels: dict[str, str] = {}  # schedule id -> name, for the report
+        on = self.adversities
+        self.index_lag = IndexLag(lambda: self.engine.now, seed) if on.index_lag else None
+        self.at_least_once = AtLeastOnce(seed) if on.at_least_once else None
+        self.limits = limits_for(on, self.account)
+        self.account.faults.extend(self.limits.faults())
+        self.account.ttl_due = self.limits.ttl_due
+        self.limits.running = self._running
         self._stack = ExitStack()
         # Module name -> what each container's copy of it gets (see _patch_code_seams).
         self.seams: dict[str, list[ModuleSeam]] = {}
@@ -180,7 +193,7 @@ class Simulation:
         self._stack.callback(reset_containers)
         self._stack.enter_context(mock_aws())
         self._stack.enter_context(self.engine)
-        self._stack.enter_context(faster_moto(lambda: self.engine.now))
+        self._stack.enter_context(faster_moto(lambda: self.engine.now, self.index_lag))
         self._stack.enter_context(self.account)
         self._stack.callback(install_stdout(self.engine))
         self._patch_code_seams()
@@ -402,10 +415,11 @@ class Simulation:
         offset = self.rng.uniform(0, rule.flexible_s) if rule.flexible_s else 0.0
         scheduled = datetime.fromtimestamp(nominal, UTC).isoformat().replace("+00:00", "Z")
         event = json.loads(rule.input.replace("<aws.scheduler.scheduled-time>", scheduled))
-        self.engine.at(
-            self.engine.now + offset,
-            lambda: self._invoke_async(rule.function, event, self.engine.now, rule),
-        )
+        for delay in self._deliveries():
+            self.engine.at(
+                self.engine.now + offset + delay,
+                lambda: self._invoke_async(rule.function, event, self.engine.now, rule),
+            )
 
     def _queue_invoke(self, name_or_arn: str, event: Any) -> bool:
         """A handler's ``Invoke`` with ``InvocationType="Event"``: accepted now, run by the
@@ -415,10 +429,24 @@ class Simulation:
         except KeyError:
             return False
         queued_at = self.engine.now
-        self.engine.after(
-            ASYNC_QUEUE_DELAY_S, lambda: self._invoke_async(function, event, queued_at)
-        )
+        for delay in self._deliveries():
+            self.engine.after(
+                ASYNC_QUEUE_DELAY_S + delay,
+                lambda: self._invoke_async(function, event, queued_at),
+            )
         return True
+
+    def _running(self, invocation: int) -> bool:
+        return any(
+            getattr(p, "record", None) is not None and p.record.id == invocation  # type: ignore[attr-defined]
+            for f in self.functions.values()
+            for p in f.busy()
+        )
+
+    def _deliveries(self) -> list[float]:
+        """When an accepted event is delivered (after its due time): once at once, or as
+        ``sim.at_least_once`` has it (twice, late)."""
+        return [0.0] if self.at_least_once is None else self.at_least_once.deliveries()
 
     def _invoke_async(
         self,
@@ -462,6 +490,9 @@ class Simulation:
 
     def _visible(self, url: str) -> int:
         return int(self._queue(url).approximate_number_of_messages)
+
+    def _in_flight(self, url: str) -> int:
+        return int(self._queue(url).approximate_number_of_messages_not_visible)
 
     def _next_visible_s(self, url: str, before: float) -> float | None:
         """The first instant after now, and before ``before``, at which a message of the
@@ -530,6 +561,8 @@ class Simulation:
         messages: list[dict[str, Any]] = []
         while len(messages) < count:
             self.esm_requests["sqs:ReceiveMessage"] += 1
+            if self.limits.over_in_flight_cap(self._in_flight(mapping.queue_url)):
+                break  # OverLimit: the poller gets nothing until messages leave flight
             answer = self.account.sim.sqs.receive_message(
                 QueueUrl=mapping.queue_url,
                 MaxNumberOfMessages=min(10, count - len(messages)),
@@ -614,17 +647,40 @@ class Simulation:
 
     # --- the API, as API Gateway calls it ------------------------------------------------------
 
-    def api(self, stack: str, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+    def api(
+        self,
+        stack: str,
+        method: str,
+        path: str,
+        body: Any = None,
+        headers: dict[str, str] | None = None,
+    ) -> tuple[int, Any]:
         from handlers.local_http import to_event
 
         data = b"" if body is None else json.dumps(body).encode()
-        event = to_event(method, path, {"Content-Type": "application/json"}, data)
+        event = to_event(
+            method, path, {"Content-Type": "application/json", **(headers or {})}, data
+        )
         function = self.function(stack, "FunctionsApi")
         record = function.invoke(self.engine, event, "api")
         if record is None:
             return 429, {"message": "Rate exceeded"}
         if record.outcome == "running":
-            raise RuntimeError("the API handler slept; the simulator expects it to answer at once")
+            # Only a fault makes the API wait: time runs until it answers, or API Gateway
+            # gives up at 29 s (the function runs on to its own timeout).
+            gives_up = self.engine.now + API_GATEWAY_TIMEOUT_S
+            while record.outcome == "running":
+                following = self.engine.next_at()
+                if self.limits.api_timeout and (following is None or following > gives_up):
+                    self.engine.run_until(gives_up)
+                    if record.outcome == "running":
+                        waited_s = self.engine.elapsed_s() - record.started_s
+                        self.limits.api_gateway_timed_out(waited_s)
+                        return 504, {"message": "Endpoint request timed out"}
+                    break
+                if following is None:
+                    raise RuntimeError("the API handler waits for nothing the simulation holds")
+                self.engine.run_until(following)
         if record.outcome != "ok":
             return 502, {"message": record.error}
         response = record.result

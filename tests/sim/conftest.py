@@ -53,8 +53,20 @@ def _run(name: str, templates: dict[str, dict[str, Any]], **options: Any) -> dic
 
 @pytest.fixture(scope="session")
 def idle(templates: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """20 idle minutes, sampled every 5 minutes, one tick pass per invocation."""
-    return _run("idle-week", templates, hours=1 / 3, tick_interval_s=50)
+    """20 idle minutes, sampled every 5 minutes, one tick pass per invocation.
+
+    Without at-least-once invocation: the checks of flat growth compare the requests
+    of each window, and a tick delivered twice adds a pass's requests to one of them
+    (tests/sim/test_adversities.py shows the duplicates)."""
+    from sim.adversity import without
+
+    return _run(
+        "idle-week",
+        templates,
+        hours=1 / 3,
+        tick_interval_s=50,
+        adversities=without(["at-least-once"]),
+    )
 
 
 @pytest.fixture(scope="session")
@@ -146,3 +158,9 @@ def burst_hourly(templates: dict[str, dict[str, Any]]) -> dict[str, Any]:
 def alerts(templates: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """22 minutes: two failing schedules, one recovering at minute 16."""
     return _run("alerts", templates, tick_interval_s=25)
+
+
+@pytest.fixture(scope="session")
+def routes(templates: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Every API operation once, after two and a half minutes of runs."""
+    return _run("routes", templates, tick_interval_s=25)

@@ -19,6 +19,8 @@ from sim.__main__ import main
         (["burst", "--count", "0"], "--count must be at least 1"),
         (["burst", "--tick-memory", "64"], "--tick-memory must be between 128 and 10240"),
         (["burst", "--tick-memory", "20000"], "--tick-memory must be between 128 and 10240"),
+        (["faults", "--without", "index-lgo"], "--without: unknown adversity index-lgo"),
+        (["faults", "--without", "ttl-lag,bogus"], "--without: unknown adversity bogus"),
     ],
 )
 def test_a_bad_option_is_refused_by_name(

@@ -91,14 +91,18 @@ class _Queue:
         return {"Messages": [{"MessageId": str(i)} for i in range(n)]} if n else {}
 
 
-def _receive(depth: int, batch: int) -> tuple[int, _Queue, int]:
+def _receive(depth: int, batch: int, in_flight: int = 0) -> tuple[int, _Queue, int]:
     from collections import Counter
 
+    from sim.limits import Limits
     from sim.world import Simulation
 
     queue = _Queue(depth)
     poller: Any = SimpleNamespace(
-        esm_requests=Counter(), account=SimpleNamespace(sim=SimpleNamespace(sqs=queue))
+        esm_requests=Counter(),
+        account=SimpleNamespace(sim=SimpleNamespace(sqs=queue)),
+        limits=Limits(account=None, in_flight_cap=100),  # type: ignore[arg-type]
+        _in_flight=lambda url: in_flight,
     )
     got = Simulation._receive(poller, _mapping(), batch)
     return len(got), queue, poller.esm_requests["sqs:ReceiveMessage"]
@@ -117,3 +121,9 @@ def test_a_poller_stops_receiving_when_the_queue_runs_dry() -> None:
     assert queue.requests == [10, 10]
     assert counted == 2
     assert _receive(depth=0, batch=10)[0] == 0
+
+
+def test_a_poller_receives_nothing_while_the_queue_is_at_its_in_flight_cap() -> None:
+    got, queue, counted = _receive(depth=50, batch=10, in_flight=100)
+    assert (got, queue.requests, counted) == (0, [], 1)  # OverLimit: one refused receive
+    assert _receive(depth=50, batch=10, in_flight=99)[0] == 10
