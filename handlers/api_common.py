@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from datetime import datetime
 from http import HTTPStatus
-from typing import Any, Final
+from typing import Annotated, Any, Final
 
 from aws_lambda_powertools.event_handler import content_types
 from aws_lambda_powertools.event_handler.api_gateway import BaseRouter
+from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from pydantic import BaseModel
 
@@ -35,9 +36,22 @@ IF_MATCH_PATTERN: Final = '^(W/)?"?[0-9]{1,12}"?$'
 
 
 _JSON = content_types.APPLICATION_JSON
+NEXT_TOKEN: Final = "next_token"
+NEXT_TOKEN_FORMAT: Final = "letters, digits, '-' and '_', up to two '=' at the end"
+# Every page token any store issues: base64url (with its padding) or digits.
+NEXT_TOKEN_PATTERN: Final = "^[A-Za-z0-9_-]{1,4000}={0,2}$"
 _ERRORS: Final = (
-    (400, "malformed JSON, or a header that cannot be read"),
-    (404, "no such schedule or run"),
+    (
+        400,
+        "malformed JSON, a header that cannot be read, or a next_token not of its format "
+        "(error.code invalid_next_token)",
+    ),
+    (
+        404,
+        "no such schedule or run; a deleted schedule (error.code schedule_deleted, with "
+        "error.deleted_at); a next_token that names no page of this listing "
+        "(error.code page_not_found)",
+    ),
     (413, f"body larger than {MAX_BODY_BYTES} bytes"),
     (415, "the body is not sent as application/json"),
     (422, "a field is invalid; error.field names it"),
@@ -80,3 +94,18 @@ def _runs_body(services: ApiServices, runs: tuple[Any, ...]) -> list[RunOut]:
                 specs[key] = None
         out.append(run_out(run, specs[key], _local))
     return out
+
+
+TokenQuery = Annotated[
+    str | None,
+    Query(
+        max_length=4002,
+        description=(
+            "the next_token of the previous page, as it was returned: an opaque string of "
+            f"{NEXT_TOKEN_FORMAT}; one of another format is 400 (invalid_next_token), one "
+            "that names no page of this listing (another listing's, or other filters') is "
+            "404 (page_not_found)"
+        ),
+        pattern=NEXT_TOKEN_PATTERN,
+    ),
+]

@@ -15,7 +15,8 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
 
 from adapters.secrets import SecretStoreFull
 from domain.errors import DuetimeError, InvalidSchedule
-from handlers.api_common import _JSON
+from domain.timeparse import format_instant
+from handlers.api_common import _JSON, NEXT_TOKEN, NEXT_TOKEN_FORMAT
 from handlers.api_models import (
     ErrorDetail,
     ErrorOut,
@@ -24,14 +25,18 @@ from handlers.observability import logger
 from service.errors import (
     Contention,
     RunNotFound,
+    ScheduleDeleted,
     ScheduleNotActive,
     ScheduleNotFound,
+    UnknownPageToken,
     VersionConflict,
 )
 from service.overview import VersionNotFound
 from service.run_views import (
+    CancelUnavailable,
     DeadLettersUnavailable,
     InvalidListing,
+    NotCancellable,
     NotRetryable,
     RetryUnavailable,
 )
@@ -91,9 +96,13 @@ def error_response(
     message: str,
     field: str | None = None,
     headers: Mapping[str, str] | None = None,
+    **extra: str,
 ) -> Response[str]:
-    body = ErrorOut(error=ErrorDetail(code=code, message=message, field=field))
-    return Response(status, _JSON, body.model_dump_json(), headers=dict(headers or {}))
+    """The error body; ``extra`` adds the optional fields of ErrorDetail (deleted_at)."""
+    body = ErrorOut(error=ErrorDetail(code=code, message=message, field=field, **extra))
+    return Response(
+        status, _JSON, body.model_dump_json(exclude_unset=True), headers=dict(headers or {})
+    )
 
 
 def _field_of(loc: tuple[Any, ...] | list[Any]) -> str | None:
@@ -126,6 +135,14 @@ def _request_invalid(error: RequestValidationError) -> Response[str]:
         return error_response(400, "invalid_json", f"the body is not valid JSON: {reason}")
     first = errors[0] if errors else {}
     field = _field_of(tuple(first.get("loc", ())))
+    if field == NEXT_TOKEN:
+        return error_response(
+            400,
+            "invalid_next_token",
+            f"{NEXT_TOKEN}: is not a page token; send it as a previous page returned it "
+            f"({NEXT_TOKEN_FORMAT})",
+            NEXT_TOKEN,
+        )
     message = str(first.get("msg", "invalid request")).removeprefix("Value error, ")
     if first.get("type") == "extra_forbidden":
         message = "is not a known field"
@@ -144,6 +161,18 @@ def _invalid(error: InvalidSchedule) -> Response[str]:
 @_maps(ScheduleNotFound)
 def _schedule_not_found(error: ScheduleNotFound) -> Response[str]:
     return error_response(404, "schedule_not_found", str(error))
+
+
+@_maps(ScheduleDeleted)
+def _schedule_deleted(error: ScheduleDeleted) -> Response[str]:
+    return error_response(
+        404, "schedule_deleted", str(error), deleted_at=format_instant(error.deleted_at)
+    )
+
+
+@_maps(UnknownPageToken)
+def _unknown_page_token(error: UnknownPageToken) -> Response[str]:
+    return error_response(404, "page_not_found", str(error), NEXT_TOKEN)
 
 
 @_maps(VersionNotFound)
@@ -196,7 +225,12 @@ def _not_retryable(error: NotRetryable) -> Response[str]:
     return error_response(409, "not_retryable", str(error), "status")
 
 
-@_maps(DeadLettersUnavailable, RetryUnavailable)
+@_maps(NotCancellable)
+def _not_cancellable(error: NotCancellable) -> Response[str]:
+    return error_response(409, "not_cancellable", str(error), "status")
+
+
+@_maps(CancelUnavailable, DeadLettersUnavailable, RetryUnavailable)
 def _run_view_unavailable(error: DuetimeError) -> Response[str]:
     return error_response(501, "not_available", str(error))
 

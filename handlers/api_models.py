@@ -562,6 +562,11 @@ class ErrorDetail(_Out):
     code: str = Field(examples=["validation_error"])
     message: str
     field: str | None = Field(default=None, examples=["spec.cron"])
+    deleted_at: str | None = Field(
+        default=None,
+        description="only in a schedule_deleted error: when the schedule was deleted",
+        examples=["2026-12-01T09:00:00Z"],
+    )
 
 
 class ErrorOut(_Out):
@@ -964,6 +969,15 @@ class EmptyIn(_In):
 
 class RetryRunIn(_In):
     """A retry takes no fields: send no body, or ``{}``."""
+
+
+class CancelRunIn(_In):
+    reason: Text | None = Field(
+        default=None,
+        max_length=500,
+        description="why it is cancelled, recorded after 'cancelled by a user: '; "
+        "no control characters",
+    )
 
 
 RunOut.model_rebuild()

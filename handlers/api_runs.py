@@ -12,11 +12,12 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 
 from domain.run import RunKind, RunStatus
 from domain.timeparse import format_instant, parse_instant
-from handlers.api_common import _JSON, _responses, _runs_body, services_of
+from handlers.api_common import _JSON, TokenQuery, _responses, _runs_body, services_of
 from handlers.api_errors import NotAvailable
 from handlers.api_models import (
     SINCE_PATTERN,
     UNTIL_PATTERN,
+    CancelRunIn,
     CompleteIn,
     DeadLetterListOut,
     DeadLetterOut,
@@ -167,7 +168,7 @@ def list_runs(
     order: _OrderQuery = "newest",
     include: _IncludeQuery = None,
     limit: Annotated[int, Query(ge=1, le=100, description="page size")] = 50,
-    next_token: Annotated[str | None, Query(description="from the previous page")] = None,
+    next_token: TokenQuery = None,
 ) -> RunListOut:
     return _run_listing(schedule_id, status, kind, since, until, order, include, limit, next_token)
 
@@ -185,7 +186,7 @@ def list_all_runs(
     order: _OrderQuery = "newest",
     include: _IncludeQuery = None,
     limit: Annotated[int, Query(ge=1, le=100, description="page size")] = 50,
-    next_token: Annotated[str | None, Query(description="from the previous page")] = None,
+    next_token: TokenQuery = None,
 ) -> RunListOut:
     return _run_listing(None, status, kind, since, until, order, include, limit, next_token)
 
@@ -209,6 +210,18 @@ def retry_run(
     )
 
 
+@router.post(
+    "/runs/<occurrence_id>/cancel",
+    summary="Cancel a run that has not finished: a waiting one never starts, a running "
+    "one's late answer is ignored",
+    responses=_responses(200, RunOut, "the run, cancelled", 409, 501),
+)
+def cancel_run(occurrence_id: str, body: Annotated[CancelRunIn | None, Body()] = None) -> RunOut:
+    services = _services()
+    run = _views(services).cancel(occurrence_id, None if body is None else body.reason)
+    return _runs_body(services, (run,))[0]
+
+
 @router.get(
     "/dead-letters",
     summary="Delivery intents that ended in the dead-letter queue, newest first",
@@ -216,7 +229,7 @@ def retry_run(
 )
 def list_dead_letters(
     limit: Annotated[int, Query(ge=1, le=100, description="page size")] = 50,
-    next_token: Annotated[str | None, Query(description="from the previous page")] = None,
+    next_token: TokenQuery = None,
 ) -> DeadLetterListOut:
     page = _views(_services()).dead_letter_page(limit, next_token)
     return DeadLetterListOut(

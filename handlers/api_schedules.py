@@ -21,6 +21,7 @@ from handlers.api_common import (
     IF_MATCH_PATTERN,
     MAX_IDEMPOTENCY_KEY_CHARS,
     NEXT_OCCURRENCES,
+    TokenQuery,
     _responses,
     _runs_body,
     services_of,
@@ -163,7 +164,7 @@ def create_schedule(
 )
 def list_schedules(
     limit: Annotated[int, Query(ge=1, le=100, description="page size")] = 50,
-    next_token: Annotated[str | None, Query(description="from the previous page")] = None,
+    next_token: TokenQuery = None,
 ) -> ScheduleListOut:
     services = _services()
     page = services.schedules.list_schedules(limit, next_token)
@@ -210,7 +211,7 @@ def _described(services: ApiServices, schedule: Schedule) -> ScheduleOut:
 def list_versions(
     schedule_id: str,
     limit: Annotated[int, Query(ge=1, le=100, description="page size")] = 50,
-    next_token: Annotated[str | None, Query(description="from the previous page")] = None,
+    next_token: TokenQuery = None,
 ) -> VersionListOut:
     page = overview.versions(_services().schedules.store, schedule_id, limit, next_token)
     return VersionListOut(

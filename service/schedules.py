@@ -60,7 +60,9 @@ from service.errors import (
     RunNotFound,
     ScheduleNotActive,
     ScheduleNotFound,
+    UnknownPageToken,
     VersionConflict,
+    schedule_gone,
 )
 from service.ports import Clock, DueSchedule, Page, Store
 
@@ -202,7 +204,7 @@ class ScheduleService:
     def get(self, schedule_id: str, *, include_deleted: bool = False) -> Schedule:
         schedule = self.store.get(schedule_id)
         if schedule is None or (schedule.deleted and not include_deleted):
-            raise ScheduleNotFound(schedule_id)
+            raise schedule_gone(schedule_id, schedule)
         return schedule
 
     def list_schedules(self, limit: int = 50, token: str | None = None) -> Page[Schedule]:
@@ -211,7 +213,7 @@ class ScheduleService:
         try:
             return self.store.list_schedules(limit, token)
         except ValueError:
-            raise InvalidSchedule("next_token", "is not a token this API returned") from None
+            raise UnknownPageToken() from None
 
     def version(self, schedule_id: str, version: int) -> ScheduleVersion:
         found = self.store.get_version(schedule_id, version)
@@ -226,7 +228,7 @@ class ScheduleService:
         try:
             return self.store.runs(schedule_id, limit, token)
         except ValueError:
-            raise InvalidSchedule("next_token", "is not a token this API returned") from None
+            raise UnknownPageToken() from None
 
     def run(self, occurrence_id: str) -> Run:
         found = self.store.get_run(occurrence_id)
@@ -315,7 +317,7 @@ class ScheduleService:
             raise InvalidSchedule("note", "must be text of at most 1000 characters")
         now = self.clock.now()
         if not self.store.pause(schedule_id, note, now):
-            raise ScheduleNotFound(schedule_id)
+            raise schedule_gone(schedule_id, self.store.get(schedule_id))
         # After the flag: nothing is admitted for it any more (SQLite checks the
         # flag when admitting; every store closes what is waiting).
         self.store.close_scheduled(schedule_id, RunStatus.SKIPPED, Reason.PAUSED, now)
@@ -343,7 +345,7 @@ class ScheduleService:
     def delete(self, schedule_id: str) -> Schedule:
         now = self.clock.now()
         if not self.store.delete(schedule_id, now):
-            raise ScheduleNotFound(schedule_id)
+            raise schedule_gone(schedule_id, self.store.get(schedule_id))
         self.store.close_scheduled(schedule_id, RunStatus.CANCELLED, Reason.DELETED, now)
         return self.get(schedule_id, include_deleted=True)
 
