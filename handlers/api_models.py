@@ -535,6 +535,11 @@ class BackfillIn(_In):
         examples=["2026-12-01T00:00:00Z"],
         json_schema_extra={"pattern": _instant_pattern(_RECENT_YEAR)},
     )
+    dry_run: bool = Field(
+        default=False,
+        strict=True,
+        description="true: store nothing, answer the occurrences that would be created",
+    )
 
 
 class ProgressIn(_In):
@@ -762,8 +767,11 @@ class RunListOut(_Out):
 
 
 class BackfillOut(_Out):
-    runs: list[RunOut] = Field(description="the occurrences this call created")
-    created: int
+    runs: list[RunOut] = Field(
+        description="the occurrences this call created (with dry_run: would create, not stored)"
+    )
+    created: int = Field(description="how many were stored: 0 with dry_run")
+    dry_run: bool
 
 
 class VersionOut(_Out):

@@ -349,8 +349,11 @@ def trigger_schedule(
 
 @router.post(
     "/schedules/<schedule_id>/backfill",
-    summary="Materialize the past occurrences of a range that do not exist yet",
-    responses=_responses(200, BackfillOut, "the occurrences created (none twice)", 409),
+    summary="Materialize the past occurrences of a range that do not exist yet "
+    "(dry_run: only list them)",
+    responses=_responses(
+        200, BackfillOut, "the occurrences created (none twice), or with dry_run listed", 409
+    ),
 )
 def backfill_schedule(schedule_id: str, body: Annotated[BackfillIn, Body()]) -> BackfillOut:
     services = _services()
@@ -358,5 +361,10 @@ def backfill_schedule(schedule_id: str, body: Annotated[BackfillIn, Body()]) -> 
         schedule_id,
         parse_instant(body.start_at, "start_at"),
         parse_instant(body.end_at, "end_at"),
+        dry_run=body.dry_run,
     )
-    return BackfillOut(runs=_runs_body(services, tuple(runs)), created=len(runs))
+    return BackfillOut(
+        runs=_runs_body(services, tuple(runs)),
+        created=0 if body.dry_run else len(runs),
+        dry_run=body.dry_run,
+    )

@@ -64,7 +64,7 @@ from service.errors import (
     VersionConflict,
     schedule_gone,
 )
-from service.ports import Clock, DueSchedule, Page, Store
+from service.ports import Clock, DueSchedule, Page, RunQuery, Store
 
 MAX_BACKFILL: Final = 1000
 MAX_PAGE: Final = 100
@@ -381,13 +381,18 @@ class ScheduleService:
             at += _EPSILON
         raise Contention(f"could not trigger schedule {schedule_id!r}; try again")
 
-    def backfill(self, schedule_id: str, start_at: datetime, end_at: datetime) -> list[Run]:
-        """Materialize the slots in ``[start_at, end_at]`` that have no occurrence yet."""
+    def backfill(
+        self, schedule_id: str, start_at: datetime, end_at: datetime, *, dry_run: bool = False
+    ) -> list[Run]:
+        """Materialize the slots in ``[start_at, end_at]`` that have no occurrence
+        yet. With ``dry_run`` nothing is stored: the runs that would be created."""
         schedule = self._active(schedule_id)
         now = self.clock.now()
         for name, value in (("start_at", start_at), ("end_at", end_at)):
             if value.tzinfo is None:
                 raise InvalidSchedule(name, "must have an offset")
+        if start_at > now:
+            raise InvalidSchedule("start_at", "must not be in the future: backfill is for the past")
         if end_at < start_at:
             raise InvalidSchedule("end_at", "must not be before start_at")
         if end_at > now:
@@ -414,8 +419,23 @@ class ScheduleService:
             )
             for slot in slots
         ]
+        if dry_run:
+            taken = self._business_keys(schedule_id, start_at, end_at)
+            return [run for run in runs if run.business_key not in taken]
         written = set(self.store.insert(runs))
         return [run for run in runs if run.occurrence_id in written]
+
+    def _business_keys(self, schedule_id: str, start_at: datetime, end_at: datetime) -> set[str]:
+        """The business keys of the occurrences a schedule has in ``[start_at, end_at]``."""
+        query = RunQuery(schedule_id=schedule_id, since=start_at, until=end_at + _EPSILON)
+        keys: set[str] = set()
+        token: str | None = None
+        while True:
+            page = self.store.find_runs(query, MAX_PAGE, token)
+            keys.update(run.business_key for run in page.items)
+            token = page.next_token
+            if token is None:
+                return keys
 
     # --- planning at the call --------------------------------------------------------------
 

@@ -521,7 +521,7 @@ def test_backfill_creates_the_missing_occurrences_never_a_second_copy(api: Api) 
     week = {"start_at": "2026-11-23T00:00:00Z", "end_at": "2026-11-28T00:00:00Z"}
     answer = api.call("POST", path, week)
     assert answer.status == 200, answer.body
-    assert answer.body["created"] == 5
+    assert answer.body["created"] == 5 and answer.body["dry_run"] is False
     assert [r["scheduled_at"] for r in answer.body["runs"]] == [
         f"2026-11-{day}T14:00:00Z" for day in (23, 24, 25, 26, 27)
     ]
@@ -530,6 +530,47 @@ def test_backfill_creates_the_missing_occurrences_never_a_second_copy(api: Api) 
     again = api.call("POST", path, wider)
     assert again.body["created"] == 1  # only Friday 20 Nov was missing
     assert again.body["runs"][0]["scheduled_at"] == "2026-11-20T14:00:00Z"
+
+
+def test_a_dry_run_backfill_lists_the_missing_slots_and_stores_nothing(api: Api) -> None:
+    created = api.create().body
+    path = f"/schedules/{created['id']}/backfill"
+    week = {"start_at": "2026-11-23T00:00:00Z", "end_at": "2026-11-28T00:00:00Z"}
+    assert api.call("POST", path, week).body["created"] == 5
+    before = api.snapshot()
+    wider = {"start_at": "2026-11-19T00:00:00Z", "end_at": "2026-11-28T00:00:00Z"}
+    answer = api.call("POST", path, {**wider, "dry_run": True})
+    assert answer.status == 200, answer.body
+    assert answer.body["dry_run"] is True and answer.body["created"] == 0
+    # Thursday 19 and Friday 20: the week after already has its occurrences.
+    assert [r["scheduled_at"] for r in answer.body["runs"]] == [
+        "2026-11-19T14:00:00Z",
+        "2026-11-20T14:00:00Z",
+    ]
+    assert {r["status"] for r in answer.body["runs"]} == {"scheduled"}
+    assert api.snapshot() == before
+    # The same range for real creates exactly those.
+    real = api.call("POST", path, wider).body
+    assert [r["scheduled_at"] for r in real["runs"]] == [
+        r["scheduled_at"] for r in answer.body["runs"]
+    ]
+
+
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_a_backfill_from_the_future_is_refused_naming_start_at(api: Api, dry_run: bool) -> None:
+    created = api.create().body
+    before = api.snapshot()
+    answer = api.call(
+        "POST",
+        f"/schedules/{created['id']}/backfill",
+        {"start_at": "2026-12-03T00:00:00Z", "end_at": "2026-12-01T00:00:00Z", "dry_run": dry_run},
+    )
+    assert answer.status == 422, answer.body
+    assert answer.error["field"] == "start_at"
+    assert answer.error["message"] == (
+        "start_at: must not be in the future: backfill is for the past"
+    )
+    assert api.snapshot() == before
 
 
 def test_backfill_refusals_name_the_field_and_change_nothing(api: Api) -> None:
@@ -545,6 +586,10 @@ def test_backfill_refusals_name_the_field_and_change_nothing(api: Api) -> None:
         ({"start_at": "2026-11-30T00:00:00", "end_at": "2026-11-30T00:00:10Z"}, "start_at"),
         ({"end_at": "2026-11-30T00:00:00Z"}, "start_at"),
         ({"start_at": "2026-11-30T00:00:00Z", "end_at": 5}, "end_at"),
+        (
+            {"start_at": "2026-11-30T00:00:00Z", "end_at": "2026-11-30T00:00:10Z", "dry_run": "y"},
+            "dry_run",
+        ),
     ]:
         answer = api.call("POST", path, body)
         assert answer.status == 422, (body, answer.body)
