@@ -13,7 +13,9 @@ run again, and the dead letters.
   ``max_attempts``: a run that had spent them all gets exactly one more
   attempt per request (a transient failure of it fails the run again); one
   that failed permanently earlier keeps the rest for transient failures.
-  Any other status is refused, naming it.
+  Any other status is refused, naming it. The retried run's dead letters are
+  settled: they leave the dead-letter listing (best effort on SQS, where a
+  message missed now stays listed until the queue's retention drops it).
 - A cancel ends a run that has not ended (planned, admitted, running or
   retrying) as ``cancelled``, recorded as cancelled by a user with their
   reason (``transitions.cancel``): a waiting run never starts; a running
@@ -92,6 +94,11 @@ class DeadLetters(ABC):
     @abstractmethod
     def page(self, limit: int, token: str | None = None) -> Page[DeadLetter]:
         """Newest first; ``ValueError`` for a token this adapter did not make."""
+
+    @abstractmethod
+    def discard(self, occurrence_id: str) -> int:
+        """Remove the dead letters of ``occurrence_id`` (its run was admitted
+        again: they are settled); how many went."""
 
 
 class RunViews:
@@ -202,6 +209,11 @@ class RunViews:
             if not unsent:
                 self.store.mark_sent([occurrence_id], self.clock.now())
                 stored = self.runs.get_run(occurrence_id) or stored
+        if self.dead_letters is not None:
+            try:
+                self.dead_letters.discard(occurrence_id)
+            except Exception:  # the run is retried either way; the letter stays listed
+                _log.warning("retry: dead letters not discarded", exc_info=True)
         return stored
 
     def cancel(self, occurrence_id: str, note: str | None = None) -> Run:

@@ -600,3 +600,21 @@ def test_a_retried_run_keeps_the_attempts_its_version_allows(
     # Then attempt 2 ends it failed when no attempt is left, or retrying when one is
     run = api.call("GET", f"/runs/{occurrence_id}").body
     assert (run["status"], run["attempts"]) == (after_transient, 2)
+
+
+def test_a_retried_dead_letter_leaves_the_listing(api: Api) -> None:
+    schedule = api.create(EVERY_10S).body["id"]
+    retried, other = failed_trigger(api, schedule), failed_trigger(api, schedule)
+    api.clock.advance(1)
+    queue = SqliteQueue(api.db, clock=api.clock)
+    try:  # the worker dead-letters the failed runs' intents
+        for message in queue.receive(10, 0):
+            queue.dead_letter(message, "permanent error: HTTP 400")
+    finally:
+        queue.close()
+    listed = api.call("GET", "/dead-letters").body["dead_letters"]
+    assert sorted(d["occurrence_id"] for d in listed) == sorted([retried, other])
+
+    assert api.call("POST", f"/runs/{retried}/retry").status == 202
+    listed = api.call("GET", "/dead-letters").body["dead_letters"]
+    assert [d["occurrence_id"] for d in listed] == [other]

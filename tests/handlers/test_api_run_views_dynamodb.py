@@ -202,3 +202,18 @@ def test_dead_letters_answer_501_without_a_dead_letter_queue_setting(
     assert status == 501
     assert body["error"]["code"] == "not_available"
     assert "GET /runs?status=failed,expired" in body["error"]["message"]
+
+
+def test_a_retried_dead_letter_leaves_the_listing_on_aws(
+    aws: tuple[ApiServices, str, str], clock: FakeClock
+) -> None:
+    services, queue_url, dlq_url = aws
+    _, retried = failed_run(services, clock)
+    _, other = failed_run(services, clock)
+    assert len(dead_letter_queued(queue_url, dlq_url, "gave up")) == 2
+    status, body = call(services, "POST", f"/runs/{retried}/retry")
+    assert status == 202, body
+    status, body = call(services, "GET", "/dead-letters")
+    assert status == 200, body
+    # The other run's letter is still there, and visible at once.
+    assert [d["occurrence_id"] for d in body["dead_letters"]] == [other]
