@@ -68,7 +68,8 @@ def health() -> HealthOut:
 
 @app.get("/openapi.json", include_in_schema=False)
 def openapi() -> Response[Any]:
-    return Response(HTTPStatus.OK, _JSON, openapi_json())
+    support = services_of(app).schedules.target_support
+    return Response(HTTPStatus.OK, _JSON, openapi_json(None if support is None else support.types))
 
 
 @app.not_found
@@ -82,8 +83,11 @@ def _no_route(_: Exception) -> Response[str]:
 # --- the entry point --------------------------------------------------------------------
 
 
-def openapi_json() -> str:
-    """The OpenAPI document of this API, as docs/openapi.json holds it."""
+@lru_cache(maxsize=8)
+def openapi_json(target_types: frozenset[str] | None = None) -> str:
+    """The OpenAPI document of this API: of a deployment that delivers to
+    ``target_types`` (served at /openapi.json), or, with None, of one that
+    delivers to every type (AWS: docs/openapi.json holds it)."""
     schema = json.loads(
         app.get_openapi_json_schema(
             title=API_TITLE,
@@ -100,7 +104,20 @@ def openapi_json() -> str:
             for parameter in operation.get("parameters", ()):
                 if parameter["in"] == "header":
                     _header_schema(parameter)
+    if target_types is not None:
+        _only_target_types(schema["components"]["schemas"]["TargetIn"], target_types)
     return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
+
+
+def _only_target_types(target: dict[str, Any], types: frozenset[str]) -> None:
+    """The target schema with only the shapes of ``types`` (one per type, by its ``type``)."""
+    target["oneOf"] = [
+        shape for shape in target["oneOf"] if shape["properties"]["type"]["const"] in types
+    ]
+    delivered = ", ".join(sorted(types)) or "none"
+    target["description"] = (
+        f"{target.get('description', '')} This deployment delivers to: {delivered}."
+    ).strip()
 
 
 def _header_schema(parameter: dict[str, Any]) -> None:

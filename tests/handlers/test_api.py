@@ -728,6 +728,9 @@ def test_health(api: Api) -> None:
 def test_openapi_is_served_and_the_committed_copy_is_current(api: Api) -> None:
     answer = api.call("GET", "/openapi.json")
     assert answer.status == 200
+    # Served: the document of this deployment (tests/handlers/test_api_target_support.py
+    # shows the SQLite stack's); these services deliver to every type.
+    assert api.services.schedules.target_support is None
     assert answer.body == json.loads(openapi_json())
     committed = (REPO / "docs" / "openapi.json").read_text(encoding="utf-8")
     assert committed == openapi_json(), (
