@@ -280,6 +280,9 @@ class ScheduleService:
         """Write version N+1 if the schedule is still at ``expected_version``."""
         now = self.clock.now()
         definition = parse_definition(body, now=now)
+        # The whole body is judged before the version: a body refused is 422
+        # naming its field, whatever If-Match names.
+        self._version(schedule_id, expected_version + 1, definition, now)
         for _ in range(_RETRIES):
             schedule = self.get(schedule_id)
             if schedule.version != expected_version:

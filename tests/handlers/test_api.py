@@ -369,6 +369,21 @@ def test_put_with_the_current_version_writes_the_next_one(api: Api) -> None:
     assert answer.body["version"] == 4
 
 
+def test_put_with_a_bad_policy_and_a_stale_if_match_is_422_naming_the_field(api: Api) -> None:
+    # The body is judged first: a stale version is only news for a valid edit.
+    created = api.create().body
+    before = api.snapshot()
+    answer = api.call(
+        "PUT",
+        f"/schedules/{created['id']}",
+        {**REPORT, "policy": {"overdue": "expire"}},
+        headers={"If-Match": '"7"'},
+    )
+    assert answer.status == 422, answer.body
+    assert answer.error["field"] == "policy.catchup_window"
+    assert api.snapshot() == before
+
+
 def test_put_without_if_match_is_428_and_changes_nothing(api: Api) -> None:
     created = api.create().body
     before = api.snapshot()
