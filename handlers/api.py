@@ -39,9 +39,7 @@ from handlers.api_edge import (
     unknown_query_parameter,
 )
 from handlers.api_errors import error_response
-from handlers.api_models import (
-    HealthOut,
-)
+from handlers.api_out import HealthOut
 from handlers.api_wiring import (
     ENV_DATA_DIR,
     SQLITE_FILE,

@@ -19,13 +19,10 @@ from handlers.api_models import (
     UNTIL_PATTERN,
     CancelRunIn,
     CompleteIn,
-    DeadLetterListOut,
-    DeadLetterOut,
     ProgressIn,
     RetryRunIn,
-    RunListOut,
-    RunOut,
 )
+from handlers.api_out import DeadLetterListOut, DeadLetterOut, RunListOut, RunOut
 from handlers.api_wiring import ApiServices
 from service.run_views import (
     InvalidListing,

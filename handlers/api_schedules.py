@@ -27,14 +27,10 @@ from handlers.api_common import (
     services_of,
 )
 from handlers.api_errors import BadHeader, NotAvailable, NoWebhookTarget, PreconditionRequired
-from handlers.api_models import (
-    AcknowledgeIn,
-    BackfillIn,
+from handlers.api_models import AcknowledgeIn, BackfillIn, EmptyIn, PauseIn, ScheduleIn
+from handlers.api_out import (
     BackfillOut,
-    EmptyIn,
-    PauseIn,
     RunOut,
-    ScheduleIn,
     ScheduleListOut,
     ScheduleOut,
     VersionListOut,
