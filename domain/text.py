@@ -18,15 +18,21 @@ from domain.errors import InvalidSchedule
 # class written with escapes (Python's and ECMA-262's read them alike).
 FORBIDDEN_CLASS: Final = r"\u0000-\u001f\u007f-\u009f\ud800-\udfff"
 _FORBIDDEN: Final = re.compile(f"[{FORBIDDEN_CLASS}]")
-# A JSON Schema pattern for a part of the text accepted: characters of the
-# Basic Multilingual Plane without controls and surrogates. (Characters beyond
-# U+FFFF are accepted too, but an ECMA-262 pattern sees them as surrogate
-# pairs, and Python's ``re`` as one character: no pattern reads the same in both.)
+# JSON Schema patterns for exactly the text accepted, read alike by Python's
+# ``re`` and by ECMA-262 with or without its ``u`` flag. A character beyond
+# U+FFFF is one code point to Python and to ECMA-262 with ``u``
+# (``[^\x00-\uffff]``), and a surrogate pair to ECMA-262 without it (the pair
+# alternative, which never matches a Python string decoded from JSON).
 _TEXT_CHARS: Final = r"\u0020-\u007e\u00a0-\ud7ff\ue000-\uffff"
-TEXT_PATTERN: Final = f"^[{_TEXT_CHARS}]*$"
-# ... with at least one character that is not a space.
-_VISIBLE_CHARS: Final = r"!-~\u00a1-\u167f\u1681-\u1fff\u3001-\ud7ff\ue000-\uffef"
-NAME_PATTERN: Final = f"^[{_TEXT_CHARS}]*[{_VISIBLE_CHARS}][{_TEXT_CHARS}]*$"
+_ASTRAL: Final = r"[\ud800-\udbff][\udc00-\udfff]|[^\x00-\uffff]"
+_TEXT: Final = f"(?:[{_TEXT_CHARS}]|{_ASTRAL})"
+TEXT_PATTERN: Final = f"^{_TEXT}*$"
+# ... with at least one character that is not white space (``str.isspace``).
+_VISIBLE_CHARS: Final = (
+    r"!-~\u00a1-\u167f\u1681-\u1fff\u200b-\u2027\u202a-\u202e\u2030-\u205e"
+    r"\u2060-\u2fff\u3001-\ud7ff\ue000-\uffff"
+)
+NAME_PATTERN: Final = f"^{_TEXT}*(?:[{_VISIBLE_CHARS}]|{_ASTRAL}){_TEXT}*$"
 
 
 def forbidden_character(text: str) -> str | None:
