@@ -51,6 +51,7 @@ _ERRORS: Final = (
     (413, f"body larger than {MAX_BODY_BYTES} bytes"),
     (415, "the body is not sent as application/json"),
     (422, "a field is invalid; error.field names it"),
+    (500, "an unexpected error; it has been logged (error.code internal_error)"),
 )
 
 

@@ -124,7 +124,7 @@ def _expected_version(if_match: str | None) -> int:
 @router.post(
     "/schedules",
     summary="Create a schedule",
-    responses=_responses(201, ScheduleOut, "the schedule (also on a retry with the same key)"),
+    responses=_responses(201, ScheduleOut, "the schedule (also on a retry with the same key)", 503),
 )
 def create_schedule(
     body: Annotated[ScheduleIn, Body()],
@@ -245,7 +245,7 @@ def acknowledge_schedule(
 @router.put(
     "/schedules/<schedule_id>",
     summary="Replace a schedule's definition (version N+1)",
-    responses=_responses(200, ScheduleOut, "the schedule at its new version", 412, 428),
+    responses=_responses(200, ScheduleOut, "the schedule at its new version", 409, 412, 428, 503),
 )
 def edit_schedule(
     schedule_id: str,
@@ -284,7 +284,7 @@ def pause_schedule(schedule_id: str, body: Annotated[PauseIn | None, Body()] = N
 @router.post(
     "/schedules/<schedule_id>/resume",
     summary="Resume from now",
-    responses=_responses(200, ScheduleOut, "the active schedule"),
+    responses=_responses(200, ScheduleOut, "the active schedule", 409),
 )
 def resume_schedule(schedule_id: str) -> ScheduleOut:
     services = _services()
@@ -310,7 +310,9 @@ def delete_schedule(schedule_id: str) -> ScheduleOut:
 @router.post(
     "/schedules/<schedule_id>/rotate-secret",
     summary="A new webhook signing secret, returned once",
-    responses=_responses(200, ScheduleOut, "the schedule, with its new webhook_secret", 409),
+    responses=_responses(
+        200, ScheduleOut, "the schedule, with its new webhook_secret", 409, 501, 503
+    ),
 )
 def rotate_secret(schedule_id: str, body: Annotated[EmptyIn | None, Body()] = None) -> ScheduleOut:
     del body  # no fields: an empty object or no body

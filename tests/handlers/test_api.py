@@ -772,3 +772,23 @@ def test_instants_in_answers_are_utc_with_z(api: Api) -> None:
     created = api.create().body
     assert created["next_due"] == "2026-12-01T14:00:00Z"
     assert utc(created["updated_at"]) == api.clock.now()
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "statuses"),
+    [
+        ("post", "/schedules", {201, 400, 404, 413, 415, 422, 500, 503}),
+        ("put", "/schedules/{schedule_id}", {200, 409, 412, 428, 503}),
+        ("post", "/schedules/{schedule_id}/resume", {200, 409}),
+        ("post", "/schedules/{schedule_id}/rotate-secret", {200, 409, 501, 503}),
+        ("post", "/runs/{occurrence_id}/cancel", {200, 404, 409, 422, 501}),
+        ("get", "/runs", {200, 400, 404, 422}),
+    ],
+)
+def test_every_status_an_operation_can_answer_is_documented(
+    method: str, path: str, statuses: set[int]
+) -> None:
+    # Contention (409), a full secret store (503), no secret store (501),
+    # a malformed token (400) or one naming no page (404), an unexpected error (500).
+    documented = json.loads(openapi_json())["paths"][path][method]["responses"]
+    assert statuses <= {int(status) for status in documented}
