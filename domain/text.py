@@ -18,13 +18,14 @@ from domain.errors import InvalidSchedule
 # class written with escapes (Python's and ECMA-262's read them alike).
 FORBIDDEN_CLASS: Final = r"\u0000-\u001f\u007f-\u009f\ud800-\udfff"
 _FORBIDDEN: Final = re.compile(f"[{FORBIDDEN_CLASS}]")
-# JSON Schema patterns for exactly the text accepted, read alike by Python's
-# ``re`` and by ECMA-262 with or without its ``u`` flag. A character beyond
-# U+FFFF is one code point to Python and to ECMA-262 with ``u``
-# (``[^\x00-\uffff]``), and a surrogate pair to ECMA-262 without it (the pair
-# alternative, which never matches a Python string decoded from JSON).
+# JSON Schema patterns for exactly the text accepted, as Python's ``re`` and
+# ECMA-262 with its ``u`` flag read them: a character beyond U+FFFF is one code
+# point there, matched by ``[^\x00-\uffff]``. (ECMA-262 without ``u`` sees it
+# as a surrogate pair, which that class never matches: to such a reader the
+# document describes a part of what is accepted. A surrogate-pair alternative
+# would say more, but generators cannot draw from it.)
 _TEXT_CHARS: Final = r"\u0020-\u007e\u00a0-\ud7ff\ue000-\uffff"
-_ASTRAL: Final = r"[\ud800-\udbff][\udc00-\udfff]|[^\x00-\uffff]"
+_ASTRAL: Final = r"[^\x00-\uffff]"
 _TEXT: Final = f"(?:[{_TEXT_CHARS}]|{_ASTRAL})"
 TEXT_PATTERN: Final = f"^{_TEXT}*$"
 # ... with at least one character that is not white space (``str.isspace``).

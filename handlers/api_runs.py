@@ -153,7 +153,8 @@ def _run_listing(
 
 @router.get(
     "/schedules/<schedule_id>/runs",
-    summary="A schedule's runs, newest first, planned ones left out (filters: docs/api.md)",
+    summary="A schedule's runs, newest first, planned ones left out (filters: docs/api.md); "
+    "a deleted schedule's: GET /runs?schedule_id=",
     responses=_responses(200, RunListOut, "one page; pass next_token for the next"),
 )
 def list_runs(
@@ -167,12 +168,14 @@ def list_runs(
     limit: Annotated[int, Query(ge=1, le=100, description="page size")] = 50,
     next_token: TokenQuery = None,
 ) -> RunListOut:
+    _services().schedules.get(schedule_id)  # a deleted one: 404 naming GET /runs?schedule_id=
     return _run_listing(schedule_id, status, kind, since, until, order, include, limit, next_token)
 
 
 @router.get(
     "/runs",
-    summary="Runs of every schedule, with the filters of a schedule's runs (docs/api.md)",
+    summary="Runs of every schedule not deleted, or of one (schedule_id, deleted or not), "
+    "with the filters of a schedule's runs (docs/api.md)",
     responses=_responses(200, RunListOut, "one page; pass next_token for the next"),
 )
 def list_all_runs(
@@ -184,8 +187,17 @@ def list_all_runs(
     include: _IncludeQuery = None,
     limit: Annotated[int, Query(ge=1, le=100, description="page size")] = 50,
     next_token: TokenQuery = None,
+    schedule_id: Annotated[
+        str | None,
+        Query(
+            min_length=1,
+            max_length=128,
+            description="the runs of this schedule only, deleted or not (a deleted "
+            "schedule's runs are read here)",
+        ),
+    ] = None,
 ) -> RunListOut:
-    return _run_listing(None, status, kind, since, until, order, include, limit, next_token)
+    return _run_listing(schedule_id, status, kind, since, until, order, include, limit, next_token)
 
 
 @router.post(

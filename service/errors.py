@@ -21,7 +21,7 @@ class ScheduleDeleted(ScheduleNotFound):
         DuetimeError.__init__(
             self,
             f"schedule {schedule_id!r} was deleted at {format_instant(deleted_at)}; "
-            f"its runs stay readable: GET /schedules/{schedule_id}/runs",
+            f"its runs stay readable: GET /runs?schedule_id={schedule_id}",
         )
         self.schedule_id = schedule_id
         self.deleted_at = deleted_at

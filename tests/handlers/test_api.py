@@ -477,8 +477,9 @@ def test_delete_hides_the_schedule_and_keeps_its_runs_readable(api: Api) -> None
     assert deleted.body["deleted_at"] == "2026-12-01T08:00:00Z"
     assert api.call("GET", path).status == 404
     assert api.call("GET", "/schedules").body["schedules"] == []
-    runs = api.call("GET", f"{path}/runs").body["runs"]
+    runs = api.call("GET", "/runs", query={"schedule_id": created["id"]}).body["runs"]
     assert [r["occurrence_id"] for r in runs] == [run["occurrence_id"]]
+    assert api.call("GET", "/runs").body["runs"] == []  # every schedule not deleted
     assert runs[0]["status"] == "cancelled"
     assert api.call("DELETE", path).status == 404
 

@@ -342,12 +342,15 @@ def test_a_deleted_schedule_and_its_versions_are_404_saying_when_and_where_its_r
         assert body["error"] == {
             "code": "schedule_deleted",
             "message": f"schedule {sid!r} was deleted at 2026-12-01T08:01:30Z; "
-            f"its runs stay readable: GET /schedules/{sid}/runs",
+            f"its runs stay readable: GET /runs?schedule_id={sid}",
             "field": None,
             "deleted_at": "2026-12-01T08:01:30Z",
         }
-    # Where the message points: the runs answer.
-    assert call(services, "GET", f"/schedules/{sid}/runs")[0] == 200
+    # Where the message points: the runs answer; its own runs path says it is deleted.
+    status, body = call(services, "GET", "/runs", query={"schedule_id": sid})
+    assert status == 200, body
+    status, body = call(services, "GET", f"/schedules/{sid}/runs")
+    assert status == 404 and body["error"]["code"] == "schedule_deleted"
     # Every other operation on it says the same.
     status, body = call(services, "POST", f"/schedules/{sid}/pause")
     assert status == 404 and body["error"]["code"] == "schedule_deleted"
