@@ -217,3 +217,20 @@ def test_a_retried_dead_letter_leaves_the_listing_on_aws(
     assert status == 200, body
     # The other run's letter is still there, and visible at once.
     assert [d["occurrence_id"] for d in body["dead_letters"]] == [other]
+
+
+def test_cancel_on_aws_ends_a_waiting_run_and_refuses_a_finished_one(
+    aws: tuple[ApiServices, str, str], clock: FakeClock
+) -> None:
+    services, _, _ = aws
+    _, failed = failed_run(services, clock)
+    schedule = services.schedules.store.get_run(failed)
+    assert schedule is not None
+    status, run = call(services, "POST", f"/schedules/{schedule.schedule_id}/trigger")
+    assert status == 201, run
+    status, body = call(services, "POST", f"/runs/{run['occurrence_id']}/cancel")
+    assert status == 200, body
+    assert (body["status"], body["reason"]) == ("cancelled", "cancelled by a user")
+    status, body = call(services, "POST", f"/runs/{failed}/cancel")
+    assert status == 409 and body["error"]["code"] == "not_cancellable"
+    assert "is failed: it has already finished" in body["error"]["message"]
