@@ -13,6 +13,9 @@ What a listing can and cannot promise:
   the queue's servers, so a listing holds at most ``limit`` messages gathered
   over a few receives, not necessarily all of them, in no particular order.
   A message may be missing from one listing and shown in the next.
+- ``discard`` receives what it can see (held out of sight for a moment),
+  deletes the messages of the occurrence and makes the others visible again
+  at once: best effort, like a listing.
 - No pages: SQS cannot continue a receive where the last one stopped, so the
   page token is always None (and a token passed in is refused).
 
@@ -35,6 +38,8 @@ from service.run_views import DeadLetter, DeadLetters
 # Receives per listing: SQS samples servers per receive, so a few receives
 # find more of a small queue than one; an empty answer ends the listing early.
 MAX_RECEIVES: Final = 5
+# How long ``discard`` holds the messages it looks at out of sight (seconds).
+DISCARD_HOLD_S: Final = 30
 
 
 class SqsDeadLetters(DeadLetters):
@@ -74,6 +79,29 @@ class SqsDeadLetters(DeadLetters):
             if len(found) >= limit:
                 break
         return Page(tuple(list(found.values())[:limit]), None)
+
+    def discard(self, occurrence_id: str) -> int:
+        gone = 0
+        for _ in range(MAX_RECEIVES):
+            answer = self.client.receive_message(
+                QueueUrl=self.dlq_url,
+                MaxNumberOfMessages=MAX_BATCH,
+                WaitTimeSeconds=0,
+                VisibilityTimeout=DISCARD_HOLD_S,
+            )
+            messages = answer.get("Messages", [])
+            if not messages:
+                break
+            for message in messages:
+                handle = message["ReceiptHandle"]
+                if intent_ids(str(message.get("Body", "")))[0] == occurrence_id:
+                    self.client.delete_message(QueueUrl=self.dlq_url, ReceiptHandle=handle)
+                    gone += 1
+                else:
+                    self.client.change_message_visibility(
+                        QueueUrl=self.dlq_url, ReceiptHandle=handle, VisibilityTimeout=0
+                    )
+        return gone
 
 
 def _letter(message: dict[str, Any]) -> DeadLetter:

@@ -14,6 +14,7 @@ A run moves through these states::
                     \\-> (worker) expired | skipped | cancelled
     scheduled -> skipped | expired | cancelled   (never admitted)
     failed | expired -> admitted                 (a user's retry: attempts go on)
+    scheduled | admitted | running | retrying -> cancelled   (a user's cancel)
 
 ``scheduled`` is the only state a dispatcher admits from, by a conditional
 write, so an occurrence is admitted at most once. Every state after
@@ -83,6 +84,12 @@ class Reason:
     # A run a user asked to run again (POST /runs/{id}/retry): its reason
     # until it ends again, so the worker does not judge it overdue a second time.
     RETRIED = "retried on request"
+    # A run a user cancelled (POST /runs/{id}/cancel), followed by their reason if given.
+    CANCELLED = "cancelled by a user"
+
+    @staticmethod
+    def cancelled(note: str | None) -> str:
+        return f"{Reason.CANCELLED}: {note}" if note else Reason.CANCELLED
 
     @staticmethod
     def expired(late_by_s: float, window_s: float) -> str:

@@ -18,15 +18,22 @@ from domain.errors import InvalidSchedule
 # class written with escapes (Python's and ECMA-262's read them alike).
 FORBIDDEN_CLASS: Final = r"\u0000-\u001f\u007f-\u009f\ud800-\udfff"
 _FORBIDDEN: Final = re.compile(f"[{FORBIDDEN_CLASS}]")
-# A JSON Schema pattern for a part of the text accepted: characters of the
-# Basic Multilingual Plane without controls and surrogates. (Characters beyond
-# U+FFFF are accepted too, but an ECMA-262 pattern sees them as surrogate
-# pairs, and Python's ``re`` as one character: no pattern reads the same in both.)
+# JSON Schema patterns for exactly the text accepted, as Python's ``re`` and
+# ECMA-262 with its ``u`` flag read them: a character beyond U+FFFF is one code
+# point there, matched by ``[^\x00-\uffff]``. (ECMA-262 without ``u`` sees it
+# as a surrogate pair, which that class never matches: to such a reader the
+# document describes a part of what is accepted. A surrogate-pair alternative
+# would say more, but generators cannot draw from it.)
 _TEXT_CHARS: Final = r"\u0020-\u007e\u00a0-\ud7ff\ue000-\uffff"
-TEXT_PATTERN: Final = f"^[{_TEXT_CHARS}]*$"
-# ... with at least one character that is not a space.
-_VISIBLE_CHARS: Final = r"!-~\u00a1-\u167f\u1681-\u1fff\u3001-\ud7ff\ue000-\uffef"
-NAME_PATTERN: Final = f"^[{_TEXT_CHARS}]*[{_VISIBLE_CHARS}][{_TEXT_CHARS}]*$"
+_ASTRAL: Final = r"[^\x00-\uffff]"
+_TEXT: Final = f"(?:[{_TEXT_CHARS}]|{_ASTRAL})"
+TEXT_PATTERN: Final = f"^{_TEXT}*$"
+# ... with at least one character that is not white space (``str.isspace``).
+_VISIBLE_CHARS: Final = (
+    r"!-~\u00a1-\u167f\u1681-\u1fff\u200b-\u2027\u202a-\u202e\u2030-\u205e"
+    r"\u2060-\u2fff\u3001-\ud7ff\ue000-\uffff"
+)
+NAME_PATTERN: Final = f"^{_TEXT}*(?:[{_VISIBLE_CHARS}]|{_ASTRAL}){_TEXT}*$"
 
 
 def forbidden_character(text: str) -> str | None:

@@ -39,12 +39,17 @@ FINISHED: Final = frozenset(
         RunStatus.CANCELLED,
     }
 )
+# Statuses a user may cancel (``cancel``): every one before the run ends.
+CANCELLABLE: Final = frozenset(
+    {RunStatus.SCHEDULED, RunStatus.ADMITTED, RunStatus.RUNNING, RunStatus.RETRYING}
+)
 # Statuses a user may ask to run again (``retry``).
 RETRYABLE: Final = frozenset({RunStatus.FAILED, RunStatus.EXPIRED})
 
 # Outcomes stamped on an attempt record.
 ATTEMPT_ACCEPTED: Final = "accepted"  # 202: waiting for the job to report completion
 ATTEMPT_LOST: Final = "lost"  # the worker died or timed out; its lease expired
+ATTEMPT_CANCELLED: Final = "cancelled"  # a user cancelled the run while it was in flight
 LOST_ERROR: Final = "run lease expired"
 
 
@@ -59,6 +64,7 @@ class Refusal(enum.StrEnum):
     TOKEN_MISMATCH = "was not given this token"
     TIMED_OUT = "missed its run timeout"
     NOT_RETRYABLE = "is not failed or expired"
+    NOT_CANCELLABLE = "has already finished"
 
 
 class TransitionRefused(DuetimeError):
@@ -273,4 +279,32 @@ def retry(run: Run, *, now: datetime, bucket: int, reason: str) -> Run:
         run_token_hash=None,
         pending=True,
         bucket=bucket,
+    )
+
+
+def cancel(run: Run, *, now: datetime, reason: str) -> Run:
+    """A user cancels the run before it ends: ``cancelled`` at ``now``, with
+    ``reason``, never to start (or start again).
+
+    From ``scheduled``, ``admitted`` or ``retrying`` the run never starts: the
+    dispatcher admits only ``scheduled`` runs and the worker starts only
+    admitted or retrying ones. From ``running`` the attempt in flight is
+    closed ``cancelled``; the lease and the run token are cleared, so the
+    worker's later answer for it (``finish``, ``record_retry``,
+    ``mark_accepted``, ``extend_lease``: each needs the attempt to hold a
+    running run) and the job's ``complete`` are refused and change nothing.
+    A worker that can stop its call (a command it runs) learns of it from the
+    run's status when its lease is no longer extended.
+    """
+    if run.status not in CANCELLABLE:
+        raise TransitionRefused(run, Refusal.NOT_CANCELLABLE)
+    return _after(
+        run,
+        status=RunStatus.CANCELLED,
+        finished_at=now,
+        reason=reason,
+        run_lease_expires_at=None,
+        run_token_hash=None,
+        pending=False,
+        attempt_log=_close_last(run.attempt_log, now, ATTEMPT_CANCELLED, reason),
     )

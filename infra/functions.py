@@ -267,11 +267,17 @@ class Functions(Construct):
         self.api.role.add_to_principal_policy(
             iam.PolicyStatement(actions=["sqs:SendMessage"], resources=[queues.queue.queue_arn])
         )
-        # GET /dead-letters peeks at the DLQ (a receive with visibility 0, no
-        # delete): ReceiveMessage there and nothing else of it.
+        # GET /dead-letters peeks at the DLQ (a receive with visibility 0); a
+        # retried run's dead letters are settled (deleted; the others it saw are
+        # made visible again).
         self.api.role.add_to_principal_policy(
             iam.PolicyStatement(
-                actions=["sqs:ReceiveMessage"], resources=[queues.dead_letter_queue.queue_arn]
+                actions=[
+                    "sqs:ReceiveMessage",
+                    "sqs:DeleteMessage",
+                    "sqs:ChangeMessageVisibility",
+                ],
+                resources=[queues.dead_letter_queue.queue_arn],
             )
         )
 

@@ -19,7 +19,7 @@ from domain.run import Run, RunKind, RunStatus, is_planned
 from domain.schedule import Schedule, ScheduleVersion
 from domain.spec import Slot, spec_zone_name
 from domain.timezones import load_zone
-from service.errors import ScheduleNotFound
+from service.errors import UnknownPageToken, schedule_gone
 from service.ports import Page, RunQuery, Store
 
 RECENT_RUNS: Final = 5
@@ -155,8 +155,8 @@ def overview(store: Store, schedule: Schedule, now: datetime) -> ScheduleOvervie
 
 def _schedule(store: Store, schedule_id: str) -> Schedule:
     schedule = store.get(schedule_id)
-    if schedule is None:  # a deleted schedule's versions stay readable
-        raise ScheduleNotFound(schedule_id)
+    if schedule is None or schedule.deleted:  # gone, its runs aside
+        raise schedule_gone(schedule_id, schedule)
     return schedule
 
 
@@ -170,7 +170,7 @@ def versions(
     try:
         page = store.versions(schedule_id, limit, token)
     except ValueError:
-        raise InvalidSchedule("next_token", "is not a token this API returned") from None
+        raise UnknownPageToken() from None
     previous: ScheduleVersion | None = None
     if page.items and page.items[0].version > 1:
         previous = store.get_version(schedule_id, page.items[0].version - 1)

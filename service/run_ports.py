@@ -270,6 +270,12 @@ class RunStore(ABC):
             ),
         )
 
+    def cancel(self, occurrence_id: str, *, now: datetime, reason: str) -> Run | None:
+        """A user cancels the run before it ends (``transitions.cancel``)."""
+        return self.change(
+            occurrence_id, None, lambda run: transitions.cancel(run, now=now, reason=reason)
+        )
+
     def retry(self, occurrence_id: str, *, now: datetime, bucket: int, reason: str) -> Run | None:
         """Run an occurrence that ended badly once more (``transitions.retry``):
         admitted again and pending in ``bucket``, its intent to be sent by the

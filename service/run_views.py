@@ -13,7 +13,14 @@ run again, and the dead letters.
   ``max_attempts``: a run that had spent them all gets exactly one more
   attempt per request (a transient failure of it fails the run again); one
   that failed permanently earlier keeps the rest for transient failures.
-  Any other status is refused, naming it.
+  Any other status is refused, naming it. The retried run's dead letters are
+  settled: they leave the dead-letter listing (best effort on SQS, where a
+  message missed now stays listed until the queue's retention drops it).
+- A cancel ends a run that has not ended (planned, admitted, running or
+  retrying) as ``cancelled``, recorded as cancelled by a user with their
+  reason (``transitions.cancel``): a waiting run never starts; a running
+  one's late answer is ignored (a webhook cannot be recalled). A run that
+  has already ended is refused, naming its status.
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ from domain.errors import DuetimeError
 from domain.identity import utc_text
 from domain.partition import Partitioning
 from domain.run import DeliveryIntent, Reason, Run, RunKind, RunStatus
-from service.errors import RunNotFound, ScheduleNotFound
+from service.errors import RunNotFound, ScheduleNotFound, UnknownPageToken
 from service.ports import Clock, DeliveryQueue, Page, RunQuery, Store
 from service.run_ports import RETRYABLE, RunStore
 
@@ -43,6 +50,18 @@ class NotRetryable(DuetimeError):
     def __init__(self, occurrence_id: str, status: RunStatus, why: str | None = None) -> None:
         detail = why or (f"is {status.value}: only a failed or expired run can be run again")
         super().__init__(f"run {occurrence_id!r} {detail}")
+        self.occurrence_id = occurrence_id
+        self.status = status
+
+
+class NotCancellable(DuetimeError):
+    """A cancel of a run that has already ended (HTTP 409)."""
+
+    def __init__(self, occurrence_id: str, status: RunStatus) -> None:
+        super().__init__(
+            f"run {occurrence_id!r} is {status.value}: it has already finished, "
+            "so there is nothing to cancel"
+        )
         self.occurrence_id = occurrence_id
         self.status = status
 
@@ -75,6 +94,11 @@ class DeadLetters(ABC):
     @abstractmethod
     def page(self, limit: int, token: str | None = None) -> Page[DeadLetter]:
         """Newest first; ``ValueError`` for a token this adapter did not make."""
+
+    @abstractmethod
+    def discard(self, occurrence_id: str) -> int:
+        """Remove the dead letters of ``occurrence_id`` (its run was admitted
+        again: they are settled); how many went."""
 
 
 class RunViews:
@@ -141,9 +165,7 @@ class RunViews:
         try:
             return self.store.find_runs(query, limit, token)
         except ValueError:
-            raise InvalidListing(
-                "next_token", "is not a token this API returned for this listing"
-            ) from None
+            raise UnknownPageToken() from None
 
     def retry(self, occurrence_id: str) -> Run:
         """Run a failed or expired occurrence again (see the module's text)."""
@@ -187,6 +209,26 @@ class RunViews:
             if not unsent:
                 self.store.mark_sent([occurrence_id], self.clock.now())
                 stored = self.runs.get_run(occurrence_id) or stored
+        if self.dead_letters is not None:
+            try:
+                self.dead_letters.discard(occurrence_id)
+            except Exception:  # the run is retried either way; the letter stays listed
+                _log.warning("retry: dead letters not discarded", exc_info=True)
+        return stored
+
+    def cancel(self, occurrence_id: str, note: str | None = None) -> Run:
+        """Cancel a run that has not ended (see the module's text)."""
+        if self.runs is None:
+            raise CancelUnavailable()
+        stored = self.runs.cancel(
+            occurrence_id, now=self.clock.now(), reason=Reason.cancelled(note)
+        )
+        if stored is None:
+            # Refused (already finished), or gone: say which.
+            current = self.runs.get_run(occurrence_id)
+            if current is None:
+                raise RunNotFound(occurrence_id)
+            raise NotCancellable(occurrence_id, current.status)
         return stored
 
     def dead_letter_page(self, limit: int = 50, token: str | None = None) -> Page[DeadLetter]:
@@ -197,7 +239,7 @@ class RunViews:
         try:
             return self.dead_letters.page(limit, token)
         except ValueError:
-            raise InvalidListing("next_token", "is not a token this API returned") from None
+            raise UnknownPageToken() from None
 
 
 class DeadLettersUnavailable(DuetimeError):
@@ -216,3 +258,10 @@ class RetryUnavailable(DuetimeError):
 
     def __init__(self) -> None:
         super().__init__("retrying a run is not available in this deployment")
+
+
+class CancelUnavailable(DuetimeError):
+    """This deployment has no run store to cancel with (HTTP 501)."""
+
+    def __init__(self) -> None:
+        super().__init__("cancelling a run is not available in this deployment")

@@ -200,6 +200,19 @@ class RunWorker:
                 extended += 1
         return extended
 
+    def cancelled_in_flight(self) -> list[str]:
+        """The attempts running here whose run a user has cancelled since
+        (``POST /runs/{id}/cancel``): the hook for a target that can stop its
+        call (a command it runs: SIGTERM), asked by the heartbeat. A webhook
+        cannot be recalled; its answer is ignored when it comes (the cancel
+        cleared the attempt's hold on the run)."""
+        cancelled = []
+        for occurrence_id in self.in_flight():
+            run = self.runs.get_run(occurrence_id)
+            if run is not None and run.status is RunStatus.CANCELLED:
+                cancelled.append(occurrence_id)
+        return cancelled
+
     def handle(self, intent: DeliveryIntent, receive_count: int = 1) -> Decision:
         """Run ``intent``'s occurrence (or not) and decide about its message.
 

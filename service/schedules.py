@@ -63,9 +63,11 @@ from service.errors import (
     RunNotFound,
     ScheduleNotActive,
     ScheduleNotFound,
+    UnknownPageToken,
     VersionConflict,
+    schedule_gone,
 )
-from service.ports import Clock, DueSchedule, Page, Store
+from service.ports import Clock, DueSchedule, Page, RunQuery, Store
 
 MAX_BACKFILL: Final = 1000
 MAX_PAGE: Final = 100
@@ -267,7 +269,7 @@ class ScheduleService:
     def get(self, schedule_id: str, *, include_deleted: bool = False) -> Schedule:
         schedule = self.store.get(schedule_id)
         if schedule is None or (schedule.deleted and not include_deleted):
-            raise ScheduleNotFound(schedule_id)
+            raise schedule_gone(schedule_id, schedule)
         return schedule
 
     def list_schedules(self, limit: int = 50, token: str | None = None) -> Page[Schedule]:
@@ -276,7 +278,7 @@ class ScheduleService:
         try:
             return self.store.list_schedules(limit, token)
         except ValueError:
-            raise InvalidSchedule("next_token", "is not a token this API returned") from None
+            raise UnknownPageToken() from None
 
     def version(self, schedule_id: str, version: int) -> ScheduleVersion:
         found = self.store.get_version(schedule_id, version)
@@ -291,7 +293,7 @@ class ScheduleService:
         try:
             return self.store.runs(schedule_id, limit, token)
         except ValueError:
-            raise InvalidSchedule("next_token", "is not a token this API returned") from None
+            raise UnknownPageToken() from None
 
     def run(self, occurrence_id: str) -> Run:
         found = self.store.get_run(occurrence_id)
@@ -345,6 +347,12 @@ class ScheduleService:
         """Write version N+1 if the schedule is still at ``expected_version``."""
         now = self.clock.now()
         sent = parse_definition(body, now=now)
+        # The whole body is judged before the version: a body refused is 422
+        # naming its field, whatever If-Match names. (Header values sent as
+        # null are the stored ones, as in the write below.)
+        read = self.get(schedule_id)
+        kept = keep_header_values(sent.target_data, read.current.target)
+        self._version(schedule_id, expected_version + 1, replace(sent, target_data=kept), now)
         for _ in range(_RETRIES):
             schedule = self.get(schedule_id)
             if schedule.version != expected_version:
@@ -384,7 +392,7 @@ class ScheduleService:
             raise InvalidSchedule("note", "must be text of at most 1000 characters")
         now = self.clock.now()
         if not self.store.pause(schedule_id, note, now):
-            raise ScheduleNotFound(schedule_id)
+            raise schedule_gone(schedule_id, self.store.get(schedule_id))
         # After the flag: nothing is planned or admitted for it any more. The
         # slots planned after now are withdrawn; what came due and waits is
         # closed as skipped.
@@ -413,7 +421,7 @@ class ScheduleService:
     def delete(self, schedule_id: str) -> Schedule:
         now = self.clock.now()
         if not self.store.delete(schedule_id, now):
-            raise ScheduleNotFound(schedule_id)
+            raise schedule_gone(schedule_id, self.store.get(schedule_id))
         self.store.withdraw_planned(schedule_id, now)
         self.store.close_scheduled(schedule_id, RunStatus.CANCELLED, Reason.DELETED, now)
         return self.get(schedule_id, include_deleted=True)
@@ -450,13 +458,18 @@ class ScheduleService:
             at += _EPSILON
         raise Contention(f"could not trigger schedule {schedule_id!r}; try again")
 
-    def backfill(self, schedule_id: str, start_at: datetime, end_at: datetime) -> list[Run]:
-        """Materialize the slots in ``[start_at, end_at]`` that have no occurrence yet."""
+    def backfill(
+        self, schedule_id: str, start_at: datetime, end_at: datetime, *, dry_run: bool = False
+    ) -> list[Run]:
+        """Materialize the slots in ``[start_at, end_at]`` that have no occurrence
+        yet. With ``dry_run`` nothing is stored: the runs that would be created."""
         schedule = self._active(schedule_id)
         now = self.clock.now()
         for name, value in (("start_at", start_at), ("end_at", end_at)):
             if value.tzinfo is None:
                 raise InvalidSchedule(name, "must have an offset")
+        if start_at > now:
+            raise InvalidSchedule("start_at", "must not be in the future: backfill is for the past")
         if end_at < start_at:
             raise InvalidSchedule("end_at", "must not be before start_at")
         if end_at > now:
@@ -483,8 +496,23 @@ class ScheduleService:
             )
             for slot in slots
         ]
+        if dry_run:
+            taken = self._business_keys(schedule_id, start_at, end_at)
+            return [run for run in runs if run.business_key not in taken]
         written = set(self.store.insert(runs))
         return [run for run in runs if run.occurrence_id in written]
+
+    def _business_keys(self, schedule_id: str, start_at: datetime, end_at: datetime) -> set[str]:
+        """The business keys of the occurrences a schedule has in ``[start_at, end_at]``."""
+        query = RunQuery(schedule_id=schedule_id, since=start_at, until=end_at + _EPSILON)
+        keys: set[str] = set()
+        token: str | None = None
+        while True:
+            page = self.store.find_runs(query, MAX_PAGE, token)
+            keys.update(run.business_key for run in page.items)
+            token = page.next_token
+            if token is None:
+                return keys
 
     # --- planning at the call --------------------------------------------------------------
 

@@ -69,3 +69,15 @@ class SqliteDeadLetters(Database, DeadLetters):
             )
         next_token = str(rows[limit - 1][0]) if len(rows) > limit else None
         return Page(tuple(letters), next_token)
+
+    def discard(self, occurrence_id: str) -> int:
+        with self._lock:
+            rows: list[Any] = self._db.execute(
+                "SELECT seq, body FROM delivery_queue WHERE state = 'dead'"
+            ).fetchall()
+        settled = [(seq,) for seq, body in rows if intent_ids(body)[0] == occurrence_id]
+        if not settled:
+            return 0
+        with self._write() as db:
+            db.executemany("DELETE FROM delivery_queue WHERE seq = ? AND state = 'dead'", settled)
+        return len(settled)

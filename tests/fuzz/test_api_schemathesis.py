@@ -17,8 +17,10 @@ delivers, so no target is ever called and no network is used.
 from __future__ import annotations
 
 import tempfile
+import tomllib
 from collections.abc import Callable, Iterable
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -26,11 +28,9 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
 
-from domain.targets import TARGET_TYPES
 from handlers.api import ApiServices, build_services, handler
 from handlers.local_http import from_response, to_event
 from handlers.settings import Settings
-from service.schedules import TargetSupport
 
 pytestmark = pytest.mark.fuzz
 
@@ -40,7 +40,12 @@ WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 # enough that the whole file runs in about a minute on two busy cores.
 MAX_EXAMPLES = 15
 
+# Which statuses each check accepts beyond its defaults, and why: the same file
+# the schemathesis CLI reads from the repository (one place for both).
+JUDGING = tomllib.loads((Path(__file__).parents[2] / "schemathesis.toml").read_text("utf-8"))
+
 CONFIG = {
+    **JUDGING,
     "generation": {"max-examples": MAX_EXAMPLES, "database": "none"},
     "phases": {
         "examples": {"enabled": True},
@@ -48,39 +53,7 @@ CONFIG = {
         "fuzzing": {"enabled": True},
         "stateful": {"enabled": True},
     },
-    "checks": {
-        "enabled": True,
-        # An edit without If-Match is 428 Precondition Required (RFC 6585), the
-        # status made for exactly this; the check's default list predates it.
-        "missing_required_header": {"expected-statuses": [400, 401, 403, 406, 415, 422, 428]},
-    },
-    "operations": [
-        {
-            # An edit is conditional: a well-formed If-Match naming a version
-            # that is no longer current is 412 Precondition Failed (RFC 9110),
-            # an answer about the schedule's state, like the 409 the check
-            # already expects, not about the request's shape.
-            "include-path": "/schedules/{schedule_id}",
-            "include-method": "PUT",
-            "checks": {
-                "positive_data_acceptance": {
-                    "expected-statuses": ["2xx", "401", "403", "404", "409", "412", "429", "5xx"]
-                }
-            },
-        },
-        {
-            # Whether a well-formed range can be backfilled depends on the
-            # schedule (at most 1,000 occurrences in it) and the clock (not in
-            # the future): no request schema can say so, and the refusal is
-            # 422. Every other check still runs on this operation.
-            "include-path": "/schedules/{schedule_id}/backfill",
-            "checks": {
-                "positive_data_acceptance": {
-                    "expected-statuses": ["2xx", "401", "403", "404", "409", "422", "429", "5xx"]
-                }
-            },
-        },
-    ],
+    "checks": {"enabled": True, **JUDGING.get("checks", {})},
 }
 
 
@@ -151,27 +124,15 @@ class _LazyApi:
         if self._directory is not None:
             self._directory.cleanup()
         self._directory = tempfile.TemporaryDirectory(prefix="duetime-fuzz-")
-        # Every target type accepted: the document is the same for every
-        # deployment, and nothing here delivers. That the SQLite stack refuses
-        # the types its worker cannot deliver to (422 naming target.type) is
-        # tests/handlers/test_api_target_support.py's to say.
+        # The SQLite stack as `duetime local` builds it: its served document
+        # offers only the target types it delivers, so every target a
+        # schema-valid request names is accepted. Nothing here delivers.
         services = build_services(
-            Settings(allow_private_targets=True),
-            data_dir=self._directory.name,
-            target_support=EVERY_TARGET_TYPE,
+            Settings(allow_private_targets=True), data_dir=self._directory.name
         )
         self._app = serve_api(services)
 
 
-class _EveryJob(frozenset[str]):
-    """A jobs file with every job in it: which jobs a stack has is its own
-    (tests/handlers/test_api_command_target.py), as which types it delivers is."""
-
-    def __contains__(self, name: object) -> bool:
-        return True
-
-
-EVERY_TARGET_TYPE = TargetSupport(frozenset(TARGET_TYPES), "", jobs=_EveryJob())
 API = _LazyApi()
 schema = schemathesis.openapi.from_wsgi(
     "/openapi.json", API, config=schemathesis.Config.from_dict(CONFIG)
@@ -199,17 +160,15 @@ def _reversed_range(data: object) -> bool:
 def filter_case(context: schemathesis.HookContext, case: schemathesis.Case) -> bool:
     """Valid data the document cannot describe as invalid is left to the handler tests.
 
-    JSON Schema cannot compare two fields, nor know which page tokens this API
-    issued: a schema-valid request with end_at before start_at, or a made-up
-    next_token, is refused (422), and tests/handlers say so. Only positive
-    cases are left out; negative ones run.
+    JSON Schema cannot compare two fields: a schema-valid request with end_at
+    before start_at is refused (422), and tests/handlers say so. Only positive
+    cases are left out; negative ones run. (A made-up next_token of the
+    documented format is 404 page_not_found, which the check accepts.)
     """
     if case.meta is None or not case.meta.generation.mode.is_positive:
         return True
     body = case.body if isinstance(case.body, dict) else {}
-    if _reversed_range(body) or _reversed_range(body.get("spec")):
-        return False
-    return not (isinstance(case.query, dict) and "next_token" in case.query)
+    return not (_reversed_range(body) or _reversed_range(body.get("spec")))
 
 
 @schema.parametrize()

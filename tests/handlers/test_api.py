@@ -341,7 +341,7 @@ def test_list_refuses_a_bad_limit_or_token(api: Api) -> None:
         ({"next_token": "not-a-token"}, "next_token"),
     ]:
         answer = api.call("GET", "/schedules", query=query)
-        assert answer.status == 422, query
+        assert answer.status == (404 if field == "next_token" else 422), query
         assert answer.error["field"] == field
     assert api.snapshot() == before
 
@@ -368,6 +368,21 @@ def test_put_with_the_current_version_writes_the_next_one(api: Api) -> None:
     assert answer.body["version"] == 3
     answer = api.call("PUT", f"/schedules/{created['id']}", edited, headers={"If-Match": 'W/"3"'})
     assert answer.body["version"] == 4
+
+
+def test_put_with_a_bad_policy_and_a_stale_if_match_is_422_naming_the_field(api: Api) -> None:
+    # The body is judged first: a stale version is only news for a valid edit.
+    created = api.create().body
+    before = api.snapshot()
+    answer = api.call(
+        "PUT",
+        f"/schedules/{created['id']}",
+        {**REPORT, "policy": {"overdue": "expire"}},
+        headers={"If-Match": '"7"'},
+    )
+    assert answer.status == 422, answer.body
+    assert answer.error["field"] == "policy.catchup_window"
+    assert api.snapshot() == before
 
 
 def test_put_without_if_match_is_428_and_changes_nothing(api: Api) -> None:
@@ -463,8 +478,9 @@ def test_delete_hides_the_schedule_and_keeps_its_runs_readable(api: Api) -> None
     assert deleted.body["deleted_at"] == "2026-12-01T08:00:00Z"
     assert api.call("GET", path).status == 404
     assert api.call("GET", "/schedules").body["schedules"] == []
-    runs = api.call("GET", f"{path}/runs").body["runs"]
+    runs = api.call("GET", "/runs", query={"schedule_id": created["id"]}).body["runs"]
     assert [r["occurrence_id"] for r in runs] == [run["occurrence_id"]]
+    assert api.call("GET", "/runs").body["runs"] == []  # every schedule not deleted
     assert runs[0]["status"] == "cancelled"
     assert api.call("DELETE", path).status == 404
 
@@ -522,7 +538,7 @@ def test_backfill_creates_the_missing_occurrences_never_a_second_copy(api: Api) 
     week = {"start_at": "2026-11-23T00:00:00Z", "end_at": "2026-11-28T00:00:00Z"}
     answer = api.call("POST", path, week)
     assert answer.status == 200, answer.body
-    assert answer.body["created"] == 5
+    assert answer.body["created"] == 5 and answer.body["dry_run"] is False
     assert [r["scheduled_at"] for r in answer.body["runs"]] == [
         f"2026-11-{day}T14:00:00Z" for day in (23, 24, 25, 26, 27)
     ]
@@ -531,6 +547,47 @@ def test_backfill_creates_the_missing_occurrences_never_a_second_copy(api: Api) 
     again = api.call("POST", path, wider)
     assert again.body["created"] == 1  # only Friday 20 Nov was missing
     assert again.body["runs"][0]["scheduled_at"] == "2026-11-20T14:00:00Z"
+
+
+def test_a_dry_run_backfill_lists_the_missing_slots_and_stores_nothing(api: Api) -> None:
+    created = api.create().body
+    path = f"/schedules/{created['id']}/backfill"
+    week = {"start_at": "2026-11-23T00:00:00Z", "end_at": "2026-11-28T00:00:00Z"}
+    assert api.call("POST", path, week).body["created"] == 5
+    before = api.snapshot()
+    wider = {"start_at": "2026-11-19T00:00:00Z", "end_at": "2026-11-28T00:00:00Z"}
+    answer = api.call("POST", path, {**wider, "dry_run": True})
+    assert answer.status == 200, answer.body
+    assert answer.body["dry_run"] is True and answer.body["created"] == 0
+    # Thursday 19 and Friday 20: the week after already has its occurrences.
+    assert [r["scheduled_at"] for r in answer.body["runs"]] == [
+        "2026-11-19T14:00:00Z",
+        "2026-11-20T14:00:00Z",
+    ]
+    assert {r["status"] for r in answer.body["runs"]} == {"scheduled"}
+    assert api.snapshot() == before
+    # The same range for real creates exactly those.
+    real = api.call("POST", path, wider).body
+    assert [r["scheduled_at"] for r in real["runs"]] == [
+        r["scheduled_at"] for r in answer.body["runs"]
+    ]
+
+
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_a_backfill_from_the_future_is_refused_naming_start_at(api: Api, dry_run: bool) -> None:
+    created = api.create().body
+    before = api.snapshot()
+    answer = api.call(
+        "POST",
+        f"/schedules/{created['id']}/backfill",
+        {"start_at": "2026-12-03T00:00:00Z", "end_at": "2026-12-01T00:00:00Z", "dry_run": dry_run},
+    )
+    assert answer.status == 422, answer.body
+    assert answer.error["field"] == "start_at"
+    assert answer.error["message"] == (
+        "start_at: must not be in the future: backfill is for the past"
+    )
+    assert api.snapshot() == before
 
 
 def test_backfill_refusals_name_the_field_and_change_nothing(api: Api) -> None:
@@ -546,6 +603,10 @@ def test_backfill_refusals_name_the_field_and_change_nothing(api: Api) -> None:
         ({"start_at": "2026-11-30T00:00:00", "end_at": "2026-11-30T00:00:10Z"}, "start_at"),
         ({"end_at": "2026-11-30T00:00:00Z"}, "start_at"),
         ({"start_at": "2026-11-30T00:00:00Z", "end_at": 5}, "end_at"),
+        (
+            {"start_at": "2026-11-30T00:00:00Z", "end_at": "2026-11-30T00:00:10Z", "dry_run": "y"},
+            "dry_run",
+        ),
     ]:
         answer = api.call("POST", path, body)
         assert answer.status == 422, (body, answer.body)
@@ -684,6 +745,9 @@ def test_health(api: Api) -> None:
 def test_openapi_is_served_and_the_committed_copy_is_current(api: Api) -> None:
     answer = api.call("GET", "/openapi.json")
     assert answer.status == 200
+    # Served: the document of this deployment (tests/handlers/test_api_target_support.py
+    # shows the SQLite stack's); these services deliver to every type.
+    assert api.services.schedules.target_support is None
     assert answer.body == json.loads(openapi_json())
     committed = (REPO / "docs" / "openapi.json").read_text(encoding="utf-8")
     assert committed == openapi_json(), (
@@ -710,3 +774,23 @@ def test_instants_in_answers_are_utc_with_z(api: Api) -> None:
     created = api.create().body
     assert created["next_due"] == "2026-12-01T14:00:00Z"
     assert utc(created["updated_at"]) == api.clock.now()
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "statuses"),
+    [
+        ("post", "/schedules", {201, 400, 404, 413, 415, 422, 500, 503}),
+        ("put", "/schedules/{schedule_id}", {200, 409, 412, 428, 503}),
+        ("post", "/schedules/{schedule_id}/resume", {200, 409}),
+        ("post", "/schedules/{schedule_id}/rotate-secret", {200, 409, 501, 503}),
+        ("post", "/runs/{occurrence_id}/cancel", {200, 404, 409, 422, 501}),
+        ("get", "/runs", {200, 400, 404, 422}),
+    ],
+)
+def test_every_status_an_operation_can_answer_is_documented(
+    method: str, path: str, statuses: set[int]
+) -> None:
+    # Contention (409), a full secret store (503), no secret store (501),
+    # a malformed token (400) or one naming no page (404), an unexpected error (500).
+    documented = json.loads(openapi_json())["paths"][path][method]["responses"]
+    assert statuses <= {int(status) for status in documented}

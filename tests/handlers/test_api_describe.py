@@ -329,13 +329,31 @@ def test_versions_list_every_version_oldest_first_with_what_it_changed(
     assert status == 200 and second == body["versions"][1]
 
 
-def test_versions_of_a_deleted_schedule_stay_readable(
+def test_a_deleted_schedule_and_its_versions_are_404_saying_when_and_where_its_runs_are(
     services: ApiServices, clock: FakeClock
 ) -> None:
     first = create(services, {"cron": "0 9 * * *"})
-    assert call(services, "DELETE", f"/schedules/{first['id']}")[0] == 200
-    status, body = call(services, "GET", f"/schedules/{first['id']}/versions")
-    assert status == 200 and [v["version"] for v in body["versions"]] == [1]
+    sid = first["id"]
+    clock.advance(90)
+    assert call(services, "DELETE", f"/schedules/{sid}")[0] == 200
+    for path in (f"/schedules/{sid}", f"/schedules/{sid}/versions", f"/schedules/{sid}/versions/1"):
+        status, body = call(services, "GET", path)
+        assert status == 404, (path, body)
+        assert body["error"] == {
+            "code": "schedule_deleted",
+            "message": f"schedule {sid!r} was deleted at 2026-12-01T08:01:30Z; "
+            f"its runs stay readable: GET /runs?schedule_id={sid}",
+            "field": None,
+            "deleted_at": "2026-12-01T08:01:30Z",
+        }
+    # Where the message points: the runs answer; its own runs path says it is deleted.
+    status, body = call(services, "GET", "/runs", query={"schedule_id": sid})
+    assert status == 200, body
+    status, body = call(services, "GET", f"/schedules/{sid}/runs")
+    assert status == 404 and body["error"]["code"] == "schedule_deleted"
+    # Every other operation on it says the same.
+    status, body = call(services, "POST", f"/schedules/{sid}/pause")
+    assert status == 404 and body["error"]["code"] == "schedule_deleted"
 
 
 @pytest.mark.parametrize("number", ["2", "0", "999999999999"])
@@ -365,11 +383,15 @@ def test_a_version_that_is_not_a_number_is_refused_naming_it(services: ApiServic
 def test_a_versions_token_the_api_did_not_hand_out_is_refused(services: ApiServices) -> None:
     first = create(services, {"cron": "0 9 * * *"})
     status, body = call(
-        services, "GET", f"/schedules/{first['id']}/versions", query={"next_token": "bogus"}
+        services, "GET", f"/schedules/{first['id']}/versions", query={"next_token": "bo gus"}
     )
-    assert status == 422
+    assert status == 400
     assert body["error"]["field"] == "next_token"
-    assert "not a token this API returned" in body["error"]["message"]
+    assert body["error"]["code"] == "invalid_next_token"
+    status, body = call(
+        services, "GET", f"/schedules/{first['id']}/versions", query={"next_token": "12x"}
+    )
+    assert status == 404 and body["error"]["code"] == "page_not_found"
 
 
 # --- acknowledging a failure ----------------------------------------------------------------

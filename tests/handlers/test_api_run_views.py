@@ -429,10 +429,46 @@ def test_dead_letters_are_listed_newest_first_with_their_run_and_reason(api: Api
     assert second.body["next_token"] is None
 
 
-def test_a_bad_dead_letter_token_is_422(api: Api, unchanged: None) -> None:
+def test_a_dead_letter_token_the_api_did_not_hand_out_is_404(api: Api, unchanged: None) -> None:
     answer = api.call("GET", "/dead-letters", query={"next_token": "xyz"})
-    assert answer.status == 422
+    assert answer.status == 404
+    assert answer.body["error"]["code"] == "page_not_found"
     assert answer.body["error"]["field"] == "next_token"
+
+
+@pytest.mark.parametrize("path", ["/schedules", "/runs", "/dead-letters", "/schedules/{id}/runs"])
+@pytest.mark.parametrize("token", ["not a token", "a+b", "x" * 4001, "ab=c"])
+def test_a_next_token_not_of_its_format_is_400_naming_it(api: Api, path: str, token: str) -> None:
+    schedule = api.create(EVERY_10S).body["id"]
+    before = api.snapshot()
+    answer = api.call("GET", path.format(id=schedule), query={"next_token": token})
+    assert answer.status == 400, answer.body
+    assert answer.body["error"] == {
+        "code": "invalid_next_token",
+        "message": "next_token: is not a page token; send it as a previous page returned it "
+        "(letters, digits, '-' and '_', up to two '=' at the end)",
+        "field": "next_token",
+    }
+    assert api.snapshot() == before
+
+
+def test_a_well_formed_token_of_another_listing_is_404_naming_it(api: Api) -> None:
+    schedule = api.create(EVERY_10S).body["id"]
+    tick(api)
+    api.clock.advance(60)
+    tick(api)
+    first = api.call("GET", "/runs", query={"limit": "1"}).body
+    token = first["next_token"]
+    assert token
+    before = api.snapshot()
+    # Oldest first is another listing: the newest-first token names no page of it.
+    answer = api.call("GET", "/runs", query={"order": "oldest", "next_token": token})
+    assert answer.status == 404, answer.body
+    assert answer.body["error"]["code"] == "page_not_found"
+    assert answer.body["error"]["field"] == "next_token"
+    assert answer.body["error"]["message"].startswith("next_token: names no page of this listing")
+    assert api.call("GET", f"/schedules/{schedule}/runs").status == 200
+    assert api.snapshot() == before
 
 
 # --- refusals ---------------------------------------------------------------------------
@@ -463,7 +499,6 @@ def test_a_bad_dead_letter_token_is_422(api: Api, unchanged: None) -> None:
         ({"order": "sideways"}, "order", "order:"),
         ({"include": "everything"}, "include", "include:"),
         ({"limit": "0"}, "limit", "limit:"),
-        ({"next_token": "not-a-token"}, "next_token", "next_token: is not a token"),
         (
             {"statuss": "failed"},
             "statuss",
@@ -565,3 +600,21 @@ def test_a_retried_run_keeps_the_attempts_its_version_allows(
     # Then attempt 2 ends it failed when no attempt is left, or retrying when one is
     run = api.call("GET", f"/runs/{occurrence_id}").body
     assert (run["status"], run["attempts"]) == (after_transient, 2)
+
+
+def test_a_retried_dead_letter_leaves_the_listing(api: Api) -> None:
+    schedule = api.create(EVERY_10S).body["id"]
+    retried, other = failed_trigger(api, schedule), failed_trigger(api, schedule)
+    api.clock.advance(1)
+    queue = SqliteQueue(api.db, clock=api.clock)
+    try:  # the worker dead-letters the failed runs' intents
+        for message in queue.receive(10, 0):
+            queue.dead_letter(message, "permanent error: HTTP 400")
+    finally:
+        queue.close()
+    listed = api.call("GET", "/dead-letters").body["dead_letters"]
+    assert sorted(d["occurrence_id"] for d in listed) == sorted([retried, other])
+
+    assert api.call("POST", f"/runs/{retried}/retry").status == 202
+    listed = api.call("GET", "/dead-letters").body["dead_letters"]
+    assert [d["occurrence_id"] for d in listed] == [other]

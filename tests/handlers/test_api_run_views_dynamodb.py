@@ -183,8 +183,8 @@ def test_dead_letters_on_aws_respect_the_limit(
 def test_a_dead_letter_page_token_is_refused_on_aws(aws: tuple[ApiServices, str, str]) -> None:
     services, _, _ = aws
     status, body = call(services, "GET", "/dead-letters", {"next_token": "10"})
-    assert status == 422, body
-    assert "next_token" in body["error"]["message"]
+    assert status == 404, body
+    assert body["error"]["code"] == "page_not_found" and body["error"]["field"] == "next_token"
 
 
 def test_dead_letters_answer_501_without_a_dead_letter_queue_setting(
@@ -202,3 +202,35 @@ def test_dead_letters_answer_501_without_a_dead_letter_queue_setting(
     assert status == 501
     assert body["error"]["code"] == "not_available"
     assert "GET /runs?status=failed,expired" in body["error"]["message"]
+
+
+def test_a_retried_dead_letter_leaves_the_listing_on_aws(
+    aws: tuple[ApiServices, str, str], clock: FakeClock
+) -> None:
+    services, queue_url, dlq_url = aws
+    _, retried = failed_run(services, clock)
+    _, other = failed_run(services, clock)
+    assert len(dead_letter_queued(queue_url, dlq_url, "gave up")) == 2
+    status, body = call(services, "POST", f"/runs/{retried}/retry")
+    assert status == 202, body
+    status, body = call(services, "GET", "/dead-letters")
+    assert status == 200, body
+    # The other run's letter is still there, and visible at once.
+    assert [d["occurrence_id"] for d in body["dead_letters"]] == [other]
+
+
+def test_cancel_on_aws_ends_a_waiting_run_and_refuses_a_finished_one(
+    aws: tuple[ApiServices, str, str], clock: FakeClock
+) -> None:
+    services, _, _ = aws
+    _, failed = failed_run(services, clock)
+    schedule = services.schedules.store.get_run(failed)
+    assert schedule is not None
+    status, run = call(services, "POST", f"/schedules/{schedule.schedule_id}/trigger")
+    assert status == 201, run
+    status, body = call(services, "POST", f"/runs/{run['occurrence_id']}/cancel")
+    assert status == 200, body
+    assert (body["status"], body["reason"]) == ("cancelled", "cancelled by a user")
+    status, body = call(services, "POST", f"/runs/{failed}/cancel")
+    assert status == 409 and body["error"]["code"] == "not_cancellable"
+    assert "is failed: it has already finished" in body["error"]["message"]

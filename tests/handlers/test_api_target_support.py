@@ -100,3 +100,35 @@ def test_a_deployment_on_dynamodb_accepts_every_target_type(clock: FakeClock) ->
         for target in OTHER_TARGETS.values():
             schedule, created = services.schedules.create({**REPORT, "target": target})
             assert created and schedule.current.target.type == target["type"]
+
+
+def _target_types(document: dict[str, Any]) -> list[str]:
+    target = document["components"]["schemas"]["TargetIn"]
+    return [shape["properties"]["type"]["const"] for shape in target["oneOf"]]
+
+
+def test_the_served_document_offers_only_the_target_types_this_deployment_delivers(
+    local_api: Api,
+) -> None:
+    answer = local_api.call("GET", "/openapi.json")
+    assert answer.status == 200
+    assert _target_types(answer.body) == sorted(SQLITE_TARGETS.types)
+    assert (
+        "This deployment delivers to: webhook."
+        in (answer.body["components"]["schemas"]["TargetIn"]["description"])
+    )
+
+
+def test_the_served_document_on_dynamodb_offers_every_target_type(clock: FakeClock) -> None:
+    with mock_aws():
+        tables = create_store_tables(boto3.client("dynamodb"), "targets-doc")
+        settings = Settings(
+            schedules_table=tables.schedules,
+            occurrences_table=tables.occurrences,
+            leases_table=tables.leases,
+        )
+        services = build_services(settings, clock=clock, secrets=InMemorySecretStore())
+        answer = Api(services, Path("unused"), clock, InMemorySecretStore()).call(
+            "GET", "/openapi.json"
+        )
+    assert sorted(_target_types(answer.body)) == sorted(["webhook", *OTHER_TARGETS])

@@ -244,18 +244,19 @@ def test_api_sends_delivery_intents_and_only_peeks_at_the_dlq(
     # A create, edit or resume whose next slot is within the lookahead, a
     # trigger, and POST /runs/{id}/retry queue their intents from the call
     # itself (docs/decisions.md); GET /dead-letters receives from the DLQ with
-    # visibility 0 and deletes nothing. Nothing else of a queue.
+    # visibility 0, and a retry settles the run's dead letters there (deletes
+    # them, makes the others it saw visible again). Nothing else of a queue.
     t = template
     assert {a for a in actions(t, ids.api) if a.startswith("sqs:")} == {
         "sqs:SendMessage",
         "sqs:ReceiveMessage",
+        "sqs:DeleteMessage",
+        "sqs:ChangeMessageVisibility",
     }
     assert can(t, ids.api, "sqs:SendMessage", ids.delivery)
     assert not can(t, ids.api, "sqs:SendMessage", ids.dlq)
-    assert can(t, ids.api, "sqs:ReceiveMessage", ids.dlq)
-    assert not can(t, ids.api, "sqs:ReceiveMessage", ids.delivery)
-    for action in ("sqs:DeleteMessage", "sqs:ChangeMessageVisibility"):
-        assert not can(t, ids.api, action, ids.dlq)
+    for action in ("sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility"):
+        assert can(t, ids.api, action, ids.dlq)
         assert not can(t, ids.api, action, ids.delivery)
 
 

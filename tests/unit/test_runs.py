@@ -471,3 +471,24 @@ def test_two_workers_with_copies_of_one_intent_start_one_attempt(
         for _ in range(2)
     )
     assert first is not None and first.attempts == 1 and second is None
+
+
+def test_a_run_cancelled_while_its_call_is_in_flight_is_named_to_the_heartbeat(
+    world: World, clock: FakeClock
+) -> None:
+    # The hook a target that can stop its call uses; the late answer is ignored.
+    intent = due_intent(world, clock)
+    target = FakeTarget()
+    worker, _ = make_worker(world, clock, target)
+    seen: list[list[str]] = []
+
+    def cancel_then_ask() -> None:
+        seen.append(worker.cancelled_in_flight())
+        assert worker.runs.cancel(intent.occurrence_id, now=clock.now(), reason="stop")
+        seen.append(worker.cancelled_in_flight())
+
+    target.during = cancel_then_ask
+    assert worker.handle(intent, 1).action == "delete"
+    assert seen == [[], [intent.occurrence_id]]
+    assert stored(world, intent).status is RunStatus.CANCELLED
+    assert worker.cancelled_in_flight() == []

@@ -314,3 +314,46 @@ def test_every_transition_counts_one_revision() -> None:
         accepted, run_token_hash="hash-1", succeeded=True, now=NOW, result=None, error=None
     )
     assert [r.revision for r in (run, started, accepted, done)] == [0, 1, 2, 3]
+
+
+# --- cancel (a user's) ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("status", [RunStatus.SCHEDULED, RunStatus.ADMITTED, RunStatus.RETRYING])
+def test_cancel_ends_a_waiting_run_so_it_never_starts(status: RunStatus) -> None:
+    run = a_run(status=status, pending=True)
+    after = t.cancel(run, now=LATER, reason="cancelled by a user")
+    assert after.status is RunStatus.CANCELLED and after.revision == run.revision + 1
+    assert after.finished_at == LATER and after.reason == "cancelled by a user"
+    assert not after.pending
+    refused(
+        Refusal.NOT_STARTABLE,
+        after,
+        lambda: t.start_attempt(after, now=LATER, lease_until=LATER, run_token_hash=None),
+    )
+
+
+def test_cancel_of_a_running_run_closes_its_attempt_and_refuses_the_late_answer() -> None:
+    run = running()
+    after = t.cancel(run, now=LATER, reason="cancelled by a user: stop")
+    assert after.status is RunStatus.CANCELLED
+    assert after.run_lease_expires_at is None and after.run_token_hash is None
+    assert after.attempt_log[-1] == AttemptRecord(
+        1, NOW, finished_at=LATER, outcome="cancelled", error="cancelled by a user: stop"
+    )
+    refused(
+        Refusal.NOT_HELD,
+        after,
+        lambda: t.finish(after, attempt=1, status=RunStatus.SUCCEEDED, now=LATER),
+    )
+    refused(
+        Refusal.NOT_RUNNING,
+        after,
+        lambda: t.report_progress(after, run_token_hash="hash-1", progress={}),
+    )
+
+
+@pytest.mark.parametrize("status", sorted(t.FINISHED))
+def test_cancel_is_refused_once_the_run_has_finished(status: RunStatus) -> None:
+    run = a_run(status=status, finished_at=NOW)
+    refused(Refusal.NOT_CANCELLABLE, run, lambda: t.cancel(run, now=LATER, reason="x"))

@@ -1,0 +1,109 @@
+"""What the route modules share: documented answers, the services of the
+request, and runs as the API shows them."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from http import HTTPStatus
+from typing import Annotated, Any, Final
+
+from aws_lambda_powertools.event_handler import content_types
+from aws_lambda_powertools.event_handler.api_gateway import BaseRouter
+from aws_lambda_powertools.event_handler.openapi.params import Query
+from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
+from pydantic import BaseModel
+
+from domain.spec import ScheduleSpec
+from handlers.api_out import ErrorOut, RunOut, run_out
+from handlers.api_wiring import ApiServices
+from service.errors import (
+    ScheduleNotFound,
+)
+from service.schedules import local_time
+
+# How many upcoming occurrences a schedule shows.
+# Bodies larger than this are refused (413) before anything reads them.
+MAX_BODY_BYTES: Final = 64 * 1024
+NEXT_OCCURRENCES: Final = 5
+MAX_IDEMPOTENCY_KEY_CHARS: Final = 255
+# Printable ASCII without spaces: what a header value can carry unchanged.
+IDEMPOTENCY_KEY_PATTERN: Final = "^[!-~]+$"
+IF_MATCH_PATTERN: Final = '^(W/)?"?[0-9]{1,12}"?$'
+
+
+_JSON = content_types.APPLICATION_JSON
+NEXT_TOKEN: Final = "next_token"
+NEXT_TOKEN_FORMAT: Final = "letters, digits, '-' and '_', up to two '=' at the end"
+# Every page token any store issues: base64url (with its padding) or digits.
+NEXT_TOKEN_PATTERN: Final = "^[A-Za-z0-9_-]{1,4000}={0,2}$"
+_ERRORS: Final = (
+    (
+        400,
+        "malformed JSON, a header that cannot be read, or a next_token not of its format "
+        "(error.code invalid_next_token)",
+    ),
+    (
+        404,
+        "no such schedule or run; a deleted schedule (error.code schedule_deleted, with "
+        "error.deleted_at); a next_token that names no page of this listing "
+        "(error.code page_not_found)",
+    ),
+    (413, f"body larger than {MAX_BODY_BYTES} bytes"),
+    (415, "the body is not sent as application/json"),
+    (422, "a field is invalid; error.field names it"),
+    (500, "an unexpected error; it has been logged (error.code internal_error)"),
+)
+
+
+def _responses(
+    ok: int, model: type[BaseModel], description: str, *extra: int
+) -> dict[int, OpenAPIResponse]:
+    """The documented answers of a route: its success and the errors it can give."""
+    out: dict[int, OpenAPIResponse] = {
+        ok: {"description": description, "content": {_JSON: {"model": model}}}
+    }
+    errors = [*_ERRORS, *((status, HTTPStatus(status).phrase) for status in extra)]
+    for status, text in errors:
+        out[status] = {"description": text, "content": {_JSON: {"model": ErrorOut}}}
+    return out
+
+
+def services_of(router: BaseRouter) -> ApiServices:
+    """The services the handler put in the request's context."""
+    services: ApiServices = router.context["services"]
+    return services
+
+
+def _local(spec: ScheduleSpec, instant: datetime) -> datetime:
+    return local_time(spec, instant)
+
+
+def _runs_body(services: ApiServices, runs: tuple[Any, ...]) -> list[RunOut]:
+    """Runs with their local times, reading each version's zone once."""
+    specs: dict[tuple[str, int], ScheduleSpec | None] = {}
+    out: list[RunOut] = []
+    now = services.schedules.clock.now()
+    for run in runs:
+        key = (run.schedule_id, run.version)
+        if key not in specs:
+            try:
+                specs[key] = services.schedules.version(*key).spec
+            except ScheduleNotFound:
+                specs[key] = None
+        out.append(run_out(run, specs[key], _local, now))
+    return out
+
+
+TokenQuery = Annotated[
+    str | None,
+    Query(
+        max_length=4002,
+        description=(
+            "the next_token of the previous page, as it was returned: an opaque string of "
+            f"{NEXT_TOKEN_FORMAT}; one of another format is 400 (invalid_next_token), one "
+            "that names no page of this listing (another listing's, or other filters') is "
+            "404 (page_not_found)"
+        ),
+        pattern=NEXT_TOKEN_PATTERN,
+    ),
+]
