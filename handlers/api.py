@@ -28,6 +28,7 @@ from typing import Any, Final
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 
+from domain.targets import TARGET_TYPES
 from domain.timeparse import format_instant
 from handlers import api_errors, api_runs, api_schedules
 from handlers.api_common import _JSON, MAX_BODY_BYTES, _responses, services_of
@@ -87,7 +88,8 @@ def _no_route(_: Exception) -> Response[str]:
 def openapi_json(target_types: frozenset[str] | None = None) -> str:
     """The OpenAPI document of this API: of a deployment that delivers to
     ``target_types`` (served at /openapi.json), or, with None, of one that
-    delivers to every type (AWS: docs/openapi.json holds it)."""
+    delivers to every type but ``command`` (AWS: docs/openapi.json holds it;
+    a command target needs a local stack's jobs file)."""
     schema = json.loads(
         app.get_openapi_json_schema(
             title=API_TITLE,
@@ -104,8 +106,9 @@ def openapi_json(target_types: frozenset[str] | None = None) -> str:
             for parameter in operation.get("parameters", ()):
                 if parameter["in"] == "header":
                     _header_schema(parameter)
-    if target_types is not None:
-        _only_target_types(schema["components"]["schemas"]["TargetIn"], target_types)
+    if target_types is None:
+        target_types = frozenset(TARGET_TYPES) - {"command"}
+    _only_target_types(schema["components"]["schemas"]["TargetIn"], target_types)
     return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
 
 

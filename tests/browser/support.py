@@ -4,7 +4,6 @@ driving a page (wait for something, find elements, take a screenshot)."""
 from __future__ import annotations
 
 import json
-import re
 import threading
 import urllib.error
 import urllib.request
@@ -108,17 +107,3 @@ def send(method: str, url: str, body: Any = None, **headers: str) -> tuple[int, 
             return answer.status, json.loads(answer.read() or b"null")
     except urllib.error.HTTPError as error:
         return error.code, json.loads(error.read() or b"null")
-
-
-def serves(stack: str, method: str, path: str, field: str | None = None) -> bool:
-    """Whether the stack's API describes ``method path`` (and, with ``field``, takes
-    that field in its body): the routes the console uses that an API may not have yet."""
-    with urllib.request.urlopen(f"{stack}/openapi.json", timeout=10) as answer:
-        document = json.loads(answer.read())
-    operation = document["paths"].get(path, {}).get(method.lower())
-    if operation is None or field is None:
-        return operation is not None
-    body = json.dumps(operation.get("requestBody", {}))
-    schemas = document.get("components", {}).get("schemas", {})
-    named = [schemas[ref.rsplit("/", 1)[1]] for ref in re.findall(r'"\$ref": "([^"]+)"', body)]
-    return any(field in schema.get("properties", {}) for schema in named)

@@ -4,10 +4,6 @@ A person's path through each change: edit every field (and meet a conflict when
 someone else edited first), delete after saying yes, backfill a range after
 seeing its slots, rotate the signing secret and copy it the one time it is
 shown, cancel a run that has not ended, and find a schedule in a long list.
-
-Backfill's preview (``"dry_run": true``) and ``POST /runs/{id}/cancel`` are
-asked of the API as its contract describes them; where the stack's API does
-not describe them yet (its /openapi.json), those two tests say so and skip.
 """
 
 from __future__ import annotations
@@ -18,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser.support import Hooks, css, errors, post, send, serves, shoot, wait
+from tests.browser.support import Hooks, css, errors, post, send, shoot, wait
 from tests.scenarios.local_processes import call
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -186,8 +182,6 @@ def _minute(at: datetime) -> datetime:
 def test_a_backfill_shows_its_slots_before_creating_them(
     stack: str, hooks: Hooks, browser: Any, shots: Path
 ) -> None:
-    if not serves(stack, "POST", "/schedules/{schedule_id}/backfill", "dry_run"):
-        pytest.skip("this API has no backfill preview (dry_run) yet")
     created = post(
         f"{stack}/schedules",
         {
@@ -274,8 +268,6 @@ def test_a_slot_planned_ahead_is_upcoming_and_can_be_cancelled(
     assert row.get_attribute("data-status") in ("planned", "scheduled", "admitted")
     assert " GMT+9" in row.text and "Z" in row.text  # in the schedule's zone and in UTC
 
-    if not serves(stack, "POST", "/runs/{occurrence_id}/cancel"):
-        pytest.skip("this API cannot cancel a run yet")
     # When Cancel is pressed with a reason and confirmed,
     css(row, "button.cancel")[0].click()
     wait(browser, "the question", lambda d: css(d, "#cancel-reason"))[0].send_keys("not today")
