@@ -468,6 +468,21 @@ class NotFinishedInTime(Exception):
     """A record still running when the invocation had to answer: it comes back."""
 
 
+def release_unfinished(queue: WorkQueue, receipts: list[str]) -> None:
+    """Make the messages of records still running when the invocation must answer
+    visible again at once, rather than after the queue's visibility timeout: the
+    attempt in flight holds its run lease, so whoever receives one next waits
+    for that lease (``RunWorker.handle``) and takes over only if it ran out. A
+    record that failed (the store down) keeps the queue's timeout, so a fault
+    does not spin a message through its receives."""
+    if not receipts:
+        return
+    try:
+        queue.change_visibility_batch(receipts, 0.0)
+    except Exception:  # they come back after the visibility timeout instead
+        logger().exception("unfinished messages not released", extra={"count": len(receipts)})
+
+
 def handler(
     event: dict[str, Any],
     context: Any,
@@ -509,6 +524,7 @@ def handler(
             handled = future.result(timeout=timeout)
         except FutureTimeout:
             logger().warning("record not finished in time", extra={"id": record.message_id})
+            release_unfinished(queue, [record.receipt_handle])
             raise NotFinishedInTime(record.message_id) from None
         if handled == "retry":
             raise RetryLater(record.message_id)
@@ -558,12 +574,18 @@ def drain(
                     break
                 time.sleep(DRAIN_POLL_S)
         done: list[str] = []
+        unfinished: list[str] = []
         counts = {"deleted": 0, "retry": 0, "dead_lettered": 0, "unfinished": 0}
         for receipt, future in futures.items():
             timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
             try:
                 handled = future.result(timeout=timeout)
-            except Exception:  # a timeout or a failure: the message comes back
+            except FutureTimeout:
+                logger().warning("drained message not finished in time")
+                counts["unfinished"] += 1
+                unfinished.append(receipt)
+                continue
+            except Exception:  # a failure: the message comes back after its visibility
                 logger().exception("drained message not handled")
                 counts["unfinished"] += 1
                 continue
@@ -572,6 +594,7 @@ def drain(
                 done.append(receipt)
         if done:
             queue.delete_batch(done)
+        release_unfinished(queue, unfinished)
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
         _flush_metrics()

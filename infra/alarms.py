@@ -150,6 +150,20 @@ class Alarms(Construct):
                 datapoints_to_alarm=2,
             ),
             AlarmSpec(
+                "StartLatenessHigh",
+                f"p99 of started_at - scheduled_at of first attempts is above "
+                f"{settings.start_lateness_p99_threshold_s}s for 10 minutes: runs start late "
+                "(the worker is throttled or capped, or intents reach it late).",
+                metric(
+                    Metric.START_LATENESS, service=service, statistic="p99", period=FIVE_MINUTES
+                ),
+                threshold=settings.start_lateness_p99_threshold_s,
+                comparison=Cmp.GREATER_THAN_THRESHOLD,
+                missing=Missing.NOT_BREACHING,
+                evaluation_periods=2,
+                datapoints_to_alarm=2,
+            ),
+            AlarmSpec(
                 "SchedulesOverdue",
                 "The watchdog found schedules whose last success is older than their "
                 "interval plus grace.",

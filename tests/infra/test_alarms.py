@@ -49,6 +49,10 @@ EXPECTED = {
         METRICS_NAMESPACE, Metric.DISPATCH_LAG, "p99", 300, 60,
         "GreaterThanThreshold", "notBreaching", 2,
     ),
+    "StartLatenessHigh": (
+        METRICS_NAMESPACE, Metric.START_LATENESS, "p99", 300, 10,
+        "GreaterThanThreshold", "notBreaching", 2,
+    ),
     "SchedulesOverdue": (
         METRICS_NAMESPACE, Metric.OVERDUE_SCHEDULES, "Maximum", 300, 0,
         "GreaterThanThreshold", "notBreaching", 1,
@@ -183,7 +187,7 @@ def test_own_metric_alarms_watch_the_service_their_own_functions_emit(
         for a in resources(t, "AWS::CloudWatch::Alarm").values()
         if a["Properties"].get("Namespace") == METRICS_NAMESPACE
     ]
-    assert len(own) == 3
+    assert len(own) == sum(1 for spec in EXPECTED.values() if spec[0] == METRICS_NAMESPACE)
     for props in own:
         assert props["Dimensions"] == [{"Name": "service", "Value": stack}]
 
