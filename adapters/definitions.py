@@ -260,6 +260,9 @@ class Metric:
     OVERDUE_SCHEDULES = "OverdueSchedules"  # Count, from the watchdog
     LATE_SCHEDULES = "LateSchedules"  # Count, from the watchdog
     TICK_HEARTBEAT_AGE = "TickHeartbeatAge"  # Seconds, from the watchdog
+    # Count, one per message that reached the DLQ: moved there by SQS (found
+    # by the dead-letter sweep) or sent there by the worker (not an intent).
+    DEAD_LETTERED = "DeadLettered"
 
 
 # The dimensions of every metric above: Powertools' default ``service``.

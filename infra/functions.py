@@ -284,6 +284,14 @@ class Functions(Construct):
         tables.grant_read_write(self.worker.role, OCCURRENCES)
         tables.grant_read(self.worker.role, SCHEDULES)
         queues.dead_letter_queue.grant_send_messages(self.worker.role)
+        # The dead-letter sweep (handlers/sweep.py) receives the DLQ's letters,
+        # sends each one SQS moved there back with a reason and deletes it.
+        self.worker.role.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["sqs:ReceiveMessage", "sqs:DeleteMessage"],
+                resources=[queues.dead_letter_queue.queue_arn],
+            )
+        )
         secrets.grant_read(self.worker.role)
         grant_targets(self.worker.role, settings)
         self.worker.function.add_event_source(

@@ -21,8 +21,10 @@ EXPECTED = {
         METRICS_NAMESPACE, Metric.TICK_HEARTBEAT, "Sum", 60, 1,
         "LessThanThreshold", "breaching", 3,
     ),
-    "DeliveryDlqNotEmpty": (
-        "AWS/SQS", "ApproximateNumberOfMessagesVisible", "Maximum", 60, 0,
+    # New dead letters in the last 5 minutes, not "the DLQ holds one": it clears
+    # by itself, and a run that failed for good is no dead letter.
+    "DeadLettersArrived": (
+        METRICS_NAMESPACE, Metric.DEAD_LETTERED, "Sum", 300, 0,
         "GreaterThanThreshold", "notBreaching", 1,
     ),
     "ScheduleDlqNotEmpty": (
@@ -119,7 +121,7 @@ def test_function_alarms_watch_their_function(
 
 @pytest.mark.parametrize(
     ("name", "queue_prefix"),
-    [("DeliveryDlqNotEmpty", "DeliveryDeliveryDlq"), ("ScheduleDlqNotEmpty", "ScheduleDlq")],
+    [("ScheduleDlqNotEmpty", "ScheduleDlq")],
 )
 def test_dlq_alarms_watch_their_queue(
     template: dict[str, Any], name: str, queue_prefix: str
