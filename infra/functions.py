@@ -284,6 +284,10 @@ class Functions(Construct):
         tables.grant_read_write(self.worker.role, OCCURRENCES)
         tables.grant_read(self.worker.role, SCHEDULES)
         queues.dead_letter_queue.grant_send_messages(self.worker.role)
+        # A retry's wait is a new, delayed message with the intent (adapters/sqs_worker.py).
+        self.worker.role.add_to_principal_policy(
+            iam.PolicyStatement(actions=["sqs:SendMessage"], resources=[queues.queue.queue_arn])
+        )
         # The dead-letter sweep (handlers/sweep.py) receives the DLQ's letters,
         # sends each one SQS moved there back with a reason and deletes it.
         self.worker.role.add_to_principal_policy(
