@@ -20,9 +20,9 @@ message that carried it:
 The rules, in the order they are checked:
 
 1. A run that already ended is never run again: the message is deleted.
-2. A ``retrying`` run waits out its backoff (stored with it, so a duplicate
-   or early message cannot start the next attempt sooner).
-   A run that is ``running`` under a live run lease belongs to another worker:
+2. A ``retrying`` run waits out its backoff, stored with it, so a duplicate
+   or an early message cannot start the next attempt sooner. A run that is
+   ``running`` under a live run lease belongs to another worker:
    this message comes back when that lease ends. If the lease expired, its
    worker died (or its 202 job missed the run timeout) and a new attempt
    starts, with the same idempotency key (the occurrence id).
