@@ -128,14 +128,20 @@ WEBHOOK_SECRETS = TableDefinition(
     partition_key=Key("pk"),
 )
 
-# Delivery intents. A retry is a visibility change, so a message is received
-# once per attempt; the redrive limit sits above the highest allowed
-# max_attempts so the worker, not the redrive, decides when a run has failed.
+# Delivery intents. The visibility timeout is how long a message a worker
+# invocation received stays hidden if that invocation dies without answering
+# (a crash, a timeout): the worker's 150 s timeout plus a margin
+# (infra.functions.check_worker_timeout), so such a message is run again
+# within 3 minutes. A retry's long wait is a new message sent with a delay, not
+# a visibility change (service/runs.py), so a message's receives are those of
+# one attempt's wait; the redrive limit is the backstop for a message no
+# worker could handle at all, and a run whose message SQS moved to the DLQ is
+# closed by the dead-letter sweep (service/dead_letters.py).
 DELIVERY_QUEUE = QueueDefinition(
     logical_id="Delivery",
     env_var="DUETIME_DELIVERY_QUEUE_URL",
     dlq_env_var="DUETIME_DELIVERY_DLQ_URL",
-    visibility_timeout_s=960,
+    visibility_timeout_s=180,
     max_receive_count=25,
 )
 
@@ -254,6 +260,9 @@ class Metric:
     OVERDUE_SCHEDULES = "OverdueSchedules"  # Count, from the watchdog
     LATE_SCHEDULES = "LateSchedules"  # Count, from the watchdog
     TICK_HEARTBEAT_AGE = "TickHeartbeatAge"  # Seconds, from the watchdog
+    # Count, one per message that reached the DLQ: moved there by SQS (found
+    # by the dead-letter sweep) or sent there by the worker (not an intent).
+    DEAD_LETTERED = "DeadLettered"
 
 
 # The dimensions of every metric above: Powertools' default ``service``.

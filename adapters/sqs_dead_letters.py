@@ -32,6 +32,7 @@ from typing import Any, Final
 
 from adapters.sqlite.dead_letters import intent_ids
 from adapters.sqs_worker import MAX_BATCH, REASON_ATTRIBUTE
+from service.dead_letter_sweep import DeadLetterInbox, Letter
 from service.ports import Page
 from service.run_views import DeadLetter, DeadLetters
 
@@ -40,6 +41,9 @@ from service.run_views import DeadLetter, DeadLetters
 MAX_RECEIVES: Final = 5
 # How long ``discard`` holds the messages it looks at out of sight (seconds).
 DISCARD_HOLD_S: Final = 30
+# How long the sweep hides each letter it received: long enough that its next
+# receives find others, short enough that a listing misses it only briefly.
+SWEEP_HIDE_S: Final = 30
 
 
 class SqsDeadLetters(DeadLetters):
@@ -119,3 +123,61 @@ def _letter(message: dict[str, Any]) -> DeadLetter:
         receive_count=int(attributes.get("ApproximateReceiveCount", "1")),
         body=body,
     )
+
+
+class SqsDeadLetterInbox(DeadLetterInbox):
+    """The delivery DLQ as the dead-letter sweep consumes it (service/dead_letter_sweep.py).
+
+    ``unmarked`` receives (hiding each letter ``SWEEP_HIDE_S``, so that the next
+    receives of one sweep find others) until it has ``limit`` letters without
+    the reason attribute, or a receive comes back empty. ``mark`` sends the body
+    again with the reason attribute, then deletes the original: the letter's
+    ``SentTimestamp`` becomes the sweep's, its reason says when SQS moved it.
+    """
+
+    def __init__(self, client: Any, dlq_url: str) -> None:
+        self.client = client
+        self.dlq_url = dlq_url
+
+    def unmarked(self, limit: int) -> list[Letter]:
+        found: list[Letter] = []
+        for _ in range(max(1, limit // MAX_BATCH) * 2):
+            answer = self.client.receive_message(
+                QueueUrl=self.dlq_url,
+                MaxNumberOfMessages=MAX_BATCH,
+                WaitTimeSeconds=0,
+                VisibilityTimeout=SWEEP_HIDE_S,
+                MessageSystemAttributeNames=["ApproximateReceiveCount"],
+                MessageAttributeNames=[REASON_ATTRIBUTE],
+            )
+            messages = answer.get("Messages", [])
+            if not messages:
+                break
+            for message in messages:
+                if REASON_ATTRIBUTE in message.get("MessageAttributes", {}):
+                    continue
+                body = str(message.get("Body", ""))
+                # SQS keeps the count the delivery queue reached; this receive adds one.
+                count = int(message.get("Attributes", {}).get("ApproximateReceiveCount", "1"))
+                found.append(
+                    Letter(
+                        receipt=message["ReceiptHandle"],
+                        body=body,
+                        occurrence_id=intent_ids(body)[0],
+                        reason=None,
+                        receive_count=max(1, count - 1),
+                    )
+                )
+            if len(found) >= limit:
+                break
+        return found[:limit]
+
+    def mark(self, letter: Letter, reason: str) -> None:
+        self.client.send_message(
+            QueueUrl=self.dlq_url,
+            MessageBody=letter.body or "(empty)",
+            MessageAttributes={
+                REASON_ATTRIBUTE: {"DataType": "String", "StringValue": reason[:1024]}
+            },
+        )
+        self.client.delete_message(QueueUrl=self.dlq_url, ReceiptHandle=letter.receipt)

@@ -1,15 +1,24 @@
 """The delivery queue on SQS, as the worker uses it (and the sending side with it).
 
-- A retry is a ``ChangeMessageVisibility`` of the received message to the
-  backoff delay, whole seconds rounded up. SQS refuses a visibility that ends
-  more than 12 hours after the receive, so a delay is capped 15 minutes short
-  of that (the longest a worker can have held the message); every attempt is
-  a fresh receive, so the limit applies per attempt.
+- A retry (``retry_later``: a backoff, a 202 job's deadline, another
+  worker's lease) is a new message with the same body, sent with
+  ``DelaySeconds`` (whole seconds rounded up, at most SQS's 900), and the
+  received one is deleted by the caller. A delayed message is not in flight:
+  a standard queue holds about 120,000 messages in flight, and retries that
+  each held theirs for up to 12 hours (a visibility change) could reach that
+  during one popular target's outage and stop every delivery. A wait longer
+  than 900 s is a chain: the worker reads the run when the message arrives
+  and sends the next link (the run stores its backoff, service/runs.py). A
+  new message also starts its receive count again, so a run's attempts do not
+  add up towards the redrive limit. If the delete is lost, the old message
+  comes back too: a duplicate, which the run's stored state makes harmless
+  (docs/decisions.md, "Dead letters, retries and a failed invocation").
 - ``dead_letter`` sends the body to the DLQ, with the reason as a message
-  attribute, then deletes the message: the run is already recorded as failed,
-  and the DLQ keeps the evidence. The queue's own redrive policy
-  (``maxReceiveCount``) stays as the backstop for messages no worker could
-  handle at all.
+  attribute, then deletes the message: a message that cannot be run at all
+  (a run that failed is recorded as failed and its message deleted). The
+  queue's own redrive policy (``maxReceiveCount``) moves a message no worker
+  finished with; the dead-letter sweep closes its run and gives it a reason
+  (service/dead_letter_sweep.py).
 - A stale receipt (the message was received again by someone else, or is
   already gone) is not an error: the newer holder decides.
 """
@@ -27,6 +36,7 @@ from service.run_ports import QueueMessage, WorkQueue
 
 MAX_BATCH: Final = 10  # SQS's limit per SendMessageBatch / ReceiveMessage
 MAX_WAIT_S: Final = 20  # SQS's longest long poll
+MAX_DELAY_S: Final = 900  # SQS's longest DelaySeconds
 # SQS counts its 12-hour visibility limit from the receive; the worker may have
 # spent up to a Lambda function's 15 minutes since then.
 MAX_VISIBILITY_S: Final = 43_200 - 900
@@ -131,6 +141,14 @@ class SqsWorkQueue(SqsDeliveryQueue, WorkQueue):
         except ClientError as error:
             if _code(error) not in _STALE_RECEIPT:
                 raise
+
+    def retry_later(self, message: QueueMessage, delay_s: float) -> bool:
+        self.client.send_message(
+            QueueUrl=self.queue_url,
+            MessageBody=message.body,
+            DelaySeconds=min(visibility_timeout_s(delay_s), MAX_DELAY_S),
+        )
+        return True
 
     def dead_letter(self, message: QueueMessage, reason: str) -> None:
         self.client.send_message(

@@ -741,11 +741,19 @@ class LocalStack:
         from service.clock import SystemClock
 
         retention = self.args.retention or timedelta(seconds=self._settings().history_retention_s)
+        from adapters.sqlite.dead_letters import SqliteDeadLetterInbox
+        from adapters.sqlite.runs import SqliteRunStore
+        from service.dead_letter_sweep import sweep_dead_letters
+
         store, queue = SqliteStore(self.db_path), SqliteQueue(self.db_path)
         self.closers += [store.close, queue.close]
         from adapters.targets.command import logs_dir
 
         janitor = Janitor(store, queue, SystemClock(), retention, logs=logs_dir(self.data_dir))
+        # The dead-letter sweep, as the worker runs it on AWS: a run whose intent
+        # the queue's redrive moved is closed (service/dead_letter_sweep.py).
+        inbox = SqliteDeadLetterInbox(self.db_path, connection_of=queue)
+        runs = SqliteRunStore(store)
 
         def loop() -> None:
             log(
@@ -763,6 +771,11 @@ class LocalStack:
                         dead_letters=report.dead_letters,
                         heartbeats=report.heartbeats,
                         logs=report.logs,
+                    )
+                swept = sweep_dead_letters(inbox, runs, SystemClock())
+                if swept.found or swept.left:
+                    log(
+                        "dead-letter sweep", found=swept.found, closed=swept.closed, left=swept.left
                     )
                 wait_s = JANITOR_INTERVAL_S
 

@@ -15,8 +15,8 @@ back in waves.
 
 When the target asked for a pause (``Retry-After``), the delay is never less
 than that pause, even above ``cap_s``. Every delay is at most 12 hours
-(``MAX_DELAY_S``), the longest an SQS message can stay invisible: the retry is
-a change of the delivery message's visibility timeout.
+(``MAX_DELAY_S``). The run stores when its next attempt may start; on SQS the
+wait is a chain of delayed messages (adapters/sqs_worker.py).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import Final
 
 from domain.errors import InvalidSchedule
 
-# SQS's maximum visibility timeout; a retry cannot be put off for longer.
+# The longest a retry is put off (SQS's maximum visibility timeout, where it began).
 MAX_DELAY_S: Final = 43_200.0
 MAX_ATTEMPTS_LIMIT: Final = 20
 

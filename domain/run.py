@@ -139,7 +139,9 @@ class Run:
     reason: str | None = None
     result: Mapping[str, Any] | None = None
     # For the worker: the run lease, per-attempt log, the hash of the
-    # per-run completion token, and progress a long job reported.
+    # per-run completion token, and progress a long job reported. The lease
+    # of a running run is its attempt's (nobody else starts one before it
+    # ends); of a retrying run, its backoff (no attempt starts before it).
     run_lease_expires_at: datetime | None = None
     attempt_log: tuple[AttemptRecord, ...] = ()
     run_token_hash: str | None = None

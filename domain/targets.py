@@ -40,7 +40,7 @@ from domain.errors import InvalidSchedule
 
 DEFAULT_WEBHOOK_TIMEOUT_S: Final = 10.0
 # The longest a single call may take. The worker Lambda gets 150 s (its queue's
-# visibility timeout must be six times that); a job that takes longer answers
+# visibility timeout, 180 s, follows from that); a job that takes longer answers
 # 202 Accepted and reports completion with its run token.
 MAX_TARGET_TIMEOUT_S: Final = 120.0
 MAX_WEBHOOK_HEADERS: Final = 20

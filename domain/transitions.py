@@ -170,14 +170,17 @@ def record_retry(
     outcome: str,
     error: str | None,
     result: Mapping[str, Any] | None = None,
+    retry_at: datetime | None = None,
 ) -> Run:
     """Attempt ``attempt`` failed and another will follow: ``retrying``, the
-    attempt closed, the lease and token cleared."""
+    attempt closed, the token cleared. The run lease becomes the backoff: no
+    attempt starts before ``retry_at``, whichever message carries the intent
+    (a chain of delayed messages, a duplicate of one)."""
     _held(run, attempt)
     return _after(
         run,
         status=RunStatus.RETRYING,
-        run_lease_expires_at=None,
+        run_lease_expires_at=retry_at,
         run_token_hash=None,
         result=None if result is None else dict(result),
         attempt_log=_close_last(run.attempt_log, now, outcome, error),

@@ -8,11 +8,17 @@ rest (a record still running when the invocation must answer is reported
 failed and comes back). The clients are built once per container.
 
 - a finished run (or a duplicate of one): success, SQS deletes the message;
-- a retry: ``ChangeMessageVisibility`` to the backoff delay, then the record
-  is reported failed, so SQS delivers it again after that delay;
-- a run failed for good, or a message that cannot be run (bad body, unknown
-  occurrence): the body goes to the DLQ with the reason, and the record is
+- a retry: a new message with the intent, delayed by the wait (at most 900 s;
+  a longer wait is a chain of them), and the record is reported as a success
+  so SQS removes this one (``WorkQueue.retry_later``; the SQLite queue hides
+  the message instead, and its record is reported failed);
+- a run failed for good (a permanent error, attempts exhausted): recorded as
+  failed with its reason, and the message deleted like a finished run's;
+- a message that cannot be run (bad body, unknown occurrence): the body goes
+  to the DLQ with the reason (counted: ``DeadLettered``), and the record is
   reported as a success so SQS removes it;
+- ``{"duetime": "sweep"}`` (EventBridge Scheduler, every few minutes): the
+  dead-letter sweep (handlers/sweep.py);
 - anything unexpected (the store is down): the record is reported failed and
   comes back after the queue's visibility timeout.
 
@@ -71,6 +77,7 @@ from handlers.observability import (
     put_seconds,
 )
 from handlers.settings import Settings
+from handlers.sweep import inbox_of, is_sweep, sweep
 from service.clock import SystemClock
 from service.ports import HOLD, Clock
 from service.run_ports import (
@@ -268,6 +275,7 @@ def handle_message(worker: RunWorker, queue: WorkQueue, message: QueueMessage) -
         )
         logger().error("bad message", extra={"message_id": message.message_id, "reason": reason})
         queue.dead_letter(message, reason)
+        put_count(Metric.DEAD_LETTERED, 1)
         return "dead_lettered"
     # A crowded second's intent becomes visible up to HOLD before its time (its
     # delay rounded down, so the surge's drains start it on time): held until then.
@@ -282,7 +290,8 @@ def apply(
     decision: Decision, queue: WorkQueue, message: QueueMessage, intent: DeliveryIntent
 ) -> Handled:
     if decision.action == "retry":
-        queue.change_visibility(message.receipt, decision.delay_s)
+        if queue.retry_later(message, decision.delay_s):
+            return "deleted"  # a new, delayed message carries the intent now
         return "retry"
     if decision.action == "dead_letter":
         logger().warning(
@@ -290,6 +299,7 @@ def apply(
             extra={"occurrence_id": intent.occurrence_id, "reason": decision.reason},
         )
         queue.dead_letter(message, decision.reason)
+        put_count(Metric.DEAD_LETTERED, 1)
         return "dead_lettered"
     return "deleted"
 
@@ -468,6 +478,21 @@ class NotFinishedInTime(Exception):
     """A record still running when the invocation had to answer: it comes back."""
 
 
+def release_unfinished(queue: WorkQueue, receipts: list[str]) -> None:
+    """Make the messages of records still running when the invocation must answer
+    visible again at once, rather than after the queue's visibility timeout: the
+    attempt in flight holds its run lease, so whoever receives one next waits
+    for that lease (``RunWorker.handle``) and takes over only if it ran out. A
+    record that failed (the store down) keeps the queue's timeout, so a fault
+    does not spin a message through its receives."""
+    if not receipts:
+        return
+    try:
+        queue.change_visibility_batch(receipts, 0.0)
+    except Exception:  # they come back after the visibility timeout instead
+        logger().exception("unfinished messages not released", extra={"count": len(receipts)})
+
+
 def handler(
     event: dict[str, Any],
     context: Any,
@@ -484,6 +509,8 @@ def handler(
     budget_s = invocation_budget_s(context)
     if event.get("duetime") == DRAIN:
         return drain(event, worker, queue, budget_s)
+    if is_sweep(event):
+        return sweep(worker.runs, inbox_of(queue))
     deadline = None if budget_s is None else time.monotonic() + budget_s
     run = bounded(worker, budget_s)
     records = event.get("Records") or []
@@ -509,6 +536,7 @@ def handler(
             handled = future.result(timeout=timeout)
         except FutureTimeout:
             logger().warning("record not finished in time", extra={"id": record.message_id})
+            release_unfinished(queue, [record.receipt_handle])
             raise NotFinishedInTime(record.message_id) from None
         if handled == "retry":
             raise RetryLater(record.message_id)
@@ -558,12 +586,18 @@ def drain(
                     break
                 time.sleep(DRAIN_POLL_S)
         done: list[str] = []
+        unfinished: list[str] = []
         counts = {"deleted": 0, "retry": 0, "dead_lettered": 0, "unfinished": 0}
         for receipt, future in futures.items():
             timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
             try:
                 handled = future.result(timeout=timeout)
-            except Exception:  # a timeout or a failure: the message comes back
+            except FutureTimeout:
+                logger().warning("drained message not finished in time")
+                counts["unfinished"] += 1
+                unfinished.append(receipt)
+                continue
+            except Exception:  # a failure: the message comes back after its visibility
                 logger().exception("drained message not handled")
                 counts["unfinished"] += 1
                 continue
@@ -572,6 +606,7 @@ def drain(
                 done.append(receipt)
         if done:
             queue.delete_batch(done)
+        release_unfinished(queue, unfinished)
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
         _flush_metrics()
@@ -862,6 +897,11 @@ class _HeldQueue(WorkQueue):
         with self._pool._beat_lock:
             self._pool._release(receipt)
             self._queue.change_visibility(receipt, delay_s)
+
+    def retry_later(self, message: QueueMessage, delay_s: float) -> bool:
+        with self._pool._beat_lock:
+            self._pool._release(message.receipt)
+            return self._queue.retry_later(message, delay_s)
 
     def delete(self, receipt: str) -> None:
         self._queue.delete(receipt)

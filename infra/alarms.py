@@ -53,7 +53,6 @@ class Alarms(Construct):
         *,
         settings: Settings,
         functions: Functions,
-        delivery_dlq: sqs.IQueue,
         schedule_dlq: sqs.IQueue,
     ) -> None:
         super().__init__(scope, id)
@@ -83,12 +82,13 @@ class Alarms(Construct):
                 datapoints_to_alarm=3,
             ),
             AlarmSpec(
-                "DeliveryDlqNotEmpty",
-                "Delivery intents reached the dead-letter queue: runs were not recorded "
-                "as finished. Inspect and redrive them.",
-                delivery_dlq.metric_approximate_number_of_messages_visible(
-                    period=ONE_MINUTE, statistic="Maximum"
-                ),
+                "DeadLettersArrived",
+                "New delivery intents reached the dead-letter queue in the last 5 minutes: "
+                "SQS moved messages no worker finished with (the sweep closed their runs "
+                "as failed), or the worker met messages it cannot run. A run that failed "
+                "for good (a target answering 410) is not a dead letter. Clears by itself "
+                "once no new ones arrive.",
+                metric(Metric.DEAD_LETTERED, service=service, statistic="Sum", period=FIVE_MINUTES),
                 threshold=0,
                 comparison=Cmp.GREATER_THAN_THRESHOLD,
                 missing=Missing.NOT_BREACHING,
@@ -148,6 +148,20 @@ class Alarms(Construct):
                 f"{settings.dispatch_lag_p99_threshold_s}s for 10 minutes.",
                 metric(Metric.DISPATCH_LAG, service=service, statistic="p99", period=FIVE_MINUTES),
                 threshold=settings.dispatch_lag_p99_threshold_s,
+                comparison=Cmp.GREATER_THAN_THRESHOLD,
+                missing=Missing.NOT_BREACHING,
+                evaluation_periods=2,
+                datapoints_to_alarm=2,
+            ),
+            AlarmSpec(
+                "StartLatenessHigh",
+                f"p99 of started_at - scheduled_at of first attempts is above "
+                f"{settings.start_lateness_p99_threshold_s}s for 10 minutes: runs start late "
+                "(the worker is throttled or capped, or intents reach it late).",
+                metric(
+                    Metric.START_LATENESS, service=service, statistic="p99", period=FIVE_MINUTES
+                ),
+                threshold=settings.start_lateness_p99_threshold_s,
                 comparison=Cmp.GREATER_THAN_THRESHOLD,
                 missing=Missing.NOT_BREACHING,
                 evaluation_periods=2,

@@ -73,13 +73,17 @@ class FunctionSpec:
 # the simulator's mixed day), for the few cents a million of fuller batches
 # (docs/cost.md). Its timeout covers the slowest target call it allows (a
 # Lambda RequestResponse target, adapters.targets.aws.LAMBDA_TARGET_READ_TIMEOUT_S)
-# plus the margin the handler keeps to record outcomes and answer. AWS advises a queue
-# visibility timeout of at least six times the function timeout plus the
-# batching window, so a message is not redelivered while a throttled or
-# retried invocation still holds it.
+# plus the margin the handler keeps to record outcomes and answer. The queue's
+# visibility timeout is that timeout plus VISIBILITY_MARGIN: how long a crashed
+# or timed-out invocation's messages stay hidden. AWS advises six times the
+# timeout so that an invocation Lambda throttles and retries does not see its
+# batch come back meanwhile; here the trigger's MaximumConcurrency keeps it
+# from invoking beyond its cap, and a batch that does come back is harmless
+# (every decision is a compare-and-set of the run, docs/decisions.md).
 WORKER_BATCH_SIZE: Final = 10
 WORKER_BATCH_WINDOW: Final = Duration.seconds(0)
 WORKER_TIMEOUT: Final = Duration.seconds(150)
+VISIBILITY_MARGIN: Final = Duration.seconds(30)
 
 API: Final = FunctionSpec("api", "handlers.api.handler", "duetime HTTP API", Duration.seconds(29))
 # Sized by its measured CPU (bench/cost.py, docs/cost.md "Lambda duration and
@@ -118,11 +122,15 @@ def tick_spec(settings: Settings) -> FunctionSpec:
 
 
 def check_worker_timeout(visibility_timeout_s: int) -> None:
-    needed = 6 * WORKER_TIMEOUT.to_seconds() + WORKER_BATCH_WINDOW.to_seconds()
+    needed = (
+        WORKER_TIMEOUT.to_seconds()
+        + WORKER_BATCH_WINDOW.to_seconds()
+        + VISIBILITY_MARGIN.to_seconds()
+    )
     if visibility_timeout_s < needed:
         raise ValueError(
             f"{DELIVERY_QUEUE.logical_id} visibility timeout {visibility_timeout_s}s is "
-            f"below 6 x worker timeout + batching window ({needed}s)"
+            f"below worker timeout + batching window + margin ({needed}s)"
         )
 
 
@@ -295,6 +303,18 @@ class Functions(Construct):
         tables.grant_read_write(self.worker.role, OCCURRENCES)
         tables.grant_read(self.worker.role, SCHEDULES)
         queues.dead_letter_queue.grant_send_messages(self.worker.role)
+        # A retry's wait is a new, delayed message with the intent (adapters/sqs_worker.py).
+        self.worker.role.add_to_principal_policy(
+            iam.PolicyStatement(actions=["sqs:SendMessage"], resources=[queues.queue.queue_arn])
+        )
+        # The dead-letter sweep (handlers/sweep.py) receives the DLQ's letters,
+        # sends each one SQS moved there back with a reason and deletes it.
+        self.worker.role.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["sqs:ReceiveMessage", "sqs:DeleteMessage"],
+                resources=[queues.dead_letter_queue.queue_arn],
+            )
+        )
         secrets.grant_read(self.worker.role)
         grant_targets(self.worker.role, settings)
         self.worker.function.add_event_source(
@@ -303,6 +323,7 @@ class Functions(Construct):
                 batch_size=WORKER_BATCH_SIZE,
                 max_batching_window=WORKER_BATCH_WINDOW,
                 report_batch_item_failures=True,
+                max_concurrency=settings.worker_max_concurrency,
             )
         )
 

@@ -1,4 +1,5 @@
-"""EventBridge Scheduler: the tick every minute, the watchdog on its own rate.
+"""EventBridge Scheduler: the tick every minute, the watchdog and the dead-letter
+sweep (the worker, ``{"duetime": "sweep"}``) on their own rates.
 
 EventBridge Scheduler only wakes duetime's own functions; the occurrences of
 user schedules are computed by duetime. Invocations the scheduler cannot make
@@ -27,6 +28,10 @@ TICK_RETRIES: Final = 3
 TICK_MAX_EVENT_AGE: Final = Duration.minutes(2)
 WATCHDOG_RETRIES: Final = 3
 WATCHDOG_MAX_EVENT_AGE: Final = Duration.minutes(10)
+# The dead-letter sweep (handlers/sweep.py): a missed one is made up by the next.
+SWEEP_RATE: Final = Duration.minutes(5)
+SWEEP_RETRIES: Final = 1
+SWEEP_MAX_EVENT_AGE: Final = Duration.minutes(5)
 
 
 class Schedules(Construct):
@@ -37,6 +42,7 @@ class Schedules(Construct):
         *,
         tick: lambda_.IFunction,
         watchdog: lambda_.IFunction,
+        worker: lambda_.IFunction,
         dead_letter_queue: sqs.IQueue,
     ) -> None:
         super().__init__(scope, id)
@@ -60,6 +66,17 @@ class Schedules(Construct):
             WATCHDOG_RETRIES,
             WATCHDOG_MAX_EVENT_AGE,
         )
+        self.sweep = _every(
+            self,
+            "DeadLetterSweep",
+            worker,
+            SWEEP_RATE,
+            "duetime dead-letter sweep: close runs whose message SQS dead-lettered",
+            dead_letter_queue,
+            SWEEP_RETRIES,
+            SWEEP_MAX_EVENT_AGE,
+            {"duetime": "sweep"},
+        )
 
 
 def _every(
@@ -71,12 +88,18 @@ def _every(
     dead_letter_queue: sqs.IQueue,
     retries: int,
     max_event_age: Duration,
+    fields: dict[str, str] | None = None,
 ) -> scheduler.Schedule:
     # The payload carries the nominal fire time: the tick logs how late an
     # invocation started (invocation_late_s). What it plans and admits comes
     # from durable state, so a late or retried invocation covers its minute.
+    # ``fields`` tell a function what to do (the worker: sweep).
     payload = scheduler.ScheduleTargetInput.from_object(
-        {"source": "duetime.scheduler", "scheduled_at": scheduler.ContextAttribute.scheduled_time}
+        {
+            "source": "duetime.scheduler",
+            "scheduled_at": scheduler.ContextAttribute.scheduled_time,
+            **(fields or {}),
+        }
     )
     role = iam.Role(
         scope,

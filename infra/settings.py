@@ -33,6 +33,8 @@ _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 _LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 _STACK_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]{0,127}$")
 _T = TypeVar("_T")
+# What Lambda accepts as an SQS event source's MaximumConcurrency.
+WORKER_MAX_CONCURRENCY: Final = (2, 1000)
 
 
 class SettingError(ValueError):
@@ -50,6 +52,9 @@ class Settings:
     # Per schedule, the least time between two messages about its verdict on
     # the alarm topic (domain/alerts.py): a change inside it is sent when it ends.
     alert_min_interval_s: int = int(DEFAULT_MIN_INTERVAL.total_seconds())
+    # The StartLatenessHigh alarm: p99 of started_at - scheduled_at of first
+    # attempts, over two 5-minute periods. A run aims to start within a second.
+    start_lateness_p99_threshold_s: int = 10
     target_arns: tuple[str, ...] = ()
     allow_private_targets: bool = False
     secrets_prefix: str = ""  # empty: "duetime/<stack name>/webhooks/"
@@ -77,6 +82,11 @@ class Settings:
     # Intents due in one second that earn a surge: drains of the worker started
     # before the instant (service/surge.py). 0 turns surges off.
     surge_min: int = DEFAULT_SURGE_MIN
+    # MaximumConcurrency of the worker's queue trigger: at most this many
+    # worker invocations take batches from the delivery queue at once, so a
+    # burst cannot take the account's whole unreserved concurrency (surge
+    # drains are invoked apart from it). Lambda's range is 2 to 1000.
+    worker_max_concurrency: int = 100
     api_throttle_rate: int = 50
     api_throttle_burst: int = 100
     manage_api_gateway_account: bool = True
@@ -114,6 +124,15 @@ class Settings:
             raise SettingError(f"{PREFIX}directWindowS: must be between 0 and 3600 seconds")
         if self.tick_reserved_concurrency < 0:
             raise SettingError(f"{PREFIX}tickReservedConcurrency: must be 0 or more")
+        if (
+            not WORKER_MAX_CONCURRENCY[0]
+            <= self.worker_max_concurrency
+            <= WORKER_MAX_CONCURRENCY[1]
+        ):
+            raise SettingError(
+                f"{PREFIX}workerMaxConcurrency: must be between {WORKER_MAX_CONCURRENCY[0]} and "
+                f"{WORKER_MAX_CONCURRENCY[1]} (Lambda's range for a queue trigger)"
+            )
         if self.surge_min < 0:
             raise SettingError(f"{PREFIX}surgeMin: must be 0 (no surges) or more")
         for name, value in (
@@ -122,6 +141,7 @@ class Settings:
             ("lookaheadS", self.lookahead_s),
             ("dispatchLagP99ThresholdS", self.dispatch_lag_p99_threshold_s),
             ("alertMinIntervalS", self.alert_min_interval_s),
+            ("startLatenessP99ThresholdS", self.start_lateness_p99_threshold_s),
             ("apiThrottleRate", self.api_throttle_rate),
             ("apiThrottleBurst", self.api_throttle_burst),
             ("logRetentionDays", self.log_retention_days),
@@ -187,6 +207,9 @@ class Settings:
                 "dispatchLagP99ThresholdS", _int, d.dispatch_lag_p99_threshold_s
             ),
             alert_min_interval_s=read("alertMinIntervalS", _int, d.alert_min_interval_s),
+            start_lateness_p99_threshold_s=read(
+                "startLatenessP99ThresholdS", _int, d.start_lateness_p99_threshold_s
+            ),
             target_arns=read("targetArns", _str_list, d.target_arns),
             allow_private_targets=read("allowPrivateTargets", _bool, d.allow_private_targets),
             secrets_prefix=read("secretsPrefix", _str, d.secrets_prefix),
@@ -202,6 +225,7 @@ class Settings:
                 "tickReservedConcurrency", _int, d.tick_reserved_concurrency
             ),
             surge_min=read("surgeMin", _int, d.surge_min),
+            worker_max_concurrency=read("workerMaxConcurrency", _int, d.worker_max_concurrency),
             api_throttle_rate=read("apiThrottleRate", _int, d.api_throttle_rate),
             api_throttle_burst=read("apiThrottleBurst", _int, d.api_throttle_burst),
             manage_api_gateway_account=read(

@@ -51,6 +51,7 @@ class DuetimeStack(Stack):
             "Schedules",
             tick=self.functions.tick.function,
             watchdog=self.functions.watchdog.function,
+            worker=self.functions.worker.function,
             dead_letter_queue=self.schedule_dlq.queue,
         )
         self.api = Api(self, "Api", handler=self.functions.api.function, settings=settings)
@@ -59,7 +60,6 @@ class DuetimeStack(Stack):
             "Alarms",
             settings=settings,
             functions=self.functions,
-            delivery_dlq=self.delivery.dead_letter_queue,
             schedule_dlq=self.schedule_dlq.queue,
         )
         self.dashboard = Dashboard(

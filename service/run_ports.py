@@ -194,13 +194,21 @@ class RunStore(ABC):
         error: str | None,
         result: Mapping[str, Any] | None = None,
         seen: Run | None = None,
+        retry_at: datetime | None = None,
     ) -> Run | None:
-        """Attempt ``attempt`` failed and another will follow (``transitions.record_retry``)."""
+        """Attempt ``attempt`` failed and another will follow, not before
+        ``retry_at`` (``transitions.record_retry``)."""
         return self.change(
             occurrence_id,
             seen,
             lambda run: transitions.record_retry(
-                run, attempt=attempt, now=now, outcome=outcome, error=error, result=result
+                run,
+                attempt=attempt,
+                now=now,
+                outcome=outcome,
+                error=error,
+                result=result,
+                retry_at=retry_at,
             ),
         )
 
@@ -320,6 +328,15 @@ class WorkQueue(ABC):
     @abstractmethod
     def dead_letter(self, message: QueueMessage, reason: str) -> None:
         """Move the message to the dead-letter queue, with ``reason``."""
+
+    def retry_later(self, message: QueueMessage, delay_s: float) -> bool:
+        """Have the intent ``message`` carries come back in ``delay_s`` seconds.
+        True when a new message now carries it (the caller deletes this one, as
+        after a run that ended), False when this one was hidden that long.
+        Here: hidden. The SQS queue sends a new, delayed message instead, so
+        that a wait does not hold a message in flight (adapters/sqs_worker.py)."""
+        self.change_visibility(message.receipt, delay_s)
+        return False
 
     def change_visibility_batch(self, receipts: Sequence[str], delay_s: float) -> None:
         """``change_visibility`` for several receipts (a heartbeat over every

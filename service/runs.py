@@ -6,16 +6,23 @@ message that carried it:
 
 - ``delete``: nothing more to do for this message (the run ended, or it was a
   duplicate of a run that already ended);
-- ``retry_after(delay_s)``: make the message visible again after ``delay_s``
-  (the backoff before the next attempt, the deadline of a 202-accepted job,
-  or the end of another worker's run lease);
-- ``dead_letter``: the run failed for good (permanent error, attempts
-  exhausted) or the message cannot be run at all; it goes to the DLQ.
+- ``retry_after(delay_s)``: have the intent come back after ``delay_s`` (the
+  backoff before the next attempt, the deadline of a 202-accepted job, or the
+  end of another worker's run lease); the queue decides how
+  (``WorkQueue.retry_later``: on SQS a new, delayed message);
+- ``dead_letter``: the message cannot be run at all (no such occurrence, one
+  that does not match it, or one never admitted); it goes to the DLQ. A run
+  that failed for good (permanent error, attempts exhausted) is recorded as
+  failed, with its reason, and its message deleted: a user's broken target is
+  not a dead letter (docs/decisions.md, "Dead letters, retries and a failed
+  invocation").
 
 The rules, in the order they are checked:
 
 1. A run that already ended is never run again: the message is deleted.
-2. A run that is ``running`` under a live run lease belongs to another worker:
+2. A ``retrying`` run waits out its backoff, stored with it, so a duplicate
+   or an early message cannot start the next attempt sooner. A run that is
+   ``running`` under a live run lease belongs to another worker:
    this message comes back when that lease ends. If the lease expired, its
    worker died (or its 202 job missed the run timeout) and a new attempt
    starts, with the same idempotency key (the occurrence id).
@@ -241,6 +248,12 @@ class RunWorker:
             return Decision.delete(f"already {run.status.value}")
         if run.status is RunStatus.SCHEDULED:
             return Decision.dead_letter("the occurrence was never admitted")
+        if run.status is RunStatus.RETRYING and run.run_lease_expires_at is not None:
+            # Its backoff (``record_retry``): a message that arrives before it
+            # (the next link of a long wait, a duplicate) goes back until then.
+            wait_s = (run.run_lease_expires_at - now).total_seconds()
+            if wait_s > EARLY_TOLERANCE_S:
+                return Decision.retry_after(wait_s, "backing off before the next attempt")
 
         version = self.runs.get_version(run.schedule_id, run.version)
         if version is None:
@@ -279,7 +292,7 @@ class RunWorker:
                 if ended is None:
                     return self._after_conflict(run.occurrence_id)
                 self.telemetry.run_ended(ended)
-                return Decision.dead_letter(reason)
+                return Decision.delete(reason)
 
         if run.status is RunStatus.RETRYING and not policy.retry.allows_another(run.attempts):
             reason = f"attempts exhausted ({run.attempts} of {policy.retry.max_attempts})"
@@ -456,6 +469,7 @@ class RunWorker:
                 error=outcome.error,
                 result=_result(outcome),
                 seen=run,
+                retry_at=end + timedelta(seconds=delay_s),
             )
             self._report(run, attempt, "retrying", started_at, end, late_by_s, outcome)
             if stored is None:
@@ -485,10 +499,10 @@ class RunWorker:
         if ended is None:
             return self._after_conflict(run.occurrence_id)
         self.telemetry.run_ended(ended)
-        return Decision.dead_letter(reason)
+        return Decision.delete(reason)
 
     def _fail_without_attempt(self, run: Run, reason: str, now: datetime) -> Decision:
-        """Fail the run for good without an attempt and dead-letter its message;
+        """Fail the run for good without an attempt and delete its message;
         if the run changed since it was read, decide again from what is stored."""
         if run.status in STARTABLE:
             ended = self.runs.finish(
@@ -502,7 +516,7 @@ class RunWorker:
             if ended is None:
                 return self._after_conflict(run.occurrence_id)
             self.telemetry.run_ended(ended)
-        return Decision.dead_letter(reason)
+        return Decision.delete(reason)
 
     def _after_conflict(self, occurrence_id: str) -> Decision:
         """A conditional write lost to another worker: decide from what is stored now."""

@@ -365,10 +365,18 @@ def faults(templates: dict[str, Any], options: Options) -> dict[str, Any]:
         # 5. At minute 18, one delivery intent is delivered twice (SQS is at-least-once).
         sim.engine.at(start.timestamp() + 1080, lambda: _duplicate_next_intent(sim))
         events.append("18m: the next delivery intent sent is delivered a second time")
+        # 6. At 1m40s, a copy of the next delivery intent is moved to the DLQ, as SQS's
+        # redrive moves a message no worker finished with: the sweep closes (here: finds
+        # already closed) its run and counts it, and DeadLettersArrived fires, then clears.
+        sim.engine.at(start.timestamp() + REDRIVE_AT_S, lambda: _redrive_next_intent(sim))
+        events.append("1m40s: a copy of the next delivery intent lands in the DLQ, as a redrive")
         events.append(
             "4m30s: three targets due together that never answer within their 120 s timeout"
         )
-        events.append("always-fails answers 500 to every attempt")
+        events.append(
+            "always-fails answers 500 to every attempt: its runs fail (a user's error, "
+            "not a dead letter)"
+        )
         sim.run_for((until - start).total_seconds())
         return summary(
             sim,
@@ -388,6 +396,38 @@ def faults(templates: dict[str, Any], options: Options) -> dict[str, Any]:
 
 def _ignore(_: object) -> None:
     pass
+
+
+# When the faults scenario moves an intent to the DLQ (tests/sim reads it).
+REDRIVE_AT_S = 100.0
+
+
+def _redrive_next_intent(sim: Simulation) -> None:
+    """Put a copy of the next delivery intent the tick sends in the delivery DLQ, without
+    a reason: what SQS's redrive does with a message received maxReceiveCount times."""
+    env = sim.function(PRIMARY, "FunctionsWorker").env
+    queue_url, dlq_url = env["DUETIME_DELIVERY_QUEUE_URL"], env["DUETIME_DELIVERY_DLQ_URL"]
+    done = [False]
+
+    def redrive(actor: Actor, service: str, operation: str, params: dict[str, Any]) -> None:
+        if done[0] or service != "sqs" or operation not in ("SendMessageBatch", "SendMessage"):
+            return None
+        if params.get("QueueUrl") != queue_url:
+            return None
+        done[0] = True
+        entries = params.get("Entries") or [{"MessageBody": params["MessageBody"]}]
+        sim.account.sim.sqs.send_message(QueueUrl=dlq_url, MessageBody=entries[0]["MessageBody"])
+        sim.account.ledger.injected.append(
+            {
+                "at_s": round(sim.engine.elapsed_s(), 3),
+                "function": actor.function,
+                "operation": "sqs:redrive",
+                "effect": "a copy of the intent moved to the DLQ",
+            }
+        )
+        return None
+
+    sim.account.faults.append(redrive)
 
 
 def _duplicate_next_intent(sim: Simulation) -> None:

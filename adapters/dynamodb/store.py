@@ -59,6 +59,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from adapters.dynamodb import items as it
+from adapters.dynamodb.conflicts import CONFLICT_ATTEMPTS, conflict_delay_s, retry_conflicts
 from domain.run import PendingOccurrence, Run, RunKind, RunStatus
 from domain.schedule import (
     Quarantine,
@@ -104,7 +105,6 @@ LEASES_TTL_ATTRIBUTE: Final = "expires_at_epoch"
 # tick's memory does not grow with the number of schedules).
 VERSION_CACHE_SIZE: Final = 4096
 _TRANSIENT_CANCELLATIONS: Final = frozenset({"TransactionConflict", "ThrottlingError"})
-_CONFLICT_RETRIES: Final = 6
 _SCHEDULED: Final = RunStatus.SCHEDULED.value
 # Requests one store object has in flight at once in a deployment (each
 # admission, closure and mark-sent is its own conditional write).
@@ -361,7 +361,7 @@ class DynamoStore(Store):
             import boto3
 
             session = boto3.session.Session()
-        client = session.client("dynamodb", config=client_config())
+        client = retry_conflicts(session.client("dynamodb", config=client_config()))
         return cls(
             client,
             TableNames(settings.schedules_table, settings.occurrences_table, settings.leases_table),
@@ -436,10 +436,11 @@ class DynamoStore(Store):
         cancellation codes ("None", "ConditionalCheckFailed", ...).
 
         Transient cancellations (another transaction on the same items) are
-        retried with a short backoff. No request token: a token would make an
+        retried with a short full-jitter backoff (adapters/dynamodb/conflicts.py).
+        No request token: a token would make an
         identical later call (a real duplicate) look like a success.
         """
-        for attempt in range(_CONFLICT_RETRIES):
+        for attempt in range(CONFLICT_ATTEMPTS):
             try:
                 self.client.transact_write_items(TransactItems=operations)
                 return None
@@ -450,9 +451,9 @@ class DynamoStore(Store):
                 reasons = [str(r.get("Code") or "None") for r in cancellations]
                 if "ConditionalCheckFailed" in reasons or not reasons:
                     return reasons or ["Unknown"] * len(operations)
-                if not set(reasons) & _TRANSIENT_CANCELLATIONS or attempt + 1 == _CONFLICT_RETRIES:
+                if not set(reasons) & _TRANSIENT_CANCELLATIONS or attempt + 1 == CONFLICT_ATTEMPTS:
                     raise
-                time.sleep(0.01 * 2**attempt)
+                time.sleep(conflict_delay_s(attempt + 1))
         raise AssertionError("unreachable")
 
     def _query(self, params: Mapping[str, Any]) -> Iterator[dict[str, Any]]:

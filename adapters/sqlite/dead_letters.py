@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from adapters.sqlite.database import Database
-from adapters.sqlite.queue import SCHEMA
+from adapters.sqlite.queue import REDRIVE_REASON, SCHEMA
 from adapters.sqlite.store import from_us
+from service.dead_letter_sweep import DeadLetterInbox, Letter
 from service.ports import Page
 from service.run_views import DeadLetter, DeadLetters
 
@@ -81,3 +82,36 @@ class SqliteDeadLetters(Database, DeadLetters):
         with self._write() as db:
             db.executemany("DELETE FROM delivery_queue WHERE seq = ? AND state = 'dead'", settled)
         return len(settled)
+
+
+class SqliteDeadLetterInbox(Database, DeadLetterInbox):
+    """The dead rows as the dead-letter sweep consumes them (service/dead_letter_sweep.py):
+    the ones the redrive moved carry ``REDRIVE_REASON`` until the sweep marks them."""
+
+    def __init__(self, path: str | Path, *, connection_of: Database | None = None) -> None:
+        super().__init__(path, SCHEMA, connection_of=connection_of)
+
+    def unmarked(self, limit: int) -> list[Letter]:
+        with self._lock:
+            rows: list[Any] = self._db.execute(
+                "SELECT seq, body, receive_count FROM delivery_queue "
+                "WHERE state = 'dead' AND dead_reason = ? ORDER BY seq LIMIT ?",
+                (REDRIVE_REASON, max(1, limit)),
+            ).fetchall()
+        return [
+            Letter(
+                receipt=str(seq),
+                body=body,
+                occurrence_id=intent_ids(body)[0],
+                reason=None,
+                receive_count=int(count),
+            )
+            for seq, body, count in rows
+        ]
+
+    def mark(self, letter: Letter, reason: str) -> None:
+        with self._write() as db:
+            db.execute(
+                "UPDATE delivery_queue SET dead_reason = ? WHERE seq = ? AND state = 'dead'",
+                (reason, int(letter.receipt)),
+            )

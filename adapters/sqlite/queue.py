@@ -67,6 +67,9 @@ CREATE INDEX IF NOT EXISTS delivery_queue_receipt ON delivery_queue (receipt)
     WHERE receipt IS NOT NULL;
 """
 
+# The reason of a message the redrive moved (the dead-letter sweep looks for it).
+REDRIVE_REASON: Final = "received more than the redrive limit"
+
 _CANDIDATES: Final = (
     "SELECT seq FROM delivery_queue WHERE state = 'ready' AND visible_at <= ? "
     "ORDER BY visible_at, seq LIMIT ?"
@@ -168,9 +171,9 @@ class SqliteQueue(Database, DeliveryQueue, WorkQueue):
             # Redrive: a visible message already received max_receive_count times.
             db.execute(
                 "UPDATE delivery_queue SET state = 'dead', dead_at = ?, receipt = NULL, "
-                "dead_reason = 'received more than the redrive limit' "
+                "dead_reason = ? "
                 f"WHERE seq IN ({_CANDIDATES}) AND receive_count >= ?",
-                (now_us, now_us, limit, self.max_receive_count),
+                (now_us, REDRIVE_REASON, now_us, limit, self.max_receive_count),
             )
             rows = db.execute(
                 "UPDATE delivery_queue SET visible_at = ?, receive_count = receive_count + 1, "

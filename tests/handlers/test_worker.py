@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
 
 import boto3
@@ -139,7 +140,7 @@ def worker_for(
     )
 
 
-def test_one_batch_succeeds_retries_and_dead_letters_each_message_on_its_own(
+def test_one_batch_succeeds_retries_fails_and_dead_letters_each_message_on_its_own(
     world: World, clock: FakeClock, capsys: pytest.CaptureFixture[str]
 ) -> None:
     ok, flaky, refused = admitted(world, clock, 3)
@@ -170,9 +171,10 @@ def test_one_batch_succeeds_retries_and_dead_letters_each_message_on_its_own(
     assert response == {"batchItemFailures": [{"itemIdentifier": "m-flaky"}]}
     [(receipt, delay_s)] = queue.visibility
     assert receipt == "receipt-m-flaky" and 0 <= delay_s <= 2.0
+    # The run that failed for good is recorded as failed; only the message that
+    # is no intent at all is a dead letter.
     dead = dict(queue.dead)
-    assert sorted(dead) == ["m-garbage", "m-refused"]
-    assert dead["m-refused"] == "permanent error: HTTP 400"
+    assert sorted(dead) == ["m-garbage"]
     assert dead["m-garbage"].startswith("not a delivery intent")
     stored = [world.store.get_run(i.occurrence_id) for i in (ok, flaky, refused)]
     statuses = [getattr(run, "status", None) for run in stored]
@@ -271,20 +273,34 @@ def sqs_event(client: Any, queue: SqsWorkQueue) -> dict[str, Any]:
     )
 
 
-def test_on_sqs_a_retry_hides_the_message_and_a_failure_lands_in_the_dlq(
+def _counts(client: Any, url: str) -> dict[str, str]:
+    attributes = client.get_queue_attributes(
+        QueueUrl=url,
+        AttributeNames=[
+            "ApproximateNumberOfMessages",
+            "ApproximateNumberOfMessagesNotVisible",
+            "ApproximateNumberOfMessagesDelayed",
+        ],
+    )["Attributes"]
+    return {
+        "visible": attributes["ApproximateNumberOfMessages"],
+        "in_flight": attributes["ApproximateNumberOfMessagesNotVisible"],
+        "delayed": attributes["ApproximateNumberOfMessagesDelayed"],
+    }
+
+
+def test_on_sqs_a_retry_is_a_new_delayed_message_not_one_held_in_flight(
     world: World, clock: FakeClock, sqs: tuple[Any, SqsWorkQueue]
 ) -> None:
+    # A standard queue holds about 120,000 messages in flight: retries that each
+    # held theirs for up to 12 hours could fill it during one target's outage.
     client, queue = sqs
-    flaky, refused = admitted(world, clock, 2)
-    queue.send_batch([flaky, refused])
+    [flaky] = admitted(world, clock, 1)
+    queue.send_batch([flaky])
     target = ByScheduleTarget(
-        {
-            flaky.schedule_id: Outcome.transient("HTTP 503", retry_after_s=600.0),
-            refused.schedule_id: Outcome.permanent("HTTP 404"),
-        }
+        {flaky.schedule_id: Outcome.transient("HTTP 503", 503, retry_after_s=3600.0)}
     )
     incoming = sqs_event(client, queue)
-    incoming["Records"].sort(key=lambda r: flaky.occurrence_id not in r["body"])
 
     response = handler(
         incoming,
@@ -293,19 +309,76 @@ def test_on_sqs_a_retry_hides_the_message_and_a_failure_lands_in_the_dlq(
         queue=queue,
     )
 
-    [failure] = response["batchItemFailures"]
-    assert failure["itemIdentifier"] == incoming["Records"][0]["messageId"]
-    # The retry stays in the queue, invisible; the failed one left it for the DLQ.
-    attributes = client.get_queue_attributes(
-        QueueUrl=queue.queue_url,
-        AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
-    )["Attributes"]
-    assert attributes["ApproximateNumberOfMessages"] == "0"
-    assert attributes["ApproximateNumberOfMessagesNotVisible"] == "1"
+    # Answered as done, so the event source deletes the received message...
+    assert response == {"batchItemFailures": []}
+    client.delete_message(
+        QueueUrl=queue.queue_url, ReceiptHandle=incoming["Records"][0]["receiptHandle"]
+    )
+    # ...and a new one carries the intent, delayed, not in flight.
+    assert _counts(client, queue.queue_url) == {"visible": "0", "in_flight": "0", "delayed": "1"}
+    run = world.store.get_run(flaky.occurrence_id)
+    assert run is not None and run.status is RunStatus.RETRYING
+    # The run keeps its backoff: a message that comes back before it (the next
+    # link of the hour's wait, or a duplicate) waits again and calls nobody.
+    assert run.run_lease_expires_at == clock.now() + timedelta(seconds=3600)
+    clock.advance(900)
+    early = worker_for(world, clock, target).handle(flaky)
+    assert early.action == "retry" and early.delay_s == pytest.approx(2700)
+
+
+def test_on_sqs_a_permanent_failure_fails_the_run_and_leaves_no_dead_letter(
+    world: World,
+    clock: FakeClock,
+    sqs: tuple[Any, SqsWorkQueue],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # A user's webhook answering 410 is the user's error, recorded on the run: it
+    # must not look like a dead letter (and raise DeadLettersArrived).
+    client, queue = sqs
+    [gone] = admitted(world, clock, 1)
+    queue.send_batch([gone])
+    target = ByScheduleTarget({gone.schedule_id: Outcome.permanent("HTTP 410", 410)})
+    capsys.readouterr()
+
+    response = handler(
+        sqs_event(client, queue),
+        None,
+        worker=worker_for(world, clock, target),  # type: ignore[arg-type]
+        queue=queue,
+    )
+
+    assert response == {"batchItemFailures": []}  # deleted by the event source
+    run = world.store.get_run(gone.occurrence_id)
+    assert run is not None and run.status is RunStatus.FAILED
+    assert run.reason == "permanent error: HTTP 410"
+    assert _counts(client, queue.dlq_url) == {"visible": "0", "in_flight": "0", "delayed": "0"}
+    metrics, _ = emitted(capsys.readouterr().out)
+    assert Metric.DEAD_LETTERED not in metrics
+    assert metrics[Metric.RUNS_FAILED] == [1]
+
+
+def test_on_sqs_a_message_that_is_no_intent_is_dead_lettered_and_counted(
+    world: World,
+    clock: FakeClock,
+    sqs: tuple[Any, SqsWorkQueue],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    client, queue = sqs
+    client.send_message(QueueUrl=queue.queue_url, MessageBody='{"hello": "world"}')
+    capsys.readouterr()
+
+    handler(
+        sqs_event(client, queue),
+        None,
+        worker=worker_for(world, clock, FakeTarget()),  # type: ignore[arg-type]
+        queue=queue,
+    )
+
     dead = client.receive_message(
         QueueUrl=queue.dlq_url, MessageAttributeNames=["All"], MaxNumberOfMessages=10
     )["Messages"]
-    assert [json.loads(m["Body"])["occurrence_id"] for m in dead] == [refused.occurrence_id]
-    assert dead[0]["MessageAttributes"][REASON_ATTRIBUTE]["StringValue"] == (
-        "permanent error: HTTP 404"
-    )
+    assert [m["Body"] for m in dead] == ['{"hello": "world"}']
+    reason = dead[0]["MessageAttributes"][REASON_ATTRIBUTE]["StringValue"]
+    assert reason.startswith("not a delivery intent")
+    metrics, _ = emitted(capsys.readouterr().out)
+    assert metrics[Metric.DEAD_LETTERED] == [1]

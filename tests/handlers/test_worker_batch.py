@@ -102,17 +102,21 @@ def test_a_record_still_running_at_the_deadline_comes_back_and_the_rest_are_answ
 ) -> None:
     stuck, *others = admitted(world, clock, 3)
     target = StuckTarget(stuck.schedule_id)
+    queue = FakeWorkQueue()
     try:
         response = handler(
             event(*(record(f"m{i}", body(x)) for i, x in enumerate([stuck, *others]))),
             # one second of budget after the margin
             Context(remaining_ms=int((INVOCATION_MARGIN_S + 1) * 1000)),
             worker=worker_for(world, clock, target),  # type: ignore[arg-type]
-            queue=FakeWorkQueue(),
+            queue=queue,
         )
     finally:
         target.release.set()
     assert response == {"batchItemFailures": [{"itemIdentifier": "m0"}]}
+    # Released at once, not left hidden for the queue's visibility timeout: the
+    # attempt's run lease keeps the next receiver off until it ends.
+    assert queue.visibility == [("receipt-m0", 0.0)]
     assert all(t <= 1.0 for t in target.timeouts)
     # The stuck call still ends (here, once released) and records its run;
     # its metrics must not leak into the next test's flush.

@@ -3,6 +3,7 @@ delivery queue itself at an instant, run what it takes, and end."""
 
 from __future__ import annotations
 
+import threading
 import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -11,6 +12,7 @@ import pytest
 
 from domain.delivery import Outcome
 from domain.run import DeliveryIntent, RunStatus
+from handlers.observability import metrics
 from handlers.worker import handler
 from service.ports import HOLD
 from service.run_ports import QueueMessage
@@ -217,3 +219,32 @@ def test_a_drains_target_calls_are_bounded_by_the_time_left_after_its_wait(
     )
     [timeout] = target.timeouts
     assert timeout <= 1.6  # the 2 s less the half second it waited
+
+
+def test_a_message_still_running_when_the_drain_must_end_is_released_at_once(
+    world: World, clock: FakeClock
+) -> None:
+    # Not left hidden for the queue's visibility timeout: its run lease keeps
+    # the next receiver off until the attempt would have ended.
+    from handlers.worker import INVOCATION_MARGIN_S
+    from tests.handlers.test_worker_batch import StuckTarget
+
+    stuck, done = admitted(world, clock, 2)
+    queue = HeldQueue([stuck, done])
+    target = StuckTarget(stuck.schedule_id)
+    try:
+        answer = handler(
+            drain_event(_past(), limit=2),
+            Context(remaining_ms=int((INVOCATION_MARGIN_S + 1) * 1000)),
+            worker=worker_for(world, clock, target),
+            queue=queue,
+        )
+    finally:
+        target.release.set()
+    assert (answer["deleted"], answer["unfinished"]) == (1, 1)
+    assert queue.visibility == [("r0", 0.0)]
+    # The stuck call ends once released; its metrics must not leak into the next test.
+    for thread in threading.enumerate():
+        if thread.name.startswith("drain"):
+            thread.join(timeout=10)
+    metrics().clear_metrics()

@@ -103,6 +103,8 @@ def synthesized(lambda_asset: Path, tmp_path_factory: pytest.TempPathFactory) ->
             secret_store="secretsmanager",
             surge_min=0,
             tick_memory_mb=1769,
+            worker_max_concurrency=20,
+            start_lateness_p99_threshold_s=5,
         ),
         "DuetimeWildcard": Settings(
             stack_name="DuetimeWildcard", target_arns=("*",), secret_store="ssm"

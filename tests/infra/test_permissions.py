@@ -281,14 +281,18 @@ def test_worker_runs_occurrences_without_touching_leases(
     assert not touches(t, ids.worker, ids.leases)
 
 
-def test_worker_consumes_the_queue_and_can_dead_letter_but_not_enqueue(
+def test_worker_consumes_the_queue_retries_by_sending_and_sweeps_the_dlq(
     template: dict[str, Any], ids: Ids
 ) -> None:
     t = template
     for action in ("sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility"):
         assert can(t, ids.worker, action, ids.delivery)
-    assert can(t, ids.worker, "sqs:SendMessage", ids.dlq)
-    assert not can(t, ids.worker, "sqs:SendMessage", ids.delivery)
+    # A retry's wait is a new, delayed message (not one held in flight).
+    assert can(t, ids.worker, "sqs:SendMessage", ids.delivery)
+    # Dead-letters a message it cannot run; the sweep receives, re-sends, deletes.
+    for action in ("sqs:SendMessage", "sqs:ReceiveMessage", "sqs:DeleteMessage"):
+        assert can(t, ids.worker, action, ids.dlq)
+    assert not can(t, ids.worker, "sqs:PurgeQueue", ids.dlq)
 
 
 def test_worker_reads_signing_secrets_and_cannot_change_them(
@@ -314,8 +318,14 @@ def test_by_default_the_worker_may_call_no_aws_target_but_the_smoke_queue(
 ) -> None:
     assert not {"lambda:InvokeFunction", "events:PutEvents"} & actions(template, ids.worker)
     senders = [s for s in statements(template, ids.worker) if "sqs:SendMessage" in s["Action"]]
+    # Its own queues (a retry's delayed message, a dead letter) and the smoke queue.
     assert sorted((s["Resource"] for s in senders), key=str) == sorted(
-        [{"Fn::GetAtt": [ids.dlq, "Arn"]}, {"Fn::GetAtt": [ids.smoke, "Arn"]}], key=str
+        [
+            {"Fn::GetAtt": [ids.delivery, "Arn"]},
+            {"Fn::GetAtt": [ids.dlq, "Arn"]},
+            {"Fn::GetAtt": [ids.smoke, "Arn"]},
+        ],
+        key=str,
     )
 
 

@@ -218,6 +218,10 @@ def test_every_request_of_tick_worker_and_watchdog_is_granted(
     event = {"Records": [_record(m) for m in messages]}
     recorder.requests = set()
     assert worker.handler(event, None) == {"batchItemFailures": []}
+    # The dead-letter sweep, in the worker: a letter SQS moved (no reason) is
+    # received, its run read and closed, the letter sent back with a reason.
+    sqs.send_message(QueueUrl=queues[DELIVERY_QUEUE.dlq_env_var], MessageBody=messages[0]["Body"])
+    assert worker.handler({"duetime": "sweep"}, None)["found"] == 1
     seen["worker"] = {r for r in recorder.requests if r[1] != "target"}  # targets: own grants
 
     recorder.requests = set()

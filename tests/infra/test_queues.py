@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from adapters.definitions import DELIVERY_QUEUE
+from tests.infra.conftest import Synthesized
 from tests.infra.helpers import dumps, function, only, resources
 
 
@@ -64,16 +65,29 @@ def test_worker_reports_partial_batch_failures_and_does_not_hold_a_due_message(
     assert 1 <= props["BatchSize"] <= 10
 
 
-def test_visibility_timeout_is_at_least_six_worker_timeouts_plus_the_window(
+def test_the_queue_trigger_is_capped_so_a_burst_leaves_concurrency_to_the_rest(
+    synthesized: Synthesized,
+) -> None:
+    # Without MaximumConcurrency a burst scales the queue trigger up to the
+    # account's unreserved concurrency, throttling the API and the tick.
+    _, default = only(synthesized.template("Duetime"), "AWS::Lambda::EventSourceMapping")
+    _, sandbox = only(synthesized.template("DuetimeSandbox"), "AWS::Lambda::EventSourceMapping")
+    assert default["Properties"]["ScalingConfig"] == {"MaximumConcurrency": 100}
+    assert sandbox["Properties"]["ScalingConfig"] == {"MaximumConcurrency": 20}
+
+
+def test_a_crashed_invocation_s_messages_come_back_soon_after_its_timeout(
     template: dict[str, Any], delivery: tuple[str, dict[str, Any]]
 ) -> None:
-    # AWS guidance for SQS event sources: a message must not reappear while a
-    # (retried or throttled) invocation may still be working on it.
+    # A message must not reappear while the invocation that received it may
+    # still run, and must reappear soon after it cannot: a worker that crashed
+    # or timed out delays its runs by the visibility timeout.
     _, worker = function(template, "handlers.worker.handler")
     _, mapping = only(template, "AWS::Lambda::EventSourceMapping")
     window = mapping["Properties"].get("MaximumBatchingWindowInSeconds", 0)
     visibility = delivery[1]["Properties"]["VisibilityTimeout"]
-    assert visibility >= 6 * worker["Properties"]["Timeout"] + window
+    assert visibility > worker["Properties"]["Timeout"] + window
+    assert visibility <= 180
 
 
 def test_the_scheduler_dlq_is_not_the_delivery_dlq(template: dict[str, Any]) -> None:

@@ -61,12 +61,13 @@ def test_the_watchdog_runs_on_its_own_schedule(template: dict[str, Any], cdk_tem
 def test_each_scheduler_role_invokes_only_its_function_for_this_account(
     template: dict[str, Any],
 ) -> None:
-    for expression, handler in (
-        ("rate(1 minute)", "handlers.tick.handler"),
-        ("rate(5 minutes)", "handlers.watchdog.handler"),
+    for handler in (
+        "handlers.tick.handler",
+        "handlers.watchdog.handler",
+        "handlers.worker.handler",
     ):
         function_id, _ = function(template, handler)
-        _, schedule = only(template, "AWS::Scheduler::Schedule", ScheduleExpression=expression)
+        _, schedule = only(template, "AWS::Scheduler::Schedule", Target=_targeting(function_id))
         role_id = schedule["Properties"]["Target"]["RoleArn"]["Fn::GetAtt"][0]
         trust = template["Resources"][role_id]["Properties"]["AssumeRolePolicyDocument"]
         (principal,) = trust["Statement"]
@@ -80,3 +81,26 @@ def test_each_scheduler_role_invokes_only_its_function_for_this_account(
         assert invokes
         for statement in invokes:
             assert all(function_id in json.dumps(r) for r in statement["Resource"])
+
+
+def _targeting(function_id: str) -> Any:
+    """Matches (==) the Target of a schedule that invokes ``function_id``."""
+
+    class Targeting:
+        def __eq__(self, target: object) -> bool:
+            return isinstance(target, dict) and target.get("Arn") == {
+                "Fn::GetAtt": [function_id, "Arn"]
+            }
+
+    return Targeting()
+
+
+def test_the_dead_letter_sweep_runs_in_the_worker_every_five_minutes(
+    template: dict[str, Any],
+) -> None:
+    # Without it, a run whose intent SQS dead-lettered by itself stays open forever.
+    worker_id, _ = function(template, "handlers.worker.handler")
+    _, schedule = only(template, "AWS::Scheduler::Schedule", Target=_targeting(worker_id))
+    assert schedule["Properties"]["ScheduleExpression"] == "rate(5 minutes)"
+    payload = json.loads(schedule["Properties"]["Target"]["Input"])
+    assert payload["duetime"] == "sweep"

@@ -21,6 +21,8 @@ def test_no_context_gives_the_documented_defaults() -> None:
     assert settings.alarm_email == ""
     assert settings.webhook_secrets_prefix == "duetime/Duetime/webhooks/"
     assert settings.surge_min == 200
+    assert settings.worker_max_concurrency == 100
+    assert settings.start_lateness_p99_threshold_s == 10
 
 
 def test_command_line_strings_are_parsed() -> None:
@@ -80,6 +82,10 @@ def test_a_json_list_on_the_command_line_is_accepted() -> None:
         ("duetime:tickMemoryMB", 127),
         ("duetime:tickMemoryMB", 10241),
         ("duetime:tickMemoryMB", "big"),
+        ("duetime:workerMaxConcurrency", 1),
+        ("duetime:workerMaxConcurrency", 1001),
+        ("duetime:workerMaxConcurrency", "all"),
+        ("duetime:startLatenessP99ThresholdS", 0),
     ],
 )
 def test_bad_values_are_refused_naming_the_setting(key: str, value: Any) -> None:

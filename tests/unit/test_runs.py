@@ -213,7 +213,8 @@ def test_a_transient_failure_retries_after_a_full_jitter_delay_with_the_same_key
     expected = retry_delay_s(1, 1.0, 30.0, random.Random(SEED))  # the schedule default
     assert first.action == "retry" and first.delay_s == expected
     run = stored(world, intent)
-    assert run.status is RunStatus.RETRYING and run.run_lease_expires_at is None
+    assert run.status is RunStatus.RETRYING
+    assert run.run_lease_expires_at == clock.now() + timedelta(seconds=expected)
     assert (run.attempt_log[0].outcome, run.attempt_log[0].error) == ("transient", "HTTP 503")
 
     clock.advance(first.delay_s)
@@ -227,6 +228,27 @@ def test_a_transient_failure_retries_after_a_full_jitter_delay_with_the_same_key
     assert [a.status for a in telemetry.attempts] == ["retrying", "succeeded"]
 
 
+def test_a_duplicate_intent_cannot_start_the_next_attempt_before_the_backoff(
+    world: World, clock: FakeClock
+) -> None:
+    # A retry's message is a new one on SQS; if the old one also comes back (a
+    # delete that was lost), or a long wait's next link arrives, the run's
+    # stored backoff sends it back for what is left of the wait.
+    intent = due_intent(world, clock)
+    target = FakeTarget(Outcome.transient("HTTP 429", 429, retry_after_s=120.0))
+    worker, _ = make_worker(world, clock, target)
+    assert worker.handle(intent, 1).delay_s == 120.0
+
+    clock.advance(30)
+    duplicate = worker.handle(intent, 1)
+
+    assert duplicate == Decision.retry_after(90.0, "backing off before the next attempt")
+    assert len(target.calls) == 1
+    clock.advance(90)
+    worker.handle(intent, 2)
+    assert len(target.calls) == 2
+
+
 def test_retry_after_from_the_target_is_honoured_above_the_cap(
     world: World, clock: FakeClock
 ) -> None:
@@ -236,14 +258,15 @@ def test_retry_after_from_the_target_is_honoured_above_the_cap(
     assert worker.handle(intent, 1) == Decision.retry_after(120.0, "attempt 1 failed: HTTP 429")
 
 
-def test_a_permanent_error_fails_the_run_at_once_and_dead_letters_it(
+def test_a_permanent_error_fails_the_run_at_once_and_deletes_its_message(
     world: World, clock: FakeClock
 ) -> None:
     intent = due_intent(world, clock)
     target = FakeTarget(Outcome.permanent("HTTP 400", 400, "bad"))
     worker, telemetry = make_worker(world, clock, target)
     decision = worker.handle(intent, 1)
-    assert decision == Decision.dead_letter("permanent error: HTTP 400")
+    # A user's broken target is recorded on the run, not sent to the DLQ.
+    assert decision == Decision.delete("permanent error: HTTP 400")
     run = stored(world, intent)
     assert run.status is RunStatus.FAILED and run.reason == "permanent error: HTTP 400"
     assert run.finished_at == clock.now() and run.attempts == 1
@@ -261,7 +284,7 @@ def test_after_the_last_attempt_the_run_fails_with_its_reason(
     assert worker.handle(intent, 1).action == "retry"
     clock.advance(60)
     decision = worker.handle(intent, 2)
-    assert decision.action == "dead_letter"
+    assert decision.action == "delete"
     assert decision.reason == "attempts exhausted (2 of 2); last error: HTTP 502"
     run = stored(world, intent)
     assert run.status is RunStatus.FAILED and run.reason == decision.reason
