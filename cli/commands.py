@@ -561,7 +561,7 @@ def _describe_deleted(
         return _print(args, error.body, "")
     sid = args.schedule_id
     versions = _readable(client, f"/schedules/{sid}/versions", {"limit": 100}) or {}
-    runs = _readable(client, f"/schedules/{sid}/runs", {"limit": 5}) or {}
+    runs = _readable(client, "/runs", {"schedule_id": sid, "limit": 5}) or {}
     last = (versions.get("versions") or [None])[-1]
     return _print(
         args,

@@ -191,9 +191,15 @@ def _path(schedule_id: str | None) -> str:
 
 
 def _list(args: argparse.Namespace) -> int:
-    query = {**filters(args, utc_now()), "limit": args.limit, "next_token": args.next_token}
+    # GET /runs?schedule_id= reads a deleted schedule's runs too.
+    query = {
+        **filters(args, utc_now()),
+        "schedule_id": args.schedule_id,
+        "limit": args.limit,
+        "next_token": args.next_token,
+    }
     with Progress("reading runs"):
-        answer = commands.client_for(args).request("GET", _path(args.schedule_id), query=query)
+        answer = commands.client_for(args).request("GET", "/runs", query=query)
     items = answer.body.get("runs", [])
     table = render.runs_table(items) if items else "no runs match"
     if answer.body.get("next_token"):

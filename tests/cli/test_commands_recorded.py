@@ -105,7 +105,7 @@ def usage_error(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
 def test_runs_list_sends_every_filter_and_converts_since_to_an_instant(
     api: RecordedApi, duetime: Run
 ) -> None:
-    api.answer("GET", f"/schedules/{SID}/runs", {"runs": [answers.run()], "next_token": "t2"})
+    api.answer("GET", "/runs", {"runs": [answers.run()], "next_token": "t2"})
     code, out, _ = duetime(
         "runs", "list", SID, "--status", "failed,expired", "--status", "failed", "--since", "1h",
         "--until", "2026-12-02T11:30:00+00:00", "--kind", "trigger", "--order", "oldest",
@@ -113,6 +113,7 @@ def test_runs_list_sends_every_filter_and_converts_since_to_an_instant(
     )  # fmt: skip
     assert code == 0
     assert api.sent[0].query == {
+        "schedule_id": SID,
         "status": "failed,expired",
         "kind": "trigger",
         "since": "2026-12-02T11:00:00Z",

@@ -220,7 +220,7 @@ def test_describe_of_a_deleted_schedule_shows_it_deleted_with_its_history(
     )
     api.answer(
         "GET",
-        f"/schedules/{SID}/runs",
+        "/runs",
         {"runs": [answers.run("20261202T023000Z", "succeeded")], "next_token": None},
     )
     code, out, err = duetime("schedules", "describe", SID)
@@ -241,7 +241,7 @@ def test_describe_of_a_deleted_schedule_whose_history_is_gone_still_says_deleted
     gone = ApiError(404, "gone")
     api.answer("GET", f"/schedules/{SID}", ApiError(404, "d", None, answers.deleted_404()))
     api.answer("GET", f"/schedules/{SID}/versions", gone)
-    api.answer("GET", f"/schedules/{SID}/runs", gone)
+    api.answer("GET", "/runs", gone)
     code, out, _ = duetime("schedules", "describe", SID)
     assert code == 0
     assert "  status:   deleted at 2026-12-02T09:00:00Z" in out.splitlines()

@@ -166,6 +166,18 @@ def test_runs_list_of_an_unknown_schedule_is_a_404(duetime: Run) -> None:
     assert "HTTP 404" in refused_line(duetime, "runs", "list", "sch_missing")
 
 
+def test_runs_list_of_a_deleted_schedule_still_shows_its_runs(
+    duetime: Run, services: ApiServices, clock: FakeClock
+) -> None:
+    sid = create(duetime)
+    failed = failed_trigger(duetime, services, clock, sid)
+    as_json(duetime, "schedules", "delete", sid)
+    listed = as_json(duetime, "runs", "list", sid)["runs"]
+    assert [r["occurrence_id"] for r in listed] == [failed]
+    code, out, _ = duetime("schedules", "describe", sid)
+    assert code == 0 and "deleted" in out and failed in out
+
+
 def test_runs_show_prints_every_attempt(
     duetime: Run, services: ApiServices, clock: FakeClock
 ) -> None:
