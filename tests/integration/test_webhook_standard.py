@@ -26,7 +26,7 @@ from standardwebhooks.webhooks import WebhookVerificationError
 
 from adapters.definitions import WEBHOOK_SECRETS, create_table
 from adapters.dynamodb.local import create_store_tables
-from adapters.secrets import InMemorySecretStore, new_secret
+from adapters.secrets import InMemorySecretStore, create_signing_key, new_secret
 from adapters.sqlite.secrets import SqliteSecretStore
 from adapters.sqlite.store import SqliteStore
 from adapters.targets import AddressPolicy, WebhookSender
@@ -253,6 +253,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Settings]:
         client = boto3.client("dynamodb")
         tables = create_store_tables(client, f"std-{uuid.uuid4().hex[:6]}")
         create_table(client, WEBHOOK_SECRETS, SECRETS_TABLE)
+        create_signing_key(boto3.client("secretsmanager"), "duetime/Duetime/webhooks/")
         yield Settings(
             schedules_table=tables.schedules,
             occurrences_table=tables.occurrences,
