@@ -11,7 +11,7 @@ Three stores for AWS, the same contract:
   roles may read) and a generation number kept as one item of a DynamoDB
   table of its own (``adapters.definitions.WEBHOOK_SECRETS``): the table
   holds nothing that signs. A read is one strongly consistent ``GetItem``
-  (one read unit) and, every five minutes per container, one ``GetSecretValue``;
+  (one read unit) and, once an hour per container, one ``GetSecretValue``;
   the default of the CDK stack (``duetime:secretStore``);
 - ``SsmSecretStore`` keeps it as an SSM SecureString parameter named
   ``<path>/<schedule_id>``: no per-secret monthly cost (standard parameters),
@@ -274,9 +274,11 @@ def derive_secret(master: bytes, schedule_id: str, generation: int) -> str:
 
 
 # How long a container uses the signing key it read before reading it again:
-# one GetSecretValue per container every five minutes at most (Secrets
-# Manager's $0.05 per 10,000 calls: docs/cost.md).
-SIGNING_KEY_TTL_S: Final = 300.0
+# one GetSecretValue per container an hour at most, $0.004 a month for a
+# container warm all month (Secrets Manager's $0.05 per 10,000 calls:
+# docs/cost.md). The key does not change while the stack runs; the time
+# only bounds how long a replaced key takes to reach warm containers.
+SIGNING_KEY_TTL_S: Final = 3600.0
 
 
 def create_signing_key(client: Any, prefix: str) -> str:
