@@ -381,3 +381,24 @@ def test_an_edit_that_leaves_a_header_keeps_its_sealed_value(
     assert stored is not None and dict(stored.target.headers) == {"Authorization": "Bearer kept"}
     items = boto3.client("dynamodb").scan(TableName=aws.schedules_table)["Items"]
     assert "Bearer kept" not in repr(items)
+
+
+def test_a_version_saved_before_sealing_keeps_its_header_values(
+    aws: Settings, clock: FakeClock
+) -> None:
+    # Given a version written by a store without a seal, as earlier releases wrote it
+    before = build_services(
+        aws.model_copy(update={"delivery_queue_url": "", "secret_store": "ssm"}), clock=clock
+    )
+    target = {"type": "webhook", "url": "https://93.184.215.14/hook"}
+    target["headers"] = {"Authorization": "Bearer from-before"}  # type: ignore[assignment]
+    status, created = call(before, "POST", "/schedules", {**REPORT, "target": target})
+    assert status == 201, created
+    items = boto3.client("dynamodb").scan(TableName=aws.schedules_table)["Items"]
+    assert "Bearer from-before" in repr(items) and "sealed_headers" not in repr(items)
+
+    # the worker of this release, which holds a seal, reads the values from the body.
+    parts = worker_handler.build_aws_parts(aws, webhook_exchange=InProcessReceiver())
+    stored = parts.runs.get_version(created["id"], 1)
+    assert stored is not None
+    assert dict(stored.target.headers) == {"Authorization": "Bearer from-before"}
