@@ -6,10 +6,13 @@ read by the worker to sign requests. The API never returns it again; rotating
 it is another ``put``.
 
 Three stores for AWS, the same contract:
-- ``DynamoSecretStore`` keeps each secret as one item of a DynamoDB table of
-  its own (``adapters.definitions.WEBHOOK_SECRETS``), encrypted at rest by
-  DynamoDB: a read is one strongly consistent ``GetItem`` (one read unit, no
-  KMS request), the default of the CDK stack (``duetime:secretStore``);
+- ``DynamoSecretStore`` derives each secret from the deployment's signing key
+  (one Secrets Manager secret, ``SigningKey``, that only the API and worker
+  roles may read) and a generation number kept as one item of a DynamoDB
+  table of its own (``adapters.definitions.WEBHOOK_SECRETS``): the table
+  holds nothing that signs. A read is one strongly consistent ``GetItem``
+  (one read unit) and, once an hour per container, one ``GetSecretValue``;
+  the default of the CDK stack (``duetime:secretStore``);
 - ``SsmSecretStore`` keeps it as an SSM SecureString parameter named
   ``<path>/<schedule_id>``: no per-secret monthly cost (standard parameters),
   but each read and write is a KMS request, and at its default throughput SSM
@@ -31,6 +34,10 @@ delivery.
 
 from __future__ import annotations
 
+import base64
+import contextlib
+import hashlib
+import hmac
 import re
 import secrets
 import threading
@@ -248,45 +255,141 @@ class SecretsManagerSecretStore:
             return
 
 
+def signing_key_name(prefix: str) -> str:
+    """The Secrets Manager name of a deployment's signing key: ``duetime/prod/webhooks/``
+    is ``duetime/prod/webhooks-signing-key``, beside (not under) the prefix the
+    per-schedule secrets of earlier releases were named in."""
+    return prefix.rstrip("/") + "-signing-key"
+
+
+def derive_secret(master: bytes, schedule_id: str, generation: int) -> str:
+    """A schedule's signing secret: HMAC-SHA256 of ``<schedule_id>:<generation>``
+    keyed with the deployment's signing key, URL-safe base64 without padding.
+    The 43 characters have the shape of a secret made by ``new_secret``, so a
+    receiver sees no difference."""
+    if generation < 1:
+        raise ValueError(f"generation must be at least 1, got {generation}")
+    mac = hmac.new(master, f"{schedule_id}:{generation}".encode(), hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(mac).rstrip(b"=").decode("ascii")
+
+
+# How long a container uses the signing key it read before reading it again:
+# one GetSecretValue per container an hour at most, $0.004 a month for a
+# container warm all month (Secrets Manager's $0.05 per 10,000 calls:
+# docs/cost.md). The key does not change while the stack runs; the time
+# only bounds how long a replaced key takes to reach warm containers.
+SIGNING_KEY_TTL_S: Final = 3600.0
+
+
+def create_signing_key(client: Any, prefix: str) -> str:
+    """Make the signing key of a store under ``prefix`` where none exists (the
+    local emulator, tests; the stack makes its own), and answer its name."""
+    name = signing_key_name(prefix)
+    with contextlib.suppress(client.exceptions.ResourceExistsException):
+        client.create_secret(
+            Name=name,
+            Description="duetime webhook signing key",
+            SecretString=secrets.token_urlsafe(48),
+        )
+    return name
+
+
+class SigningKey:
+    """The deployment's signing key, a Secrets Manager secret (``signing_key_name``),
+    read once per ``ttl_s`` (a monotonic clock) by each container that uses it.
+
+    Only the API and worker roles may read it (infra/secrets.py). Its value's
+    UTF-8 bytes are the key of ``derive_secret``. A failed read (no
+    permission, throttling, no such secret) is raised as botocore raised it.
+    """
+
+    def __init__(
+        self,
+        client: Any,
+        name: str,
+        *,
+        ttl_s: float = SIGNING_KEY_TTL_S,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._client = client
+        self._name = name
+        self._ttl_s = ttl_s
+        self._monotonic = monotonic
+        self._read: tuple[float, bytes] | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self) -> bytes:
+        now = self._monotonic()
+        with self._lock:
+            if self._read is not None and now - self._read[0] < self._ttl_s:
+                return self._read[1]
+        value = self._client.get_secret_value(SecretId=self._name)["SecretString"]
+        key = str(value).encode("utf-8")
+        with self._lock:
+            self._read = (now, key)
+        return key
+
+
 class DynamoSecretStore:
-    """A ``SecretStore`` over a DynamoDB table: one item per schedule.
+    """A ``SecretStore`` whose secrets are derived from the deployment's signing key,
+    with one item per schedule in a DynamoDB table that holds no secret.
 
     ``client`` is a boto3 DynamoDB client; ``table`` the name of a table keyed
     as ``adapters.definitions.WEBHOOK_SECRETS`` (partition key ``pk``, the
-    schedule id). The item holds the secret in ``secret``. A ``put`` replaces
-    the item whole; a ``get`` is strongly consistent, because the API stores a
-    schedule's secret moments before its first delivery may be signed. Errors
-    (throttling, no permission) are raised as botocore raised them.
+    schedule id); ``master`` answers the signing key (``SigningKey``). The
+    item holds the schedule's ``generation``, a number that is not secret:
+    the secret is ``derive_secret(master, schedule_id, generation)``, so
+    reading the table (a ``ReadOnlyAccess`` principal, a restored backup, an
+    export) yields nothing that signs. A ``put`` (a new or rotated secret)
+    adds one to the generation in one ``UpdateItem`` and removes any
+    ``secret`` attribute. An item of earlier releases, ``secret`` in clear,
+    is still read as it is until its schedule's next ``put``
+    (docs/deploy.md, "Signing secrets at rest"). A ``get`` is strongly
+    consistent, because the API stores a schedule's secret moments before
+    its first delivery may be signed. Errors (throttling, no permission) are
+    raised as botocore raised them.
     """
 
     KEY: Final = WEBHOOK_SECRETS.partition_key.name
-    VALUE: Final = "secret"
+    GENERATION: Final = "generation"
+    # A secret in clear, as items of earlier releases hold it: read, never written.
+    PLAIN: Final = "secret"
 
-    def __init__(self, client: Any, table: str) -> None:
+    def __init__(self, client: Any, table: str, master: Callable[[], bytes]) -> None:
         if not table:
             raise ValueError("table: the secret store needs the name of its DynamoDB table")
         self._client = client
         self._table = table
+        self._master = master
 
     def _key(self, schedule_id: str) -> dict[str, dict[str, str]]:
         _check_schedule_id(schedule_id)
         return {self.KEY: {"S": schedule_id}}
 
     def put(self, schedule_id: str) -> str:
-        key = self._key(schedule_id)
-        secret = new_secret()
-        self._client.put_item(TableName=self._table, Item={**key, self.VALUE: {"S": secret}})
-        return secret
+        master = self._master()  # before the write: no new generation without its key
+        answer = self._client.update_item(
+            TableName=self._table,
+            Key=self._key(schedule_id),
+            UpdateExpression="SET #g = if_not_exists(#g, :zero) + :one REMOVE #p",
+            ExpressionAttributeNames={"#g": self.GENERATION, "#p": self.PLAIN},
+            ExpressionAttributeValues={":zero": {"N": "0"}, ":one": {"N": "1"}},
+            ReturnValues="UPDATED_NEW",
+        )
+        generation = int(answer["Attributes"][self.GENERATION]["N"])
+        return derive_secret(master, schedule_id, generation)
 
     def get(self, schedule_id: str) -> str:
         answer = self._client.get_item(
             TableName=self._table, Key=self._key(schedule_id), ConsistentRead=True
         )
-        item = answer.get("Item")
-        if item is None or self.VALUE not in item:
-            raise SecretNotFound(schedule_id)
-        value: str = item[self.VALUE]["S"]
-        return value
+        item = answer.get("Item") or {}
+        if self.GENERATION in item:
+            return derive_secret(self._master(), schedule_id, int(item[self.GENERATION]["N"]))
+        if self.PLAIN in item:
+            value: str = item[self.PLAIN]["S"]
+            return value
+        raise SecretNotFound(schedule_id)
 
     def delete(self, schedule_id: str) -> None:
         # Deleting a missing item succeeds: nothing to catch.
@@ -374,7 +477,8 @@ def aws_secret_store(
         SsmSecretStore(client("ssm"), ssm_path(prefix), tier=tier), secretsmanager
     )
     if kind == DYNAMODB:
-        return MovingSecretStore(DynamoSecretStore(client("dynamodb"), table), ssm)
+        master = SigningKey(client("secretsmanager"), signing_key_name(prefix))
+        return MovingSecretStore(DynamoSecretStore(client("dynamodb"), table, master), ssm)
     return ssm
 
 

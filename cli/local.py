@@ -813,6 +813,14 @@ class LocalStack:
             d.create_table(dynamodb, d.WEBHOOK_SECRETS, secrets_table)
         os.environ[d.ENV_SECRETS_TABLE] = secrets_table
         os.environ[d.ENV_SECRET_STORE] = "dynamodb"
+        # and the signing key they are derived from, which the stack generates.
+        from adapters.secrets import create_signing_key
+        from handlers.settings import Settings
+
+        create_signing_key(
+            boto3.client("secretsmanager", endpoint_url=endpoint),
+            os.environ.get(d.ENV_SECRETS_PREFIX, Settings().secrets_prefix),
+        )
         urls = d.create_queues(boto3.client("sqs", endpoint_url=endpoint), "duetime-local")
         os.environ.update(urls)
         log("emulator started", endpoint=endpoint)

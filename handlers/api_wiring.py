@@ -133,7 +133,13 @@ def build_services(
             session.client,
             table=settings.secrets_table,
         )
-    dynamo = DynamoStore.from_settings(settings)
+    import boto3
+
+    from adapters.sealing import aws_header_seal
+
+    # Webhook header values sealed at rest: opened to keep a value an edit leaves.
+    seal = aws_header_seal(settings.secret_store, settings.secrets_prefix, boto3.client)
+    dynamo = DynamoStore.from_settings(settings, seal=seal)
     dynamo_runs = DynamoRunStore(dynamo)
     aws_planning: PlanNow | None = None
     if settings.delivery_queue_url:

@@ -338,6 +338,7 @@ def build_aws_parts(
     import boto3
 
     from adapters.dynamodb.runs import DynamoRunStore
+    from adapters.sealing import aws_header_seal
     from adapters.secrets import CachedSecretStore, aws_secret_store
     from adapters.sqs_worker import SqsWorkQueue
     from adapters.targets.aws import control_client_config, lambda_client_config
@@ -366,7 +367,14 @@ def build_aws_parts(
         client=session.client("sqs", config=control_client_config()),
         visibility_timeout_s=held_visibility_s,
     )
-    return AwsWorkerParts(DynamoRunStore.from_settings(settings, session), targets, queue)
+    # Webhook header values are sealed at rest; the worker opens them to deliver.
+    seal = aws_header_seal(
+        settings.secret_store,
+        settings.secrets_prefix,
+        lambda service: session.client(service, config=control_client_config()),
+    )
+    runs = DynamoRunStore.from_settings(settings, session, seal=seal)
+    return AwsWorkerParts(runs, targets, queue)
 
 
 def build_aws_worker(

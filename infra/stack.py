@@ -78,6 +78,8 @@ class DuetimeStack(Stack):
             CfnOutput(self, "WebhookSecretsParameterPath", value=self.secrets.parameter_path)
         if self.secrets.table is not None:
             CfnOutput(self, "WebhookSecretsTable", value=self.secrets.table.table_name)
+        if self.secrets.signing_key is not None:
+            CfnOutput(self, "WebhookSigningKey", value=self.secrets.signing_key.secret_name)
         CfnOutput(
             self,
             "SmokeQueueUrl",

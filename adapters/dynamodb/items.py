@@ -51,6 +51,7 @@ from typing import Any, Final
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
+from adapters.sealing import HeaderSeal
 from domain.errors import InvalidSchedule
 from domain.identity import parse_occurrence_id
 from domain.run import AttemptRecord, Run, RunKind, RunStatus
@@ -399,7 +400,20 @@ def schedule_from_head(item: Mapping[str, Any], current: ScheduleVersion) -> Sch
     )
 
 
-def version_item(version: ScheduleVersion) -> Item:
+# A version's webhook header values, sealed (adapters.sealing), when the store has a seal.
+SEALED_HEADERS: Final = "sealed_headers"
+
+
+def version_item(version: ScheduleVersion, seal: HeaderSeal | None = None) -> Item:
+    """The version's item. With ``seal``, a webhook's header values leave the
+    body (each name keeps an empty value) for ``sealed_headers``."""
+    body = version_to_dict(version)
+    sealed: str | None = None
+    target = body.get("target")
+    if seal is not None and isinstance(target, dict) and target.get("headers"):
+        headers: dict[str, str] = target["headers"]
+        sealed = seal.seal(version.schedule_id, version.version, headers)
+        body = {**body, "target": {**target, "headers": dict.fromkeys(headers, "")}}
     return {
         **version_key(version.schedule_id, version.version),
         **attrs(
@@ -407,17 +421,25 @@ def version_item(version: ScheduleVersion) -> Item:
                 "schedule_id": version.schedule_id,
                 "version": version.version,
                 "created_at": iso(version.created_at),
-                "body": _json(version_to_dict(version)),
+                "body": _json(body),
+                SEALED_HEADERS: sealed,
             }
         ),
     }
 
 
-def version_from_item(item: Mapping[str, Any]) -> ScheduleVersion:
+def version_from_item(item: Mapping[str, Any], seal: HeaderSeal | None = None) -> ScheduleVersion:
+    """The version of an item. Sealed header values are opened with ``seal``;
+    without one (the tick, the watchdog) the names keep their empty values."""
     v = plain(item)
-    return version_from_dict(
-        str(v["schedule_id"]), int(v["version"]), from_iso(v["created_at"]), json.loads(v["body"])
-    )
+    schedule_id, number = str(v["schedule_id"]), int(v["version"])
+    body = json.loads(v["body"])
+    sealed = v.get(SEALED_HEADERS)
+    if sealed and seal is not None:
+        target = body["target"]
+        values = seal.open(schedule_id, number, str(sealed))
+        body["target"] = {**target, "headers": {n: values[n] for n in target["headers"]}}
+    return version_from_dict(schedule_id, number, from_iso(v["created_at"]), body)
 
 
 # --- occurrences ----------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from botocore.exceptions import ClientError
 
 from adapters.dynamodb import items as it
 from adapters.dynamodb.store import DynamoStore, TableSettings
+from adapters.sealing import HeaderSeal
 from domain.run import Run, RunStatus
 from domain.schedule import ScheduleVersion
 from service.run_ports import RunStore, ScheduleNow
@@ -64,14 +65,16 @@ class DynamoRunStore(RunStore):
         self.table = store.tables.occurrences
 
     @classmethod
-    def from_settings(cls, settings: TableSettings, session: Any = None) -> DynamoRunStore:
+    def from_settings(
+        cls, settings: TableSettings, session: Any = None, *, seal: HeaderSeal | None = None
+    ) -> DynamoRunStore:
         """The run store of a deployment: its tables, a fresh client (without
-        client-side parameter validation)."""
+        client-side parameter validation); ``seal`` opens webhook header values."""
         if session is None:
             import boto3
 
             session = boto3.session.Session()
-        return cls(DynamoStore.from_settings(settings, _UncheckedSession(session)))
+        return cls(DynamoStore.from_settings(settings, _UncheckedSession(session), seal=seal))
 
     def get_run(self, occurrence_id: str) -> Run | None:
         return self.store.get_run(occurrence_id)

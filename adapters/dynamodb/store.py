@@ -60,6 +60,7 @@ from botocore.exceptions import ClientError
 
 from adapters.dynamodb import items as it
 from adapters.dynamodb.conflicts import CONFLICT_ATTEMPTS, conflict_delay_s, retry_conflicts
+from adapters.sealing import HeaderSeal
 from domain.run import PendingOccurrence, Run, RunKind, RunStatus
 from domain.schedule import (
     Quarantine,
@@ -307,6 +308,7 @@ class DynamoStore(Store):
         concurrency: int = 1,
         lease_shards: int | None = None,
         carry_bytes: int = CARRY_BYTES,
+        seal: HeaderSeal | None = None,
     ) -> None:
         """``concurrency``: independent conditional writes (admissions,
         closures, materializations of different schedules) and index queries
@@ -314,7 +316,11 @@ class DynamoStore(Store):
         safe under concurrent requests. ``lease_shards``: the deployment's
         shard count, so the leases are read by key rather than by a scan.
         ``carry_bytes``: how much of the plan cursor item may carry next
-        slots (0: every next slot goes on a plan page)."""
+        slots (0: every next slot goes on a plan page). ``seal``: webhook
+        header values are sealed in the version items this store writes and
+        opened in those it reads (adapters.sealing); without it they are
+        written in the body, and sealed ones read as names with empty values."""
+        self.seal = seal
         if due_shards < 1:
             raise ValueError("due_shards must be at least 1")
         if concurrency < 1:
@@ -355,7 +361,9 @@ class DynamoStore(Store):
         ) = None
 
     @classmethod
-    def from_settings(cls, settings: TableSettings, session: Any = None) -> DynamoStore:
+    def from_settings(
+        cls, settings: TableSettings, session: Any = None, *, seal: HeaderSeal | None = None
+    ) -> DynamoStore:
         """The store of a deployment: table names from its settings, a fresh client."""
         if session is None:
             import boto3
@@ -367,6 +375,7 @@ class DynamoStore(Store):
             TableNames(settings.schedules_table, settings.occurrences_table, settings.leases_table),
             concurrency=CONCURRENCY,
             lease_shards=getattr(settings, "shards", None),
+            seal=seal,
         )
 
     # --- small helpers ----------------------------------------------------------------
@@ -517,7 +526,7 @@ class DynamoStore(Store):
         t = self.tables.schedules
         operations = [
             self._put_new(t, it.head_item(schedule, self.due_shards)),
-            self._put_new(t, it.version_item(schedule.current)),
+            self._put_new(t, it.version_item(schedule.current, self.seal)),
         ]
         if idempotency_key is not None:
             record = {
@@ -641,7 +650,7 @@ class DynamoStore(Store):
                 self.tables.schedules, [it.version_key(sid, v) for sid, v in missing]
             ):
                 try:
-                    value = it.version_from_item(item)
+                    value = it.version_from_item(item, self.seal)
                 except Exception as error:  # a rule tightened since it was saved
                     key = (str(it.value(item["schedule_id"])), int(it.value(item["version"])))
                     _log.error(
@@ -683,7 +692,7 @@ class DynamoStore(Store):
         )
         items: list[ScheduleVersion] = []
         for item in found:
-            value = it.version_from_item(item)
+            value = it.version_from_item(item, self.seal)
             self._remember(value)
             items.append(value)
         return Page(tuple(items), next_token)
@@ -1232,7 +1241,7 @@ class DynamoStore(Store):
                     names={"#deleted_at": "deleted_at"},
                     values={":expected_version": {"N": str(new.version - 1)}, **due_values},
                 ),
-                self._put_new(t, it.version_item(new)),
+                self._put_new(t, it.version_item(new, self.seal)),
             ]
         )
         if reasons is not None:

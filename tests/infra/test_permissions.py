@@ -39,9 +39,11 @@ from tests.infra.helpers import (
 )
 
 SECRETS = "secret:duetime/Duetime/webhooks/*"
+SIGNING_KEY = "secret:duetime/Duetime/webhooks-signing-key-??????"
 PARAMETERS = ":parameter/duetime/Duetime/webhooks/*"
 SSM_SECRETS = "secret:duetime/DuetimeWildcard/webhooks/*"
 SSM_PARAMETERS = ":parameter/duetime/DuetimeWildcard/webhooks/*"
+MARKERS = (PARAMETERS, SECRETS, SIGNING_KEY)
 TARGET_ACTIONS = ("lambda:InvokeFunction", "sqs:SendMessage", "events:PutEvents")
 
 
@@ -136,10 +138,11 @@ def table_grants(t: dict[str, Any], role: str, table: str) -> set[str]:
 def test_api_keeps_signing_secrets_in_the_secrets_table_and_only_there(
     template: dict[str, Any], ids: Ids
 ) -> None:
-    # Put (a new or rotated secret), Get (a retried create, an edit), Delete
-    # (with the schedule), on the table itself: no index, no query, no scan.
+    # Update (a new or rotated secret's generation), Get (a retried create, an
+    # edit), Delete (with the schedule), on the table itself: no index, no
+    # query, no scan.
     assert table_grants(template, ids.api, ids.secrets) == {
-        "dynamodb:PutItem",
+        "dynamodb:UpdateItem",
         "dynamodb:GetItem",
         "dynamodb:DeleteItem",
     }
@@ -155,7 +158,9 @@ def test_api_only_reads_and_deletes_the_secrets_stored_before_in_ssm_and_secrets
     grants = secret_grants(template, ids.api)
     assert only_on(grants, PARAMETERS) == set(LEGACY_SSM_WRITE_ACTIONS)
     assert only_on(grants, SECRETS) == set(LEGACY_WRITE_ACTIONS)
-    assert {a for a, r in grants if PARAMETERS not in r and SECRETS not in r} == set()
+    # and the signing key every new secret is derived from: read it, nothing else.
+    assert only_on(grants, SIGNING_KEY) == {"secretsmanager:GetSecretValue"}
+    assert {a for a, r in grants if not any(m in r for m in MARKERS)} == set()
     assert not can(template, ids.api, "ssm:PutParameter", PARAMETERS)
     assert not can(template, ids.api, "secretsmanager:CreateSecret", SECRETS)
 
@@ -169,7 +174,8 @@ def test_worker_gets_signing_secrets_from_the_table_and_reads_those_stored_befor
     grants = secret_grants(template, ids.worker)
     assert only_on(grants, PARAMETERS) == set(LEGACY_SSM_READ_ACTIONS)
     assert only_on(grants, SECRETS) == set(LEGACY_READ_ACTIONS)
-    assert {a for a, r in grants if PARAMETERS not in r and SECRETS not in r} == set()
+    assert only_on(grants, SIGNING_KEY) == {"secretsmanager:GetSecretValue"}
+    assert {a for a, r in grants if not any(m in r for m in MARKERS)} == set()
 
 
 @pytest.mark.parametrize("role", ["tick", "watchdog"])

@@ -26,6 +26,7 @@ from adapters.secrets import (
     SecretsManagerSecretStore,
     SsmSecretStore,
     aws_secret_store,
+    create_signing_key,
     ssm_path,
 )
 from sim.iam import Check, checks, role_policy
@@ -107,6 +108,7 @@ def made_before(clients: Clients, kind: str, prefix: str) -> None:
 def store_of(kind: str, prefix: str, clients: Clients, table: str) -> Any:
     if table:
         create_table(clients("dynamodb"), WEBHOOK_SECRETS, table)
+        create_signing_key(clients("secretsmanager"), prefix)  # the stack makes its own
     return aws_secret_store(kind, prefix, clients, table=table)
 
 

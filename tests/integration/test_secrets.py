@@ -20,10 +20,16 @@ from adapters.secrets import (
     SecretsManagerSecretStore,
     SecretStore,
     SecretStoreFull,
+    SigningKey,
     SsmSecretStore,
     aws_secret_store,
+    create_signing_key,
+    derive_secret,
+    new_secret,
+    signing_key_name,
 )
 from adapters.sqlite.secrets import SqliteSecretStore
+from adapters.targets.signing import shown_secret
 
 PREFIX = "/duetime/test/webhook-secrets"
 SM_PREFIX = "duetime/test/webhooks/"
@@ -58,19 +64,30 @@ def secretsmanager(aws_env: None) -> Iterator[object]:
 
 @pytest.fixture
 def dynamodb(aws_env: None) -> Iterator[Any]:
-    """A DynamoDB client on moto, with the secrets table as the stack makes it."""
+    """A DynamoDB client on moto, with the secrets table as the stack makes it
+    and the deployment's signing key in Secrets Manager."""
     with mock_aws():
         client = boto3.client("dynamodb", region_name="eu-west-1")
         create_table(client, WEBHOOK_SECRETS, TABLE)
+        create_signing_key(boto3.client("secretsmanager", region_name="eu-west-1"), SM_PREFIX)
         yield client
 
 
 @pytest.fixture
 def clients(aws_env: None) -> Iterator[Any]:
-    """boto3 clients by service name, on one moto account (with the secrets table)."""
+    """boto3 clients by service name, on one moto account (with the secrets table
+    and the signing key)."""
     with mock_aws():
         create_table(boto3.client("dynamodb", region_name="eu-west-1"), WEBHOOK_SECRETS, TABLE)
+        create_signing_key(boto3.client("secretsmanager", region_name="eu-west-1"), SM_PREFIX)
         yield lambda service: boto3.client(service, region_name="eu-west-1")
+
+
+def derived_store(dynamodb: Any) -> DynamoSecretStore:
+    secretsmanager = boto3.client("secretsmanager", region_name="eu-west-1")
+    return DynamoSecretStore(
+        dynamodb, TABLE, SigningKey(secretsmanager, signing_key_name(SM_PREFIX))
+    )
 
 
 @pytest.fixture(
@@ -82,7 +99,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> SecretStore:
     if request.param == "sqlite":
         return SqliteSecretStore(tmp_path / "duetime.db")
     if request.param == "dynamodb":
-        return DynamoSecretStore(request.getfixturevalue("dynamodb"), TABLE)
+        return derived_store(request.getfixturevalue("dynamodb"))
     if request.param == "ssm":
         return SsmSecretStore(request.getfixturevalue("ssm"), PREFIX)
     if request.param == "moving":
@@ -150,26 +167,88 @@ def test_a_bad_schedule_id_names_no_secret(store: SecretStore) -> None:
 # --- DynamoDB: one item per schedule in the stack's secrets table ----------------------------
 
 
-def test_dynamodb_keeps_the_secret_as_one_item_keyed_by_the_schedule(dynamodb: Any) -> None:
-    store = DynamoSecretStore(dynamodb, TABLE)
+def test_dynamodb_keeps_only_a_generation_number_never_the_secret(dynamodb: Any) -> None:
+    store = derived_store(dynamodb)
     schedule_id = random_schedule_id()
 
     secret = store.put(schedule_id)
 
     items = dynamodb.scan(TableName=TABLE)["Items"]
-    assert items == [{"pk": {"S": schedule_id}, "secret": {"S": secret}}]
+    assert items == [{"pk": {"S": schedule_id}, "generation": {"N": "1"}}]
+    assert secret not in repr(items)
+    assert shown_secret(secret).removeprefix("whsec_") not in repr(items)
 
 
-def test_dynamodb_second_put_replaces_the_item_it_does_not_add_one(dynamodb: Any) -> None:
-    store = DynamoSecretStore(dynamodb, TABLE)
+def test_dynamodb_secret_is_derived_from_the_signing_key_and_generation(dynamodb: Any) -> None:
+    key = boto3.client("secretsmanager", region_name="eu-west-1").get_secret_value(
+        SecretId=signing_key_name(SM_PREFIX)
+    )["SecretString"]
+    store = derived_store(dynamodb)
+    schedule_id = random_schedule_id()
+
+    secret = store.put(schedule_id)
+
+    assert secret == derive_secret(key.encode(), schedule_id, 1)
+    assert len(secret) == len(new_secret()) == 43  # the shape receivers already have
+    other = DynamoSecretStore(dynamodb, TABLE, lambda: b"another deployment's key")
+    assert other.get(schedule_id) != secret  # the table alone signs nothing
+
+
+def test_dynamodb_second_put_bumps_the_generation_it_does_not_add_an_item(dynamodb: Any) -> None:
+    store = derived_store(dynamodb)
     schedule_id = random_schedule_id()
     store.put(schedule_id)
 
     second = store.put(schedule_id)
 
     assert dynamodb.scan(TableName=TABLE)["Items"] == [
-        {"pk": {"S": schedule_id}, "secret": {"S": second}}
+        {"pk": {"S": schedule_id}, "generation": {"N": "2"}}
     ]
+    assert store.get(schedule_id) == second
+
+
+def test_dynamodb_item_of_earlier_releases_is_read_until_rotated_then_gone(dynamodb: Any) -> None:
+    # Given a secret stored in clear, as earlier releases kept it
+    schedule_id = random_schedule_id()
+    dynamodb.put_item(
+        TableName=TABLE, Item={"pk": {"S": schedule_id}, "secret": {"S": "old-plain-secret"}}
+    )
+    store = derived_store(dynamodb)
+
+    # it still signs
+    assert store.get(schedule_id) == "old-plain-secret"
+
+    # and a rotation replaces it with a derived one, removing the clear text
+    rotated = store.put(schedule_id)
+    assert rotated != "old-plain-secret"
+    assert dynamodb.scan(TableName=TABLE)["Items"] == [
+        {"pk": {"S": schedule_id}, "generation": {"N": "1"}}
+    ]
+    assert store.get(schedule_id) == rotated
+
+
+def test_the_signing_key_is_read_once_per_ttl() -> None:
+    reads: list[str] = []
+
+    class Client:
+        def get_secret_value(self, SecretId: str) -> dict[str, str]:
+            reads.append(SecretId)
+            return {"SecretString": f"key-{len(reads)}"}
+
+    now = [0.0]
+    key = SigningKey(Client(), "k", ttl_s=300, monotonic=lambda: now[0])
+
+    assert key() == key() == b"key-1"
+    now[0] = 299.0
+    assert key() == b"key-1"
+    now[0] = 300.0
+    assert key() == b"key-2"
+    assert reads == ["k", "k"]
+
+
+def test_derive_refuses_a_generation_below_one() -> None:
+    with pytest.raises(ValueError, match="generation"):
+        derive_secret(b"k", "sch_x", 0)
 
 
 def test_dynamodb_reads_are_strongly_consistent(dynamodb: Any) -> None:
@@ -179,7 +258,7 @@ def test_dynamodb_reads_are_strongly_consistent(dynamodb: Any) -> None:
         "provide-client-params.dynamodb.GetItem",
         lambda params, **_: asked.append(params.get("ConsistentRead")),
     )
-    store = DynamoSecretStore(dynamodb, TABLE)
+    store = derived_store(dynamodb)
     schedule_id = random_schedule_id()
     store.put(schedule_id)
 
@@ -192,7 +271,7 @@ def test_dynamodb_reads_are_strongly_consistent(dynamodb: Any) -> None:
 
 def test_dynamodb_store_needs_its_table(dynamodb: Any) -> None:
     with pytest.raises(ValueError, match="table"):
-        DynamoSecretStore(dynamodb, "")
+        DynamoSecretStore(dynamodb, "", lambda: b"k")
     with pytest.raises(ValueError, match="DUETIME_SECRETS_TABLE"):
         aws_secret_store("dynamodb", SM_PREFIX, lambda _: dynamodb)
 
@@ -269,7 +348,7 @@ def test_a_new_secret_moves_the_schedule_from_ssm_to_the_table(clients: Any) -> 
 
     assert new != old
     assert after.get(schedule_id) == new
-    assert DynamoSecretStore(clients("dynamodb"), TABLE).get(schedule_id) == new
+    assert derived_store(clients("dynamodb")).get(schedule_id) == new
     assert clients("ssm").describe_parameters()["Parameters"] == []  # the old copy is gone
 
 
@@ -282,7 +361,7 @@ def test_a_new_secret_moves_the_schedule_from_secrets_manager_to_the_table(clien
     new = after.put(schedule_id)
 
     assert new != old
-    assert DynamoSecretStore(clients("dynamodb"), TABLE).get(schedule_id) == new
+    assert derived_store(clients("dynamodb")).get(schedule_id) == new
     with pytest.raises(SecretNotFound):
         before.get(schedule_id)
 
@@ -315,7 +394,9 @@ def test_deleting_a_schedule_forgets_its_secret_in_all_three_stores(clients: Any
             after.get(schedule_id)
     assert clients("dynamodb").scan(TableName=TABLE)["Items"] == []
     assert clients("ssm").describe_parameters()["Parameters"] == []
-    assert clients("secretsmanager").list_secrets()["SecretList"] == []
+    # What is left in Secrets Manager is the deployment's signing key alone.
+    left = [found["Name"] for found in clients("secretsmanager").list_secrets()["SecretList"]]
+    assert left == [signing_key_name(SM_PREFIX)]
 
 
 # --- a stack that kept its secrets in Secrets Manager, now on SSM ---------------------------

@@ -26,7 +26,9 @@ from standardwebhooks.webhooks import WebhookVerificationError
 
 from adapters.definitions import WEBHOOK_SECRETS, create_table
 from adapters.dynamodb.local import create_store_tables
-from adapters.secrets import InMemorySecretStore, new_secret
+from adapters.dynamodb.store import DynamoStore
+from adapters.sealing import CannotOpen, HeaderSeal
+from adapters.secrets import InMemorySecretStore, create_signing_key, new_secret
 from adapters.sqlite.secrets import SqliteSecretStore
 from adapters.sqlite.store import SqliteStore
 from adapters.targets import AddressPolicy, WebhookSender
@@ -253,6 +255,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Settings]:
         client = boto3.client("dynamodb")
         tables = create_store_tables(client, f"std-{uuid.uuid4().hex[:6]}")
         create_table(client, WEBHOOK_SECRETS, SECRETS_TABLE)
+        create_signing_key(boto3.client("secretsmanager"), "duetime/Duetime/webhooks/")
         yield Settings(
             schedules_table=tables.schedules,
             occurrences_table=tables.occurrences,
@@ -300,3 +303,102 @@ def test_on_dynamodb_the_api_secret_verifies_what_the_worker_signs(
     replayed = {**headers, "webhook-id": "another-occurrence"}
     with pytest.raises(WebhookVerificationError):
         Webhook(receiver.secret).verify(body, replayed)
+
+
+# --- header values sealed at rest (adapters.sealing) ----------------------------------------
+
+
+def test_on_dynamodb_header_values_are_sealed_and_the_worker_sends_them(
+    aws: Settings, clock: FakeClock
+) -> None:
+    services = build_services(aws.model_copy(update={"delivery_queue_url": ""}), clock=clock)
+    target = {"type": "webhook", "url": "https://93.184.215.14/hook"}
+    target["headers"] = {"Authorization": "Bearer s3cr3t-value", "X-Team": "team-blue-value"}  # type: ignore[assignment]
+    status, created = call(services, "POST", "/schedules", {**REPORT, "target": target})
+    assert status == 201, created
+
+    # Nothing stored in the schedules table carries a header value...
+    items = boto3.client("dynamodb").scan(TableName=aws.schedules_table)["Items"]
+    assert items and "s3cr3t-value" not in repr(items) and "team-blue-value" not in repr(items)
+    [version] = [i for i in items if "sealed_headers" in i]
+    assert json.loads(version["body"]["S"])["target"]["headers"] == {
+        "Authorization": "",
+        "X-Team": "",
+    }
+    # ...the tick and the watchdog, which hold no key, see the names only...
+    tick_store = DynamoStore.from_settings(aws)
+    seen = tick_store.get_version(created["id"], 1)
+    assert seen is not None and dict(seen.target.headers) == {"Authorization": "", "X-Team": ""}
+
+    # ...and the worker opens them and sends them, signed as ever.
+    receiver = InProcessReceiver()
+    receiver.secret = created["webhook_secret"]
+    parts = worker_handler.build_aws_parts(aws, webhook_exchange=receiver)
+    stored = parts.runs.get_version(created["id"], 1)
+    assert stored is not None
+    outcome = parts.targets.deliver(stored.target, delivery_of(created["id"]), timeout_s=5)
+
+    assert outcome.kind == "succeeded", outcome
+    [(headers, _)] = receiver.requests
+    assert headers["Authorization"] == "Bearer s3cr3t-value"
+    assert headers["X-Team"] == "team-blue-value"
+
+
+def test_sealed_header_values_do_not_open_on_another_version_or_with_another_key() -> None:
+    seal = HeaderSeal(lambda: b"the signing key")
+    sealed = seal.seal("sch_a", 1, {"Authorization": "Bearer x"})
+
+    assert seal.open("sch_a", 1, sealed) == {"Authorization": "Bearer x"}
+    with pytest.raises(CannotOpen):
+        seal.open("sch_a", 2, sealed)  # copied onto another version
+    with pytest.raises(CannotOpen):
+        seal.open("sch_b", 1, sealed)
+    with pytest.raises(CannotOpen):
+        HeaderSeal(lambda: b"another key").open("sch_a", 1, sealed)
+
+
+def test_an_edit_that_leaves_a_header_keeps_its_sealed_value(
+    aws: Settings, clock: FakeClock
+) -> None:
+    services = build_services(aws.model_copy(update={"delivery_queue_url": ""}), clock=clock)
+    target = {"type": "webhook", "url": "https://93.184.215.14/hook"}
+    target["headers"] = {"Authorization": "Bearer kept"}  # type: ignore[assignment]
+    status, created = call(services, "POST", "/schedules", {**REPORT, "target": target})
+    assert status == 201, created
+    # A client sends back what it read: the name, with null for its value.
+    edited = {**REPORT, "name": "renamed", "target": {**target, "headers": {"Authorization": None}}}
+    edit = rest_event(
+        "PUT",
+        f"/schedules/{created['id']}",
+        body=json.dumps(edited),
+        headers={"Content-Type": "application/json", "If-Match": "1"},
+    )
+    response = handler(edit, None, service=services)
+    assert response["statusCode"] == 200, response["body"]
+
+    parts = worker_handler.build_aws_parts(aws, webhook_exchange=InProcessReceiver())
+    stored = parts.runs.get_version(created["id"], 2)
+    assert stored is not None and dict(stored.target.headers) == {"Authorization": "Bearer kept"}
+    items = boto3.client("dynamodb").scan(TableName=aws.schedules_table)["Items"]
+    assert "Bearer kept" not in repr(items)
+
+
+def test_a_version_saved_before_sealing_keeps_its_header_values(
+    aws: Settings, clock: FakeClock
+) -> None:
+    # Given a version written by a store without a seal, as earlier releases wrote it
+    before = build_services(
+        aws.model_copy(update={"delivery_queue_url": "", "secret_store": "ssm"}), clock=clock
+    )
+    target = {"type": "webhook", "url": "https://93.184.215.14/hook"}
+    target["headers"] = {"Authorization": "Bearer from-before"}  # type: ignore[assignment]
+    status, created = call(before, "POST", "/schedules", {**REPORT, "target": target})
+    assert status == 201, created
+    items = boto3.client("dynamodb").scan(TableName=aws.schedules_table)["Items"]
+    assert "Bearer from-before" in repr(items) and "sealed_headers" not in repr(items)
+
+    # the worker of this release, which holds a seal, reads the values from the body.
+    parts = worker_handler.build_aws_parts(aws, webhook_exchange=InProcessReceiver())
+    stored = parts.runs.get_version(created["id"], 1)
+    assert stored is not None
+    assert dict(stored.target.headers) == {"Authorization": "Bearer from-before"}

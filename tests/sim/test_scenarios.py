@@ -65,7 +65,8 @@ def test_grants_no_request_used_are_listed_per_function(idle: dict[str, Any]) ->
     # Idle, the API is never called: every one of its grants is unused.
     api = [g for g in idle["unused_grants"] if "FunctionsApi" in g["function"]]
     assert any(
-        g["action"] == "dynamodb:PutItem" and "SecretsWebhookSecrets" in g["resource"] for g in api
+        g["action"] == "dynamodb:UpdateItem" and "SecretsWebhookSecrets" in g["resource"]
+        for g in api
     )
     # The tick's lease writes are used at once.
     used_by_tick = [
