@@ -362,12 +362,19 @@ def test_an_end_before_the_start_names_the_flags(duetime: Run) -> None:
     assert schedule_ids(duetime) == []
 
 
-def test_webhook_headers_and_timeout_have_flags_and_an_edit_keeps_them(duetime: Run) -> None:
+def test_webhook_headers_and_timeout_have_flags_and_an_edit_keeps_them(
+    duetime: Run, tmp_path: Path
+) -> None:
     created = create(duetime, "--header", "X-Team: billing", "--timeout", "5s")
-    assert created["target"]["headers"] == {"X-Team": "billing"}
+    assert created["target"]["headers"] == {"X-Team": None}  # shown by name only
     assert created["target"]["timeout_s"] == 5.0
     edited = as_json(duetime, "schedules", "edit", created["id"], "--header", "X-Env:prod")
-    assert edited["target"]["headers"] == {"X-Team": "billing", "X-Env": "prod"}
+    assert edited["target"]["headers"] == {"X-Team": None, "X-Env": None}
+    store = SqliteStore(tmp_path / "duetime.db")  # the server's file
+    stored = store.get(created["id"])
+    store.close()
+    assert stored is not None and isinstance(stored.current.target, WebhookTarget)
+    assert dict(stored.current.target.headers) == {"X-Team": "billing", "X-Env": "prod"}
     assert edited["target"]["timeout_s"] == 5.0
 
 

@@ -96,7 +96,7 @@ def test_exit_75_is_retried_with_backoff_under_the_same_key(
     clock.advance(first.delay_s)
     second = w.handle(intent)
     run = stored(world, intent)
-    assert second.action == "dead_letter"
+    assert second.action == "delete"  # failed for good: recorded, not dead-lettered
     assert run.status is RunStatus.FAILED
     assert run.attempts == 2
     assert run.result is not None and run.result["stderr_tail"] == "attempt 2\n"
@@ -109,7 +109,7 @@ def test_another_exit_code_fails_the_run_without_a_retry(
     intent = due(world, clock, "broken")
     decision = worker(world, clock, make_runner(tmp_path)).handle(intent)
     run = stored(world, intent)
-    assert decision.action == "dead_letter"
+    assert decision.action == "delete"
     assert run.status is RunStatus.FAILED
     assert run.attempts == 1
     assert run.reason == "permanent error: exit code 3"
