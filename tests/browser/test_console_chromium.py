@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from adapters.sqlite.queue import SqliteQueue
 from tests.browser.support import HOSTILE_NAME, WAIT_S, Hooks
 from tests.browser.support import css as _css
 from tests.browser.support import errors as _errors
@@ -154,10 +155,16 @@ def test_create_a_schedule_see_it_run_and_pause_it_in_the_browser(
     assert _errors(browser) == []
 
 
-def test_a_failed_run_and_its_dead_letter_are_listed_and_sent_again(
-    stack: str, hooks: Hooks, browser: Any, shots: Path
+def test_a_failed_run_and_a_dead_letter_are_listed_and_the_run_sent_again(
+    stack: str, hooks: Hooks, browser: Any, shots: Path, tmp_path: Path
 ) -> None:
-    # Given a one-off whose webhook answers 400: failed at once, dead-lettered.
+    # Given a message the worker cannot run (not an intent): it is dead-lettered.
+    queue = SqliteQueue(tmp_path / "data" / "duetime.db")
+    queue.send_body('{"not": "an intent"}')
+    queue.close()
+    wait_for(lambda: call("GET", f"{stack}/dead-letters")["dead_letters"], WAIT_S, "a dead letter")
+    # And a one-off whose webhook answers 400: failed at once (a failed run says
+    # why on its record; it leaves no dead letter).
     at = (datetime.now(UTC) + timedelta(seconds=2)).replace(microsecond=0)
     created = _post(
         f"{stack}/schedules",
@@ -176,7 +183,7 @@ def test_a_failed_run_and_its_dead_letter_are_listed_and_sent_again(
 
     wait_for(failed, WAIT_S, "the failed run")
 
-    # When the failed runs page is opened, the run and its dead letter are there.
+    # When the failed runs page is opened, the run and the dead letter are there.
     browser.get(f"{stack}/console#/failed")
     run_row = _wait(
         browser, "the failed run", lambda d: _css(d, 'tr[data-run][data-status="failed"]')
