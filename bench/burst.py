@@ -148,7 +148,7 @@ def start_receiver(workdir: Path) -> tuple[subprocess.Popen[bytes], int, Path]:
 
 def worker_process_main(db: str, offset_s: float, workers: int, cpu_file: str) -> None:
     from adapters.sqlite.secrets import SqliteSecretStore
-    from handlers.worker import SQLITE_RECEIVE_BATCH, build_sqlite_worker, run_worker_loop
+    from handlers.worker_local import SQLITE_RECEIVE_BATCH, build_sqlite_worker, run_worker_loop
 
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
@@ -331,7 +331,7 @@ def one_round(
     from adapters.sqlite.store import from_us
     from handlers.settings import Settings
     from handlers.tick import build_sqlite_ticker
-    from handlers.worker import SQLITE_RECEIVE_BATCH, build_sqlite_worker, run_worker_loop
+    from handlers.worker_local import SQLITE_RECEIVE_BATCH, build_sqlite_worker, run_worker_loop
 
     with tempfile.TemporaryDirectory(prefix="duetime-burst-") as tmp:
         workdir = Path(tmp)
@@ -463,7 +463,8 @@ def parts(n: int) -> None:
     from domain.targets import WebhookTarget
     from handlers.settings import Settings
     from handlers.tick import build_sqlite_ticker
-    from handlers.worker import build_sqlite_worker, handle_message
+    from handlers.worker import handle_message
+    from handlers.worker_local import build_sqlite_worker
 
     class AtOnce:
         def deliver(self, target: Any, delivery: Any, *, timeout_s: float) -> Outcome:

@@ -609,9 +609,9 @@ class LocalStack:
         return loop
 
     def _worker_loop(self) -> Callable[[], None]:
-        from handlers.worker import (
+        from handlers.worker import build_aws_worker
+        from handlers.worker_local import (
             SQLITE_RECEIVE_BATCH,
-            build_aws_worker,
             build_sqlite_worker,
             run_worker_loop,
         )

@@ -46,7 +46,7 @@ class ApiServices:
     address_policy: AddressPolicy = field(default_factory=AddressPolicy)
 
 
-# What the SQLite stack's worker delivers to (handlers.worker.build_sqlite_worker
+# What the SQLite stack's worker delivers to (handlers.worker_local.build_sqlite_worker
 # builds the webhook sender only); a schedule naming another type is refused when
 # saved there, rather than accepted and then failed at every run.
 SQLITE_TARGETS: Final = TargetSupport(

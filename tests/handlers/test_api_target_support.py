@@ -16,7 +16,7 @@ from adapters.secrets import InMemorySecretStore
 from adapters.sqlite.store import SqliteStore
 from handlers.api import SQLITE_FILE, SQLITE_TARGETS, build_services
 from handlers.settings import Settings
-from handlers.worker import build_sqlite_worker
+from handlers.worker_local import build_sqlite_worker
 from tests.conftest import FakeClock
 from tests.handlers.test_api import REPORT, Api
 

@@ -24,7 +24,7 @@ from adapters.sqlite.runs import SqliteRunStore
 from domain.delivery import Delivery, Outcome
 from domain.run import DeliveryIntent, RunStatus
 from domain.targets import Target, WebhookTarget
-from handlers.worker import WorkerPool
+from handlers.worker_local import WorkerPool
 from service.runs import RunWorker, WorkerConfig
 from tests.conftest import FakeClock, World, utc
 

@@ -15,7 +15,7 @@ from adapters.sqlite.queue import SqliteQueue
 from adapters.sqlite.runs import SqliteRunStore
 from adapters.sqlite.store import SqliteStore
 from domain.run import DeliveryIntent, Run, RunStatus
-from handlers.worker import run_worker_loop
+from handlers.worker_local import run_worker_loop
 from service.runs import RunWorker
 from tests.conftest import World
 from tests.scenarios.test_delivery_webhook import (
