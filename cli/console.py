@@ -325,7 +325,7 @@ def _stop_on_sigterm() -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from cli.local import log
+    from cli.supervisor import log
     from handlers.local_http import ApiServer
 
     url = _check_url(args.api_url)

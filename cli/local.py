@@ -34,100 +34,39 @@ import argparse
 import json
 import logging
 import os
-import re
 import signal
 import subprocess
 import sys
 import threading
-import time
-import traceback
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Protocol
 
-PARTS = ("api", "tick", "worker", "watchdog")
+from cli.echo import HOST, EchoReceiver
+from cli.local_options import (
+    PARTS,
+    _parse_retention,
+    default_worker_processes,
+    option_error,
+    parse_interval,
+    parse_parts,
+    parse_worker_processes,
+    parse_workers,
+    worker_processes,
+)
+from cli.supervisor import Loop, Restart, last_frames, log, supervise
+
 SQLITE_FILE = "duetime.db"
-HOST = "127.0.0.1"
 
 # Exit statuses (docs/runbook.md). 2 is argparse's, for bad options.
 EXIT_STOPPED = 0
 EXIT_CANNOT_START = 1
 EXIT_GAVE_UP = 3
 
-Loop = Callable[[], None]
 
 # How long a stopping worker process may take before it is killed: its
 # workers finish what they run (WorkerPool's drain, 10 s) first.
 WORKER_PROCESS_STOP_S = 15.0
-
-
-def parse_interval(text: str) -> float:
-    """``500ms``, ``1s``, ``2m``, ``1h`` or a plain number of seconds."""
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*", text)
-    if match is None:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an interval such as 1s, 500ms or 2m")
-    value = float(match[1]) * {"ms": 0.001, "s": 1, "m": 60, "h": 3600, None: 1}[match[2]]
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: the interval must be positive")
-    return value
-
-
-def parse_parts(text: str) -> tuple[str, ...]:
-    parts = tuple(p.strip() for p in text.split(",") if p.strip())
-    unknown = [p for p in parts if p not in PARTS]
-    if unknown or not parts:
-        raise argparse.ArgumentTypeError(
-            f"--only takes a comma list of {', '.join(PARTS)} (got {text!r})"
-        )
-    return parts
-
-
-def _parse_retention(text: str) -> Any:
-    from adapters.sqlite.janitor import parse_retention
-
-    return parse_retention(text)
-
-
-MAX_WORKERS = 256
-
-
-def parse_workers(text: str) -> int:
-    """``--workers``: a whole number of delivery worker threads, 1 to 256."""
-    try:
-        count = int(text)
-    except ValueError:
-        count = 0
-    if not 1 <= count <= MAX_WORKERS:
-        raise argparse.ArgumentTypeError(
-            f"--workers takes a whole number from 1 to {MAX_WORKERS} (got {text!r})"
-        )
-    return count
-
-
-MAX_WORKER_PROCESSES = 64
-
-
-def default_worker_processes() -> int:
-    """Delivery runs in as many processes as there are cores, up to two: one
-    process is bound to one core by Python's GIL (bench/burst.py)."""
-    return max(1, min(2, os.cpu_count() or 1))
-
-
-def parse_worker_processes(text: str) -> int:
-    """``--worker-processes``: a whole number of processes running delivery workers, 1 to 64."""
-    try:
-        count = int(text)
-    except ValueError:
-        count = 0
-    if not 1 <= count <= MAX_WORKER_PROCESSES:
-        raise argparse.ArgumentTypeError(
-            f"--worker-processes takes a whole number from 1 to {MAX_WORKER_PROCESSES} "
-            f"(got {text!r})"
-        )
-    return count
 
 
 def add_parser(subparsers: Any) -> None:
@@ -217,99 +156,12 @@ def add_parser(subparsers: Any) -> None:
     parser.set_defaults(run=run)
 
 
-def log(event: str, **fields: Any) -> None:
-    """One structured line on stderr: the local stack's own events."""
-    line = {"at": datetime.now(UTC).isoformat(timespec="milliseconds"), "event": event, **fields}
-    print(json.dumps(line, default=str), file=sys.stderr, flush=True)
-
-
-@dataclass(frozen=True)
-class Restart:
-    """How a failed part is restarted.
-
-    The delay doubles from ``first_s`` up to ``cap_s`` and is back to
-    ``first_s`` once a run lasted ``healthy_after_s``. A part that fails
-    ``give_up_after`` times in a row with the delay at the cap stops the
-    stack (exit status 3): it is not coming back on its own.
-    """
-
-    first_s: float = 0.5
-    cap_s: float = 30.0
-    healthy_after_s: float = 60.0
-    give_up_after: int = 10
-
-    def __post_init__(self) -> None:
-        if not 0 < self.first_s <= self.cap_s or self.give_up_after < 1:
-            raise ValueError("Restart needs 0 < first_s <= cap_s and give_up_after >= 1")
-
-
-def _where(error: BaseException) -> list[str]:
-    """The last frames of a traceback, one short string each."""
-    frames = traceback.extract_tb(error.__traceback__)[-5:]
-    return [f"{Path(f.filename).name}:{f.lineno} in {f.name}" for f in frames]
-
-
-def supervise(
-    part: str,
-    loop: Loop,
-    stop: threading.Event,
-    restart: Restart,
-    give_up: Callable[[str], None],
-) -> None:
-    """Run ``loop`` until ``stop``; restart it with backoff when it fails or returns."""
-    delay = restart.first_s
-    at_cap = 0
-    while not stop.is_set():
-        started = time.monotonic()
-        fields: dict[str, Any]
-        try:
-            loop()
-        except BaseException as error:  # a thread has no one else to report to
-            fields = {"error": repr(error), "traceback": _where(error)}
-        else:
-            fields = {"error": "the loop returned while the stack was running"}
-        if stop.is_set():
-            return
-        if time.monotonic() - started >= restart.healthy_after_s:
-            delay, at_cap = restart.first_s, 0
-        if delay >= restart.cap_s:
-            at_cap += 1
-        if at_cap >= restart.give_up_after:
-            log("part failed", part=part, **fields, giving_up=True, failures_at_cap=at_cap)
-            give_up(part)
-            return
-        log("part failed", part=part, **fields, restart_in_s=delay)
-        if stop.wait(delay):
-            return
-        log("part restarted", part=part)
-        delay = min(restart.cap_s, delay * 2)
-
-
 class CannotStart(Exception):
     """The stack cannot run here as asked; the message says what to change."""
 
 
 class WorkerProcessExited(Exception):
     """A worker process of the stack ended while the stack was running."""
-
-
-def worker_processes(args: argparse.Namespace) -> int:
-    """How many processes run delivery workers, ``--worker-processes`` or its default."""
-    chosen: int | None = getattr(args, "worker_processes", None)
-    if chosen is not None:
-        return chosen
-    return default_worker_processes() if getattr(args, "store", "sqlite") == "sqlite" else 1
-
-
-def option_error(args: argparse.Namespace) -> str | None:
-    """What is wrong with a combination of options (each one alone was parsed)."""
-    chosen = getattr(args, "worker_processes", None)
-    if getattr(args, "store", "sqlite") == "emulator" and chosen is not None and chosen > 1:
-        return (
-            f"--worker-processes {chosen}: over the emulator the worker runs in one process "
-            "(use --workers for more threads)"
-        )
-    return None
 
 
 def die_with_parent(parent_pid: int) -> None:
@@ -331,63 +183,6 @@ class _Server(Protocol):
     def serve_forever(self) -> None: ...
     def shutdown(self) -> None: ...
     def server_close(self) -> None: ...
-
-
-class EchoReceiver(ThreadingHTTPServer):
-    """A webhook receiver for trying duetime out: logs each delivery, answers 200."""
-
-    daemon_threads = True
-
-    def __init__(self, port: int) -> None:
-        super().__init__((HOST, port), _EchoHandler)
-        self._guard = threading.Lock()
-        self._serving = False
-        self._closing = False
-
-    def serve_forever(self, poll_interval: float = 0.5) -> None:
-        with self._guard:
-            if self._closing:
-                return
-            self._serving = True
-        try:
-            super().serve_forever(poll_interval)
-        finally:
-            with self._guard:
-                self._serving = False
-
-    def shutdown(self) -> None:
-        # socketserver's shutdown waits for a serve_forever that may never run
-        # (the supervisor was between restarts): only stop one that is running.
-        with self._guard:
-            self._closing = True
-            serving = self._serving
-        if serving:
-            super().shutdown()
-
-
-class _EchoHandler(BaseHTTPRequestHandler):
-    def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(length)
-        try:
-            data = json.loads(body)
-        except ValueError:
-            data = {}
-        log(
-            "webhook received",
-            path=self.path,
-            idempotency_key=self.headers.get("Idempotency-Key"),
-            attempt=data.get("attempt"),
-            scheduled_at=data.get("scheduled_at"),
-            late_by_s=data.get("late_by_s"),
-        )
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.end_headers()
-        self.wfile.write(b'{"ok": true}')
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
 
 
 class LocalStack:
@@ -948,7 +743,7 @@ def run(args: argparse.Namespace, stack: LocalStack | None = None) -> int:
         print(f"duetime local: {error}", file=sys.stderr)
         code = EXIT_CANNOT_START
     except Exception as error:  # anything else that stops the start is fatal too
-        log("cannot start", error=repr(error), traceback=_where(error))
+        log("cannot start", error=repr(error), traceback=last_frames(error))
         print(f"duetime local: could not start: {error!r}", file=sys.stderr)
         code = EXIT_CANNOT_START
     finally:

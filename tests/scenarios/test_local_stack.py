@@ -22,8 +22,9 @@ from typing import Any
 
 import pytest
 
-from cli.local import LocalStack, Restart, run
+from cli.local import LocalStack, run
 from cli.main import build_parser
+from cli.supervisor import Restart
 from tests.scenarios.local_processes import (
     Receiver,
     all_runs,

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from cli.local import LocalStack, Restart
+from cli.local import LocalStack
 from cli.main import build_parser
+from cli.supervisor import Restart
 from tests.scenarios.local_processes import Receiver, call, start, wait_for
 
 pytestmark = pytest.mark.slow

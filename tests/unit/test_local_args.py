@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cli.local import (
+from cli.local_options import (
     parse_interval,
     parse_parts,
     parse_worker_processes,

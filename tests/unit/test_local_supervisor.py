@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from cli.local import Restart, supervise
+from cli.supervisor import Restart, supervise
 
 FAST = Restart(first_s=0.01, cap_s=0.04, healthy_after_s=30, give_up_after=3)
 
