@@ -5,14 +5,15 @@ A request (service, operation, parameters) maps to one or more
 ``SendMessageBatch`` is ``sqs:SendMessage`` on the queue, a
 ``TransactWriteItems`` is each item's own action on its own table, a
 ``Query`` on an index is ``dynamodb:Query`` on ``table/NAME/index/INDEX``.
-Every pair must be allowed by the role's policies and denied by none.
+Every pair must be allowed by the role's policies and denied by none; a
+secret's resource policy is judged too (``_secret_resource_policies``).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any, Final
 
@@ -204,16 +205,28 @@ class Statement:
 _LIKE: Final = ("ForAllValues:StringLike", "StringLike")
 
 
-def _condition_met(condition: Mapping[str, Any], check: Check) -> bool | None:
+_PRINCIPAL_ARN: Final = "aws:PrincipalArn"
+
+
+def _condition_met(
+    condition: Mapping[str, Any], check: Check, principal_arn: str = ""
+) -> bool | None:
     """Whether the condition holds for the request; None when it is not modelled.
 
     Modelled: ``dynamodb:LeadingKeys`` under ``ForAllValues:StringLike`` (or
     ``StringLike``), on a request whose items' partition keys are known: every
-    key must match one of the patterns (``*`` and ``?`` wildcards, case-sensitive).
+    key must match one of the patterns (``*`` and ``?`` wildcards, case-sensitive);
+    ``aws:PrincipalArn`` under ``StringEquals`` or ``StringNotEquals``: the
+    calling role's ARN equals one of the values (or none of them).
     """
     if len(condition) != 1:
         return None
     [(operator, tests)] = condition.items()
+    if operator in ("StringEquals", "StringNotEquals") and set(tests) == {_PRINCIPAL_ARN}:
+        if not principal_arn:
+            return None
+        listed = principal_arn in _as_list(tests[_PRINCIPAL_ARN])
+        return listed if operator == "StringEquals" else not listed
     if operator not in _LIKE or set(tests) != {"dynamodb:LeadingKeys"}:
         return None
     if not check.leading_keys:
@@ -235,6 +248,7 @@ class RolePolicy:
 
     role: str
     statements: list[Statement]
+    arn: str = ""  # the role's ARN, what ``aws:PrincipalArn`` is compared with
     unknown: list[str] = field(default_factory=list)  # what could not be read (managed policies)
     unknown_conditions: list[str] = field(default_factory=list)
 
@@ -245,7 +259,7 @@ class RolePolicy:
             if hit is None:
                 continue
             if statement.condition:
-                met = _condition_met(statement.condition, check)
+                met = _condition_met(statement.condition, check, self.arn)
                 if met is None:
                     # A condition not modelled: the statement does not apply.
                     self.unknown_conditions.append(
@@ -301,7 +315,38 @@ def role_policy(stack: Stack, role_id: str) -> RolePolicy:
             statements += _statements(stack, stack.props(ref)["PolicyDocument"], ref)
         else:
             unknown.append(str(stack.resolve(arn)))
-    return RolePolicy(stack.names[role_id], statements, unknown)
+    statements += _secret_resource_policies(stack, unknown)
+    return RolePolicy(stack.names[role_id], statements, stack.arn(role_id), unknown)
+
+
+def _secret_resource_policies(stack: Stack, unknown: list[str]) -> list[Statement]:
+    """The statements of the secrets' resource policies that name every principal.
+
+    A secret's resource policy says ``"Resource": "*"``, meaning the secret
+    itself: here that is the secret's name and Secrets Manager's six-character
+    suffix. In one account, an Allow in either the role's or the secret's policy
+    allows, and an explicit Deny in either denies. A statement naming some
+    principals is not modelled (it is listed as unknown).
+    """
+    found: list[Statement] = []
+    for logical_id, resource in stack.of_type("AWS::SecretsManager::ResourcePolicy").items():
+        props = resource["Properties"]
+        secret = props["SecretId"].get("Ref") if isinstance(props["SecretId"], dict) else None
+        if secret not in stack.resources:
+            unknown.append(f"{logical_id}: the secret {props['SecretId']!r}")
+            continue
+        name = stack.names[secret]
+        arn = f"arn:{PARTITION}:secretsmanager:{REGION}:{ACCOUNT}:secret:{name}-??????"
+        for raw in _as_list(props["ResourcePolicy"].get("Statement", [])):
+            principal = stack.resolve(raw.get("Principal"))
+            if principal not in ("*", {"AWS": "*"}):
+                unknown.append(f"{logical_id}: a statement for {principal!r}")
+                continue
+            for s in _statements(stack, {"Statement": [raw]}, logical_id):
+                found.append(
+                    replace(s, resources=tuple(arn if r == "*" else r for r in s.resources))
+                )
+    return found
 
 
 def _statements(stack: Stack, document: Mapping[str, Any], source: str) -> list[Statement]:

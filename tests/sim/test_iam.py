@@ -241,3 +241,95 @@ def test_grants_list_every_action_and_resource_pair(operation: str) -> None:
     )
     assert (f"sqs:{operation}", "a") in policy.grants()
     assert (f"sqs:{operation}", "b") in policy.grants()
+
+
+SECRET = "arn:aws:secretsmanager:us-east-1:123456789012:secret:"
+
+
+def _keyed_stack() -> Stack:
+    """Two roles granted a key by name and six-character suffix, as infra/secrets.py
+    grants it, and the key's resource policy refusing it to every other principal."""
+    stack = _stack(
+        {
+            "Effect": "Allow",
+            "Action": "secretsmanager:GetSecretValue",
+            "Resource": {
+                "Fn::Join": [
+                    "",
+                    [
+                        "arn:",
+                        {"Ref": "AWS::Partition"},
+                        ":secretsmanager:us-east-1:",
+                        {"Ref": "AWS::AccountId"},
+                        ":secret:app/key-??????",
+                    ],
+                ]
+            },
+        }
+    )
+    stack.template["Resources"].update(
+        {
+            "Key": {"Type": "AWS::SecretsManager::Secret", "Properties": {"Name": "app/key"}},
+            "Reader": {"Type": "AWS::IAM::Role", "Properties": {}},
+            "Broad": {
+                "Type": "AWS::IAM::Policy",
+                "Properties": {
+                    "PolicyDocument": {
+                        "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]
+                    },
+                    "Roles": [{"Ref": "Other"}],
+                },
+            },
+            "Other": {"Type": "AWS::IAM::Role", "Properties": {}},
+            "KeyPolicy": {
+                "Type": "AWS::SecretsManager::ResourcePolicy",
+                "Properties": {
+                    "SecretId": {"Ref": "Key"},
+                    "ResourcePolicy": {
+                        "Statement": [
+                            {
+                                "Effect": "Deny",
+                                "Principal": {"AWS": "*"},
+                                "Action": ["secretsmanager:GetSecretValue"],
+                                "Resource": "*",
+                                "Condition": {
+                                    "StringNotEquals": {
+                                        "aws:PrincipalArn": [
+                                            {"Fn::GetAtt": ["Role", "Arn"]},
+                                            {"Fn::GetAtt": ["Reader", "Arn"]},
+                                        ]
+                                    }
+                                },
+                            }
+                        ]
+                    },
+                },
+            },
+        }
+    )
+    return Stack(stack.name, stack.template)
+
+
+def test_a_grant_by_name_and_six_question_marks_covers_the_secret_and_no_longer_name() -> None:
+    policy = role_policy(_keyed_stack(), "Role")
+    [key] = checks("secretsmanager", "GetSecretValue", {"SecretId": "app/key"})
+    assert key.resource == SECRET + "app/key-AbCdEf"
+    assert policy.judge(key).allowed
+    [longer] = checks("secretsmanager", "GetSecretValue", {"SecretId": "app/key-old"})
+    assert not policy.judge(longer).allowed
+    assert not policy.unknown_conditions
+
+
+def test_a_secrets_deny_unless_principal_applies_only_to_principals_it_does_not_list() -> None:
+    stack = _keyed_stack()
+    [key] = checks("secretsmanager", "GetSecretValue", {"SecretId": "app/key"})
+    # A listed role is not denied: its own grant decides.
+    assert role_policy(stack, "Role").judge(key).allowed
+    reader = role_policy(stack, "Reader").judge(key)
+    assert not reader.allowed and "implicit" in reader.reason
+    # An unlisted role is denied, whatever its own policy allows.
+    other = role_policy(stack, "Other").judge(key)
+    assert not other.allowed and "explicitly denied by KeyPolicy" in other.reason
+    # The Deny names the key alone.
+    [elsewhere] = checks("secretsmanager", "GetSecretValue", {"SecretId": "app/other"})
+    assert role_policy(stack, "Other").judge(elsewhere).allowed
