@@ -393,38 +393,15 @@ class RunWorker:
         end = self.clock.now()
 
         if outcome.kind == "succeeded":
-            ended = self.runs.finish(
-                run.occurrence_id,
-                attempt=attempt,
-                status=RunStatus.SUCCEEDED,
-                now=end,
-                result=_result(outcome),
-                outcome=outcome.kind,
-                seen=started,
+            return self._end(
+                started, attempt, RunStatus.SUCCEEDED, None, outcome, now, end, late_by_s
             )
-            self._report(started, attempt, "succeeded", now, end, late_by_s, outcome)
-            if ended is None:
-                return self._after_conflict(run.occurrence_id)
-            self.telemetry.run_ended(ended)
-            return Decision.delete("succeeded")
 
         if outcome.kind == "skipped":  # a command whose job still holds its lock
             reason = outcome.error or RunStatus.SKIPPED.value
-            ended = self.runs.finish(
-                run.occurrence_id,
-                attempt=attempt,
-                status=RunStatus.SKIPPED,
-                now=end,
-                reason=reason,
-                result=_result(outcome),
-                outcome=outcome.kind,
-                seen=started,
+            return self._end(
+                started, attempt, RunStatus.SKIPPED, reason, outcome, now, end, late_by_s
             )
-            self._report(started, attempt, "skipped", now, end, late_by_s, outcome)
-            if ended is None:
-                return self._after_conflict(run.occurrence_id)
-            self.telemetry.run_ended(ended)
-            return Decision.delete(reason)
 
         if outcome.kind == "accepted":
             deadline = now + policy.run_timeout
@@ -484,22 +461,39 @@ class RunWorker:
             )
         else:
             reason = f"permanent error: {outcome.error}"
+        return self._end(
+            run, attempt, RunStatus.FAILED, reason, outcome, started_at, end, late_by_s
+        )
+
+    def _end(
+        self,
+        run: Run,
+        attempt: int,
+        status: RunStatus,
+        reason: str | None,
+        outcome: Outcome,
+        started_at: datetime,
+        end: datetime,
+        late_by_s: float,
+    ) -> Decision:
+        """The attempt's outcome ends the run with ``status``: recorded (if the run
+        is still as it was read), reported, and its message deleted."""
         ended = self.runs.finish(
             run.occurrence_id,
             attempt=attempt,
-            status=RunStatus.FAILED,
+            status=status,
             now=end,
             reason=reason,
             result=_result(outcome),
             outcome=outcome.kind,
-            error=outcome.error,
+            error=outcome.error if status is RunStatus.FAILED else None,
             seen=run,
         )
-        self._report(run, attempt, "failed", started_at, end, late_by_s, outcome)
+        self._report(run, attempt, status.value, started_at, end, late_by_s, outcome)
         if ended is None:
             return self._after_conflict(run.occurrence_id)
         self.telemetry.run_ended(ended)
-        return Decision.delete(reason)
+        return Decision.delete(reason or status.value)
 
     def _fail_without_attempt(self, run: Run, reason: str, now: datetime) -> Decision:
         """Fail the run for good without an attempt and delete its message;
