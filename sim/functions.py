@@ -177,6 +177,15 @@ def fresh_module(name: str, use: dict[str, ModuleType] | None = None) -> ModuleT
     return module
 
 
+# The helper modules a handler module imports that log or count through the
+# observability module on their own: a container loads its own copy of each, as a
+# Lambda environment would, so what they emit carries the container's logger and
+# metrics (DeadLettered from the sweep). A helper that defines classes other
+# modules share (the API's errors and routers) must stay shared, so the list is
+# explicit.
+CONTAINER_HELPERS: dict[str, tuple[str, ...]] = {"handlers.worker": ("handlers.sweep",)}
+
+
 class Container:
     """One Lambda execution environment of a function: its own copy of the handler
     module (and of the module that builds the logger and metrics), its own metric set."""
@@ -211,10 +220,15 @@ class Container:
         if self._handler is None:
             module_name, attribute = self.function.handler_path.rsplit(".", 1)
             observability = fresh_module(OBSERVABILITY)
-            module = fresh_module(module_name, {OBSERVABILITY: observability})
+            # The handler's helper modules that log or count (handlers.sweep) are the
+            # container's own too, so what they emit carries its logger and metrics.
+            own = {OBSERVABILITY: observability}
+            for helper in CONTAINER_HELPERS.get(module_name, ()):
+                own[helper] = fresh_module(helper, {OBSERVABILITY: observability})
+            module = fresh_module(module_name, own)
             for seam in self.function.seams.get(module_name, ()):
                 seam(module)
-            self.modules = {module_name: module, OBSERVABILITY: observability}
+            self.modules = {**own, module_name: module}
             self._handler = getattr(module, attribute)
         return self._handler
 
