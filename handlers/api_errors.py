@@ -147,6 +147,11 @@ def _request_invalid(error: RequestValidationError) -> Response[str]:
         message = "is required"
     elif first.get("type") == "model_attributes_type":
         message = "must be a JSON object"
+    elif first.get("type") == "too_long" and isinstance(first.get("input"), str):
+        # A text field's length is checked after its text check, where pydantic
+        # says "items"; a person reads characters.
+        most = (first.get("ctx") or {}).get("max_length")
+        message = f"must be at most {most} characters (got {len(first['input'])})"
     return error_response(422, "validation_error", f"{field or 'body'}: {message}", field or "body")
 
 

@@ -129,3 +129,12 @@ def test_a_bad_cancel_body_is_422_naming_the_field_and_changes_nothing(
     assert answer.status == 422, answer.body
     assert answer.body["error"]["field"] == field
     assert api.snapshot() == before
+
+
+def test_a_reason_too_long_says_characters_and_how_many(api: Api) -> None:
+    schedule = api.create(EVERY_10S).body["id"]
+    occurrence_id = api.call("POST", f"/schedules/{schedule}/trigger").body["occurrence_id"]
+    answer = api.call("POST", f"/runs/{occurrence_id}/cancel", {"reason": "x" * 501})
+    assert answer.body["error"]["message"] == "reason: must be at most 500 characters (got 501)"
+    note = api.call("POST", f"/schedules/{schedule}/pause", {"note": "n" * 1001})
+    assert note.body["error"]["message"] == "note: must be at most 1000 characters (got 1001)"
