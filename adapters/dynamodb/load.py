@@ -21,7 +21,7 @@ from typing import Any, Final
 
 from botocore.exceptions import ClientError
 
-from adapters.dynamodb.store import _failed_condition
+from adapters.dynamodb.tables import _failed_condition
 from service.surge import LOAD_SHARDS, LoadLedger
 
 SK: Final = "L"

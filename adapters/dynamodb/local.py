@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from adapters.definitions import LEASES, OCCURRENCES, SCHEDULES, create_tables
-from adapters.dynamodb.store import TableNames
+from adapters.dynamodb.tables import TableNames
 
 
 def create_store_tables(client: Any, prefix: str) -> TableNames:

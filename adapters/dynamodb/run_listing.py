@@ -35,7 +35,7 @@ from domain.run import Run
 from service.ports import Page, RunQuery
 
 if TYPE_CHECKING:
-    from adapters.dynamodb.store import DynamoStore
+    from adapters.dynamodb.tables import DynamoTables
 
 # Records one call evaluates at most (about 2 read units per 4 KiB page read
 # eventually consistent; a record is under 1 KiB).
@@ -103,7 +103,7 @@ class _Budget:
         return self.evaluated >= MAX_EVALUATED or self.schedules >= MAX_SCHEDULES
 
 
-def _schedule_request(store: DynamoStore, schedule_id: str, query: RunQuery) -> dict[str, Any]:
+def _schedule_request(store: DynamoTables, schedule_id: str, query: RunQuery) -> dict[str, Any]:
     # "R#<since>" sorts before every "R#<since>#<id>": an inclusive lower
     # bound; "R#<until>" sorts before every "R#<until>#<id>" and is no key
     # itself: an exclusive upper bound under BETWEEN.
@@ -136,7 +136,7 @@ def _schedule_request(store: DynamoStore, schedule_id: str, query: RunQuery) -> 
 
 
 def _one_schedule(
-    store: DynamoStore,
+    store: DynamoTables,
     schedule_id: str,
     query: RunQuery,
     want: int,
@@ -168,7 +168,7 @@ def _one_schedule(
 
 
 def _schedules_after(
-    store: DynamoStore, walk: dict[str, Any] | None, count: int
+    store: DynamoTables, walk: dict[str, Any] | None, count: int
 ) -> list[dict[str, Any]]:
     """The listing keys of up to ``count`` schedules after ``walk`` (from the first when None)."""
     request: dict[str, Any] = {
@@ -185,7 +185,7 @@ def _schedules_after(
     return list(answer.get("Items", []))
 
 
-def find_runs(store: DynamoStore, query: RunQuery, limit: int, token: str | None) -> Page[Run]:
+def find_runs(store: DynamoTables, query: RunQuery, limit: int, token: str | None) -> Page[Run]:
     if limit < 1:
         raise ValueError("limit must be at least 1")
     state = _decode(token, query) if token else {"walk": None, "start": None}

@@ -25,7 +25,8 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from adapters.dynamodb import items as it
-from adapters.dynamodb.store import DynamoStore, TableSettings
+from adapters.dynamodb.store import DynamoStore
+from adapters.dynamodb.tables import TableSettings
 from adapters.sealing import HeaderSeal
 from domain.run import Run, RunStatus
 from domain.schedule import ScheduleVersion

@@ -40,80 +40,59 @@ Page tokens are base64 JSON of the next query's ExclusiveStartKey.
 
 from __future__ import annotations
 
-import base64
 import bisect
-import itertools
-import json
 import logging
 import threading
 import time
 import uuid
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any, Final, Protocol, TypeVar
+from typing import Any, Final
 
-from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from adapters.dynamodb import items as it
-from adapters.dynamodb.conflicts import CONFLICT_ATTEMPTS, conflict_delay_s, retry_conflicts
+from adapters.dynamodb.conflicts import retry_conflicts
+from adapters.dynamodb.leases import DynamoLeases
+from adapters.dynamodb.run_records import HISTORY_RETENTION, DynamoRunRecords, zone_changed_at
+from adapters.dynamodb.tables import CONCURRENCY as CONCURRENCY
+from adapters.dynamodb.tables import (
+    DynamoTables,
+    _failed_condition,
+    _token,
+    _untoken,
+    client_config,
+)
+from adapters.dynamodb.tables import TableNames as TableNames
+from adapters.dynamodb.tables import TableSettings as TableSettings
 from adapters.sealing import HeaderSeal
-from domain.run import PendingOccurrence, Run, RunKind, RunStatus
+from domain.run import Run
 from domain.schedule import (
     Quarantine,
     QuarantineComponent,
     Schedule,
     ScheduleVersion,
-    add_clamped,
     quarantine_to_text,
 )
-from domain.spec import spec_zone_name
 from service.ports import (
-    Closure,
     DueSchedule,
-    Heartbeat,
-    Lease,
     Materialization,
     MaterializeOutcome,
     Page,
-    RunQuery,
     Store,
 )
 
 # A long materialization (a backlog) advances the HEAD after every this many
 # occurrences, so a crash halfway redoes at most one chunk.
 OCCURRENCES_PER_ADVANCE: Final = 49
-# How many of a schedule's newest records a pause or delete reads consistently
-# besides the outbox (whose index may lag a record written just before).
-NEWEST_CHECKED: Final = 25
-# A record's attributes that put it in the outbox index (see items).
-OUTBOX_ATTRIBUTES: Final = it.OUTBOX_ATTRIBUTES
 # How many partitions of the "due" index the HEADs spread over. A deployment
 # constant: every writer and reader of one table must use the same value.
 DUE_SHARDS: Final = 16
-HISTORY_RETENTION: Final = timedelta(days=90)
-# A heartbeat item not beaten for this long leaves the leases table by TTL
-# (the verdict of a deleted schedule, a group nobody beats any more).
-HEARTBEAT_RETENTION: Final = timedelta(days=7)
-# A member of a heartbeat group this much older than the group's newest beat
-# has gone away (a Lambda container that was recycled): its attribute is dropped.
-MEMBER_RETENTION: Final = timedelta(hours=1)
-LEASES_TTL_ATTRIBUTE: Final = "expires_at_epoch"
 # Versions kept decoded in memory (immutable once written; bounded, so a
 # tick's memory does not grow with the number of schedules).
 VERSION_CACHE_SIZE: Final = 4096
-_TRANSIENT_CANCELLATIONS: Final = frozenset({"TransactionConflict", "ThrottlingError"})
-_SCHEDULED: Final = RunStatus.SCHEDULED.value
-# Requests one store object has in flight at once in a deployment (each
-# admission, closure and mark-sent is its own conditional write).
-CONCURRENCY: Final = 8
-
-# How far apart two instants of one wall time can be, in two zones (UTC-12 to
-# UTC+14, and an hour to spare): the reach of a zone change over slots.
-ZONE_CHANGE_REACH: Final = timedelta(hours=27)
 
 # The leases table item that holds how far planning has read the ``next`` index,
 # and the plan lease: the one pass that plans the chain, for at most this long
@@ -144,12 +123,7 @@ CARRY_BYTES: Final = 800
 # margin (an outage of the tick, TTL's own delay), stays on the HEAD.
 CHAIN_TTL_MARGIN: Final = timedelta(days=7)
 
-# Why a record stored and sent is closed when its schedule's advance is refused.
-WITHDRAWN: Final = "the schedule changed while this slot was being planned"
-
-_T = TypeVar("_T")
 _log = logging.getLogger("duetime")
-_R = TypeVar("_R")
 
 
 @dataclass
@@ -173,129 +147,7 @@ class _Stored:
         return tuple(run.occurrence_id for run in self.written)
 
 
-def _unsent(record: Mapping[str, Any]) -> bool:
-    """A record stored admitted whose intent may never have been sent: not
-    started, not in the outbox (which dispatch sends from)."""
-    return (
-        record.get("status") == {"S": RunStatus.ADMITTED.value}
-        and record.get("attempts", {"N": "0"}) == {"N": "0"}
-        and "outbox_key" not in record
-    )
-
-
-@dataclass(frozen=True)
-class TableNames:
-    schedules: str
-    occurrences: str
-    leases: str
-
-
-class TableSettings(Protocol):
-    """What ``from_settings`` reads (the handlers' Settings has these fields)."""
-
-    @property
-    def schedules_table(self) -> str: ...
-
-    @property
-    def occurrences_table(self) -> str: ...
-
-    @property
-    def leases_table(self) -> str: ...
-
-
-def client_config() -> Config:
-    """Bounded calls, botocore's standard retries (throttling, 5xx)."""
-    return Config(
-        retries={"mode": "standard", "max_attempts": 5},
-        connect_timeout=3,
-        read_timeout=10,
-        max_pool_connections=CONCURRENCY * 2,
-    )
-
-
-def _token(key: Mapping[str, Any]) -> str:
-    return base64.urlsafe_b64encode(json.dumps(key, sort_keys=True).encode()).decode()
-
-
-def _untoken(token: str) -> dict[str, Any]:
-    try:
-        key = json.loads(base64.urlsafe_b64decode(token.encode()))
-    except (ValueError, TypeError):
-        raise ValueError("not a page token from this store") from None
-    if not isinstance(key, dict):
-        raise ValueError("not a page token from this store")
-    return key
-
-
-def _code(error: ClientError) -> str:
-    return str(error.response.get("Error", {}).get("Code", ""))
-
-
-def _failed_condition(error: ClientError) -> bool:
-    return _code(error) == "ConditionalCheckFailedException"
-
-
-def _expression(
-    set_: Mapping[str, Any] | None = None,
-    remove: Iterable[str] = (),
-    increment: Iterable[str] = (),
-) -> tuple[str, dict[str, str], dict[str, Any]]:
-    """An UpdateExpression that sets, increments (from 0) and removes
-    attributes, every name aliased. A value that is None is removed instead of set.
-    """
-    names: dict[str, str] = {}
-    values: dict[str, Any] = {}
-    sets: list[str] = []
-    removes: list[str] = []
-    for name, v in (set_ or {}).items():
-        names[f"#{name}"] = name
-        if v is None:
-            removes.append(f"#{name}")
-        else:
-            values[f":set_{name}"] = it.attr(v)
-            sets.append(f"#{name} = :set_{name}")
-    for name in increment:
-        names[f"#{name}"] = name
-        values[":zero"], values[":one"] = {"N": "0"}, {"N": "1"}
-        sets.append(f"#{name} = if_not_exists(#{name}, :zero) + :one")
-    for name in remove:
-        names[f"#{name}"] = name
-        removes.append(f"#{name}")
-    parts = []
-    if sets:
-        parts.append("SET " + ", ".join(sets))
-    if removes:
-        parts.append("REMOVE " + ", ".join(removes))
-    return " ".join(parts), names, values
-
-
-def _update_params(
-    table: str,
-    key: Mapping[str, Any],
-    set_: Mapping[str, Any] | None,
-    remove: Iterable[str],
-    increment: Iterable[str],
-    condition: str,
-    names: Mapping[str, str] | None,
-    values: Mapping[str, Any] | None,
-) -> dict[str, Any]:
-    """The parameters of one conditional UpdateItem (alone or in a transaction)."""
-    update, all_names, all_values = _expression(set_, remove, increment)
-    all_names.update(names or {})
-    all_values.update(values or {})
-    params: dict[str, Any] = {
-        "TableName": table,
-        "Key": dict(key),
-        "UpdateExpression": update,
-        "ConditionExpression": condition,
-        "ExpressionAttributeNames": all_names,
-    }
-    if all_values:
-        params["ExpressionAttributeValues"] = all_values
-    return params
-
-
-class DynamoStore(Store):
+class DynamoStore(DynamoRunRecords, DynamoLeases, Store):
     """Schedules, occurrences and leases over a DynamoDB client (low-level API)."""
 
     def __init__(
@@ -323,13 +175,7 @@ class DynamoStore(Store):
         self.seal = seal
         if due_shards < 1:
             raise ValueError("due_shards must be at least 1")
-        if concurrency < 1:
-            raise ValueError("concurrency must be at least 1")
-        self.concurrency = concurrency
-        self._executor: ThreadPoolExecutor | None = None
-        self._executor_lock = threading.Lock()
-        self.client = client
-        self.tables = tables
+        DynamoTables.__init__(self, client, tables, concurrency=concurrency)
         self.due_shards = due_shards
         self.lease_shards = lease_shards
         self.history_retention = history_retention
@@ -377,146 +223,6 @@ class DynamoStore(Store):
             lease_shards=getattr(settings, "shards", None),
             seal=seal,
         )
-
-    # --- small helpers ----------------------------------------------------------------
-
-    def _each(self, fn: Callable[[_T], _R], values: Sequence[_T]) -> list[_R]:
-        """``fn`` over ``values``, in order; several at once when allowed."""
-        if self.concurrency == 1 or len(values) <= 1:
-            return [fn(v) for v in values]
-        with self._executor_lock:
-            if self._executor is None:
-                self._executor = ThreadPoolExecutor(
-                    self.concurrency, thread_name_prefix="duetime-dynamodb"
-                )
-        return list(self._executor.map(fn, values))
-
-    def _update(
-        self,
-        table: str,
-        key: Mapping[str, Any],
-        *,
-        set_: Mapping[str, Any] | None = None,
-        remove: Iterable[str] = (),
-        increment: Iterable[str] = (),
-        condition: str,
-        names: Mapping[str, str] | None = None,
-        values: Mapping[str, Any] | None = None,
-        return_new: bool = False,
-    ) -> dict[str, Any] | None:
-        """One conditional update; the new item (or {}), or None when the condition failed."""
-        params = _update_params(table, key, set_, remove, increment, condition, names, values)
-        if return_new:
-            params["ReturnValues"] = "ALL_NEW"
-        try:
-            answer = self.client.update_item(**params)
-        except ClientError as error:
-            if _failed_condition(error):
-                return None
-            raise
-        return dict(answer.get("Attributes") or {})
-
-    def _update_op(
-        self,
-        table: str,
-        key: Mapping[str, Any],
-        *,
-        set_: Mapping[str, Any] | None = None,
-        remove: Iterable[str] = (),
-        condition: str,
-        names: Mapping[str, str] | None = None,
-        values: Mapping[str, Any] | None = None,
-    ) -> dict[str, Any]:
-        """The same update as one TransactWriteItems entry."""
-        return {"Update": _update_params(table, key, set_, remove, (), condition, names, values)}
-
-    @staticmethod
-    def _put_new(table: str, item: Mapping[str, Any]) -> dict[str, Any]:
-        return {
-            "Put": {
-                "TableName": table,
-                "Item": dict(item),
-                "ConditionExpression": "attribute_not_exists(pk)",
-            }
-        }
-
-    def _transact(self, operations: list[dict[str, Any]]) -> list[str] | None:
-        """Run a transaction. None if it committed, else the per-operation
-        cancellation codes ("None", "ConditionalCheckFailed", ...).
-
-        Transient cancellations (another transaction on the same items) are
-        retried with a short full-jitter backoff (adapters/dynamodb/conflicts.py).
-        No request token: a token would make an
-        identical later call (a real duplicate) look like a success.
-        """
-        for attempt in range(CONFLICT_ATTEMPTS):
-            try:
-                self.client.transact_write_items(TransactItems=operations)
-                return None
-            except ClientError as error:
-                if _code(error) != "TransactionCanceledException":
-                    raise
-                cancellations = error.response.get("CancellationReasons", [])
-                reasons = [str(r.get("Code") or "None") for r in cancellations]
-                if "ConditionalCheckFailed" in reasons or not reasons:
-                    return reasons or ["Unknown"] * len(operations)
-                if not set(reasons) & _TRANSIENT_CANCELLATIONS or attempt + 1 == CONFLICT_ATTEMPTS:
-                    raise
-                time.sleep(conflict_delay_s(attempt + 1))
-        raise AssertionError("unreachable")
-
-    def _query(self, params: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
-        """Every item a query finds, page after page."""
-        request = dict(params)
-        while True:
-            answer = self.client.query(**request)
-            yield from answer.get("Items", [])
-            last = answer.get("LastEvaluatedKey")
-            if not last:
-                return
-            request["ExclusiveStartKey"] = last
-
-    def _query_page(
-        self, params: Mapping[str, Any], limit: int, token: str | None, key_names: tuple[str, ...]
-    ) -> tuple[list[dict[str, Any]], str | None]:
-        """At most ``limit`` items, and a token when more follow.
-
-        One more item than asked for is read, so a token is only handed out
-        when there is a next page; it is the start key after the last item
-        returned.
-        """
-        if limit < 1:
-            raise ValueError("limit must be at least 1")
-        request = {**params, "Limit": limit + 1}
-        if token:
-            request["ExclusiveStartKey"] = _untoken(token)
-        found: list[dict[str, Any]] = []
-        for item in self._query(request):
-            found.append(item)
-            if len(found) > limit:
-                break
-        if len(found) <= limit:
-            return found, None
-        last = found[limit - 1]
-        return found[:limit], _token({name: last[name] for name in key_names})
-
-    def _batch_get(
-        self, table: str, keys: list[dict[str, Any]], *, consistent: bool = True
-    ) -> list[dict[str, Any]]:
-        found: list[dict[str, Any]] = []
-        for start in range(0, len(keys), 100):
-            request: dict[str, Any] = {
-                table: {"Keys": keys[start : start + 100], "ConsistentRead": consistent}
-            }
-            delay = 0.01
-            while request:
-                answer = self.client.batch_get_item(RequestItems=request)
-                found.extend(answer.get("Responses", {}).get(table, []))
-                request = answer.get("UnprocessedKeys") or {}
-                if request:
-                    time.sleep(delay)
-                    delay = min(delay * 2, 1.0)
-        return found
 
     # --- schedules ----------------------------------------------------------------
 
@@ -1549,34 +1255,6 @@ class DynamoStore(Store):
             chunk.sent = {r.occurrence_id for r in chunk.to_send} - failed
         self._each(self._into_outbox, [run for run in runs if run.occurrence_id in failed])
 
-    def _into_outbox(self, run: Run) -> None:
-        """A record stored admitted whose intent could not be sent: into the
-        outbox (unless it started, or is there already)."""
-        self._update(
-            self.tables.occurrences,
-            it.record_key_of_run(run),
-            set_={
-                "outbox_key": it.outbox_key(run.bucket, run.scheduled_at, run.occurrence_id),
-                "pending_shard": run.shard,
-            },
-            remove=("sent_at",),
-            condition=(
-                "#occurrence_id = :occurrence_id AND #status = :admitted AND "
-                "#attempts = :zero AND attribute_not_exists(#outbox_key)"
-            ),
-            names={
-                "#occurrence_id": "occurrence_id",
-                "#status": "status",
-                "#attempts": "attempts",
-                "#outbox_key": "outbox_key",
-            },
-            values={
-                ":occurrence_id": {"S": run.occurrence_id},
-                ":admitted": {"S": RunStatus.ADMITTED.value},
-                ":zero": {"N": "0"},
-            },
-        )
-
     def _refused(
         self, item: Materialization, chunk: _Stored, inserted: Sequence[str]
     ) -> MaterializeOutcome:
@@ -1713,743 +1391,20 @@ class DynamoStore(Store):
             is not None
         )
 
-    # --- occurrences -----------------------------------------------------------------
-
-    def _put_occurrence(self, run: Run) -> bool:
-        """Write one occurrence (``_write_occurrence``, not sending); True if
-        this call wrote its record."""
-        return self._write_occurrence(run, sending=False)[0]
-
-    def _write_occurrence(
-        self, run: Run, *, sending: bool, extra: Mapping[str, Any] | None = None
-    ) -> tuple[bool, Run | None]:
-        """Write one occurrence by a conditional put of its record: whether
-        this call wrote it, and the run whose intent to send now (with
-        ``sending``), if any.
-
-        The put refuses an instant of the schedule already written, by this
-        occurrence or by another version's. A slot whose wall time another
-        instant may hold (``_slot_taken``) is looked up first.
-
-        With ``sending`` (the caller sends the intents before it advances the
-        HEAD), an admitted occurrence is written out of the outbox, stamped
-        sent: the send follows. A record found already written for this very
-        occurrence, admitted, not started and out of the outbox was stored by
-        a pass that died before its advance (or by a planner racing this
-        one): its intent is sent again (``sending``) or it is put in the
-        outbox, so it is sent at least once either way.
-        """
-        direct = sending and run.status is RunStatus.ADMITTED
-        if direct:
-            run = replace(run, pending=False, sent_at=run.materialized_at)
-        if self._slot_taken(run):
-            return False, None
-        found: Run | None = None
-        old = self._put_record(run, "attribute_not_exists(pk)", {}, extra)
-        written = old is None
-        if old is not None and it.value(old["occurrence_id"]) != run.occurrence_id:
-            # The instant is another occurrence's: taken, unless that one was
-            # withdrawn unstarted (its planner lost to an edit), which frees it.
-            if not _withdrawn(old):
-                return False, None
-            replaced = self._put_record(
-                run,
-                "#occurrence_id = :withdrawn_id AND #reason = :withdrawn",
-                {
-                    ":withdrawn_id": old["occurrence_id"],
-                    ":withdrawn": {"S": WITHDRAWN},
-                },
-                extra,
-            )
-            if replaced is not None:
-                return False, None
-            written = True
-        elif old is not None and _unsent(old):
-            found = it.run_from_item(old)
-        if found is not None and not sending:
-            self._into_outbox(found)
-            return written, None
-        return written, (run if written and direct else found)
-
-    def _put_record(
-        self,
-        run: Run,
-        condition: str,
-        values: Mapping[str, Any],
-        extra: Mapping[str, Any] | None = None,
-    ) -> dict[str, Any] | None:
-        """Put ``run``'s record (with ``extra`` attributes) on ``condition``:
-        None if it was written, else the item that refused it."""
-        names = {n: n[1:] for n in ("#occurrence_id", "#reason") if n in condition}
-        item = it.record_item(run, self.history_retention)
-        if extra:
-            item.update(it.attrs(extra))
-        try:
-            self.client.put_item(
-                TableName=self.tables.occurrences,
-                Item=item,
-                ConditionExpression=condition,
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-                **({"ExpressionAttributeNames": names} if names else {}),
-                **({"ExpressionAttributeValues": dict(values)} if values else {}),
-            )
-        except ClientError as error:
-            if not _failed_condition(error):
-                raise
-            return dict(error.response.get("Item") or {"occurrence_id": {"S": ""}})
-        return None
-
-    def _slot_taken(self, run: Run) -> bool:
-        """Whether another occurrence of the schedule, at another instant,
-        fills ``run``'s slot (its business key). Only possible within
-        ``ZONE_CHANGE_REACH`` after a version whose zone differs from the one
-        before it: otherwise one wall time is one instant, and the record's
-        key refuses the duplicate. Looked up (not written) for those slots
-        alone: the records of that reach, filtered by business key."""
-        if run.kind not in (RunKind.SCHEDULED, RunKind.BACKFILL) or run.version < 2:
-            return False
-        changed = self._zone_changed_at(run.schedule_id, run.version)
-        if changed is None or run.scheduled_at >= changed + ZONE_CHANGE_REACH:
-            return False
-        found = self._with_business_key(run.schedule_id, run.business_key, run.scheduled_at)
-        return any(it.value(item["occurrence_id"]) != run.occurrence_id for item in found)
-
     def _zone_changed_at(self, schedule_id: str, version: int) -> datetime | None:
-        """When the schedule last changed its zone, as of ``version``: the
-        ``created_at`` of the oldest version of the same zone since the last
-        one of another zone, or None if every version up to it has one zone.
+        """When the schedule last changed its zone, as of ``version``
+        (``run_records.zone_changed_at``), from the versions this store keeps.
         Versions never change, so neither does the answer: it is kept."""
         key = (schedule_id, version)
         if key in self._zone_changes:
             return self._zone_changes[key]
         found = self.get_versions([(schedule_id, v) for v in range(1, version + 1)])
-        answer: datetime | None = None
-        current = found.get(key)
-        if current is not None:
-            zone = spec_zone_name(current.spec)
-            since = current.created_at
-            for older in range(version - 1, 0, -1):
-                before = found.get((schedule_id, older))
-                if before is None:
-                    break
-                if spec_zone_name(before.spec) != zone:
-                    answer = since
-                    break
-                since = before.created_at
+        answer = zone_changed_at(found, schedule_id, version)
         with self._versions_lock:
             self._zone_changes[key] = answer
             while len(self._zone_changes) > VERSION_CACHE_SIZE:
                 self._zone_changes.pop(next(iter(self._zone_changes)))
         return answer
-
-    def _with_business_key(
-        self, schedule_id: str, business_key: str, near: datetime
-    ) -> list[dict[str, Any]]:
-        """The schedule's records within ``ZONE_CHANGE_REACH`` of ``near``
-        whose business key is ``business_key`` (read consistently)."""
-        request = {
-            "TableName": self.tables.occurrences,
-            "KeyConditionExpression": "pk = :pk AND sk BETWEEN :low AND :high",
-            "FilterExpression": "#business_key = :business_key",
-            "ExpressionAttributeNames": {"#business_key": "business_key"},
-            "ExpressionAttributeValues": {
-                ":pk": {"S": schedule_id},
-                ":low": {"S": it.record_bound(add_clamped(near, -ZONE_CHANGE_REACH))},
-                ":high": {"S": it.record_bound(add_clamped(near, ZONE_CHANGE_REACH))},
-                ":business_key": {"S": business_key},
-            },
-            "ConsistentRead": True,
-        }
-        return list(self._query(request))
-
-    def _delete(self, key: Mapping[str, Any], condition: str, values: Mapping[str, Any]) -> bool:
-        names = {n: n[1:] for n in ("#occurrence_id", "#status") if n in condition}
-        try:
-            self.client.delete_item(
-                TableName=self.tables.occurrences,
-                Key=dict(key),
-                ConditionExpression=condition,
-                ExpressionAttributeNames=names,
-                ExpressionAttributeValues=dict(values),
-            )
-        except ClientError as error:
-            if _failed_condition(error):
-                return False
-            raise
-        return True
-
-    def _withdraw(self, runs: Sequence[Run], *, sent: Iterable[str] = ()) -> None:
-        """Delete occurrences this store wrote, as it wrote them (one that
-        something changed since, a dispatcher that admitted it in between,
-        stays). One whose intent was ``sent`` is closed as skipped instead
-        (its worker then finds it ended, not missing)."""
-        sent = set(sent)
-        for run in runs:
-            if run.occurrence_id in sent:
-                self._close_withdrawn(run)
-                continue
-            self._delete(
-                it.record_key_of_run(run),
-                "#occurrence_id = :occurrence_id AND #status = :status",
-                {":occurrence_id": {"S": run.occurrence_id}, ":status": {"S": run.status.value}},
-            )
-
-    def _close_withdrawn(self, run: Run) -> bool:
-        return (
-            self._update(
-                self.tables.occurrences,
-                it.record_key_of_run(run),
-                set_={
-                    "status": RunStatus.SKIPPED.value,
-                    "reason": WITHDRAWN,
-                    "finished_at": it.iso(datetime.now(UTC)),
-                },
-                remove=OUTBOX_ATTRIBUTES,
-                condition=(
-                    "#occurrence_id = :occurrence_id AND #status = :admitted AND #attempts = :zero"
-                ),
-                names={
-                    "#occurrence_id": "occurrence_id",
-                    "#status": "status",
-                    "#attempts": "attempts",
-                },
-                values={
-                    ":occurrence_id": {"S": run.occurrence_id},
-                    ":admitted": {"S": RunStatus.ADMITTED.value},
-                    ":zero": {"N": "0"},
-                },
-            )
-            is not None
-        )
-
-    def insert(self, runs: Sequence[Run]) -> list[str]:
-        return [run.occurrence_id for run in runs if self._put_occurrence(run)]
-
-    def get_run(self, occurrence_id: str) -> Run | None:
-        key = it.record_key_of(occurrence_id)
-        if key is None:
-            return None
-        answer = self.client.get_item(
-            TableName=self.tables.occurrences, Key=key, ConsistentRead=True
-        )
-        record = answer.get("Item")
-        if record is None or it.value(record["occurrence_id"]) != occurrence_id:
-            return None  # nothing at that instant, or another version's occurrence
-        return it.run_from_item(record)
-
-    def get_by_business_key(self, key: str) -> Run | None:
-        """The records near the instant the key names, filtered by the key (a
-        wall time is within ``ZONE_CHANGE_REACH`` of its instant in any zone)."""
-        near = _instant_of_business_key(key)
-        if near is None:
-            return None
-        found = self._with_business_key(it.schedule_of_business_key(key), key, near)
-        return it.run_from_item(found[0]) if found else None
-
-    def records_newest_first(
-        self,
-        schedule_id: str,
-        *,
-        before: str | None = None,
-        up_to: datetime | None = None,
-        consistent: bool = False,
-        page: int = 100,
-    ) -> dict[str, Any]:
-        """The query of a schedule's records, newest instant first: up to the
-        record sort key ``before`` (itself included: the caller skips it), or
-        up to the instant ``up_to``."""
-        high = it.RECORD_PREFIX + it.KEY_CEILING
-        if before is not None:
-            high = before
-        elif up_to is not None:
-            high = f"{it.RECORD_PREFIX}{it.iso(up_to)}#{it.KEY_CEILING}"
-        return {
-            "TableName": self.tables.occurrences,
-            "KeyConditionExpression": "pk = :pk AND sk BETWEEN :low AND :high",
-            "ExpressionAttributeValues": {
-                ":pk": {"S": schedule_id},
-                ":low": {"S": it.RECORD_PREFIX},
-                ":high": {"S": high},
-            },
-            "ScanIndexForward": False,
-            "ConsistentRead": consistent,
-            "Limit": page,
-        }
-
-    def runs(self, schedule_id: str, limit: int, token: str | None = None) -> Page[Run]:
-        found, next_token = self._query_page(
-            self.records_newest_first(schedule_id), limit, token, ("pk", "sk")
-        )
-        return Page(tuple(it.run_from_item(item) for item in found), next_token)
-
-    def find_runs(self, query: RunQuery, limit: int, token: str | None = None) -> Page[Run]:
-        """See adapters/dynamodb/run_listing.py (no index of its own: no write cost)."""
-        from adapters.dynamodb import run_listing
-
-        return run_listing.find_runs(self, query, limit, token)
-
-    def pending_due(
-        self, shard: int, from_bucket: int, to_bucket: int, due_by: datetime, limit: int
-    ) -> list[PendingOccurrence]:
-        tail = f"#{it.iso(due_by)}#{it.KEY_CEILING}"
-
-        def one(bucket: int) -> list[dict[str, Any]]:
-            prefix = it.outbox_bucket(bucket)
-            request = {
-                "TableName": self.tables.occurrences,
-                "IndexName": "outbox",
-                "KeyConditionExpression": (
-                    "#pending_shard = :shard AND #outbox_key BETWEEN :low AND :high"
-                ),
-                "ExpressionAttributeNames": {
-                    "#pending_shard": "pending_shard",
-                    "#outbox_key": "outbox_key",
-                },
-                "ExpressionAttributeValues": {
-                    ":shard": {"N": str(shard)},
-                    ":low": {"S": prefix + "#"},
-                    ":high": {"S": prefix + tail},
-                },
-                "Limit": limit,
-            }
-            found: list[dict[str, Any]] = []
-            for item in self._query(request):
-                found.append(item)
-                if len(found) >= limit:
-                    break
-            return found
-
-        buckets = range(from_bucket, to_bucket + 1)
-        found = [item for items in self._each(one, buckets) for item in items]
-        # Oldest first by (scheduled_at, occurrence_id): the key after "<bucket>#".
-        found.sort(key=lambda item: item["outbox_key"]["S"].split("#", 1)[1])
-        chosen = found[:limit]
-        if not chosen:
-            return []
-        records = {
-            (item["pk"]["S"], item["sk"]["S"]): item
-            for item in self._batch_get(
-                self.tables.occurrences, [{"pk": i["pk"], "sk": i["sk"]} for i in chosen]
-            )
-        }
-        # Left out: a record that left the outbox since the index was read.
-        waiting = [
-            record
-            for entry in chosen
-            if (record := records.get((entry["pk"]["S"], entry["sk"]["S"]))) is not None
-            and record.get("outbox_key") == entry["outbox_key"]
-        ]
-        return [PendingOccurrence.of(it.run_from_item(r)) for r in waiting]
-
-    def earliest_pending_bucket(self, shard: int, from_bucket: int | None = None) -> int | None:
-        names = {"#pending_shard": "pending_shard"}
-        values: dict[str, Any] = {":shard": {"N": str(shard)}}
-        condition = "#pending_shard = :shard"
-        if from_bucket is not None:
-            names["#outbox_key"] = "outbox_key"
-            values[":from"] = {"S": it.outbox_bucket(from_bucket)}
-            condition += " AND #outbox_key >= :from"
-        answer = self.client.query(
-            TableName=self.tables.occurrences,
-            IndexName="outbox",
-            KeyConditionExpression=condition,
-            ExpressionAttributeNames=names,
-            ExpressionAttributeValues=values,
-            Limit=1,
-        )
-        found = answer.get("Items", [])
-        return int(found[0]["outbox_key"]["S"].split("#", 1)[0]) if found else None
-
-    def _transition(
-        self,
-        occurrence_ids: Sequence[str],
-        *,
-        set_: Callable[[str], Mapping[str, Any]],
-        remove: Iterable[str] = (),
-        condition: str,
-        names: Mapping[str, str] | None = None,
-        values: Mapping[str, Any] | None = None,
-    ) -> list[str]:
-        """One conditional update of each occurrence's record (the one at its
-        instant, if it is that occurrence's); the ids it changed, in order."""
-
-        def one(occurrence_id: str) -> str | None:
-            key = it.record_key_of(occurrence_id)
-            if key is None:
-                return None
-            item = self._update(
-                self.tables.occurrences,
-                key,
-                set_=set_(occurrence_id),
-                remove=remove,
-                condition=f"#record_id = :record_id AND ({condition})",
-                names={**(names or {}), "#record_id": "occurrence_id"},
-                values={**(values or {}), ":record_id": {"S": occurrence_id}},
-            )
-            return None if item is None else occurrence_id
-
-        return [oid for oid in self._each(one, list(occurrence_ids)) if oid is not None]
-
-    def admit(self, occurrences: Sequence[PendingOccurrence], now: datetime) -> list[str]:
-        # Admitted as of now, or of its instant for one admitted ahead of it.
-        at = {o.occurrence_id: it.iso(max(now, o.scheduled_at)) for o in occurrences}
-        return self._transition(
-            list(at),
-            set_=lambda oid: {"status": RunStatus.ADMITTED.value, "admitted_at": at[oid]},
-            condition="#status = :scheduled",
-            values={":scheduled": {"S": _SCHEDULED}},
-        )
-
-    def close_runs(self, closures: Sequence[Closure], now: datetime) -> list[str]:
-        by_id = {closure.occurrence_id: closure for closure in closures}
-        return self._transition(
-            [closure.occurrence_id for closure in closures],
-            set_=lambda oid: {
-                "status": by_id[oid].status.value,
-                "reason": by_id[oid].reason,
-                "finished_at": it.iso(now),
-            },
-            remove=OUTBOX_ATTRIBUTES,
-            condition="#status = :scheduled",
-            values={":scheduled": {"S": _SCHEDULED}},
-        )
-
-    def close_scheduled(
-        self, schedule_id: str, status: RunStatus, reason: str, now: datetime
-    ) -> int:
-        """Waiting records are in the outbox: the schedule's shard's part of it
-        (the shard read off its newest record), filtered to the schedule. The
-        index lags its writes a little, so the newest records are also read
-        consistently: one written just before a pause is closed by it too."""
-        newest = list(
-            itertools.islice(
-                self._query(
-                    self.records_newest_first(schedule_id, consistent=True, page=NEWEST_CHECKED)
-                ),
-                NEWEST_CHECKED,
-            )
-        )
-        if not newest:
-            return 0
-        entries = self._query(
-            {
-                "TableName": self.tables.occurrences,
-                "IndexName": "outbox",
-                "KeyConditionExpression": "#pending_shard = :shard",
-                "ExpressionAttributeNames": {"#pending_shard": "pending_shard"},
-                "ExpressionAttributeValues": {":shard": {"N": str(it.value(newest[0]["shard"]))}},
-            }
-        )
-        # Filtered here: a filter expression may not name a key attribute (the
-        # table's ``pk`` is one), and a filter would read the same units.
-        outboxed = self._batch_get(
-            self.tables.occurrences,
-            [{"pk": e["pk"], "sk": e["sk"]} for e in entries if e["pk"] == {"S": schedule_id}],
-        )
-        waiting = dict.fromkeys(
-            str(it.value(record["occurrence_id"]))
-            for record in (*newest, *outboxed)
-            if record.get("status") == {"S": _SCHEDULED}
-        )
-        return len(self.close_runs([Closure(oid, status, reason) for oid in waiting], now))
-
-    def withdraw_planned(self, schedule_id: str, after: datetime) -> int:
-        """The schedule's records after ``after`` (one strongly consistent
-        query of its partition), each deleted on the condition that it has
-        still not started."""
-        request = self.records_newest_first(schedule_id, consistent=True, page=500)
-        request["ExpressionAttributeValues"] = {
-            ":pk": {"S": schedule_id},
-            ":low": {"S": f"{it.RECORD_PREFIX}{it.iso(after)}#{it.KEY_CEILING}"},
-            ":high": {"S": it.RECORD_PREFIX + it.KEY_CEILING},
-        }
-        condition = (
-            "#status IN (:scheduled, :admitted) AND kind = :slot AND "
-            "(attribute_not_exists(attempts) OR attempts = :zero)"
-        )
-        values = {
-            ":scheduled": {"S": _SCHEDULED},
-            ":admitted": {"S": RunStatus.ADMITTED.value},
-            ":zero": {"N": "0"},
-            ":slot": {"S": RunKind.SCHEDULED.value},
-        }
-        keys = [{"pk": i["pk"], "sk": i["sk"]} for i in self._query(request)]
-        return sum(self._each(lambda key: self._delete(key, condition, values), keys))
-
-    def mark_sent(self, occurrence_ids: Sequence[str], now: datetime) -> int:
-        return len(
-            self._transition(
-                occurrence_ids,
-                set_=lambda _: {"sent_at": it.iso(now)},
-                remove=OUTBOX_ATTRIBUTES,
-                condition="attribute_exists(#outbox_key) AND #status <> :scheduled",
-                names={"#status": "status"},
-                values={":scheduled": {"S": _SCHEDULED}},
-            )
-        )
-
-    # --- leases and heartbeats -----------------------------------------------------------
-
-    def acquire(self, shard: int, owner: str, now: datetime, ttl: timedelta) -> Lease | None:
-        key = it.lease_key(shard)
-        expires = it.iso(now + ttl)
-        # Renew: mine and still live, the epoch stays.
-        renewed = self._update(
-            self.tables.leases,
-            key,
-            set_={"expires_at": expires},
-            condition="#owner = :owner AND #expires_at > :now",
-            names={"#owner": "owner"},
-            values={":owner": {"S": owner}, ":now": {"S": it.iso(now)}},
-            return_new=True,
-        )
-        if renewed is not None:
-            return it.lease_from_item(renewed)
-        # Take: free or expired (mine or another's), the epoch grows.
-        taken = self._update(
-            self.tables.leases,
-            key,
-            set_={"owner": owner, "expires_at": expires, "shard": shard},
-            condition="attribute_not_exists(pk) OR #expires_at <= :now",
-            values={":now": {"S": it.iso(now)}},
-            increment=("epoch",),
-            return_new=True,
-        )
-        return None if taken is None else it.lease_from_item(taken)
-
-    def release(self, shard: int, owner: str, epoch: int, now: datetime) -> bool:
-        return (
-            self._update(
-                self.tables.leases,
-                it.lease_key(shard),
-                set_={"expires_at": it.iso(now)},
-                condition="#owner = :owner AND #epoch = :epoch",
-                names={"#owner": "owner", "#epoch": "epoch"},
-                values={":owner": {"S": owner}, ":epoch": {"N": str(epoch)}},
-            )
-            is not None
-        )
-
-    def set_checkpoint(self, shard: int, owner: str, epoch: int, checkpoint: int) -> bool:
-        return (
-            self._update(
-                self.tables.leases,
-                it.lease_key(shard),
-                set_={"checkpoint": checkpoint},
-                condition=(
-                    "#owner = :owner AND #epoch = :epoch AND "
-                    "(attribute_not_exists(#checkpoint) OR #checkpoint <= :set_checkpoint)"
-                ),
-                names={"#owner": "owner", "#epoch": "epoch"},
-                values={":owner": {"S": owner}, ":epoch": {"N": str(epoch)}},
-            )
-            is not None
-        )
-
-    def leases(self) -> list[Lease]:
-        """Every lease record, by shard: one key read per shard when the store
-        knows the deployment's shard count (``lease_shards``), else a scan (a
-        store built by hand in a test or a tool).
-
-        Eventually consistent: every decision taken on a lease read is a
-        conditional write (take, renew, checkpoint), so a stale read costs at
-        most a refused write, at half the read units of a strong one."""
-        if self.lease_shards is None:
-            found: Iterable[dict[str, Any]] = self._scan_prefix("L#")
-        else:
-            keys = [it.lease_key(shard) for shard in range(self.lease_shards)]
-            found = self._batch_get(self.tables.leases, keys, consistent=False)
-        return sorted((it.lease_from_item(item) for item in found), key=lambda x: x.shard)
-
-    def _scan_prefix(self, prefix: str) -> Iterator[dict[str, Any]]:
-        request: dict[str, Any] = {
-            "TableName": self.tables.leases,
-            "FilterExpression": "begins_with(pk, :prefix)",
-            "ExpressionAttributeValues": {":prefix": {"S": prefix}},
-            "ConsistentRead": True,
-        }
-        while True:
-            answer = self.client.scan(**request)
-            yield from answer.get("Items", [])
-            last = answer.get("LastEvaluatedKey")
-            if not last:
-                return
-            request["ExclusiveStartKey"] = last
-
-    # Heartbeats. A component without "/" ("tick", "watch:<schedule_id>") is one
-    # item, overwritten by each beat. A component "<group>/<member>" (the tick
-    # processes: "tick/<owner>") is one attribute of its group's item
-    # ("H#tick/"), so members are counted with one key read, and a process
-    # that goes away leaves no item behind: its attribute is dropped once it
-    # is MEMBER_RETENTION older than the group's newest beat. Every heartbeat
-    # item carries a TTL (HEARTBEAT_RETENTION after its last beat), so the
-    # verdicts of deleted schedules and a group nobody beats any more leave
-    # the table.
-
-    def beat(self, heartbeat: Heartbeat) -> None:
-        expires = {"N": str(int((heartbeat.at + HEARTBEAT_RETENTION).timestamp()))}
-        group, member = _member(heartbeat.component)
-        if member is None:
-            item = {**it.heartbeat_item(heartbeat), LEASES_TTL_ATTRIBUTE: expires}
-            self.client.put_item(TableName=self.tables.leases, Item=item)
-            return
-        self.client.update_item(
-            TableName=self.tables.leases,
-            Key=it.heartbeat_key(group),
-            UpdateExpression="SET #member = :beat, #ttl = :expires",
-            ExpressionAttributeNames={"#member": _MEMBER + member, "#ttl": LEASES_TTL_ATTRIBUTE},
-            ExpressionAttributeValues={
-                ":beat": {"M": _member_value(heartbeat)},
-                ":expires": expires,
-            },
-        )
-
-    def heartbeat(self, component: str) -> Heartbeat | None:
-        group, member = _member(component)
-        if member is not None:
-            found = [h for h in self.heartbeats(group) if h.component == component]
-            return found[0] if found else None
-        answer = self.client.get_item(
-            TableName=self.tables.leases, Key=it.heartbeat_key(component), ConsistentRead=True
-        )
-        item = answer.get("Item")
-        return None if item is None else it.heartbeat_from_item(item)
-
-    def heartbeats(self, prefix: str) -> list[Heartbeat]:
-        """The members of a group whose component starts with ``prefix``; the
-        prefix names the group ("tick/"): heartbeats are not listed across
-        groups (that would be a scan)."""
-        group, _ = _member(prefix)
-        if "/" not in prefix:
-            raise ValueError(f"heartbeats are listed within a group (e.g. 'tick/'), not {prefix!r}")
-        answer = self.client.get_item(TableName=self.tables.leases, Key=it.heartbeat_key(group))
-        item = answer.get("Item") or {}
-        beats = sorted(
-            (
-                _member_beat(group, name, value)
-                for name, value in item.items()
-                if name.startswith(_MEMBER)
-            ),
-            key=lambda beat: beat.component,
-        )
-        self._forget_departed(group, item, beats)
-        return [beat for beat in beats if beat.component.startswith(prefix)]
-
-    def heartbeats_of(self, components: Sequence[str]) -> dict[str, Heartbeat]:
-        """BatchGetItem, 100 keys a request, eventually consistent (half the read units)."""
-        found: dict[str, Heartbeat] = {}
-        for start in range(0, len(components), 100):
-            keys = [it.heartbeat_key(c) for c in dict.fromkeys(components[start : start + 100])]
-            request: dict[str, Any] = {self.tables.leases: {"Keys": keys}}
-            while request:
-                answer = self.client.batch_get_item(RequestItems=request)
-                for item in answer.get("Responses", {}).get(self.tables.leases, []):
-                    beat = it.heartbeat_from_item(item)
-                    found[beat.component] = beat
-                request = answer.get("UnprocessedKeys") or {}
-        return found
-
-    def beat_if(self, heartbeat: Heartbeat, expected_at: datetime | None) -> bool:
-        expires = {"N": str(int((heartbeat.at + HEARTBEAT_RETENTION).timestamp()))}
-        condition: dict[str, Any] = (
-            {"ConditionExpression": "attribute_not_exists(pk)"}
-            if expected_at is None
-            else {
-                "ConditionExpression": "#at = :at",
-                "ExpressionAttributeNames": {"#at": "at"},
-                "ExpressionAttributeValues": {":at": {"S": it.iso(expected_at)}},
-            }
-        )
-        try:
-            self.client.put_item(
-                TableName=self.tables.leases,
-                Item={**it.heartbeat_item(heartbeat), LEASES_TTL_ATTRIBUTE: expires},
-                **condition,
-            )
-        except ClientError as error:
-            if _failed_condition(error):
-                return False
-            raise
-        return True
-
-    def _forget_departed(
-        self, group: str, item: Mapping[str, Any], beats: Sequence[Heartbeat]
-    ) -> None:
-        """Drop the members not seen for MEMBER_RETENTION before the newest beat,
-        unless one of them beat again meanwhile (a condition on each ``at``)."""
-        if not beats:
-            return
-        newest = max(beat.at for beat in beats)
-        gone = [
-            _MEMBER + beat.component[len(group) :]
-            for beat in beats
-            if beat.at < newest - MEMBER_RETENTION
-        ]
-        if not gone:
-            return
-        names = {f"#m{i}": name for i, name in enumerate(gone)}
-        values = {f":at{i}": item[name]["M"]["at"] for i, name in enumerate(gone)}
-        try:
-            self.client.update_item(
-                TableName=self.tables.leases,
-                Key=it.heartbeat_key(group),
-                UpdateExpression="REMOVE " + ", ".join(names),
-                ConditionExpression=" AND ".join(f"#m{i}.#at = :at{i}" for i in range(len(gone))),
-                ExpressionAttributeNames={**names, "#at": "at"},
-                ExpressionAttributeValues=values,
-            )
-        except ClientError as error:
-            if not _failed_condition(error):
-                raise
-
-
-_MEMBER: Final = "m#"
-
-
-def _member(component: str) -> tuple[str, str | None]:
-    """("tick/", "owner") for "tick/owner"; (component, None) without a "/"."""
-    group, slash, member = component.partition("/")
-    return (group + slash, member) if slash else (component, None)
-
-
-def _member_value(heartbeat: Heartbeat) -> dict[str, Any]:
-    return {
-        "at": {"S": it.iso(heartbeat.at)},
-        "detail": {"S": json.dumps(dict(heartbeat.detail), sort_keys=True)},
-    }
-
-
-def _member_beat(group: str, name: str, value: Mapping[str, Any]) -> Heartbeat:
-    fields = value["M"]
-    return Heartbeat(
-        group + name[len(_MEMBER) :],
-        it.from_iso(fields["at"]["S"]),
-        json.loads(fields["detail"]["S"]),
-    )
-
-
-def _withdrawn(record: Mapping[str, Any]) -> bool:
-    """A record closed unstarted because its schedule moved while it was planned."""
-    reason = record.get("reason")
-    attempts = record.get("attempts", {"N": "0"})
-    return reason == {"S": WITHDRAWN} and attempts == {"N": "0"}
-
-
-def _instant_of_business_key(key: str) -> datetime | None:
-    """About when a business key's slot falls: its wall time read as UTC (a
-    trigger's key holds its UTC instant), or None for text of no such form."""
-    parts = key.split("#")
-    if len(parts) == 3:
-        text = parts[1]
-    elif len(parts) >= 3 and parts[1] in ("trigger", "summary"):
-        text = parts[2]
-    else:
-        return None
-    try:
-        instant = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    return instant.replace(tzinfo=UTC) if instant.tzinfo is None else instant.astimezone(UTC)
 
 
 def _chain_entry(at: datetime, schedule_id: str, version: int) -> dict[str, Any]:

@@ -101,7 +101,7 @@ def test_heartbeats_leave_the_leases_table_by_ttl_on_the_attribute_the_store_wri
     template: dict[str, Any],
 ) -> None:
     from adapters.definitions import LEASES
-    from adapters.dynamodb.store import LEASES_TTL_ATTRIBUTE
+    from adapters.dynamodb.leases import LEASES_TTL_ATTRIBUTE
 
     assert table(template, LEASES)["Properties"]["TimeToLiveSpecification"] == {
         "AttributeName": LEASES_TTL_ATTRIBUTE,
