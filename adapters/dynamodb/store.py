@@ -1,5 +1,9 @@
 """The AWS store: schedules, occurrences, leases and heartbeats in three DynamoDB tables.
 
+The run records and the leases and heartbeats are ports of their own
+(run_records.py, leases.py, over tables.py), which ``DynamoStore`` inherits;
+the schedules and their planning are here.
+
 Every identity rule is a condition expression on the write that applies it,
 never a read followed by a blind write:
 
@@ -15,12 +19,7 @@ never a read followed by a blind write:
 - materialize: a consistent read of the HEAD (nothing is written for a
   schedule that moved), the occurrences, then the HEAD's advance conditioned
   on version, ``next_due`` and active. Refused, it withdraws the occurrences
-  it wrote (deleted unless a dispatcher changed them in between);
-- admission, closing and mark-sent: one conditional update of the record
-  each (``status = scheduled`` for the first two), so a pause that closes
-  pending records and a tick that admits them cannot both win;
-- leases: conditional updates (free, expired or mine); a takeover increments
-  the epoch; a checkpoint write is conditioned on owner and epoch.
+  it wrote (deleted unless a dispatcher changed them in between).
 
 The outbox index is sparse and KEYS_ONLY: a record is in it while it has
 ``outbox_key`` and ``pending_shard``, which it gets when stored (and again
