@@ -54,7 +54,7 @@ from domain.schedule import Schedule
 from domain.spec import spec_to_dict, spec_zone_name
 from domain.targets import Target
 from domain.timezones import load_zone
-from handlers.worker import IntentBody, apply
+from handlers.intents import IntentBody, apply
 from service.ports import DeliveryQueue, Materialization, MaterializeOutcome
 from service.run_ports import NoTelemetry, QueueMessage
 from service.runs import RunWorker

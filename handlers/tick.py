@@ -15,26 +15,26 @@ asynchronously a few seconds before a second with many intents due, waiting
 inside this invocation for that moment.
 
 ``run_tick`` runs passes for a budget (one, on Lambda); the local stack runs
-the same pass on its own interval over SQLite (``build_sqlite_ticker``).
+the same pass on its own interval over SQLite. The ticker is built by the
+composition root (``bootstrap.aws.build_aws_ticker``,
+``bootstrap.local.build_sqlite_ticker``).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import socket
 import time
-import uuid
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 from adapters.definitions import Metric
-from domain.partition import Partitioning
+from bootstrap.aws import build_aws_ticker
+from bootstrap.parts import Ticker, TickReport
 from handlers.observability import (
     build_at_init,
+    ledger_not_read,
     ledger_not_written,
     logger,
     metrics,
@@ -43,28 +43,28 @@ from handlers.observability import (
     put_seconds,
 )
 from handlers.settings import Settings
-from service.clock import SystemClock
-from service.ports import Clock, DeliveryQueue
-from service.surge import TICK_RECORD_MIN, LoadRecordingQueue, Surges
-from service.tick import TickConfig, Ticker, TickReport
+from service.surge import Surges
 
-
-def new_owner() -> str:
-    """A name for this tick process, unique among processes sharing a store."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-
-
-# The ticker of this Lambda container, built once (on Lambda by the init phase,
-# ``init_container``; elsewhere by the first invocation) and kept for the next
-# ones: one lease owner per container (a warm container renews its own leases)
-# and one set of clients.
+# The ticker of this Lambda container and its surge trigger (service/surge.py; None
+# when the deployment names no worker function to start), built once by the
+# composition root (bootstrap/aws.py): on Lambda by the init phase
+# (``init_container``), elsewhere by the first invocation; kept for the next ones:
+# one lease owner per container (a warm container renews its own leases) and one
+# set of clients. Its log lines and its invokes are this container's.
 _container_ticker: Ticker | None = None
+_container_surges: Surges | None = None
 
 
 def container_ticker(settings: Settings) -> Ticker:
-    global _container_ticker
+    global _container_ticker, _container_surges
     if _container_ticker is None:
-        _container_ticker = build_aws_ticker(settings)
+        built = build_aws_ticker(
+            settings,
+            invoker=_invoker,
+            on_ledger_error=ledger_not_written,
+            on_ledger_unread=ledger_not_read,
+        )
+        _container_ticker, _container_surges = built.ticker, built.surges
     return _container_ticker
 
 
@@ -74,118 +74,9 @@ def init_container() -> None:
     build_at_init(lambda: container_ticker(Settings.from_env()), "the ticker")
 
 
-def tick_config(settings: Settings) -> TickConfig:
-    """The pass of a deployment (AWS or local): it queues ahead, up to the
-    lookahead, so it needs to run only once per lookahead less a margin. A crowd
-    on the chain, which a pass with time to spare plans early, is as many
-    schedules at one instant as a surge starts for (``surgeMin``)."""
-    return TickConfig(
-        crowd_min=settings.surge_min,
-        partitioning=Partitioning(shards=settings.shards, bucket_s=settings.bucket_s),
-        lookahead=timedelta(seconds=settings.lookahead_s),
-        plan_block=timedelta(seconds=settings.plan_block_s),
-        direct_window=timedelta(seconds=settings.direct_window_s),
-        lease_ttl=timedelta(seconds=settings.lease_ttl_s),
-        queue_ahead=True,
-        plan_budget=timedelta(seconds=settings.tick_budget_s) if settings.tick_budget_s else None,
-    )
-
-
-def build_sqlite_ticker(
-    db_path: str | Path,
-    queue: DeliveryQueue,
-    settings: Settings | None = None,
-    *,
-    clock: Clock | None = None,
-    owner: str | None = None,
-) -> Ticker:
-    """The tick over the one-machine store (the local stack)."""
-    from adapters.sqlite.store import SqliteStore
-
-    settings = settings or Settings()
-    return Ticker(
-        SqliteStore(db_path),
-        queue,
-        clock or SystemClock(),
-        tick_config(settings),
-        owner=owner or new_owner(),
-    )
-
-
-def build_aws_ticker(settings: Settings) -> Ticker:
-    """The tick over DynamoDB and SQS, built from the deployment's settings. Its
-    sends count their crowded seconds in the load ledger, and the container keeps
-    the surge trigger that reads it (``_container_surges``), when the deployment
-    names its worker function."""
-    try:
-        from adapters.dynamodb.load import DynamoLoadLedger
-        from adapters.dynamodb.store import DynamoStore
-        from adapters.sqs import TICK_ALIGN_S, SqsDeliveryQueue
-    except ImportError as error:  # pragma: no cover - until both adapters exist
-        raise RuntimeError(f"the AWS adapters are not available: {error}") from error
-    global _container_surges
-    store = DynamoStore.from_settings(settings)
-    queue: DeliveryQueue = SqsDeliveryQueue.from_settings(settings, align_s=TICK_ALIGN_S)
-    owner = new_owner()
-    if settings.worker_function:
-        ledger = DynamoLoadLedger(store.client, settings.occurrences_table)
-        recording = LoadRecordingQueue(
-            queue,
-            ledger,
-            min_count=TICK_RECORD_MIN,
-            deferred=True,
-            on_error=ledger_not_written,
-            early_min=settings.surge_min,
-        )
-        queue = recording
-        _container_surges = Surges(
-            ledger,
-            _invoker(settings.worker_function),
-            SystemClock(),
-            time.sleep,
-            owner=owner,
-            surge_min=settings.surge_min,
-            counted=recording.flush,
-        )
-        quiet_until = _quiet_until(_container_surges, recording)
-    else:
-        quiet_until = None
-    return Ticker(
-        store, queue, SystemClock(), tick_config(settings), owner=owner, quiet_until=quiet_until
-    )
-
-
-def _quiet_until(
-    surges: Surges, recording: LoadRecordingQueue
-) -> Callable[[datetime, datetime], datetime]:
-    """Until when a pass may plan early: ``EARLY_MARGIN_S`` before the first surge
-    the invocation starts after its pass (``Surges.quiet_until``). A ledger that
-    cannot be read bounds nothing: the surge it would have shown is lost anyway."""
-    margin = timedelta(seconds=EARLY_MARGIN_S)
-
-    def quiet_until(now: datetime, until: datetime) -> datetime:
-        try:
-            return surges.quiet_until(now, until, recording.pending, margin=margin)
-        except Exception as error:  # planning early is an optimisation too
-            logger().warning(
-                "load ledger not read: planning early up to the budget",
-                extra={"error": repr(error)},
-            )
-            return until
-
-    return quiet_until
-
-
 # Kept back from the tick's remaining time when it waits for a surge's moment.
 SURGE_MARGIN_S = 5.0
-# How long before a surge's moment a pass stops planning early: it looks at the
-# time between pages, and a page of 500 seeds takes about 8 s at the tick's 512 MB.
-EARLY_MARGIN_S = 10.0
 INVOKE_THREADS = 16
-
-# The surge trigger of this container (service/surge.py), built with its ticker;
-# None when the deployment names no worker function to start.
-_container_surges: Surges | None = None
 
 
 def _invoker(function_name: str) -> Callable[[list[dict[str, Any]]], int]:
