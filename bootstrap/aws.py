@@ -142,19 +142,23 @@ def build_aws_ticker(
     invoker: Callable[[str], Invoke] | None = None,
     on_ledger_error: OnError | None = None,
     on_ledger_unread: OnError | None = None,
+    clock: Clock | None = None,
+    owner: str | None = None,
 ) -> AwsTick:
     """The tick over DynamoDB and SQS. Where the deployment names its worker
     function, its sends count their crowded seconds in the load ledger, and the
     surge trigger reads it and starts drains through ``invoker(function)``.
     ``on_ledger_error`` hears of a count not written, ``on_ledger_unread`` of a
     ledger not read (planning early is then bounded by the budget alone); by
-    default both are log lines of ``handlers.observability``."""
+    default both are log lines of ``handlers.observability``. ``clock`` and
+    ``owner`` (the lease owner's name) are for benchmarks."""
     from adapters.dynamodb.load import DynamoLoadLedger
     from adapters.sqs import TICK_ALIGN_S, SqsDeliveryQueue
 
     store = build_aws_store(settings)
     queue: DeliveryQueue = SqsDeliveryQueue.from_settings(settings, align_s=TICK_ALIGN_S)
-    owner = new_owner()
+    clock = clock or SystemClock()
+    owner = owner or new_owner()
     surges = None
     quiet_until = None
     if settings.worker_function:
@@ -173,7 +177,7 @@ def build_aws_ticker(
         surges = Surges(
             ledger,
             invoker(settings.worker_function),
-            SystemClock(),
+            clock,
             time.sleep,
             owner=owner,
             surge_min=settings.surge_min,
@@ -183,7 +187,7 @@ def build_aws_ticker(
             surges, recording, _reported(on_ledger_unread, "ledger_not_read")
         )
     ticker = Ticker(
-        store, queue, SystemClock(), tick_config(settings), owner=owner, quiet_until=quiet_until
+        store, queue, clock, tick_config(settings), owner=owner, quiet_until=quiet_until
     )
     return AwsTick(ticker, surges)
 
@@ -272,6 +276,7 @@ def build_aws_worker(
     held_visibility_s: float | None = None,
     webhook_exchange: Exchange | None = None,
     rng: random.Random | None = None,
+    clock: Clock | None = None,
 ) -> tuple[RunWorker, WorkQueue]:
     """The worker over DynamoDB and SQS.
 
@@ -284,7 +289,7 @@ def build_aws_worker(
     attempt's run lease is that short, both extended while the run is in
     flight. Lambda leaves it unset: the queue's visibility and a lease that
     covers the whole call. ``webhook_exchange`` and ``rng`` (the retry back-off's
-    draws) are for the deployment simulator.
+    draws) are for the deployment simulator, ``clock`` for benchmarks.
     """
     if telemetry is None:
         from handlers.telemetry import PowertoolsTelemetry
@@ -299,7 +304,7 @@ def build_aws_worker(
     worker = RunWorker(
         parts.runs,
         parts.targets,
-        SystemClock(),
+        clock or SystemClock(),
         rng or random.Random(),
         telemetry=telemetry,
         config=WorkerConfig(max_call_s=LAMBDA_MAX_CALL_S, held_lease_s=held_visibility_s),
@@ -329,9 +334,11 @@ def build_aws_alerting(settings: Settings) -> Alerting | None:
     )
 
 
-def build_aws_watchdog(settings: Settings, alerting: Alerting | None = None) -> Watchdog:
+def build_aws_watchdog(
+    settings: Settings, alerting: Alerting | None = None, *, clock: Clock | None = None
+) -> Watchdog:
     """The watchdog over DynamoDB; its channel is ``alerting``, or the
-    deployment's alarm topic."""
+    deployment's alarm topic. ``clock`` is for benchmarks."""
     return Watchdog(
-        build_aws_store(settings), SystemClock(), alerting or build_aws_alerting(settings)
+        build_aws_store(settings), clock or SystemClock(), alerting or build_aws_alerting(settings)
     )
