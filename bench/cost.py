@@ -126,7 +126,7 @@ from domain.targets import Target  # noqa: E402
 from handlers import watchdog as watchdog_handler  # noqa: E402
 from handlers import worker as worker_handler  # noqa: E402
 from handlers.settings import Settings  # noqa: E402
-from handlers.tick import run_tick  # noqa: E402
+from handlers.tick_pass import run_tick  # noqa: E402
 from service.runs import RunWorker  # noqa: E402
 from service.schedules import ScheduleService  # noqa: E402
 from service.watchdog import Watchdog  # noqa: E402

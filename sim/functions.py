@@ -181,11 +181,12 @@ def fresh_module(name: str, use: dict[str, ModuleType] | None = None) -> ModuleT
 # observability module on their own: a container loads its own copy of each, as a
 # Lambda environment would, so what they emit carries the container's logger and
 # metrics (DeadLettered from the sweep and the intents, the attempts' lines and
-# metrics from the telemetry). A helper that defines classes other
-# modules share (the API's errors and routers) must stay shared, so the list is
-# explicit.
+# metrics from the telemetry, the tick's heartbeat from its pass). A helper that
+# defines classes other modules share (the API's errors and routers) must stay
+# shared, so the list is explicit.
 CONTAINER_HELPERS: dict[str, tuple[str, ...]] = {
-    "handlers.worker": ("handlers.sweep", "handlers.telemetry", "handlers.intents")
+    "handlers.worker": ("handlers.sweep", "handlers.telemetry", "handlers.intents"),
+    "handlers.tick": ("handlers.tick_pass",),
 }
 
 
