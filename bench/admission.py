@@ -58,13 +58,14 @@ from adapters.sqlite.store import (
     run_row,
     us,
 )
+from bootstrap.local import build_sqlite_ticker
+from bootstrap.parts import TickConfig
 from domain.partition import Partitioning
 from domain.run import DeliveryIntent, new_occurrence
 from domain.schedule import Schedule, ScheduleState, ScheduleVersion, parse_policy
 from domain.spec import Slot, next_slot, parse_spec
 from domain.targets import parse_target
 from service.ports import DeliveryQueue
-from service.tick import TickConfig, Ticker
 
 DUE = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 
@@ -146,7 +147,7 @@ def run_tick(
         queue_ahead=queued,
     )
     clock = FixedClock(DUE - timedelta(seconds=60) if queued else DUE + timedelta(seconds=1))
-    ticker = Ticker(store, queue, clock, config, owner="bench")
+    ticker = build_sqlite_ticker(store, queue, clock=clock, config=config, owner="bench")
     planned = admitted = 0
     if ahead:
         clock.at = DUE - timedelta(seconds=60)

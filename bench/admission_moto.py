@@ -32,13 +32,9 @@ from moto import mock_aws  # noqa: E402
 
 from adapters.definitions import DELIVERY_QUEUE, create_queues  # noqa: E402
 from adapters.dynamodb.local import create_store_tables  # noqa: E402
-from adapters.dynamodb.store import DynamoStore  # noqa: E402
-from adapters.sqs import SqsDeliveryQueue  # noqa: E402
-from domain.partition import Partitioning  # noqa: E402
+from adapters.secrets import InMemorySecretStore  # noqa: E402
+from bootstrap.aws import build_aws_services, build_aws_ticker  # noqa: E402
 from handlers.settings import Settings  # noqa: E402
-from handlers.tick import tick_config  # noqa: E402
-from service.schedules import ScheduleService  # noqa: E402
-from service.tick import Ticker  # noqa: E402
 
 T0 = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
 
@@ -73,10 +69,7 @@ def one_round(schedules: int) -> tuple[float, int, int, int]:
             lookahead_s=0,  # materialize only what is due: one occurrence per schedule
         )
         clock = BenchClock(T0)
-        store = DynamoStore(dynamodb, tables)
-        service = ScheduleService(
-            store, clock, Partitioning(shards=settings.shards, bucket_s=settings.bucket_s)
-        )
+        service = build_aws_services(settings, clock=clock, secrets=InMemorySecretStore()).schedules
         for i in range(schedules):
             service.create(
                 {
@@ -85,13 +78,7 @@ def one_round(schedules: int) -> tuple[float, int, int, int]:
                     "target": {"type": "webhook", "url": "https://example.com/hook"},
                 }
             )
-        ticker = Ticker(
-            store,
-            SqsDeliveryQueue(sqs, settings.delivery_queue_url),
-            clock,
-            tick_config(settings),
-            owner="bench",
-        )
+        ticker = build_aws_ticker(settings, clock=clock, owner="bench").ticker
         clock.at = T0 + timedelta(seconds=60)  # every schedule's first slot
         started = time.perf_counter()
         report = ticker.tick_once()

@@ -148,7 +148,8 @@ def start_receiver(workdir: Path) -> tuple[subprocess.Popen[bytes], int, Path]:
 
 def worker_process_main(db: str, offset_s: float, workers: int, cpu_file: str) -> None:
     from adapters.sqlite.secrets import SqliteSecretStore
-    from handlers.worker_local import SQLITE_RECEIVE_BATCH, build_sqlite_worker, run_worker_loop
+    from bootstrap.local import build_sqlite_worker
+    from handlers.worker_local import SQLITE_RECEIVE_BATCH, run_worker_loop
 
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
@@ -329,9 +330,9 @@ def one_round(
     from adapters.sqlite.queue import SqliteQueue
     from adapters.sqlite.secrets import SqliteSecretStore
     from adapters.sqlite.store import from_us
+    from bootstrap.local import build_sqlite_ticker, build_sqlite_worker
     from handlers.settings import Settings
-    from handlers.tick import build_sqlite_ticker
-    from handlers.worker_local import SQLITE_RECEIVE_BATCH, build_sqlite_worker, run_worker_loop
+    from handlers.worker_local import SQLITE_RECEIVE_BATCH, run_worker_loop
 
     with tempfile.TemporaryDirectory(prefix="duetime-burst-") as tmp:
         workdir = Path(tmp)
@@ -458,13 +459,12 @@ def parts(n: int) -> None:
     from adapters.sqlite.runs import SqliteRunStore
     from adapters.sqlite.secrets import SqliteSecretStore
     from adapters.targets import AddressPolicy, WebhookSender
+    from bootstrap.local import build_sqlite_ticker, build_sqlite_worker
     from domain.delivery import Delivery, Outcome
     from domain.run import RunStatus
     from domain.targets import WebhookTarget
+    from handlers.intents import handle_message
     from handlers.settings import Settings
-    from handlers.tick import build_sqlite_ticker
-    from handlers.worker import handle_message
-    from handlers.worker_local import build_sqlite_worker
 
     class AtOnce:
         def deliver(self, target: Any, delivery: Any, *, timeout_s: float) -> Outcome:

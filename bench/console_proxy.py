@@ -30,11 +30,11 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from adapters.secrets import InMemorySecretStore
-from adapters.sqlite.store import SqliteStore
+from bootstrap.local import build_sqlite_services
 from cli.console import Forwarder, SigningClient, console_page
-from handlers.api import ApiServices, handler
+from handlers.api import handler
 from handlers.local_http import ApiServer
-from service.schedules import ScheduleService
+from handlers.settings import Settings
 
 
 class _Clock:
@@ -73,8 +73,9 @@ def main() -> None:
         AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing", AWS_SESSION_TOKEN="testing"
     )
     with tempfile.TemporaryDirectory() as folder:
-        store = SqliteStore(Path(folder) / "duetime.db")
-        services = ApiServices(ScheduleService(store, _Clock()), InMemorySecretStore())
+        services = build_sqlite_services(
+            Settings(), folder, clock=_Clock(), secrets=InMemorySecretStore()
+        )
 
         def api(event: dict[str, Any], context: Any) -> dict[str, Any]:
             return handler(event, context, service=services)
@@ -134,7 +135,7 @@ def main() -> None:
             for server in servers:
                 server.shutdown()
                 server.server_close()
-            store.close()
+            services.schedules.store.close()  # type: ignore[attr-defined]
 
 
 if __name__ == "__main__":

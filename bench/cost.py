@@ -118,6 +118,7 @@ from adapters.dynamodb.store import DynamoStore  # noqa: E402
 from adapters.secrets import SECRET_CACHE_TTL_S  # noqa: E402
 from adapters.sqs import SqsDeliveryQueue  # noqa: E402
 from adapters.sqs_worker import SqsWorkQueue  # noqa: E402
+from bootstrap.parts import Ticker, tick_config  # noqa: E402
 from domain.delivery import Delivery, Outcome  # noqa: E402
 from domain.partition import Partitioning  # noqa: E402
 from domain.run import DeliveryIntent  # noqa: E402
@@ -125,10 +126,9 @@ from domain.targets import Target  # noqa: E402
 from handlers import watchdog as watchdog_handler  # noqa: E402
 from handlers import worker as worker_handler  # noqa: E402
 from handlers.settings import Settings  # noqa: E402
-from handlers.tick import run_tick, tick_config  # noqa: E402
+from handlers.tick_pass import run_tick  # noqa: E402
 from service.runs import RunWorker  # noqa: E402
 from service.schedules import ScheduleService  # noqa: E402
-from service.tick import Ticker  # noqa: E402
 from service.watchdog import Watchdog  # noqa: E402
 
 # --- prices ----------------------------------------------------------------------------------

@@ -38,16 +38,16 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from adapters.secrets import InMemorySecretStore
 from adapters.sqlite.queue import SqliteQueue
-from adapters.sqlite.runs import SqliteRunStore
 from adapters.sqlite.store import _RUN_COLUMNS, _RUN_INSERT, SqliteStore, us
+from bootstrap.local import build_sqlite_ticker, build_sqlite_worker
 from domain.delivery import Outcome
 from domain.identity import occurrence_id
 from domain.partition import Partitioning
 from domain.run import DeliveryIntent
 from handlers.settings import Settings
-from handlers.tick import build_sqlite_ticker
-from service.runs import RunWorker
+from service.run_ports import NoTelemetry
 from service.schedules import ScheduleService
 
 START = datetime(2026, 12, 1, tzinfo=UTC)
@@ -106,7 +106,15 @@ def real_runs(path: Path, n: int) -> tuple[SqliteStore, tuple[Any, ...]]:
     )
     queue = SqliteQueue(path, clock=clock)
     ticker = build_sqlite_ticker(path, queue, Settings(tick_budget_s=0), clock=clock, owner="b")
-    worker = RunWorker(SqliteRunStore(store), Answers200(), clock, random.Random(7))
+    worker, _ = build_sqlite_worker(
+        path,
+        InMemorySecretStore(),
+        telemetry=NoTelemetry(),
+        clock=clock,
+        rng=random.Random(7),
+        targets=Answers200(),
+        store=store,
+    )
     for _ in range(n):
         ticker.tick_once()
         for message in queue.receive(100, 0):

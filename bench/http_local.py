@@ -98,15 +98,14 @@ class FormerApiServer(ThreadingHTTPServer):
 def serve(kind: str) -> None:
     """Serve the API on a free port, print it, and stop when stdin closes."""
     from adapters.secrets import InMemorySecretStore
-    from adapters.sqlite.store import SqliteStore
-    from handlers.api import ApiServices, handler
+    from bootstrap.local import build_sqlite_services
+    from handlers.api import handler
     from handlers.local_http import ApiServer
-    from service.clock import SystemClock
-    from service.schedules import ScheduleService
+    from handlers.settings import Settings
 
     with tempfile.TemporaryDirectory() as directory:
-        store = SqliteStore(Path(directory) / "duetime.db")
-        services = ApiServices(ScheduleService(store, SystemClock()), InMemorySecretStore())
+        # The API's use cases as `duetime local` builds them.
+        services = build_sqlite_services(Settings(), directory, secrets=InMemorySecretStore())
 
         def api(event: dict[str, Any], context: Any) -> dict[str, Any]:
             return handler(event, context, service=services)
@@ -118,7 +117,7 @@ def serve(kind: str) -> None:
         sys.stdin.read()
         server.shutdown()
         server.server_close()
-        store.close()
+        services.schedules.store.close()  # type: ignore[attr-defined]
 
 
 # --- the client -------------------------------------------------------------------------------

@@ -116,13 +116,13 @@ def percentile(values: list[float], q: float) -> float | None:
 
 def create_schedules(db: Path, count: int, url: str, start: datetime, end: datetime) -> list[str]:
     from adapters.sqlite.secrets import SqliteSecretStore
-    from adapters.sqlite.store import SqliteStore
-    from service.clock import SystemClock
-    from service.schedules import ScheduleService
+    from bootstrap.local import build_sqlite_services
+    from handlers.settings import Settings
 
-    store = SqliteStore(db)
     secrets = SqliteSecretStore(db)  # a webhook is signed: the API stores a secret per schedule
-    service = ScheduleService(store, SystemClock())
+    # The API's use cases as the stack under test builds them, on its data directory.
+    service = build_sqlite_services(Settings(), db.parent, secrets=secrets).schedules
+    store = service.store
     ids = []
     for i in range(count):
         schedule, _ = service.create(

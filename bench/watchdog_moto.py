@@ -33,9 +33,9 @@ import boto3  # noqa: E402
 from moto import mock_aws  # noqa: E402
 
 from adapters.dynamodb.local import create_store_tables  # noqa: E402
-from adapters.dynamodb.store import DynamoStore  # noqa: E402
+from bootstrap.aws import build_aws_watchdog  # noqa: E402
 from domain.run import RunStatus  # noqa: E402
-from service.watchdog import Watchdog  # noqa: E402
+from handlers.settings import Settings  # noqa: E402
 from tests.conftest import FakeClock, build_occurrence, build_schedule  # noqa: E402
 
 CREATED = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
@@ -45,13 +45,20 @@ CHECKED = datetime(2026, 12, 1, 9, 30, tzinfo=UTC)
 def one_round(schedules: int, round_no: int) -> tuple[float, int]:
     with mock_aws():
         client = boto3.client("dynamodb")
-        store = DynamoStore(client, create_store_tables(client, f"wd{round_no}"))
+        tables = create_store_tables(client, f"wd{round_no}")
+        settings = Settings(
+            schedules_table=tables.schedules,
+            occurrences_table=tables.occurrences,
+            leases_table=tables.leases,
+        )
+        # The watchdog as its function builds it, on the emulated tables.
+        watchdog = build_aws_watchdog(settings, clock=FakeClock(CHECKED))
+        store = watchdog.store
         for _ in range(schedules):
             schedule = build_schedule(CREATED, spec={"cron": "0 9 * * *"})
             store.create(schedule)
             run = build_occurrence(schedule, datetime(2026, 12, 1, 9, 0, tzinfo=UTC))
             store.insert([replace(run, status=RunStatus.SUCCEEDED)])
-        watchdog = Watchdog(store, FakeClock(CHECKED))
         started = time.perf_counter()
         report = watchdog.run(lambda: 60.0)
         elapsed = time.perf_counter() - started

@@ -167,22 +167,20 @@ def main(settings_json: str, result_path: str, report_fd: int) -> None:
     import random
 
     from adapters.targets import AddressPolicy
+    from bootstrap.aws import build_aws_worker
     from handlers import worker as worker_handler
     from handlers.settings import Settings
-    from service.runs import RunWorker, WorkerConfig
 
     lambda_environment()
     imported = resource.getrusage(resource.RUSAGE_SELF)
     settings = Settings.model_validate_json(settings_json)
-    parts = worker_handler.build_aws_parts(settings, address_policy=AddressPolicy.local())
     clock = FixedClock(datetime.now(UTC))
-    worker = RunWorker(
-        parts.runs,
-        parts.targets,
-        clock,
-        random.Random(0),
+    worker, queue = build_aws_worker(
+        settings,
         telemetry=worker_handler.PowertoolsTelemetry(),
-        config=WorkerConfig(max_call_s=worker_handler.LAMBDA_MAX_CALL_S),
+        address_policy=AddressPolicy.local(),
+        rng=random.Random(0),
+        clock=clock,
     )
     init = resource.getrusage(resource.RUSAGE_SELF)
     result: dict[str, Any] = {
@@ -222,7 +220,7 @@ def main(settings_json: str, result_path: str, report_fd: int) -> None:
             calls.clear()
             new_trace_id()
             before, wall = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
-            response = invoke(event, Context(), worker=worker, queue=parts.queue)
+            response = invoke(event, Context(), worker=worker, queue=queue)
             wall = time.perf_counter() - wall
             after = resource.getrusage(resource.RUSAGE_SELF)
             failed = {f["itemIdentifier"] for f in response.get("batchItemFailures", [])}

@@ -31,525 +31,33 @@ names messages by their place in the queue instead.)
 from __future__ import annotations
 
 import argparse
-import json
-import random
-import sqlite3
 import sys
 import tempfile
-import textwrap
-import threading
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Final, TextIO
 
 from adapters.sqlite.queue import SqliteQueue
-from adapters.sqlite.runs import SqliteRunStore
-from adapters.sqlite.store import SqliteStore
-from domain.delivery import Delivery, Outcome, format_instant
-from domain.identity import new_schedule_id
-from domain.run import DeliveryIntent, Run, RunStatus
-from domain.schedule import Schedule
-from domain.spec import spec_to_dict, spec_zone_name
-from domain.targets import Target
+from cli.demo_render import DemoView, as_clock, as_utc, plural
+from cli.demo_world import START_AT, DemoResult, KilledBeforeSend, ProcessKilled
+from domain.run import Run, RunStatus
+from domain.spec import spec_zone_name
 from domain.timezones import load_zone
-from handlers.worker import IntentBody, apply
-from service.ports import DeliveryQueue, Materialization, MaterializeOutcome
-from service.run_ports import NoTelemetry, QueueMessage
+from handlers.intents import IntentBody, apply
+from service.run_ports import QueueMessage
 from service.runs import RunWorker
-from service.schedules import ScheduleService
-from service.tick import TickConfig, Ticker, TickReport
 
-# Monday 2026-11-30, 07:00 in New York (EST, UTC-5) and 12:00 in London (GMT).
-START_AT: Final = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 DEFAULT_SEED: Final = 5
-# The demo plans a day ahead, as a deployment may (the default is one tick ahead).
-LOOKAHEAD: Final = timedelta(hours=24)
-# How long the story waits for a thread it handed control to (a bug, if ever reached).
-HANDOFF_TIMEOUT_S: Final = 60.0
 NEW_YORK: Final = "America/New_York"
 LONDON: Final = "Europe/London"
 CRON: Final = "0 9 * * MON-FRI"
 MAIL_API: Final = {"type": "webhook", "url": "https://mail.example.com/send"}
-WIDTH: Final = 96
 SUBJECT: Final = "Daily sales (US + EMEA)"
 RECIPIENT: Final = "sales-leads@example.com"
 
 
-# --- the simulated world ---------------------------------------------------------------
-
-
-class SimulatedClock:
-    """Time moves only when the story moves it."""
-
-    def __init__(self, start: datetime) -> None:
-        self.at = start
-
-    def now(self) -> datetime:
-        return self.at
-
-    def set(self, at: datetime) -> None:
-        if at < self.at:
-            raise ValueError("the simulated clock only moves forward")
-        self.at = at
-
-
-@dataclass(frozen=True)
-class Email:
-    """One call the mail API received."""
-
-    sent_at: datetime
-    to: str
-    subject: str
-    idempotency_key: str
-    version: int
-    attempt: int
-
-
-class MailApi:
-    """The mail API the report's webhook calls, simulated: every call sends an email.
-
-    A ``TargetPort``: the worker hands it each attempt as it would hand it to
-    the webhook sender. It keeps every call, so a second call for one
-    occurrence would show as a second email.
-    """
-
-    def __init__(self, clock: SimulatedClock) -> None:
-        self.clock = clock
-        self.outbox: list[Email] = []
-
-    def deliver(self, target: Target, delivery: Delivery, *, timeout_s: float) -> Outcome:
-        payload = delivery.payload
-        self.outbox.append(
-            Email(
-                sent_at=self.clock.now(),
-                to=str(payload.get("to", "")),
-                subject=str(payload.get("subject", "")),
-                idempotency_key=delivery.idempotency_key,
-                version=delivery.version,
-                attempt=delivery.attempt,
-            )
-        )
-        return Outcome.succeeded(200, '{"status":"sent"}')
-
-
-class ProcessKilled(Exception):
-    """Stands for kill -9: the process stops where it is and cleans nothing up."""
-
-
-class KilledBeforeSend(DeliveryQueue):
-    """The queue as a tick process sees it when it is killed just before sending."""
-
-    def send_batch(self, intents: Sequence[DeliveryIntent]) -> list[str]:
-        raise ProcessKilled("killed before sending")
-
-
-class TickStore(SqliteStore):
-    """The SQLite store as one tick process opens it.
-
-    It keeps the ids of the occurrences its materializations wrote, and can
-    hold a tick between its read and its write (``before_write``, called once
-    with what the tick is about to write), so the story can show what happens
-    in that moment. The write itself is the store's own.
-    """
-
-    def __init__(self, path: str | Path) -> None:
-        super().__init__(path)
-        self.written: list[str] = []
-        self.before_write: Callable[[Sequence[Materialization]], None] | None = None
-
-    def materialize(
-        self, batch: Sequence[Materialization], now: datetime, *, until: datetime | None = None
-    ) -> list[MaterializeOutcome]:
-        if batch and self.before_write is not None:
-            hook, self.before_write = self.before_write, None
-            hook(batch)
-        outcomes = super().materialize(batch, now, until=until)
-        for outcome in outcomes:
-            self.written.extend(outcome.inserted)
-        return outcomes
-
-
-@dataclass
-class TickProcess:
-    name: str
-    store: TickStore
-    ticker: Ticker
-
-
-@dataclass
-class Frozen:
-    """A tick process whose host is suspended (a paused VM, a long GC pause)
-    between its read and its write. It runs on its own thread, so the story
-    goes on meanwhile; thawed, it carries on from where it stopped."""
-
-    thread: threading.Thread
-    thawed: threading.Event
-    errors: list[BaseException]
-
-
-@dataclass
-class DemoResult:
-    """What the story left behind, for tests and for ``--db``."""
-
-    schedule_id: str
-    emails: list[Email]
-    intents_sent: int
-    # The schedule's occurrences just before the move to London, and once both
-    # tick processes have ticked after it.
-    before_move: list[Run]
-    after_move: list[Run]
-
-
-@dataclass
-class _Event:
-    at: datetime
-    actor: str
-    what: str
-
-
-# --- formatting ------------------------------------------------------------------------
-
-
-def _utc(at: datetime | None) -> str:
-    return "-" if at is None else format_instant(at)
-
-
-def _clock(at: datetime | None) -> str:
-    """``Mon 14:00:00Z``: a short instant for the story's timeline."""
-    return "-" if at is None else f"{at.astimezone(UTC):%a %H:%M:%S}Z"
-
-
-def _local(at: datetime, zone: str, *, date: bool = True) -> str:
-    local = at.astimezone(load_zone(zone))
-    return local.strftime("%a %Y-%m-%d %H:%M %Z" if date else "%a %H:%M %Z")
-
-
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}" if count == 1 else f"{count} {word}s"
-
-
-# --- the story -------------------------------------------------------------------------
-
-
-class Demo:
-    def __init__(self, db_path: Path, out: TextIO, seed: int) -> None:
-        self.db_path = db_path
-        self.out = out
-        self.rng = random.Random(seed)
-        self.clock = SimulatedClock(START_AT)
-        self.config = TickConfig(lookahead=LOOKAHEAD)
-        self.mail = MailApi(self.clock)
-        self._closers: list[Callable[[], None]] = []
-        # The API process: the schedule use cases over their own connection.
-        self.api_store = self._open_store()
-        self.schedules = ScheduleService(
-            self.api_store,
-            self.clock,
-            self.config.partitioning,
-            new_id=lambda: new_schedule_id(self.rng.randbytes(10)),
-        )
-        self._peek = sqlite3.connect(str(db_path))
-        self._closers.append(self._peek.close)
-        self.schedule_id = ""
-        self.ticks: dict[str, TickProcess] = {}
-        self.intents_sent = 0
-        self.events: list[_Event] = []
-        self.frozen: Frozen | None = None
-        self.before_move: list[Run] = []
-        self.after_move: list[Run] = []
-
-    # --- processes --------------------------------------------------------------------
-
-    def _open_store(self) -> SqliteStore:
-        store = SqliteStore(self.db_path)
-        self._closers.append(store.close)
-        return store
-
-    def _open_queue(self) -> SqliteQueue:
-        queue = SqliteQueue(self.db_path, clock=self.clock)
-        self._closers.append(queue.close)
-        return queue
-
-    def start_tick(self, name: str, queue: DeliveryQueue | None = None) -> TickProcess:
-        store = TickStore(self.db_path)
-        self._closers.append(store.close)
-        ticker = Ticker(store, queue or self._open_queue(), self.clock, self.config, owner=name)
-        process = TickProcess(name, store, ticker)
-        self.ticks[name] = process
-        return process
-
-    def start_worker(self) -> tuple[RunWorker, SqliteQueue]:
-        """A worker composed as the local stack composes it, with the mail API
-        simulated and no log lines (the story prints the store instead)."""
-        worker = RunWorker(
-            SqliteRunStore(self._open_store()),
-            self.mail,
-            self.clock,
-            random.Random(self.rng.random()),
-            telemetry=NoTelemetry(),
-            new_token=lambda: self.rng.randbytes(24).hex(),
-        )
-        return worker, self._open_queue()
-
-    def close(self) -> None:
-        if self.frozen is not None:
-            # The story stopped early: let the frozen tick finish before its store closes.
-            self.frozen.thawed.set()
-            self.frozen.thread.join(HANDOFF_TIMEOUT_S)
-            self.frozen = None
-        for close in reversed(self._closers):
-            close()
-        self._closers = []
-
-    # --- output -----------------------------------------------------------------------
-
-    def print(self, text: str = "") -> None:
-        self.out.write(text + "\n")
-
-    def say(self, text: str) -> None:
-        self.print(textwrap.fill(text, WIDTH))
-
-    def heading(self, text: str) -> None:
-        self.print()
-        self.print(text)
-        self.print("-" * len(text))
-
-    def table(self, headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
-        widths = [max([len(h), *(len(row[i]) for row in rows)]) for i, h in enumerate(headers)]
-
-        def line(cells: Sequence[str]) -> str:
-            return (
-                "  " + "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True))
-            ).rstrip()
-
-        self.print(line(headers))
-        self.print(line(["-" * w for w in widths]))
-        for row in rows:
-            self.print(line(row))
-
-    def log(self, actor: str, what: str) -> None:
-        self.events.append(_Event(self.clock.now(), actor, what))
-
-    def show_log(self) -> None:
-        rows: list[list[str]] = []
-        for event in self.events:
-            lines = textwrap.wrap(event.what, 66) or [""]
-            rows.append([_clock(event.at), event.actor, lines[0]])
-            rows.extend(["", "", more] for more in lines[1:])
-        self.table(["at", "who", "what"], rows)
-        self.events = []
-
-    # --- reading the store ----------------------------------------------------------------
-
-    def schedule(self) -> Schedule:
-        return self.schedules.get(self.schedule_id, include_deleted=True)
-
-    def runs(self) -> list[Run]:
-        """The schedule's occurrences, oldest first."""
-        return list(reversed(self.api_store.runs(self.schedule_id, 100).items))
-
-    def zone_of(self, run: Run) -> str:
-        return spec_zone_name(self.schedules.version(run.schedule_id, run.version).spec)
-
-    def messages(self) -> list[tuple[int, str, int, str, datetime | None]]:
-        """The delivery queue as stored: (number, occurrence id, receives, state, visible at)."""
-        rows = self._peek.execute(
-            "SELECT seq, body, receive_count, state, visible_at FROM delivery_queue ORDER BY seq"
-        ).fetchall()
-        epoch = datetime(1970, 1, 1, tzinfo=UTC)
-        return [
-            (
-                int(seq),
-                str(json.loads(body)["occurrence_id"]),
-                int(receives),
-                str(state),
-                None if visible is None else epoch + timedelta(microseconds=int(visible)),
-            )
-            for seq, body, receives, state, visible in rows
-        ]
-
-    def message_number(self, message: QueueMessage) -> int:
-        row = self._peek.execute(
-            "SELECT seq FROM delivery_queue WHERE message_id = ?", (message.message_id,)
-        ).fetchone()
-        return int(row[0])
-
-    def show_schedule(self) -> None:
-        schedule = self.schedule()
-        spec = schedule.current.spec
-        zone = spec_zone_name(spec)
-        state = "paused" if schedule.state.paused else "active"
-        if schedule.state.note:
-            state += f' (note: "{schedule.state.note}")'
-        due = "-"
-        if schedule.next_due is not None:
-            due = f"{_utc(schedule.next_due)} ({_local(schedule.next_due, zone)})"
-            if schedule.state.paused:
-                due += ", not planned while paused"
-        facts = [
-            ("schedule", schedule.schedule_id),
-            ("version", str(schedule.version)),
-            ("spec", f"{spec_to_dict(spec).get('cron', '')} in {zone}"),
-            ("state", state),
-            ("next_due", due),
-        ]
-        self.facts(facts)
-
-    def facts(self, facts: Sequence[tuple[str, str]]) -> None:
-        width = max(len(name) for name, _ in facts)
-        for name, text in facts:
-            self.print(f"  {name.ljust(width)}  {text}")
-
-    def show_next(self, count: int) -> None:
-        schedule = self.schedule()
-        zone = spec_zone_name(schedule.current.spec)
-        slots = self.schedules.next_occurrences(schedule, count)
-        if not slots:
-            self.print("  (none: the schedule is paused)")
-            return
-        self.table(
-            [f"local ({zone})", "UTC", "version"],
-            [
-                [_local(s.scheduled_at, zone), _utc(s.scheduled_at), str(schedule.version)]
-                for s in slots
-            ],
-        )
-
-    def show_runs(self, columns: Sequence[str]) -> None:
-        getters: dict[str, Callable[[Run], str]] = {
-            "occurrence_id": lambda r: r.occurrence_id,
-            "version": lambda r: str(r.version),
-            "scheduled_at (UTC)": lambda r: _utc(r.scheduled_at),
-            "local": lambda r: _local(r.scheduled_at, self.zone_of(r), date=False),
-            "status": lambda r: r.status.value,
-            "attempts": lambda r: str(r.attempts),
-            "admitted_at": lambda r: _clock(r.admitted_at),
-            "written_at": lambda r: _clock(r.materialized_at),
-            "sent_at": lambda r: _clock(r.sent_at),
-            "started_at": lambda r: _clock(r.started_at),
-            "finished_at": lambda r: _clock(r.finished_at),
-            "reason": lambda r: r.reason or "-",
-        }
-        runs = self.runs()
-        if not runs:
-            self.print("  (no occurrences stored)")
-            return
-        self.table(columns, [[getters[c](run) for c in columns] for run in runs])
-
-    def show_queue(self) -> None:
-        now = self.clock.now()
-        rows: list[list[str]] = []
-        for number, occurrence, receives, state, visible in self.messages():
-            if state == "ready" and visible is not None and visible > now:
-                state = f"in flight, visible again at {_clock(visible)}"
-            rows.append([f"#{number}", occurrence, str(receives), state])
-        if not rows:
-            self.print("  (empty)")
-            return
-        self.table(["message", "intent for occurrence", "receives", "state"], rows)
-
-    def show_outbox(self) -> None:
-        if not self.mail.outbox:
-            self.print("  (no email sent)")
-            return
-        self.table(
-            ["sent_at", "to", "Idempotency-Key", "version"],
-            [
-                [_clock(e.sent_at), e.to, e.idempotency_key, str(e.version)]
-                for e in self.mail.outbox
-            ],
-        )
-
-    # --- ticking --------------------------------------------------------------------------
-
-    def tick(self, name: str) -> TickReport:
-        process = self.ticks[name]
-        written = len(process.store.written)
-        report = process.ticker.tick_once()
-        self.intents_sent += report.dispatch.sent
-        self.log(name, self._describe(report, process.store.written[written:]))
-        return report
-
-    def wrote(self, occurrence_ids: Sequence[str]) -> str:
-        """``wrote 1 occurrence: Tue 09:00 EST (v4)``."""
-        runs = [run for i in occurrence_ids if (run := self.api_store.get_run(i)) is not None]
-        slots = ", ".join(
-            f"{_local(r.scheduled_at, self.zone_of(r), date=False)} (v{r.version})" for r in runs
-        )
-        return f"wrote {_plural(len(occurrence_ids), 'occurrence')}: {slots}"
-
-    def freeze_mid_tick(self, name: str) -> None:
-        """Start a tick of ``name`` that stops between its read and its write,
-        on its own thread; return once it has stopped there."""
-        process = self.ticks[name]
-        frozen = threading.Event()
-        thawed = threading.Event()
-
-        def hold(batch: Sequence[Materialization]) -> None:
-            for item in batch:
-                slots = ", ".join(_utc(r.scheduled_at) for r in item.occurrences)
-                self.log(
-                    name,
-                    f"read version {item.expected_version}, due {_utc(item.expected_next_due)}; "
-                    f"about to write {slots} (v{item.expected_version}); its host freezes",
-                )
-            frozen.set()
-            if not thawed.wait(HANDOFF_TIMEOUT_S):
-                raise ProcessKilled(f"{name} was never thawed")
-
-        errors: list[BaseException] = []
-
-        def run() -> None:
-            try:
-                self.tick(name)
-            except BaseException as error:
-                errors.append(error)
-
-        process.store.before_write = hold
-        thread = threading.Thread(target=run, name=name, daemon=True)
-        self.frozen = Frozen(thread, thawed, errors)
-        thread.start()
-        while not frozen.wait(0.01):
-            if not thread.is_alive():
-                self.frozen = None
-                raise RuntimeError(f"{name} had nothing to write") from next(iter(errors), None)
-
-    def thaw(self) -> None:
-        """Let the frozen tick carry on from its read, and wait for the tick to end."""
-        frozen, self.frozen = self.frozen, None
-        assert frozen is not None
-        frozen.thawed.set()
-        frozen.thread.join(HANDOFF_TIMEOUT_S)
-        if frozen.thread.is_alive():
-            raise RuntimeError(f"{frozen.thread.name} did not finish its tick")
-        if frozen.errors:
-            raise frozen.errors[0]
-
-    def _describe(self, report: TickReport, written: Sequence[str]) -> str:
-        plan, dispatch = report.plan, report.dispatch
-        parts: list[str] = []
-        if written:
-            parts.append(self.wrote(written))
-        if plan.conflicts:
-            parts.append(
-                f"{_plural(plan.conflicts, 'write')} refused (the schedule changed since its read)"
-            )
-        if dispatch.admitted:
-            parts.append(f"admitted {dispatch.admitted}")
-        closed = plan.skipped + plan.expired + dispatch.skipped + dispatch.expired
-        if closed:
-            parts.append(f"closed {closed} without admitting")
-        if dispatch.sent:
-            sent = f"sent {_plural(dispatch.sent, 'intent')}"
-            if dispatch.resent:
-                sent += f" ({dispatch.resent} admitted earlier, never sent)"
-            parts.append(sent)
-        shards = _plural(len(dispatch.shards), "shard")
-        return f"tick ({shards}): " + ("; ".join(parts) or "nothing to do")
-
-    # --- the five steps ---------------------------------------------------------------------
+class Demo(DemoView):
+    """The story, step by step."""
 
     def body(self, zone: str, to: str, subject: str, cc: str | None = None) -> dict[str, Any]:
         payload: dict[str, Any] = {"to": to, "subject": subject}
@@ -594,7 +102,7 @@ class Demo:
             [
                 [
                     str(v.version),
-                    _clock(v.created_at),
+                    as_clock(v.created_at),
                     spec_zone_name(v.spec),
                     str(v.payload.get("to")),
                     str(v.payload.get("subject")),
@@ -666,7 +174,7 @@ class Demo:
             parts = [f"admitted {admitted}", "killed before sending its intent"]
             if tick_1.store.written[written:]:
                 parts.insert(0, self.wrote(tick_1.store.written[written:]))
-            self.log("tick-1", f"tick ({_plural(len(held), 'shard')}): " + "; ".join(parts))
+            self.log("tick-1", f"tick ({plural(len(held), 'shard')}): " + "; ".join(parts))
         self.clock.set(monday + self.config.lease_ttl + timedelta(seconds=1))
         self.start_tick("tick-2")
         self.tick("tick-2")
@@ -685,8 +193,8 @@ class Demo:
         intents = {occurrence for _, occurrence, *_ in self.messages()}
         self.print()
         self.say(
-            f"Monday's occurrence: {_plural(len(today), 'record')}, "
-            f"{_plural(len(intents), 'intent id')}: "
+            f"Monday's occurrence: {plural(len(today), 'record')}, "
+            f"{plural(len(intents), 'intent id')}: "
             + ", ".join(sorted(intents))
             + ". "
             + " ".join(
@@ -749,7 +257,7 @@ class Demo:
         intent = IntentBody.model_validate_json(message.body).to_intent()
         decision = worker.handle(intent, message.receive_count)
         emails = len(self.mail.outbox) - sent_before
-        what = f"runs {intent.occurrence_id}: {_plural(emails, 'email')} sent"
+        what = f"runs {intent.occurrence_id}: {plural(emails, 'email')} sent"
         if emails == 0:
             what = f"{intent.occurrence_id}: nothing sent"
         self.log(name, f"{what}; decision: {decision.action} ({decision.reason})")
@@ -801,16 +309,16 @@ class Demo:
         slots = {r.business_key for r in self.after_move}
         self.print()
         self.say(
-            f"Tuesday's 09:00: {_plural(len(after), 'record')} for its slot, "
+            f"Tuesday's 09:00: {plural(len(after), 'record')} for its slot, "
             f"{'unchanged' if unchanged else 'CHANGED'} by the move and the ticks after it ("
             + "; ".join(
-                f"{r.occurrence_id}: version {r.version}, {_utc(r.scheduled_at)}, "
-                f"written {_clock(r.materialized_at)}"
+                f"{r.occurrence_id}: version {r.version}, {as_utc(r.scheduled_at)}, "
+                f"written {as_clock(r.materialized_at)}"
                 for r in after
             )
-            + f"); {_plural(len(at_london), 'record') if at_london else 'none'} at "
-            f"{_utc(in_london)}, Tuesday 09:00 in London. "
-            f"{_plural(len(self.after_move), 'occurrence')} for {_plural(len(slots), 'slot')}."
+            + f"); {plural(len(at_london), 'record') if at_london else 'none'} at "
+            f"{as_utc(in_london)}, Tuesday 09:00 in London. "
+            f"{plural(len(self.after_move), 'occurrence')} for {plural(len(slots), 'slot')}."
         )
         self.print()
         self.print("Stored schedule:")
@@ -881,7 +389,7 @@ class Demo:
             ("schedule", f"{schedule.schedule_id}, version {schedule.version}, {state}"),
             (
                 "occurrences",
-                f"{len(runs)} for {_plural(len(keys), 'slot')}: "
+                f"{len(runs)} for {plural(len(keys), 'slot')}: "
                 + ", ".join(f"{n} {s}" for s, n in by_status.items()),
             ),
             (

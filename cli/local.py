@@ -346,15 +346,19 @@ class LocalStack:
             # Webhook signing secrets in the emulator's secrets table, where the
             # worker reads them, as on AWS; webhook addresses judged as its worker does.
             from adapters.targets import AddressPolicy
+            from bootstrap.aws import build_aws_services
 
-            services = api.build_services(self._settings(), address_policy=AddressPolicy.local())
+            services = build_aws_services(self._settings(), address_policy=AddressPolicy.local())
         else:
+            from bootstrap.local import build_sqlite_services
+            from bootstrap.parts import sqlite_targets
+
             jobs = None if self.jobs is None else self.jobs.names
-            services = api.build_services(
+            services = build_sqlite_services(
                 self._settings(),
-                data_dir=self.data_dir,
+                self.data_dir,
                 secrets=self._secrets(),
-                target_support=api.sqlite_targets(jobs),
+                target_support=sqlite_targets(jobs),
             )
         self.api_url = server.url
         self._spawn("api", server.serve_forever)
@@ -371,10 +375,11 @@ class LocalStack:
         self._spawn("echo", server.serve_forever)
 
     def _tick_loop(self) -> Callable[[], None]:
-        from handlers.tick import build_aws_ticker, build_sqlite_ticker
+        from bootstrap.aws import build_aws_ticker
+        from bootstrap.local import build_sqlite_ticker
 
         if self.args.store == "emulator":
-            ticker = build_aws_ticker(self._settings())
+            ticker = build_aws_ticker(self._settings()).ticker
         else:
             from adapters.sqlite.queue import SqliteQueue
 
@@ -404,12 +409,9 @@ class LocalStack:
         return loop
 
     def _worker_loop(self) -> Callable[[], None]:
-        from handlers.worker import build_aws_worker
-        from handlers.worker_local import (
-            SQLITE_RECEIVE_BATCH,
-            build_sqlite_worker,
-            run_worker_loop,
-        )
+        from bootstrap.aws import build_aws_worker
+        from bootstrap.local import build_sqlite_worker
+        from handlers.worker_local import SQLITE_RECEIVE_BATCH, run_worker_loop
         from service.run_ports import HELD_VISIBILITY_S
 
         batch = 10  # SQS's most
@@ -503,19 +505,20 @@ class LocalStack:
         return loop
 
     def _watchdog_loop(self) -> Callable[[], None]:
+        from bootstrap.aws import build_aws_watchdog
+        from bootstrap.local import build_sqlite_watchdog
         from cli import notify
-        from handlers.watchdog import build_aws_store, run_watchdog
-        from service.clock import SystemClock
-        from service.watchdog import Watchdog
+        from handlers.watchdog import run_watchdog
 
+        alerting = notify.alerting(self.args)
         if self.args.store == "emulator":
-            store = build_aws_store(self._settings())
+            # The --notify-url channel, not the deployment's alarm topic.
+            watchdog = build_aws_watchdog(
+                self._settings().model_copy(update={"alert_topic_arn": ""}), alerting
+            )
         else:
-            from adapters.sqlite.store import SqliteStore
-
-            store = SqliteStore(self.db_path)
-            self.closers.append(store.close)
-        watchdog = Watchdog(store, SystemClock(), notify.alerting(self.args))
+            watchdog = build_sqlite_watchdog(self.db_path, alerting)
+            self.closers.append(watchdog.store.close)  # type: ignore[attr-defined]
         interval = self.args.watchdog_interval
 
         def loop() -> None:
@@ -530,25 +533,16 @@ class LocalStack:
         then every few minutes (adapters/sqlite/janitor.py)."""
         from datetime import timedelta
 
-        from adapters.sqlite.janitor import JANITOR_INTERVAL_S, Janitor
-        from adapters.sqlite.queue import SqliteQueue
-        from adapters.sqlite.store import SqliteStore
-        from service.clock import SystemClock
+        from adapters.sqlite.janitor import JANITOR_INTERVAL_S
+        from adapters.targets.command import logs_dir
+        from bootstrap.local import build_housekeeping
 
         retention = self.args.retention or timedelta(seconds=self._settings().history_retention_s)
-        from adapters.sqlite.dead_letters import SqliteDeadLetterInbox
-        from adapters.sqlite.runs import SqliteRunStore
-        from service.dead_letter_sweep import sweep_dead_letters
-
-        store, queue = SqliteStore(self.db_path), SqliteQueue(self.db_path)
-        self.closers += [store.close, queue.close]
-        from adapters.targets.command import logs_dir
-
-        janitor = Janitor(store, queue, SystemClock(), retention, logs=logs_dir(self.data_dir))
         # The dead-letter sweep, as the worker runs it on AWS: a run whose intent
         # the queue's redrive moved is closed (service/dead_letter_sweep.py).
-        inbox = SqliteDeadLetterInbox(self.db_path, connection_of=queue)
-        runs = SqliteRunStore(store)
+        housekeeping = build_housekeeping(self.db_path, retention, logs=logs_dir(self.data_dir))
+        self.closers.append(housekeeping.close)
+        janitor = housekeeping.janitor
 
         def loop() -> None:
             log(
@@ -567,7 +561,7 @@ class LocalStack:
                         heartbeats=report.heartbeats,
                         logs=report.logs,
                     )
-                swept = sweep_dead_letters(inbox, runs, SystemClock())
+                swept = housekeeping.sweep()
                 if swept.found or swept.left:
                     log(
                         "dead-letter sweep", found=swept.found, closed=swept.closed, left=swept.left

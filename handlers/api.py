@@ -7,9 +7,9 @@ place, ``api_errors``, as ``{"error": {"code", "message", "field"}}``. A refused
 nothing: validation happens before any use case runs, and each use case
 refuses before it writes.
 
-What is refused before routing is ``api_edge``'s to say. Adapters
-(``api_wiring``) are built lazily, on the first request, and come in through the
-``service`` parameter in tests and in the local stack. On AWS the store is
+What is refused before routing is ``api_edge``'s to say. Adapters are built
+by the composition root (``bootstrap``) lazily, on the first request, and
+come in through the ``service`` parameter in tests and in the local stack. On AWS the store is
 DynamoDB; with ``DUETIME_DATA_DIR`` set it is the SQLite file in that
 directory (the local stack).
 
@@ -28,6 +28,14 @@ from typing import Any, Final
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 
+from bootstrap.parts import (
+    ENV_DATA_DIR,
+    SQLITE_FILE,
+    SQLITE_TARGETS,
+    ApiServices,
+    build_services,
+    sqlite_targets,
+)
 from domain.targets import TARGET_TYPES
 from domain.timeparse import format_instant
 from handlers import api_errors, api_runs, api_schedules
@@ -42,14 +50,6 @@ from handlers.api_edge import (
 from handlers.api_errors import error_response
 from handlers.api_models import WEBHOOK_ADDRESSES
 from handlers.api_out import HealthOut
-from handlers.api_wiring import (
-    ENV_DATA_DIR,
-    SQLITE_FILE,
-    SQLITE_TARGETS,
-    ApiServices,
-    build_services,
-    sqlite_targets,
-)
 from handlers.settings import Settings
 
 API_TITLE: Final = "duetime"

@@ -13,9 +13,9 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from pydantic import BaseModel
 
+from bootstrap.parts import ApiServices
 from domain.spec import ScheduleSpec
 from handlers.api_out import ErrorOut, RunOut, run_out
-from handlers.api_wiring import ApiServices
 from service.errors import (
     ScheduleNotFound,
 )

@@ -10,6 +10,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 
+from bootstrap.parts import ApiServices
 from domain.run import RunKind, RunStatus
 from domain.timeparse import format_instant, parse_instant
 from handlers.api_common import _JSON, TokenQuery, _responses, _runs_body, services_of
@@ -23,7 +24,6 @@ from handlers.api_models import (
     RetryRunIn,
 )
 from handlers.api_out import DeadLetterListOut, DeadLetterOut, RunListOut, RunOut
-from handlers.api_wiring import ApiServices
 from service.run_views import (
     InvalidListing,
     RunViews,

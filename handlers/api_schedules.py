@@ -13,6 +13,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Que
 
 from adapters.secrets import SecretNotFound, new_secret, put_first
 from adapters.targets.signing import shown_secret
+from bootstrap.parts import ApiServices
 from domain.schedule import Schedule
 from domain.targets import WebhookTarget
 from domain.timeparse import parse_instant
@@ -40,7 +41,6 @@ from handlers.api_out import (
     schedule_out,
     version_out,
 )
-from handlers.api_wiring import ApiServices
 from handlers.observability import logger
 from service import overview
 from service.schedules import local_time

@@ -131,3 +131,11 @@ def ledger_not_written(error: Exception) -> None:
     logger().warning(
         "load ledger not written: no surge for these seconds", extra={"error": repr(error)}
     )
+
+
+def ledger_not_read(error: Exception) -> None:
+    """A load ledger that could not be read before a pass plans early: the pass
+    plans early up to its budget (the surge it would have shown is lost anyway)."""
+    logger().warning(
+        "load ledger not read: planning early up to the budget", extra={"error": repr(error)}
+    )

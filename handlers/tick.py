@@ -14,57 +14,53 @@ due before the next one (service/surge.py): drains of the worker, invoked
 asynchronously a few seconds before a second with many intents due, waiting
 inside this invocation for that moment.
 
-``run_tick`` runs passes for a budget (one, on Lambda); the local stack runs
-the same pass on its own interval over SQLite (``build_sqlite_ticker``).
+``run_tick`` (handlers/tick_pass.py) runs passes for a budget (one, on
+Lambda); the local stack runs the same pass on its own interval over SQLite.
+The ticker is built by the composition root (``bootstrap.aws.build_aws_ticker``,
+``bootstrap.local.build_sqlite_ticker``).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import socket
-import time
-import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
-from adapters.definitions import Metric
-from domain.partition import Partitioning
+from bootstrap.aws import build_aws_ticker
+from bootstrap.parts import Ticker
 from handlers.observability import (
     build_at_init,
+    ledger_not_read,
     ledger_not_written,
     logger,
-    metrics,
     on_lambda,
-    put_count,
-    put_seconds,
 )
 from handlers.settings import Settings
-from service.clock import SystemClock
-from service.ports import Clock, DeliveryQueue
-from service.surge import TICK_RECORD_MIN, LoadRecordingQueue, Surges
-from service.tick import TickConfig, Ticker, TickReport
+from handlers.tick_pass import run_tick
+from service.surge import Surges
 
-
-def new_owner() -> str:
-    """A name for this tick process, unique among processes sharing a store."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-
-
-# The ticker of this Lambda container, built once (on Lambda by the init phase,
-# ``init_container``; elsewhere by the first invocation) and kept for the next
-# ones: one lease owner per container (a warm container renews its own leases)
-# and one set of clients.
+# The ticker of this Lambda container and its surge trigger (service/surge.py; None
+# when the deployment names no worker function to start), built once by the
+# composition root (bootstrap/aws.py): on Lambda by the init phase
+# (``init_container``), elsewhere by the first invocation; kept for the next ones:
+# one lease owner per container (a warm container renews its own leases) and one
+# set of clients. Its log lines and its invokes are this container's.
 _container_ticker: Ticker | None = None
+_container_surges: Surges | None = None
 
 
 def container_ticker(settings: Settings) -> Ticker:
-    global _container_ticker
+    global _container_ticker, _container_surges
     if _container_ticker is None:
-        _container_ticker = build_aws_ticker(settings)
+        built = build_aws_ticker(
+            settings,
+            invoker=_invoker,
+            on_ledger_error=ledger_not_written,
+            on_ledger_unread=ledger_not_read,
+        )
+        _container_ticker, _container_surges = built.ticker, built.surges
     return _container_ticker
 
 
@@ -74,118 +70,9 @@ def init_container() -> None:
     build_at_init(lambda: container_ticker(Settings.from_env()), "the ticker")
 
 
-def tick_config(settings: Settings) -> TickConfig:
-    """The pass of a deployment (AWS or local): it queues ahead, up to the
-    lookahead, so it needs to run only once per lookahead less a margin. A crowd
-    on the chain, which a pass with time to spare plans early, is as many
-    schedules at one instant as a surge starts for (``surgeMin``)."""
-    return TickConfig(
-        crowd_min=settings.surge_min,
-        partitioning=Partitioning(shards=settings.shards, bucket_s=settings.bucket_s),
-        lookahead=timedelta(seconds=settings.lookahead_s),
-        plan_block=timedelta(seconds=settings.plan_block_s),
-        direct_window=timedelta(seconds=settings.direct_window_s),
-        lease_ttl=timedelta(seconds=settings.lease_ttl_s),
-        queue_ahead=True,
-        plan_budget=timedelta(seconds=settings.tick_budget_s) if settings.tick_budget_s else None,
-    )
-
-
-def build_sqlite_ticker(
-    db_path: str | Path,
-    queue: DeliveryQueue,
-    settings: Settings | None = None,
-    *,
-    clock: Clock | None = None,
-    owner: str | None = None,
-) -> Ticker:
-    """The tick over the one-machine store (the local stack)."""
-    from adapters.sqlite.store import SqliteStore
-
-    settings = settings or Settings()
-    return Ticker(
-        SqliteStore(db_path),
-        queue,
-        clock or SystemClock(),
-        tick_config(settings),
-        owner=owner or new_owner(),
-    )
-
-
-def build_aws_ticker(settings: Settings) -> Ticker:
-    """The tick over DynamoDB and SQS, built from the deployment's settings. Its
-    sends count their crowded seconds in the load ledger, and the container keeps
-    the surge trigger that reads it (``_container_surges``), when the deployment
-    names its worker function."""
-    try:
-        from adapters.dynamodb.load import DynamoLoadLedger
-        from adapters.dynamodb.store import DynamoStore
-        from adapters.sqs import TICK_ALIGN_S, SqsDeliveryQueue
-    except ImportError as error:  # pragma: no cover - until both adapters exist
-        raise RuntimeError(f"the AWS adapters are not available: {error}") from error
-    global _container_surges
-    store = DynamoStore.from_settings(settings)
-    queue: DeliveryQueue = SqsDeliveryQueue.from_settings(settings, align_s=TICK_ALIGN_S)
-    owner = new_owner()
-    if settings.worker_function:
-        ledger = DynamoLoadLedger(store.client, settings.occurrences_table)
-        recording = LoadRecordingQueue(
-            queue,
-            ledger,
-            min_count=TICK_RECORD_MIN,
-            deferred=True,
-            on_error=ledger_not_written,
-            early_min=settings.surge_min,
-        )
-        queue = recording
-        _container_surges = Surges(
-            ledger,
-            _invoker(settings.worker_function),
-            SystemClock(),
-            time.sleep,
-            owner=owner,
-            surge_min=settings.surge_min,
-            counted=recording.flush,
-        )
-        quiet_until = _quiet_until(_container_surges, recording)
-    else:
-        quiet_until = None
-    return Ticker(
-        store, queue, SystemClock(), tick_config(settings), owner=owner, quiet_until=quiet_until
-    )
-
-
-def _quiet_until(
-    surges: Surges, recording: LoadRecordingQueue
-) -> Callable[[datetime, datetime], datetime]:
-    """Until when a pass may plan early: ``EARLY_MARGIN_S`` before the first surge
-    the invocation starts after its pass (``Surges.quiet_until``). A ledger that
-    cannot be read bounds nothing: the surge it would have shown is lost anyway."""
-    margin = timedelta(seconds=EARLY_MARGIN_S)
-
-    def quiet_until(now: datetime, until: datetime) -> datetime:
-        try:
-            return surges.quiet_until(now, until, recording.pending, margin=margin)
-        except Exception as error:  # planning early is an optimisation too
-            logger().warning(
-                "load ledger not read: planning early up to the budget",
-                extra={"error": repr(error)},
-            )
-            return until
-
-    return quiet_until
-
-
 # Kept back from the tick's remaining time when it waits for a surge's moment.
 SURGE_MARGIN_S = 5.0
-# How long before a surge's moment a pass stops planning early: it looks at the
-# time between pages, and a page of 500 seeds takes about 8 s at the tick's 512 MB.
-EARLY_MARGIN_S = 10.0
 INVOKE_THREADS = 16
-
-# The surge trigger of this container (service/surge.py), built with its ticker;
-# None when the deployment names no worker function to start.
-_container_surges: Surges | None = None
 
 
 def _invoker(function_name: str) -> Callable[[list[dict[str, Any]]], int]:
@@ -240,92 +127,6 @@ def start_surges(surges: Surges, nominal: datetime, remaining_s: float | None) -
         "drains_refused": report.refused,
         "surge_wait_s": round(report.waited_s, 3),
     }
-
-
-def emit(report: TickReport) -> None:
-    """The metrics of one pass: an idle pass sends the heartbeat alone (a
-    count of 0 is not sent, see ``put_count``). Quarantines are on their own
-    log line (``schedule quarantined``) and the pass's line."""
-    put_count(Metric.TICK_HEARTBEAT, 1)
-    put_count(Metric.OCCURRENCES_MATERIALIZED, report.plan.materialized)
-    put_count(Metric.OCCURRENCES_ADMITTED, report.dispatch.admitted)
-    put_count(Metric.OCCURRENCES_SKIPPED, report.plan.skipped + report.dispatch.skipped)
-    put_count(Metric.OCCURRENCES_EXPIRED, report.plan.expired + report.dispatch.expired)
-    if report.dispatch.max_lag_s is not None:
-        put_seconds(Metric.DISPATCH_LAG, report.dispatch.max_lag_s)
-
-
-def run_tick(
-    ticker: Ticker,
-    budget_s: float,
-    *,
-    interval_s: float = 1.0,
-    sleep: Callable[[float], None] = time.sleep,
-    monotonic: Callable[[], float] = time.monotonic,
-    fields: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """Plan + dispatch passes until ``budget_s`` is used up (at least one pass),
-    then release the shards and the membership, also when a pass fails: the
-    next invocation (here or in another container) takes every shard at once
-    rather than waiting for these leases to expire."""
-    logger()  # built first: a pass's own log lines (a quarantine) go through it
-    deadline = monotonic() + budget_s
-    totals: dict[str, Any] = {
-        "passes": 0,
-        "materialized": 0,
-        "planned_early": 0,
-        "admitted": 0,
-        "skipped": 0,
-        "expired": 0,
-        "quarantined": 0,
-        "sent": 0,
-        "max_lag_s": None,
-        "owner": ticker.owner,
-        **(fields or {}),
-    }
-    try:
-        while True:
-            report = ticker.tick_once()
-            emit(report)
-            totals["passes"] += 1
-            totals["materialized"] += report.plan.materialized
-            totals["planned_early"] += report.plan.early
-            totals["admitted"] += report.dispatch.admitted
-            totals["skipped"] += report.plan.skipped + report.dispatch.skipped
-            totals["expired"] += report.plan.expired + report.dispatch.expired
-            totals["quarantined"] += len(report.plan.quarantined) + len(report.dispatch.quarantined)
-            totals["sent"] += report.dispatch.sent
-            lag = report.dispatch.max_lag_s
-            if lag is not None:
-                totals["max_lag_s"] = max(lag, totals["max_lag_s"] or lag)
-            if report.plan.out_of_time:
-                totals["out_of_planning_time"] = True
-                logger().warning(
-                    "planning stopped at its budget: the next pass plans the rest",
-                    extra={"materialized": report.plan.materialized},
-                )
-            if report.dispatch.out_of_time:
-                totals["out_of_dispatch_time"] = True
-                logger().warning(
-                    "dispatch stopped at its deadline: the next pass dispatches the rest",
-                    extra={"admitted": report.dispatch.admitted},
-                )
-            if report.dispatch.checkpoint_refused:
-                logger().warning(
-                    "lease lost while dispatching",
-                    extra={"shards": report.dispatch.checkpoint_refused},
-                )
-            if monotonic() + interval_s >= deadline:
-                break
-            sleep(interval_s)
-    finally:
-        try:
-            ticker.release()
-        except Exception:  # the leases then expire by their TTL
-            logger().exception("tick leases not released")
-        metrics().flush_metrics()
-    logger().info("tick", extra=totals)
-    return totals
 
 
 def stands_for(event: Any) -> datetime | None:

@@ -10,10 +10,10 @@ message of its own on that topic (service/alerts.py).
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import timedelta
 from typing import Any
 
 from adapters.definitions import Metric
+from bootstrap.aws import build_aws_watchdog
 from domain.watch import WatchStatus
 from handlers.observability import (
     build_at_init,
@@ -24,9 +24,6 @@ from handlers.observability import (
     put_seconds,
 )
 from handlers.settings import Settings
-from service.alerts import Alerting
-from service.clock import SystemClock
-from service.ports import Store
 from service.watchdog import Watchdog, WatchReport
 
 # When the tick has never beaten, report the age as this (a day): the alarm fires.
@@ -36,48 +33,17 @@ NEVER_BEATEN_AGE_S = 86400.0
 SAFETY_MARGIN_S = 15.0
 
 
-def build_aws_store(settings: Settings) -> Store:
-    from adapters.dynamodb.store import DynamoStore
-
-    store: Store = DynamoStore.from_settings(settings)
-    return store
-
-
-def build_aws_alerting(settings: Settings) -> Alerting | None:
-    """The alarm topic as the notification channel; None when the deployment has none."""
-    if not settings.alert_topic_arn:
-        return None
-    import boto3
-    from botocore.config import Config
-
-    from adapters.notify import SnsNotifier
-
-    client = boto3.session.Session().client(
-        "sns",
-        config=Config(
-            retries={"mode": "standard", "max_attempts": 3}, connect_timeout=3, read_timeout=10
-        ),
-    )
-    return Alerting(
-        SnsNotifier(settings.alert_topic_arn, client),
-        min_interval=timedelta(seconds=settings.alert_min_interval_s),
-    )
-
-
 # The watchdog of this Lambda container (its store and its channel), built once
 # (on Lambda by the init phase, ``init_container``; elsewhere by the first
 # invocation) and kept: a pass every few minutes need not build its clients
-# each time.
+# each time. The composition root builds it (bootstrap/aws.py).
 _container_watchdog: Watchdog | None = None
 
 
 def container_watchdog() -> Watchdog:
     global _container_watchdog
     if _container_watchdog is None:
-        settings = Settings.from_env()
-        _container_watchdog = Watchdog(
-            build_aws_store(settings), SystemClock(), build_aws_alerting(settings)
-        )
+        _container_watchdog = build_aws_watchdog(Settings.from_env())
     return _container_watchdog
 
 

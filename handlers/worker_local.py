@@ -1,85 +1,31 @@
 """The local stack's worker: ``run_worker_loop`` runs a ``WorkerPool``, threads
-that apply the worker's decisions (handlers/worker.py) to messages from the
+that apply the worker's decisions (handlers/intents.py) to messages from the
 SQLite queue (or SQS over the emulator), with a heartbeat that keeps each held
 message hidden and each run in flight leased for seconds at a time, so the work
-of a killed process is taken over within seconds.
+of a killed process is taken over within seconds. The worker and its queue
+come from the composition root (``bootstrap.local.build_sqlite_worker``, or
+``bootstrap.aws.build_aws_worker`` over the emulator).
 """
 
 from __future__ import annotations
 
 import queue as queue_module
-import random
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-from adapters.secrets import SecretStore
-from adapters.targets import AddressPolicy, Targets, WebhookSender
-from domain.delivery import TargetPort
+from handlers.intents import Handled, handle_message
 from handlers.observability import (
     logger,
 )
-from handlers.worker import (
-    Handled,
-    PowertoolsTelemetry,
-    flush_metrics,
-    handle_message,
-)
-from service.clock import SystemClock
-from service.ports import Clock
+from handlers.telemetry import flush_metrics
 from service.run_ports import (
     HELD_VISIBILITY_S,
     QueueMessage,
     WorkQueue,
 )
-from service.runs import RunWorker, WorkerConfig
-
-# A Lambda function runs at most 15 minutes; keep one synchronous call well inside.
-
-
-def build_sqlite_worker(
-    db_path: str | Path,
-    secrets: SecretStore,
-    *,
-    clock: Clock | None = None,
-    rng: random.Random | None = None,
-    targets: TargetPort | None = None,
-    address_policy: AddressPolicy | None = None,
-    command: TargetPort | None = None,
-) -> tuple[RunWorker, WorkQueue]:
-    """The worker and the queue over one SQLite file (the local stack).
-
-    ``command`` runs command targets (the jobs file's ``CommandRunner``), where
-    the stack has a jobs file.
-
-    Webhooks may call 127.0.0.1 here (``AddressPolicy.local()``), so a receiver
-    on the same machine can be tried out. Messages and run leases are held for
-    ``HELD_VISIBILITY_S`` at a time: run it with ``run_worker_loop``, whose
-    heartbeat extends them.
-    """
-    from adapters.sqlite.queue import SqliteQueue
-    from adapters.sqlite.runs import SqliteRunStore
-
-    clock = clock or SystemClock()
-    policy = address_policy or AddressPolicy.local()
-    runs = SqliteRunStore.open(str(db_path))
-    worker = RunWorker(
-        runs,
-        targets or Targets.build(webhook=WebhookSender(secrets, policy), command=command),
-        clock,
-        rng or random.Random(),
-        telemetry=PowertoolsTelemetry(),
-        config=WorkerConfig(held_lease_s=HELD_VISIBILITY_S),
-    )
-    # The queue shares the run store's connection: one page cache, and the
-    # pool's receives and deletes never wait on its own run writes.
-    queue = SqliteQueue(
-        db_path, clock=clock, visibility_timeout_s=HELD_VISIBILITY_S, connection_of=runs.store
-    )
-    return worker, queue
-
+from service.runs import RunWorker
 
 # Messages a pool over the SQLite queue receives at a time (SQS gives at most
 # 10): a receive there is one write transaction whatever its size, and a

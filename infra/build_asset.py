@@ -44,7 +44,7 @@ PYTHON_VERSION: Final = "3.14"
 PLATFORM: Final = "manylinux2014_aarch64"
 
 # What the handlers import. Tests, infra and the CLI stay out of the asset.
-PACKAGES: Final = ("domain", "service", "adapters", "handlers")
+PACKAGES: Final = ("domain", "service", "adapters", "bootstrap", "handlers")
 PROVIDED_BY_RUNTIME: Final = frozenset({"boto3", "botocore", "s3transfer"})
 
 _IGNORED_DIRS: Final = frozenset({"__pycache__", ".mypy_cache", ".pytest_cache"})

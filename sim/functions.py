@@ -180,10 +180,14 @@ def fresh_module(name: str, use: dict[str, ModuleType] | None = None) -> ModuleT
 # The helper modules a handler module imports that log or count through the
 # observability module on their own: a container loads its own copy of each, as a
 # Lambda environment would, so what they emit carries the container's logger and
-# metrics (DeadLettered from the sweep). A helper that defines classes other
-# modules share (the API's errors and routers) must stay shared, so the list is
-# explicit.
-CONTAINER_HELPERS: dict[str, tuple[str, ...]] = {"handlers.worker": ("handlers.sweep",)}
+# metrics (DeadLettered from the sweep and the intents, the attempts' lines and
+# metrics from the telemetry, the tick's heartbeat from its pass). A helper that
+# defines classes other modules share (the API's errors and routers) must stay
+# shared, so the list is explicit.
+CONTAINER_HELPERS: dict[str, tuple[str, ...]] = {
+    "handlers.worker": ("handlers.sweep", "handlers.telemetry", "handlers.intents"),
+    "handlers.tick": ("handlers.tick_pass",),
+}
 
 
 class Container:
@@ -224,7 +228,7 @@ class Container:
             # container's own too, so what they emit carries its logger and metrics.
             own = {OBSERVABILITY: observability}
             for helper in CONTAINER_HELPERS.get(module_name, ()):
-                own[helper] = fresh_module(helper, {OBSERVABILITY: observability})
+                own[helper] = fresh_module(helper, dict(own))  # and the helpers before it
             module = fresh_module(module_name, own)
             for seam in self.function.seams.get(module_name, ()):
                 seam(module)

@@ -272,7 +272,8 @@ class Simulation:
 
             @functools.wraps(build)
             def built(*args: Any, **kwargs: Any) -> Any:
-                ticker = build(*args, **kwargs)
+                parts = build(*args, **kwargs)  # bootstrap.aws.AwsTick
+                ticker = parts.ticker
                 # The store overlaps a page's requests on its pool, as on Lambda: here the
                 # pool's threads are strands (they take turns, so moto sees one request
                 # at a time), as many at once as it has threads.
@@ -290,10 +291,9 @@ class Simulation:
                     setattr(part, name, _planning(engine, method))
                 # A surge's wait and invokes are its runs' work; reading the ledger is
                 # every pass's.
-                surges = getattr(module, "_container_surges", None)
-                if surges is not None:
-                    surges.start = _planning(engine, surges.start)
-                return ticker
+                if parts.surges is not None:
+                    parts.surges.start = _planning(engine, parts.surges.start)
+                return parts
 
             module.build_aws_ticker = built  # type: ignore[attr-defined]
 

@@ -18,9 +18,9 @@ from moto import mock_aws
 from adapters.dynamodb.local import create_store_tables
 from adapters.secrets import InMemorySecretStore
 from adapters.sqlite.store import SqliteStore
+from bootstrap.parts import tick_config
 from handlers.api import ApiServices, build_services, handler
 from handlers.settings import Settings
-from handlers.tick import tick_config
 from service.tick import Ticker
 from tests.conftest import FakeClock, FakeQueue, utc
 from tests.handlers.test_api import rest_event

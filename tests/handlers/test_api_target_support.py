@@ -14,9 +14,9 @@ from moto import mock_aws
 from adapters.dynamodb.local import create_store_tables
 from adapters.secrets import InMemorySecretStore
 from adapters.sqlite.store import SqliteStore
+from bootstrap.local import build_sqlite_worker
 from handlers.api import SQLITE_FILE, SQLITE_TARGETS, build_services
 from handlers.settings import Settings
-from handlers.worker_local import build_sqlite_worker
 from tests.conftest import FakeClock
 from tests.handlers.test_api import REPORT, Api
 

@@ -93,7 +93,7 @@ def test_the_first_invocation_builds_what_the_init_phase_could_not(
     built = object()
     answers: list[object] = [RuntimeError("the table is not there yet"), built]
 
-    def build(settings: object) -> object:
+    def build(settings: object, **parts: object) -> object:
         answer = answers.pop(0)
         if isinstance(answer, Exception):
             raise answer
@@ -123,8 +123,8 @@ def test_the_watchdog_builds_its_store_once_per_container(monkeypatch: pytest.Mo
         return builds[-1]
 
     monkeypatch.setattr(watchdog_handler, "_container_watchdog", None)
-    monkeypatch.setattr(watchdog_handler, "build_aws_store", build)
+    monkeypatch.setattr(watchdog_handler, "build_aws_watchdog", build)
     watchdog_handler.init_container()
     watchdog = watchdog_handler.container_watchdog()
     assert watchdog is watchdog_handler.container_watchdog()
-    assert watchdog.store is builds[0] and len(builds) == 1
+    assert watchdog is builds[0] and len(builds) == 1

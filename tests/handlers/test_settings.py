@@ -8,8 +8,8 @@ import pytest
 from pydantic import ValidationError
 
 from adapters import definitions as d
+from bootstrap.parts import tick_config
 from handlers.settings import Settings
-from handlers.tick import tick_config
 
 
 def test_the_tick_takes_its_windows_from_the_environment() -> None:

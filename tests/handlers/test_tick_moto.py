@@ -13,6 +13,7 @@ from moto import mock_aws
 
 from adapters.dynamodb.local import create_store_tables
 from adapters.dynamodb.store import DynamoStore, TableNames
+from bootstrap.aws import EARLY_MARGIN_S, AwsTick
 from domain.partition import Partitioning
 from handlers import tick as tick_handler
 from service.ports import Heartbeat
@@ -116,9 +117,9 @@ def test_the_same_container_keeps_one_owner_across_invocations(
     built: list[Ticker] = []
     store, clock, queue = store_of(aws), FakeClock(utc("2026-12-01T08:00:00Z")), FakeQueue()
 
-    def build(settings: Any) -> Ticker:
+    def build(settings: Any, **hooks: Any) -> AwsTick:
         built.append(container(store, clock, queue, f"c{len(built)}"))
-        return built[-1]
+        return AwsTick(built[-1], None)
 
     monkeypatch.setattr(tick_handler, "build_aws_ticker", build)
     monkeypatch.setattr(tick_handler, "_container_ticker", None)
@@ -193,6 +194,7 @@ def test_the_aws_ticker_counts_its_sends_and_sends_a_surges_second_early(
     from service.surge import TICK_RECORD_MIN, LoadRecordingQueue
 
     _, names = aws
+    monkeypatch.setattr(tick_handler, "_container_ticker", None)
     monkeypatch.setattr(tick_handler, "_container_surges", None)
     settings = Settings(
         schedules_table=names.schedules,
@@ -202,7 +204,7 @@ def test_the_aws_ticker_counts_its_sends_and_sends_a_surges_second_early(
         worker_function="duetime-worker",
         surge_min=30,
     )
-    ticker = tick_handler.build_aws_ticker(settings)
+    ticker = tick_handler.container_ticker(settings)
     queue = ticker.dispatcher.queue
     assert isinstance(queue, LoadRecordingQueue)
     assert (queue.deferred, queue.min_count, queue.early_min) == (True, TICK_RECORD_MIN, 30)
@@ -212,8 +214,9 @@ def test_the_aws_ticker_counts_its_sends_and_sends_a_surges_second_early(
     assert surges is not None and surges.surge_min == 30 and surges.owner == ticker.owner
 
     # No worker function named: no ledger, no surge, nothing sent early.
+    monkeypatch.setattr(tick_handler, "_container_ticker", None)
     monkeypatch.setattr(tick_handler, "_container_surges", None)
-    plain = tick_handler.build_aws_ticker(settings.model_copy(update={"worker_function": ""}))
+    plain = tick_handler.container_ticker(settings.model_copy(update={"worker_function": ""}))
     assert not isinstance(plain.dispatcher.queue, LoadRecordingQueue)
     assert getattr(plain.dispatcher.queue, "align_s", None) == TICK_ALIGN_S
     assert tick_handler._container_surges is None
@@ -227,6 +230,7 @@ def test_the_aws_ticker_plans_early_until_a_margin_before_the_first_surge(
     from service.surge import drains_for, lead_s
 
     _, names = aws
+    monkeypatch.setattr(tick_handler, "_container_ticker", None)
     monkeypatch.setattr(tick_handler, "_container_surges", None)
     settings = Settings(
         schedules_table=names.schedules,
@@ -237,7 +241,7 @@ def test_the_aws_ticker_plans_early_until_a_margin_before_the_first_surge(
         surge_min=30,
         plan_block_s=300,  # the stack's
     )
-    ticker = tick_handler.build_aws_ticker(settings)
+    ticker = tick_handler.container_ticker(settings)
     assert ticker.quiet_until is not None and ticker.planner.plans_early
     now = datetime.now(UTC).replace(microsecond=0)
     until = now + timedelta(seconds=50)
@@ -245,7 +249,7 @@ def test_the_aws_ticker_plans_early_until_a_margin_before_the_first_surge(
     # What the pass counted and has not written yet bounds it.
     second = now + timedelta(seconds=30)
     ticker.dispatcher.queue.pending[second] = 100  # type: ignore[attr-defined]
-    moment = second - timedelta(seconds=lead_s(drains_for(100)) + tick_handler.EARLY_MARGIN_S)
+    moment = second - timedelta(seconds=lead_s(drains_for(100)) + EARLY_MARGIN_S)
     assert ticker.quiet_until(now, until) == moment
 
     # A ledger that cannot be read bounds nothing, and says so.

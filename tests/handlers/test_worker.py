@@ -22,7 +22,8 @@ from adapters.sqs_worker import REASON_ATTRIBUTE, SqsWorkQueue
 from domain.delivery import Outcome
 from domain.identity import parse_occurrence_id
 from domain.run import DeliveryIntent, Run, RunStatus
-from handlers.worker import PowertoolsTelemetry, handler
+from handlers.telemetry import PowertoolsTelemetry
+from handlers.worker import handler
 from service.run_ports import QueueMessage, WorkQueue
 from service.runs import RunWorker
 from tests.conftest import WEBHOOK, FakeClock, World, utc

@@ -131,7 +131,7 @@ def test_a_record_still_running_at_the_deadline_comes_back_and_the_rest_are_answ
 def test_the_container_builds_its_clients_once(monkeypatch: pytest.MonkeyPatch) -> None:
     built: list[int] = []
 
-    def build(settings: Any) -> tuple[Any, Any]:
+    def build(settings: Any, **parts: Any) -> tuple[Any, Any]:
         built.append(1)
         return object(), object()
 
@@ -166,7 +166,9 @@ def test_the_clients_the_worker_builds_use_the_bounded_configs(
         return original(self, name, *args, **kwargs)
 
     monkeypatch.setattr(boto3.session.Session, "client", client)
-    worker_handler.build_aws_parts(
+    from bootstrap.aws import build_aws_parts
+
+    build_aws_parts(
         Settings(
             schedules_table="s",
             occurrences_table="o",

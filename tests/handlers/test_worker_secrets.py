@@ -22,9 +22,9 @@ from adapters.definitions import WEBHOOK_SECRETS, create_table
 from adapters.secrets import SecretsManagerSecretStore, aws_secret_store, create_signing_key
 from adapters.targets.signing import legacy_signature as sign
 from adapters.targets.webhook import _Answer
+from bootstrap.aws import build_aws_parts
 from domain.delivery import Delivery
 from domain.targets import WebhookTarget
-from handlers import worker as worker_handler
 from handlers.settings import Settings
 
 REGION = "eu-west-1"
@@ -74,7 +74,7 @@ def settings(store: str) -> Settings:
 
 
 def deliver(store: str, receiver: Receiver, schedule_id: str) -> Any:
-    parts = worker_handler.build_aws_parts(settings(store), webhook_exchange=receiver)
+    parts = build_aws_parts(settings(store), webhook_exchange=receiver)
     delivery = Delivery(
         occurrence_id=f"{schedule_id}:1:2026-12-01T08:00:00Z",
         schedule_id=schedule_id,

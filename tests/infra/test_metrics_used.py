@@ -24,7 +24,7 @@ from adapters.definitions import METRIC_DIMENSIONS, METRIC_NAMES, METRICS_NAMESP
 from tests.infra.helpers import only, resources
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("adapters", "cli", "domain", "handlers", "infra", "service")
+PACKAGES = ("adapters", "bootstrap", "cli", "domain", "handlers", "infra", "service")
 OBSERVABILITY = ROOT / "handlers" / "observability.py"
 EMITTERS = {"put_count", "put_seconds"}
 # What else would send a custom metric: Powertools' own calls, CloudWatch's API.

@@ -34,9 +34,9 @@ from adapters.sqlite.store import SqliteStore
 from adapters.targets import AddressPolicy, WebhookSender
 from adapters.targets.signing import shown_secret
 from adapters.targets.webhook import _Answer
+from bootstrap.aws import build_aws_parts
 from domain.delivery import Delivery
 from domain.targets import WebhookTarget
-from handlers import worker as worker_handler
 from handlers.api import ApiServices, build_services, handler
 from handlers.settings import Settings
 from service.schedules import ScheduleService
@@ -292,7 +292,7 @@ def test_on_dynamodb_the_api_secret_verifies_what_the_worker_signs(
     assert status == 201, created
     receiver = InProcessReceiver()
     receiver.secret = created["webhook_secret"]
-    parts = worker_handler.build_aws_parts(aws, webhook_exchange=receiver)
+    parts = build_aws_parts(aws, webhook_exchange=receiver)
 
     outcome = parts.targets.deliver(
         WebhookTarget(url="https://93.184.215.14/hook"), delivery_of(created["id"]), timeout_s=5
@@ -333,7 +333,7 @@ def test_on_dynamodb_header_values_are_sealed_and_the_worker_sends_them(
     # ...and the worker opens them and sends them, signed as ever.
     receiver = InProcessReceiver()
     receiver.secret = created["webhook_secret"]
-    parts = worker_handler.build_aws_parts(aws, webhook_exchange=receiver)
+    parts = build_aws_parts(aws, webhook_exchange=receiver)
     stored = parts.runs.get_version(created["id"], 1)
     assert stored is not None
     outcome = parts.targets.deliver(stored.target, delivery_of(created["id"]), timeout_s=5)
@@ -376,7 +376,7 @@ def test_an_edit_that_leaves_a_header_keeps_its_sealed_value(
     response = handler(edit, None, service=services)
     assert response["statusCode"] == 200, response["body"]
 
-    parts = worker_handler.build_aws_parts(aws, webhook_exchange=InProcessReceiver())
+    parts = build_aws_parts(aws, webhook_exchange=InProcessReceiver())
     stored = parts.runs.get_version(created["id"], 2)
     assert stored is not None and dict(stored.target.headers) == {"Authorization": "Bearer kept"}
     items = boto3.client("dynamodb").scan(TableName=aws.schedules_table)["Items"]
@@ -398,7 +398,7 @@ def test_a_version_saved_before_sealing_keeps_its_header_values(
     assert "Bearer from-before" in repr(items) and "sealed_headers" not in repr(items)
 
     # the worker of this release, which holds a seal, reads the values from the body.
-    parts = worker_handler.build_aws_parts(aws, webhook_exchange=InProcessReceiver())
+    parts = build_aws_parts(aws, webhook_exchange=InProcessReceiver())
     stored = parts.runs.get_version(created["id"], 1)
     assert stored is not None
     assert dict(stored.target.headers) == {"Authorization": "Bearer from-before"}

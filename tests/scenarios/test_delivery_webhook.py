@@ -28,7 +28,7 @@ from adapters.sqlite.runs import SqliteRunStore
 from adapters.targets import AddressPolicy, Targets, WebhookSender
 from adapters.targets.signing import shown_secret
 from domain.run import Run, RunStatus
-from handlers.worker import PowertoolsTelemetry
+from handlers.telemetry import PowertoolsTelemetry
 from handlers.worker_local import run_worker_loop
 from service.runs import RunReports, RunWorker
 from tests.conftest import FakeClock, World, make_world, utc

@@ -5,6 +5,8 @@ from __future__ import annotations
 import random
 from datetime import UTC, datetime
 
+import pytest
+
 from adapters.secrets import InMemorySecretStore
 from adapters.targets.signing import legacy_signature as sign
 from adapters.targets.webhook import WebhookSender, _Answer
@@ -65,9 +67,13 @@ def test_a_webhook_without_a_secret_is_refused_before_any_exchange() -> None:
 
 
 def test_the_worker_draws_its_back_off_from_the_generator_it_is_given() -> None:
-    from handlers import worker
+    from bootstrap import aws
+    from handlers.settings import Settings
+    from service.run_ports import NoTelemetry
 
-    parts = worker.AwsWorkerParts(runs=object(), targets=object(), queue=object())  # type: ignore[arg-type]
+    parts = aws.AwsWorkerParts(runs=object(), targets=object(), queue=object())  # type: ignore[arg-type]
     rng = random.Random(3)
-    built = worker._run_worker(parts, None, rng)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(aws, "build_aws_parts", lambda *args, **kwargs: parts)
+        built, _ = aws.build_aws_worker(Settings(), telemetry=NoTelemetry(), rng=rng)
     assert built.rng is rng

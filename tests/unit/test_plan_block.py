@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from bootstrap.parts import tick_config
 from domain.partition import Partitioning
 from handlers.settings import Settings
-from handlers.tick import tick_config
 from service.schedules import ScheduleService
 from service.tick import MAX_QUEUE_AHEAD, PlanNow, TickConfig
 from tests.conftest import FakeClock, make_world, utc

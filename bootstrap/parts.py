@@ -1,0 +1,147 @@
+"""What the composition root builds on every platform, and the planner it builds from.
+
+The planner's entry points (``Ticker``, ``TickConfig``, ``TickReport``,
+``PlanNow``) are imported here and nowhere else outside the service layer:
+handlers, the CLI and the benchmarks take them from this module.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from dataclasses import dataclass, field, replace
+from datetime import timedelta
+from pathlib import Path
+from typing import Final
+
+from adapters.secrets import SecretStore
+from adapters.targets.addresses import AddressPolicy
+from domain.partition import Partitioning
+from handlers.settings import Settings
+from service.ports import Clock
+from service.run_views import RunViews
+from service.runs import RunReports
+from service.schedules import ScheduleService, TargetSupport
+from service.tick import PlanNow, TickConfig, Ticker, TickReport
+
+# The directory of the local stack's SQLite file, for the API handler run outside it.
+ENV_DATA_DIR: Final = "DUETIME_DATA_DIR"
+SQLITE_FILE: Final = "duetime.db"
+
+
+@dataclass
+class ApiServices:
+    """What the routes call: the schedule use cases and the webhook secret store.
+
+    ``secrets`` is None where no secret store is configured: a webhook
+    schedule then still gets a signing secret, returned once, but duetime
+    keeps no copy to sign with. ``runs`` takes the progress and completion
+    reports of long jobs; where it is None those routes answer 501.
+    ``views`` lists runs with filters, retries them and reads the dead
+    letters; where it is None, runs are still listed (over the schedule
+    store), and the retry and the dead letters answer 501.
+    ``address_policy`` is the rule the deployment's worker applies to webhook
+    addresses; a URL whose host is an address it refuses is refused at save.
+    """
+
+    schedules: ScheduleService
+    secrets: SecretStore | None = None
+    runs: RunReports | None = None
+    views: RunViews | None = None
+    address_policy: AddressPolicy = field(default_factory=AddressPolicy)
+
+
+# What the SQLite stack's worker delivers to (bootstrap.local.build_sqlite_worker
+# builds the webhook sender only); a schedule naming another type is refused when
+# saved there, rather than accepted and then failed at every run.
+SQLITE_TARGETS: Final = TargetSupport(
+    frozenset({"webhook"}),
+    "deploy duetime to AWS (cdk deploy), or try them on this machine with "
+    "`duetime local --store emulator`, which delivers them to its own emulated "
+    "services, not to AWS",
+)
+
+
+def sqlite_targets(jobs: frozenset[str] | None) -> TargetSupport:
+    """What the SQLite stack delivers to: SQLITE_TARGETS, and command targets
+    naming one of ``jobs`` where a jobs file is loaded (``duetime local --jobs``)."""
+    if jobs is None:
+        return SQLITE_TARGETS
+    return replace(SQLITE_TARGETS, types=SQLITE_TARGETS.types | {"command"}, jobs=jobs)
+
+
+def partitioning(settings: Settings) -> Partitioning:
+    return Partitioning(shards=settings.shards, bucket_s=settings.bucket_s)
+
+
+def tick_config(settings: Settings) -> TickConfig:
+    """The pass of a deployment (AWS or local): it queues ahead, up to the
+    lookahead, so it needs to run only once per lookahead less a margin. A crowd
+    on the chain, which a pass with time to spare plans early, is as many
+    schedules at one instant as a surge starts for (``surgeMin``)."""
+    return TickConfig(
+        crowd_min=settings.surge_min,
+        partitioning=partitioning(settings),
+        lookahead=timedelta(seconds=settings.lookahead_s),
+        plan_block=timedelta(seconds=settings.plan_block_s),
+        direct_window=timedelta(seconds=settings.direct_window_s),
+        lease_ttl=timedelta(seconds=settings.lease_ttl_s),
+        queue_ahead=True,
+        plan_budget=timedelta(seconds=settings.tick_budget_s) if settings.tick_budget_s else None,
+    )
+
+
+def build_services(
+    settings: Settings,
+    *,
+    data_dir: str | Path | None = None,
+    clock: Clock | None = None,
+    secrets: SecretStore | None = None,
+    target_support: TargetSupport | None = None,
+    address_policy: AddressPolicy | None = None,
+) -> ApiServices:
+    """The API's use cases over SQLite (with ``data_dir``: the local stack,
+    ``bootstrap.local``) or DynamoDB (without: ``bootstrap.aws``)."""
+    if data_dir is not None:
+        from bootstrap.local import build_sqlite_services
+
+        return build_sqlite_services(
+            settings,
+            data_dir,
+            clock=clock,
+            secrets=secrets,
+            target_support=target_support,
+            address_policy=address_policy,
+        )
+    from bootstrap.aws import build_aws_services
+
+    return build_aws_services(
+        settings,
+        clock=clock,
+        secrets=secrets,
+        target_support=target_support,
+        address_policy=address_policy,
+    )
+
+
+def new_owner() -> str:
+    """A name for a tick process, unique among processes sharing a store."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+__all__ = [
+    "ENV_DATA_DIR",
+    "SQLITE_FILE",
+    "SQLITE_TARGETS",
+    "ApiServices",
+    "PlanNow",
+    "TickConfig",
+    "TickReport",
+    "Ticker",
+    "build_services",
+    "new_owner",
+    "partitioning",
+    "sqlite_targets",
+    "tick_config",
+]
