@@ -63,8 +63,9 @@ from domain.run import DeliveryIntent, new_occurrence
 from domain.schedule import Schedule, ScheduleState, ScheduleVersion, parse_policy
 from domain.spec import Slot, next_slot, parse_spec
 from domain.targets import parse_target
+from service.planning.config import TickConfig
+from service.planning.ticker import Ticker
 from service.ports import DeliveryQueue
-from service.tick import TickConfig, Ticker
 
 DUE = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 

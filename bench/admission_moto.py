@@ -37,8 +37,8 @@ from adapters.sqs import SqsDeliveryQueue  # noqa: E402
 from domain.partition import Partitioning  # noqa: E402
 from handlers.settings import Settings  # noqa: E402
 from handlers.tick import tick_config  # noqa: E402
+from service.planning.ticker import Ticker  # noqa: E402
 from service.schedules import ScheduleService  # noqa: E402
-from service.tick import Ticker  # noqa: E402
 
 T0 = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
 

@@ -126,9 +126,9 @@ from handlers import watchdog as watchdog_handler  # noqa: E402
 from handlers import worker as worker_handler  # noqa: E402
 from handlers.settings import Settings  # noqa: E402
 from handlers.tick import run_tick, tick_config  # noqa: E402
+from service.planning.ticker import Ticker  # noqa: E402
 from service.runs import RunWorker  # noqa: E402
 from service.schedules import ScheduleService  # noqa: E402
-from service.tick import Ticker  # noqa: E402
 from service.watchdog import Watchdog  # noqa: E402
 
 # --- prices ----------------------------------------------------------------------------------

@@ -55,11 +55,13 @@ from domain.spec import spec_to_dict, spec_zone_name
 from domain.targets import Target
 from domain.timezones import load_zone
 from handlers.worker import IntentBody, apply
+from service.planning.config import TickConfig
+from service.planning.pass_state import TickReport
+from service.planning.ticker import Ticker
 from service.ports import DeliveryQueue, Materialization, MaterializeOutcome
 from service.run_ports import NoTelemetry, QueueMessage
 from service.runs import RunWorker
 from service.schedules import ScheduleService
-from service.tick import TickConfig, Ticker, TickReport
 
 # Monday 2026-11-30, 07:00 in New York (EST, UTC-5) and 12:00 in London (GMT).
 START_AT: Final = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)

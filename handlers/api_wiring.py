@@ -86,7 +86,7 @@ def build_services(
     partitioning = Partitioning(shards=settings.shards, bucket_s=settings.bucket_s)
     clock = clock or SystemClock()
     from handlers.tick import tick_config
-    from service.tick import PlanNow
+    from service.planning.ticker import PlanNow
 
     config = tick_config(settings)
     if data_dir is not None:
@@ -148,7 +148,7 @@ def build_services(
         delivery: DeliveryQueue = SqsDeliveryQueue.from_settings(settings)
         if settings.worker_function:  # surges are on: count what the calls queue ahead
             from adapters.dynamodb.load import DynamoLoadLedger
-            from service.surge import LoadRecordingQueue
+            from service.planning.surge import LoadRecordingQueue
 
             delivery = LoadRecordingQueue(
                 delivery,

@@ -10,8 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from adapters import definitions as d
 from domain.alerts import DEFAULT_MIN_INTERVAL
-from service.surge import DEFAULT_SURGE_MIN
-from service.tick import BLOCK_MARGIN, MAX_QUEUE_AHEAD
+from service.planning.config import BLOCK_MARGIN, MAX_QUEUE_AHEAD
+from service.planning.surge import DEFAULT_SURGE_MIN
 
 if TYPE_CHECKING:  # the tick and the watchdog, which read these settings, deliver nothing
     from adapters.targets.addresses import AddressPolicy

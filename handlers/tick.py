@@ -44,9 +44,11 @@ from handlers.observability import (
 )
 from handlers.settings import Settings
 from service.clock import SystemClock
+from service.planning.config import TickConfig
+from service.planning.pass_state import TickReport
+from service.planning.surge import TICK_RECORD_MIN, LoadRecordingQueue, Surges
+from service.planning.ticker import Ticker
 from service.ports import Clock, DeliveryQueue
-from service.surge import TICK_RECORD_MIN, LoadRecordingQueue, Surges
-from service.tick import TickConfig, Ticker, TickReport
 
 
 def new_owner() -> str:

@@ -72,6 +72,7 @@ from handlers.observability import (
 from handlers.settings import Settings
 from handlers.sweep import inbox_of, is_sweep, sweep
 from service.clock import SystemClock
+from service.planning.surge import DRAIN, DRAIN_GRACE_S, PER_DRAIN
 from service.ports import HOLD
 from service.run_ports import (
     AttemptReport,
@@ -81,7 +82,6 @@ from service.run_ports import (
     WorkQueue,
 )
 from service.runs import Decision, RunWorker, WorkerConfig
-from service.surge import DRAIN, DRAIN_GRACE_S, PER_DRAIN
 
 # A Lambda function runs at most 15 minutes; keep one synchronous call well inside.
 LAMBDA_MAX_CALL_S = 600.0

@@ -49,7 +49,7 @@ from adapters.dynamodb import items as it
 from adapters.dynamodb.store import PAGE_UNITS_PER_S
 from domain.run import Run, RunStatus, new_occurrence
 from domain.spec import Slot
-from service.surge import TICK_RECORD_MIN
+from service.planning.surge import TICK_RECORD_MIN
 
 WRITE_UNITS_PER_KEY: Final = 1000  # DynamoDB's per-partition-key ceiling
 KB: Final = 1024

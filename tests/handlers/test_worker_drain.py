@@ -14,9 +14,9 @@ from domain.delivery import Outcome
 from domain.run import DeliveryIntent, RunStatus
 from handlers.observability import metrics
 from handlers.worker import handler
+from service.planning.surge import drain_event
 from service.ports import HOLD
 from service.run_ports import QueueMessage
-from service.surge import drain_event
 from tests.conftest import FakeClock, World
 from tests.handlers.test_worker import FakeWorkQueue, admitted, body, event, record, worker_for
 from tests.handlers.test_worker_batch import Context
