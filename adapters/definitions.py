@@ -321,7 +321,7 @@ FUNCTION_ENV: dict[str, tuple[str, ...]] = {
         ENV_SECRETS_PREFIX,
         ENV_SECRET_STORE,
         ENV_SECRETS_TABLE,
-        # With surges on (service/surge.py): the calls count what they queue ahead.
+        # With surges on (service/planning/surge.py): the calls count what they queue ahead.
         ENV_WORKER_FUNCTION,
         ENV_SURGE_MIN,
     ),

@@ -59,12 +59,12 @@ from adapters.sqlite.store import (
     us,
 )
 from bootstrap.local import build_sqlite_ticker
-from bootstrap.parts import TickConfig
 from domain.partition import Partitioning
 from domain.run import DeliveryIntent, new_occurrence
 from domain.schedule import Schedule, ScheduleState, ScheduleVersion, parse_policy
 from domain.spec import Slot, next_slot, parse_spec
 from domain.targets import parse_target
+from service.planning.config import TickConfig
 from service.ports import DeliveryQueue
 
 DUE = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)

@@ -23,12 +23,12 @@ from bootstrap.parts import ApiServices, PlanNow, Ticker, new_owner, partitionin
 from domain.delivery import TargetPort
 from handlers.settings import Settings
 from service.clock import SystemClock
+from service.planning.surge import TICK_RECORD_MIN, LoadRecordingQueue, Surges
 from service.ports import Clock, DeliveryQueue
 from service.run_ports import RunStore, RunTelemetry, WorkQueue
 from service.run_views import DeadLetters, RunViews
 from service.runs import RunReports, RunWorker, WorkerConfig
 from service.schedules import ScheduleService, TargetSupport
-from service.surge import TICK_RECORD_MIN, LoadRecordingQueue, Surges
 from service.watchdog import Watchdog
 
 if TYPE_CHECKING:

@@ -19,11 +19,13 @@ from adapters.secrets import SecretStore
 from adapters.targets.addresses import AddressPolicy
 from domain.partition import Partitioning
 from handlers.settings import Settings
+from service.planning.config import TickConfig
+from service.planning.pass_state import TickReport
+from service.planning.ticker import PlanNow, Ticker
 from service.ports import Clock
 from service.run_views import RunViews
 from service.runs import RunReports
 from service.schedules import ScheduleService, TargetSupport
-from service.tick import PlanNow, TickConfig, Ticker, TickReport
 
 # The directory of the local stack's SQLite file, for the API handler run outside it.
 ENV_DATA_DIR: Final = "DUETIME_DATA_DIR"

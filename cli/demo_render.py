@@ -9,12 +9,12 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Final
 
-from bootstrap.parts import TickReport
 from cli.demo_world import HANDOFF_TIMEOUT_S, DemoWorld, Event, Frozen, ProcessKilled
 from domain.delivery import format_instant
 from domain.run import Run
 from domain.spec import spec_to_dict, spec_zone_name
 from domain.timezones import load_zone
+from service.planning.pass_state import TickReport
 from service.ports import Materialization
 
 WIDTH: Final = 96

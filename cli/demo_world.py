@@ -20,13 +20,14 @@ from adapters.secrets import InMemorySecretStore
 from adapters.sqlite.queue import SqliteQueue
 from adapters.sqlite.store import SqliteStore
 from bootstrap.local import build_sqlite_ticker, build_sqlite_worker
-from bootstrap.parts import TickConfig, Ticker
 from domain.delivery import Delivery, Outcome
 from domain.identity import new_schedule_id
 from domain.run import DeliveryIntent, Run
 from domain.schedule import Schedule
 from domain.spec import spec_zone_name
 from domain.targets import Target
+from service.planning.config import TickConfig
+from service.planning.ticker import Ticker
 from service.ports import DeliveryQueue, Materialization, MaterializeOutcome
 from service.run_ports import NoTelemetry, QueueMessage
 from service.runs import RunWorker

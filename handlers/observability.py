@@ -126,7 +126,7 @@ def put_seconds(name: str, seconds: float) -> None:
 
 
 def ledger_not_written(error: Exception) -> None:
-    """A load ledger count that could not be written (service/surge.py): that second
+    """A load ledger count that could not be written (service/planning/surge.py): that second
     may get no surge, and its runs are delivered all the same."""
     logger().warning(
         "load ledger not written: no surge for these seconds", extra={"error": repr(error)}

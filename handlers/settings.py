@@ -10,8 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from adapters import definitions as d
 from domain.alerts import DEFAULT_MIN_INTERVAL
-from service.surge import DEFAULT_SURGE_MIN
-from service.tick import BLOCK_MARGIN, MAX_QUEUE_AHEAD
+from service.planning.config import BLOCK_MARGIN, MAX_QUEUE_AHEAD
+from service.planning.surge import DEFAULT_SURGE_MIN
 
 if TYPE_CHECKING:  # the tick and the watchdog, which read these settings, deliver nothing
     from adapters.targets.addresses import AddressPolicy
@@ -46,7 +46,7 @@ class Settings(BaseModel):
     tick_budget_s: float = Field(default=50.0, ge=0)
     lease_ttl_s: float = Field(default=30.0, gt=0, le=3600)
     allow_private_targets: bool = False
-    # The worker function the tick starts drains of (service/surge.py), and the
+    # The worker function the tick starts drains of (service/planning/surge.py), and the
     # intents due in one second that earn a surge. No name: no surges.
     worker_function: str = ""
     surge_min: int = Field(default=DEFAULT_SURGE_MIN, ge=1)

@@ -10,7 +10,7 @@ queued: 0 for one queued ahead), and the ticker records a heartbeat item in
 the store for the watchdog.
 
 After the pass, with its leases released, the invocation starts the surges
-due before the next one (service/surge.py): drains of the worker, invoked
+due before the next one (service/planning/surge.py): drains of the worker, invoked
 asynchronously a few seconds before a second with many intents due, waiting
 inside this invocation for that moment.
 
@@ -29,7 +29,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from bootstrap.aws import build_aws_ticker
-from bootstrap.parts import Ticker
 from handlers.observability import (
     build_at_init,
     ledger_not_read,
@@ -39,9 +38,10 @@ from handlers.observability import (
 )
 from handlers.settings import Settings
 from handlers.tick_pass import run_tick
-from service.surge import Surges
+from service.planning.surge import Surges
+from service.planning.ticker import Ticker
 
-# The ticker of this Lambda container and its surge trigger (service/surge.py; None
+# The ticker of this Lambda container and its surge trigger (service/planning/surge.py; None
 # when the deployment names no worker function to start), built once by the
 # composition root (bootstrap/aws.py): on Lambda by the init phase
 # (``init_container``), elsewhere by the first invocation; kept for the next ones:

@@ -11,8 +11,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from adapters.definitions import Metric
-from bootstrap.parts import Ticker, TickReport
 from handlers.observability import logger, metrics, put_count, put_seconds
+from service.planning.pass_state import TickReport
+from service.planning.ticker import Ticker
 
 
 def emit(report: TickReport) -> None:

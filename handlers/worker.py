@@ -54,10 +54,10 @@ from handlers.observability import build_at_init, logger, on_lambda
 from handlers.settings import Settings
 from handlers.sweep import inbox_of, is_sweep, sweep
 from handlers.telemetry import LockedTelemetry, PowertoolsTelemetry, flush_metrics
+from service.planning.surge import DRAIN, DRAIN_GRACE_S, PER_DRAIN
 from service.ports import HOLD
 from service.run_ports import QueueMessage, WorkQueue
 from service.runs import RunWorker
-from service.surge import DRAIN, DRAIN_GRACE_S, PER_DRAIN
 
 # Kept back from the function's remaining time: recording the last outcome,
 # the partial batch response and the metric flush happen in it.
@@ -191,7 +191,7 @@ def handler(
 def drain(
     event: dict[str, Any], worker: RunWorker, queue: WorkQueue, budget_s: float | None
 ) -> dict[str, Any]:
-    """One drain of a surge (service/surge.py): wait until ``HOLD`` before the instant
+    """One drain of a surge (service/planning/surge.py): wait until ``HOLD`` before the instant
     the event names, then receive from the delivery queue and run up to ``limit`` messages, ten at a
     time as they arrive, each on its own thread, as the mapping's batches run. It
     ends once it took its share, or the queue stayed empty ``DRAIN_GRACE_S`` past

@@ -327,7 +327,7 @@ class Functions(Construct):
             )
         )
 
-        # Surges (service/surge.py): the API and the tick count the intents they queue
+        # Surges (service/planning/surge.py): the API and the tick count the intents they queue
         # ahead by due second; the tick starts drains of the worker before a crowded
         # second, asynchronously.
         if settings.surge_min:

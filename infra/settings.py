@@ -15,11 +15,11 @@ from typing import Any, Final, TypeVar
 
 from adapters.secrets import DYNAMODB, SECRETS_MANAGER, STORE_KINDS
 from domain.alerts import DEFAULT_MIN_INTERVAL
-from service.surge import DEFAULT_SURGE_MIN
+from service.planning.surge import DEFAULT_SURGE_MIN
 
 PREFIX: Final = "duetime:"
 # The longest lookahead + plan block: SQS's 900 s DelaySeconds less a 60 s
-# margin (service.tick.BLOCK_MARGIN; infra does not import the service).
+# margin (service.planning.config.BLOCK_MARGIN; infra does not import the service).
 MAX_BLOCK_REACH_S: Final = 840
 
 # Target ARNs the worker may call. "*" is the documented wildcard: any Lambda
@@ -80,7 +80,7 @@ class Settings:
     # whose concurrency quota is still the new-account default of 10.
     tick_reserved_concurrency: int = 2
     # Intents due in one second that earn a surge: drains of the worker started
-    # before the instant (service/surge.py). 0 turns surges off.
+    # before the instant (service/planning/surge.py). 0 turns surges off.
     surge_min: int = DEFAULT_SURGE_MIN
     # MaximumConcurrency of the worker's queue trigger: at most this many
     # worker invocations take batches from the delivery queue at once, so a

@@ -230,7 +230,7 @@ def shown_slots(schedule: Schedule, count: int, after: datetime) -> list[Slot]:
 
 
 class Planning(Protocol):
-    """Planning at the API call (``service.tick.PlanNow``): where the tick
+    """Planning at the API call (``service.planning.ticker.PlanNow``): where the tick
     comes once a minute, a schedule created, edited or resumed less than the
     horizon before its next slot, and a trigger, are not left waiting for it."""
 

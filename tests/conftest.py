@@ -18,9 +18,10 @@ from domain.run import DeliveryIntent, Run, new_occurrence
 from domain.schedule import Schedule, ScheduleState, ScheduleVersion, parse_policy
 from domain.spec import next_slot, parse_spec
 from domain.targets import parse_target
+from service.planning.config import TickConfig
+from service.planning.ticker import Ticker
 from service.ports import DeliveryQueue
 from service.schedules import ScheduleService
-from service.tick import TickConfig, Ticker
 
 WEBHOOK = {"type": "webhook", "url": "https://example.com/hook"}
 

@@ -49,7 +49,7 @@ from adapters.dynamodb import items as it
 from adapters.dynamodb.store import PAGE_UNITS_PER_S
 from domain.run import Run, RunStatus, new_occurrence
 from domain.spec import Slot
-from service.surge import TICK_RECORD_MIN
+from service.planning.surge import TICK_RECORD_MIN
 
 WRITE_UNITS_PER_KEY: Final = 1000  # DynamoDB's per-partition-key ceiling
 KB: Final = 1024
@@ -73,7 +73,7 @@ class Pace:
 
 
 def ledger_units_per_s(pace: Pace, api_requests_per_s: float) -> float:
-    """The most write units a second one load-ledger key (service/surge.py) can take,
+    """The most write units a second one load-ledger key (service/planning/surge.py) can take,
     with every sender on that one key: a tick pass writes one update (one unit: the
     item stays under 1 KB) per second it sent ``TICK_RECORD_MIN`` intents for at
     least, each of which took at least one request of its own to store; an API call

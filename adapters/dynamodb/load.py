@@ -22,7 +22,7 @@ from typing import Any, Final
 from botocore.exceptions import ClientError
 
 from adapters.dynamodb.tables import _failed_condition
-from service.surge import LOAD_SHARDS, LoadLedger
+from service.planning.surge import LOAD_SHARDS, LoadLedger
 
 SK: Final = "L"
 EXPIRES_AFTER: Final = timedelta(days=1)

@@ -112,7 +112,7 @@ class Janitor:
 
     def run_once(self) -> JanitorReport:
         from service.alerts import ALERT_PREFIX
-        from service.tick import MEMBER_PREFIX
+        from service.planning.membership import MEMBER_PREFIX
         from service.watchdog import ACK_PREFIX, WATCH_PREFIX
 
         if isinstance(self.between_batches, _Pacer):

@@ -23,12 +23,13 @@ from domain.delivery import Delivery, Outcome
 from domain.partition import Partitioning
 from domain.run import DeliveryIntent, RunStatus
 from domain.targets import Target
+from service.planning.config import TickConfig
+from service.planning.ticker import PlanNow, Ticker
 from service.ports import DeliveryQueue, Store
 from service.run_ports import RunStore
 from service.run_views import RunViews
 from service.runs import RunWorker
 from service.schedules import ScheduleService
-from service.tick import PlanNow, TickConfig, Ticker
 from tests.conftest import FakeClock, utc
 
 START = utc("2026-12-01T08:00:00Z")

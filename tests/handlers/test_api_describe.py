@@ -25,7 +25,7 @@ from domain.run import PendingOccurrence, RunStatus
 from domain.schedule import Quarantine, QuarantineComponent
 from handlers.api import ApiServices, build_services, handler
 from handlers.settings import Settings
-from service.tick import Ticker
+from service.planning.ticker import Ticker
 from service.watchdog import Watchdog
 from tests.conftest import FakeClock, FakeQueue, utc
 from tests.handlers.test_api import rest_event

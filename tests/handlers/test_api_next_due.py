@@ -21,7 +21,7 @@ from adapters.sqlite.store import SqliteStore
 from bootstrap.parts import tick_config
 from handlers.api import ApiServices, build_services, handler
 from handlers.settings import Settings
-from service.tick import Ticker
+from service.planning.ticker import Ticker
 from tests.conftest import FakeClock, FakeQueue, utc
 from tests.handlers.test_api import rest_event
 

@@ -23,8 +23,9 @@ from domain.partition import Partitioning
 from domain.run import DeliveryIntent, RunStatus
 from handlers.api import build_services
 from handlers.settings import Settings
+from service.planning.config import TickConfig
+from service.planning.ticker import Ticker
 from service.runs import RunWorker
-from service.tick import TickConfig, Ticker
 from tests.conftest import WEBHOOK, FakeClock, FakeQueue, utc
 from tests.handlers.test_api import Api
 from tests.unit.test_runs import FakeTarget

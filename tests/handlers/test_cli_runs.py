@@ -28,8 +28,9 @@ from domain.run import DeliveryIntent
 from handlers.api import ApiServices, build_services, handler
 from handlers.local_http import ApiServer
 from handlers.settings import Settings
+from service.planning.config import TickConfig
+from service.planning.ticker import Ticker
 from service.runs import RunWorker
-from service.tick import TickConfig, Ticker
 from tests.conftest import FakeClock, FakeQueue, utc
 from tests.handlers.cli_driver import Run, as_json, refused
 from tests.unit.test_runs import FakeTarget

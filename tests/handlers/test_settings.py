@@ -25,7 +25,7 @@ def test_a_crowd_on_the_chain_is_what_a_surge_starts_for() -> None:
 
 
 def test_a_crowd_of_none_is_refused() -> None:
-    from service.tick import TickConfig
+    from service.planning.config import TickConfig
 
     with pytest.raises(ValueError, match="crowd_min must be at least 1, got 0"):
         TickConfig(crowd_min=0)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-import service.tick as tick_module
+import service.planning.due as due_module
 from adapters.definitions import Metric
 from handlers.tick import handler, run_tick
 from tests.conftest import WEBHOOK, FakeClock, World, utc
@@ -98,14 +98,14 @@ def test_a_schedule_the_tick_cannot_plan_is_counted_as_quarantined_on_the_log_li
     poisoned, _ = world.schedules.create(
         {"name": "poisoned", "spec": {"cron": "2 8 * * *"}, "target": hook}
     )
-    real = tick_module.slots_after
+    real = due_module.slots_after
 
     def slots_after(spec: Any, dst: Any, after: Any) -> Any:
         if spec == poisoned.current.spec:
             raise OverflowError("date value out of range")
         return real(spec, dst, after)
 
-    monkeypatch.setattr(tick_module, "slots_after", slots_after)
+    monkeypatch.setattr(due_module, "slots_after", slots_after)
     clock.set(utc("2026-12-01T08:01:00Z"))
 
     result = handler({}, Context(remaining_ms=4000), service=world.ticker())
@@ -188,7 +188,7 @@ def test_an_idle_pass_sends_the_heartbeat_alone(
 
 
 class RecordingSurges:
-    """Stands in for ``service.surge.Surges``: the ``until`` each run was given."""
+    """Stands in for ``service.planning.surge.Surges``: the ``until`` each run was given."""
 
     def __init__(self, clock: FakeClock, fail: bool = False) -> None:
         self.clock = clock
@@ -196,7 +196,7 @@ class RecordingSurges:
         self.until: list[Any] = []
 
     def run(self, until: Any) -> Any:
-        from service.surge import SurgeReport
+        from service.planning.surge import SurgeReport
 
         self.until.append(until)
         if self.fail:

@@ -16,9 +16,10 @@ from adapters.dynamodb.store import DynamoStore, TableNames
 from bootstrap.aws import EARLY_MARGIN_S, AwsTick
 from domain.partition import Partitioning
 from handlers import tick as tick_handler
+from service.planning.config import TickConfig
+from service.planning.ticker import Ticker
 from service.ports import Heartbeat
 from service.schedules import ScheduleService
-from service.tick import TickConfig, Ticker
 from service.watchdog import Watchdog
 from tests.conftest import FakeClock, FakeQueue, utc
 
@@ -191,7 +192,7 @@ def test_the_aws_ticker_counts_its_sends_and_sends_a_surges_second_early(
 ) -> None:
     from adapters.sqs import TICK_ALIGN_S
     from handlers.settings import Settings
-    from service.surge import TICK_RECORD_MIN, LoadRecordingQueue
+    from service.planning.surge import TICK_RECORD_MIN, LoadRecordingQueue
 
     _, names = aws
     monkeypatch.setattr(tick_handler, "_container_ticker", None)
@@ -227,7 +228,7 @@ def test_the_aws_ticker_plans_early_until_a_margin_before_the_first_surge(
     aws: tuple[Any, TableNames], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     from handlers.settings import Settings
-    from service.surge import drains_for, lead_s
+    from service.planning.surge import drains_for, lead_s
 
     _, names = aws
     monkeypatch.setattr(tick_handler, "_container_ticker", None)
@@ -242,7 +243,7 @@ def test_the_aws_ticker_plans_early_until_a_margin_before_the_first_surge(
         plan_block_s=300,  # the stack's
     )
     ticker = tick_handler.container_ticker(settings)
-    assert ticker.quiet_until is not None and ticker.planner.plans_early
+    assert ticker.quiet_until is not None and ticker.config.plans_early
     now = datetime.now(UTC).replace(microsecond=0)
     until = now + timedelta(seconds=50)
     assert ticker.quiet_until(now, until) == until  # an empty ledger: no surge ahead

@@ -1,4 +1,4 @@
-"""A drain of a surge (service/surge.py): the worker invoked to receive from the
+"""A drain of a surge (service/planning/surge.py): the worker invoked to receive from the
 delivery queue itself at an instant, run what it takes, and end."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from domain.delivery import Outcome
 from domain.run import DeliveryIntent, RunStatus
 from handlers.observability import metrics
 from handlers.worker import handler
+from service.planning.surge import drain_event
 from service.ports import HOLD
 from service.run_ports import QueueMessage
-from service.surge import drain_event
 from tests.conftest import FakeClock, World
 from tests.handlers.test_worker import FakeWorkQueue, admitted, body, event, record, worker_for
 from tests.handlers.test_worker_batch import Context

@@ -198,7 +198,7 @@ def test_the_tick_and_the_api_plan_with_the_same_block(template: dict[str, Any],
 def test_a_drain_lambda_could_not_start_within_a_minute_is_dropped_not_retried(
     template: dict[str, Any],
 ) -> None:
-    # A drain (service/surge.py) is worth something only at its instant; what it would
+    # A drain (service/planning/surge.py) is worth something only at its instant; what it would
     # have received, the queue trigger delivers.
     worker_fn, _ = function(template, HANDLERS["worker"])
     [config] = [

@@ -28,10 +28,11 @@ from domain.delivery import Delivery, Outcome
 from domain.partition import Partitioning
 from domain.run import DeliveryIntent, Reason, RunStatus
 from domain.targets import Target
+from service.planning.config import TickConfig
+from service.planning.ticker import PlanNow, Ticker
 from service.ports import DeliveryQueue
 from service.runs import RunWorker
 from service.schedules import ScheduleService
-from service.tick import PlanNow, TickConfig, Ticker
 from tests.conftest import FakeClock, utc
 
 START = utc("2026-12-01T08:00:00Z")

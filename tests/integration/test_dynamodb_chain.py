@@ -26,8 +26,9 @@ from adapters.sqs import SqsDeliveryQueue
 from domain.overview import ScheduleStatus, schedule_status
 from domain.partition import Partitioning
 from domain.run import RunKind, RunStatus
+from service.planning.config import TickConfig
+from service.planning.ticker import Ticker
 from service.schedules import ScheduleService
-from service.tick import TickConfig, Ticker
 from tests.conftest import FakeClock, utc
 
 START = utc("2026-12-01T08:00:00Z")

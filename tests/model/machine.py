@@ -46,10 +46,11 @@ from domain.schedule import Overdue
 from domain.spec import Slot, slots_after
 from handlers.worker import handle_message
 from service.errors import ScheduleNotActive, ScheduleNotFound, VersionConflict
+from service.planning.config import TickConfig
+from service.planning.ticker import Ticker
 from service.ports import Store
 from service.runs import RunWorker
 from service.schedules import ScheduleService
-from service.tick import TickConfig, Ticker
 from tests.conftest import FakeClock, utc
 from tests.model.backends import Backend
 from tests.model.faults import (

@@ -13,6 +13,7 @@ import pytest
 
 from adapters.sqlite.store import SqliteStore
 from domain.run import PendingOccurrence, RunStatus
+from service.planning.pass_state import PassState
 from service.ports import Materialization, MaterializeOutcome
 from tests.conftest import FakeClock, World, make_world, utc
 
@@ -92,7 +93,9 @@ def test_a_shard_with_due_work_waiting_admits_oldest_first_through_dispatch(
     clock.set(utc("2026-12-01T07:00:00Z"))
     early = _create(world, "0 8 * * *", "early")
     clock.set(utc("2026-12-01T07:59:00Z"))
-    world.ticker().planner.plan()  # 08:00 stored, waiting; no dispatch ran since
+    world.ticker().planner.plan(
+        PassState(clock.now())
+    )  # 08:00 stored, waiting; no dispatch ran since
     late = _create(world, "1 8 * * *", "late")
     clock.set(utc("2026-12-01T08:01:00Z"))
     world.config = replace(world.config, lookahead=timedelta(0))

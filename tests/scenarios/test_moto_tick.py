@@ -32,9 +32,11 @@ from adapters.sqs import SqsDeliveryQueue
 from domain.partition import Partitioning
 from domain.run import DeliveryIntent, PendingOccurrence, Run, RunStatus
 from domain.spec import slots_after
+from service.planning.config import TickConfig
+from service.planning.pass_state import DispatchReport
+from service.planning.ticker import Ticker
 from service.ports import Lease, Materialization, MaterializeOutcome
 from service.schedules import ScheduleService
-from service.tick import DispatchReport, TickConfig, Ticker
 from tests.conftest import FakeClock, utc
 
 pytestmark = pytest.mark.slow

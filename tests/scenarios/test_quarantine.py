@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-import service.tick as tick_module
+import service.planning.due as due_module
+import service.planning.judge as judge_module
 import service.watchdog as watchdog_module
 from adapters.sqlite.store import SqliteStore
 from domain.partition import Partitioning
@@ -25,9 +26,10 @@ from domain.run import RunStatus
 from domain.schedule import QUARANTINED, Quarantine, QuarantineComponent, Schedule
 from domain.watch import WatchStatus
 from service.errors import ScheduleNotActive
+from service.planning.config import TickConfig
+from service.planning.ticker import Ticker
 from service.ports import Store
 from service.schedules import ScheduleService
-from service.tick import TickConfig, Ticker
 from service.watchdog import Watchdog, watch_component
 from tests.conftest import FakeClock, FakeQueue, build_schedule, utc
 from tests.contract.conftest import STORES
@@ -75,14 +77,14 @@ def setup(store: Store) -> Setup:
 
 def _poison_planning(monkeypatch: pytest.MonkeyPatch, poisoned: Schedule) -> None:
     """The planner's slot computation raises for ``poisoned``'s spec only."""
-    real = tick_module.slots_after
+    real = due_module.slots_after
 
     def slots_after(spec: Any, dst: Any, after: datetime) -> Any:
         if spec == poisoned.current.spec:
             raise OverflowError("date value out of range")
         return real(spec, dst, after)
 
-    monkeypatch.setattr(tick_module, "slots_after", slots_after)
+    monkeypatch.setattr(due_module, "slots_after", slots_after)
 
 
 def test_one_poisoned_schedule_does_not_stop_the_tick(
@@ -117,14 +119,14 @@ def test_dispatch_carries_on_past_an_occurrence_it_cannot_judge(
     healthy = setup.create("1 8 * * *")
     poisoned = setup.create("2 8 * * *")
     setup.ticker.tick_once()  # both materialized, neither due yet
-    real = tick_module.decide_start
+    real = judge_module.decide_start
 
     def decide_start(slot: Any, *args: Any, **kw: Any) -> Any:
         if slot.scheduled_at == utc("2026-12-01T08:02:00Z"):
             raise ValueError("cannot judge this one")
         return real(slot, *args, **kw)
 
-    monkeypatch.setattr(tick_module, "decide_start", decide_start)
+    monkeypatch.setattr(judge_module, "decide_start", decide_start)
     setup.clock.set(utc("2026-12-01T08:03:00Z"))
 
     report = setup.ticker.tick_once()

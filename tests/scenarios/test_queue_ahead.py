@@ -20,9 +20,9 @@ from adapters.sqlite.runs import SqliteRunStore
 from domain.delivery import Delivery, Outcome
 from domain.run import DeliveryIntent, Reason, RunStatus
 from domain.targets import Target
+from service.planning.ticker import PlanNow, Ticker
 from service.runs import RunWorker
 from service.schedules import ScheduleService
-from service.tick import PlanNow, Ticker
 from tests.conftest import FakeClock, World, make_world, utc
 
 WEBHOOK = {"type": "webhook", "url": "https://example.com/hook"}

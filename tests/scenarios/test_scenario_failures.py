@@ -12,7 +12,7 @@ import pytest
 from adapters.sqlite.store import SqliteStore
 from domain.run import Reason, RunStatus
 from service.errors import VersionConflict
-from service.tick import DispatchReport
+from service.planning.pass_state import PassState
 from tests.conftest import FakeClock, World, make_world, utc
 
 WEBHOOK = {"type": "webhook", "url": "https://example.com/hook"}
@@ -35,7 +35,7 @@ def test_a_restart_between_admission_and_send_is_repaired_by_the_next_tick(
     schedule, _ = world.schedules.create(_body({"cron": "5 8 * * *"}))
     sid = schedule.schedule_id
     clock.set(utc("2026-12-01T08:05:01Z"))
-    world.ticker().planner.plan()
+    world.ticker().planner.plan(PassState(clock.now()))
     crashing = world.ticker("tick-a")
     world.queue.fail_with = SystemExit("killed between commit and send")
     with pytest.raises(SystemExit):
@@ -80,16 +80,18 @@ def test_a_stale_lease_holder_cannot_move_the_checkpoint_nor_admit_twice(
     # tick-stale wakes up and carries on where it stalled, believing it is
     # still 08:00:25 (its leases live until 08:00:30).
     sent_before = len(world.queue.sent)
-    late = DispatchReport()
+    stalled = utc("2026-12-01T08:00:25Z")
+    late = PassState(stalled)
     for lease in stale_leases:
-        stale.dispatcher._dispatch_shard(lease, utc("2026-12-01T08:00:25Z"), late)
-    assert late.admitted == 0 and late.sent == 0
-    assert sorted(late.checkpoint_refused) == sorted(lease.shard for lease in stale_leases)
+        stale.dispatcher._dispatch_shard(lease, stalled, late)
+    assert late.dispatch.admitted == 0 and late.dispatch.sent == 0
+    refused = sorted(late.dispatch.checkpoint_refused)
+    assert refused == sorted(lease.shard for lease in stale_leases)
     # Reading the clock again, it sees its leases have expired and stops.
-    later = DispatchReport()
+    later = PassState(clock.now())
     for lease in stale_leases:
         stale.dispatcher._dispatch_shard(lease, clock.now(), later)
-    assert later == DispatchReport()
+    assert later.dispatch == PassState(clock.now()).dispatch
     assert world.store.leases() == sorted(leases.values(), key=lambda x: x.shard)
     assert len(world.queue.sent) == sent_before
     ids = world.queue.ids()

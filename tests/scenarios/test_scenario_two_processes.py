@@ -49,7 +49,8 @@ class RecordingQueue(DeliveryQueue):
 
 def _tick_process(db: str, owner: str, real_start: float, out: str) -> None:
     from domain.partition import Partitioning
-    from service.tick import TickConfig, Ticker
+    from service.planning.config import TickConfig
+    from service.planning.ticker import Ticker
 
     store = SqliteStore(db)
     queue = RecordingQueue()

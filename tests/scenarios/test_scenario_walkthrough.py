@@ -20,6 +20,8 @@ from pathlib import Path
 
 from domain.run import RunStatus
 from domain.spec import spec_zone_name
+from service.planning.due import DueSlots
+from service.planning.pass_state import PassState
 from service.schedules import local_time, upcoming
 from tests.conftest import FakeClock, make_world, utc
 
@@ -64,9 +66,8 @@ def test_moving_a_schedule_between_zones_keeps_tomorrows_occurrence_and_makes_no
     moved = service.edit(sid, 4, _body(LONDON, "v5"))
     assert moved.version == 5
     # ... the old dispatcher writes what it computed from version 4: refused ...
-    planned = old_dispatcher.planner._materialization(
-        stale_head, clock.now(), clock.now() + timedelta(hours=24)
-    )
+    slots = DueSlots(old_dispatcher.config, clock.now(), clock.now() + timedelta(hours=24))
+    planned = old_dispatcher.planner._materialization(stale_head, slots, PassState(clock.now()))
     assert planned is not None
     stale = planned[0]
     [outcome] = world.store.materialize([stale], clock.now())

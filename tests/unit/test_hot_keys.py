@@ -17,7 +17,7 @@ from adapters.dynamodb.hot_keys import (
     page_writes,
     worst_minute,
 )
-from service.surge import TICK_RECORD_MIN
+from service.planning.surge import TICK_RECORD_MIN
 
 
 def test_no_table_has_a_local_index_so_no_schedule_has_an_item_collection_cap() -> None:

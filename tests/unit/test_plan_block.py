@@ -13,8 +13,9 @@ from pydantic import ValidationError
 from bootstrap.parts import tick_config
 from domain.partition import Partitioning
 from handlers.settings import Settings
+from service.planning.config import MAX_QUEUE_AHEAD, TickConfig
+from service.planning.ticker import PlanNow
 from service.schedules import ScheduleService
-from service.tick import MAX_QUEUE_AHEAD, PlanNow, TickConfig
 from tests.conftest import FakeClock, make_world, utc
 
 WEBHOOK = {"type": "webhook", "url": "https://example.com/hook"}

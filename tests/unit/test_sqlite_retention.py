@@ -26,8 +26,8 @@ from domain.run import AttemptRecord, Run, RunStatus, new_occurrence
 from domain.spec import Slot
 from handlers.settings import Settings
 from service.alerts import ALERT_PREFIX
+from service.planning.membership import MEMBER_PREFIX
 from service.ports import Heartbeat
-from service.tick import MEMBER_PREFIX
 from service.watchdog import ACK_PREFIX, WATCH_PREFIX
 from tests.conftest import WEBHOOK, FakeClock, World, random_schedule_id, utc
 

@@ -1,4 +1,4 @@
-"""Surges (service/surge.py): the load ledger's counts, and the tick's trigger that
+"""Surges (service/planning/surge.py): the load ledger's counts, and the tick's trigger that
 starts drains before a crowded second, once, at its moment."""
 
 from __future__ import annotations
@@ -10,8 +10,7 @@ from typing import Any
 import pytest
 
 from domain.run import DeliveryIntent
-from service.ports import HOLD, DeliveryQueue, second_of
-from service.surge import (
+from service.planning.surge import (
     DRAIN_READY_S,
     MAX_DRAINS,
     PER_DRAIN,
@@ -21,6 +20,7 @@ from service.surge import (
     drains_for,
     lead_s,
 )
+from service.ports import HOLD, DeliveryQueue, second_of
 from tests.conftest import FakeClock, utc
 
 NOW = utc("2026-12-01T08:02:00Z")

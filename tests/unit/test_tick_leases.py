@@ -10,8 +10,9 @@ import pytest
 
 from adapters.sqlite.store import SqliteStore
 from domain.partition import Partitioning
+from service.planning.config import TickConfig
+from service.planning.ticker import Ticker
 from service.ports import Heartbeat, Lease
-from service.tick import TickConfig, Ticker
 from tests.conftest import FakeClock, FakeQueue
 
 

@@ -1,0 +1,265 @@
+"""Planning: store the slots of the schedules that are due within the lookahead.
+
+A pass reads the schedules whose next slot falls within its lookahead
+(``Store.due``), a page at a time, and for each one writes its slots up to the
+fill (service/planning/due.py says which, and as what) with the advance of its
+``next_due``, in one conditional write per schedule (version, ``next_due``,
+active; batched by the store). The order of one page is **store, send,
+advance**:
+
+1. each schedule's slots are computed (a schedule whose slots cannot be is
+   quarantined; the page goes on);
+2. the page is written (``Store.materialize``), or, when some slots are
+   admitted as they are stored, written sending (``Store.materialize_sending``:
+   the store sends their intents before it advances the schedules);
+3. what was admitted is counted and, unless the store sent it, sent and marked
+   sent (``DirectAdmission.deliver``).
+
+A pass stops at its ``plan_budget`` (what is left is selected by the next
+pass) and tells the store how far it read (``Store.planned_through``). With
+time left after dispatch, it plans early (``plan_early``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Final
+
+from domain.partition import shard_of
+from domain.run import Run, RunStatus
+from domain.schedule import QuarantineComponent
+from service.planning.config import TickConfig
+from service.planning.due import DueSlots, PlannedSlots, Unplannable
+from service.planning.pass_state import PassState, PlanReport
+from service.ports import Clock, DueSchedule, Materialization, MaterializeOutcome, Store
+from service.quarantine import quarantine_schedule
+
+# Builds a named tuple from its fields in order, at less than half the cost of
+# its generated __new__, for the values made once per schedule planned.
+_new_tuple: Final = tuple.__new__
+
+
+class Planner:
+    def __init__(self, store: Store, clock: Clock, config: TickConfig) -> None:
+        self.store = store
+        self.clock = clock
+        self.config = config
+        self._shards = config.partitioning.shards
+
+    def plan(self, state: PassState) -> PlanReport:
+        """Store what falls within the lookahead, into the pass's plan report;
+        with the pass's direct admission, admit what may be admitted as stored."""
+        report = state.plan
+        now = self.clock.now()
+        # Selected by the lookahead, filled up to the block beyond it; the
+        # store's read cursor (``until``, ``planned_through``) is the selection
+        # horizon: a chain entry past it is read by a later pass.
+        horizon = now + self.config.lookahead
+        slots = DueSlots(self.config, now, now + self.config.fill)
+        token: str | None = None
+        through: datetime | None = None
+        stopped: str | None = None  # the page token a pass out of budget stopped before
+        budget = self.config.plan_budget
+        try:
+            while report.stored < self.config.max_planned_per_pass:
+                page = self.store.due(horizon, self.config.page_size, token)
+                self._plan_page(page.items, slots, state, until=horizon)
+                token = page.next_token
+                if token is None:
+                    through = horizon  # every page read and planned
+                    break
+                if budget is not None and self.clock.now() - now >= budget:
+                    report.out_of_time = True  # the next pass plans the rest
+                    stopped = token
+                    break
+            else:
+                stopped = token  # at max_planned_per_pass: the next pass goes on from here
+        finally:
+            self.store.planned_through(through, stopped)
+        return report
+
+    def plan_schedules(self, schedules: Sequence[DueSchedule], state: PassState) -> PlanReport:
+        """Plan these schedules now, as a pass would (the API, after a create,
+        edit or resume whose next slot falls within the lookahead): the ones
+        whose ``next_due`` is beyond it are left to the tick. A schedule
+        selected is filled with its block, as a pass fills it."""
+        now = self.clock.now()
+        horizon = now + self.config.lookahead
+        due = [s for s in schedules if s.next_due <= horizon]
+        if due:
+            self._plan_page(due, DueSlots(self.config, now, now + self.config.fill), state)
+        return state.plan
+
+    def plan_early(self, state: PassState, deadline: Callable[[], datetime]) -> None:
+        """What a pass does with the time its own plan and dispatch left, until
+        ``deadline()`` (asked once, when there is something to plan): it plans
+        seeds (``Store.due_ahead``: schedules whose next slot a create, edit or
+        resume set and no pass planned yet) that fall after the lookahead but
+        within the fill, a page at a time, then reads the chain ahead, up to
+        the latest crowd in that reach (``Store.chain_crowd``: an instant that
+        at least ``crowd_min`` schedules are next due at, such as a daily 09:00
+        across thousands of them). A schedule planned here is filled as a pass
+        fills one it selects, so an edit reaches the same slots as before; what
+        changes is that a crowded instant is planned over the several passes
+        that see it coming rather than by the one or two whose lookahead it
+        falls in. A frequent schedule alone is still selected by the lookahead
+        and filled a block at a time."""
+        report = state.plan
+        now = self.clock.now()
+        after, fill = now + self.config.lookahead, now + self.config.fill
+        slots = DueSlots(self.config, now, fill)
+        asked: list[datetime] = []
+
+        def time_left() -> bool:
+            if not asked:
+                asked.append(deadline())
+            return self.clock.now() < asked[0] and report.stored < self.config.max_planned_per_pass
+
+        page = self.store.due_ahead(after, fill, self.config.page_size)
+        if page.items:
+            try:
+                while time_left():
+                    report.early += len(page.items)
+                    self._plan_page(page.items, slots, state, until=after)
+                    if page.next_token is None:
+                        break
+                    page = self.store.due_ahead(after, fill, self.config.page_size, page.next_token)
+            finally:
+                self.store.planned_through(None)  # what it chained; the cursor stays
+        if asked and not time_left():
+            return
+        crowd = self.store.chain_crowd(after, fill, self.config.crowd_min)
+        if crowd is not None and time_left():
+            self._plan_chain(crowd, slots, state, time_left)
+
+    def _plan_chain(
+        self, crowd: datetime, slots: DueSlots, state: PassState, time_left: Callable[[], bool]
+    ) -> None:
+        """Read the chain ahead of the lookahead, up to ``crowd``, as a pass reads
+        it up to its horizon: the store's cursor moves to ``crowd`` once every page
+        is planned, or keeps the place of a pass out of time."""
+        token: str | None = None
+        through: datetime | None = None
+        stopped: str | None = None
+        try:
+            while time_left():
+                page = self.store.due(crowd, self.config.page_size, token)
+                state.plan.early += len(page.items)
+                self._plan_page(page.items, slots, state, until=crowd)
+                token = page.next_token
+                if token is None:
+                    through = crowd
+                    break
+            else:
+                stopped = token
+        finally:
+            self.store.planned_through(through, stopped)
+
+    def _plan_page(
+        self,
+        schedules: Sequence[DueSchedule],
+        slots: DueSlots,
+        state: PassState,
+        *,
+        until: datetime | None = None,
+    ) -> None:
+        """Plan one page, in the order store, send, advance (see the module's
+        docstring); ``until``: the pass's selection horizon, when the page is one
+        of ``due(until)`` (see ``Store.materialize``)."""
+        report, direct, now = state.plan, state.direct, slots.now
+        report.schedules += len(schedules)
+        planned: list[tuple[Materialization, PlannedSlots, int]] = []
+        for schedule in schedules:
+            # One schedule whose slots cannot be computed is quarantined;
+            # the page, and the pass, carry on with the others.
+            try:
+                made = self._materialization(schedule, slots, state)
+            except Unplannable as unplannable:
+                if quarantine_schedule(
+                    self.store,
+                    schedule.schedule_id,
+                    schedule.version,
+                    unplannable.error,
+                    QuarantineComponent.PLAN,
+                    now,
+                ):
+                    report.quarantined.append(schedule.schedule_id)
+                continue
+            if made is not None:
+                planned.append(made)
+        if not planned:
+            return
+        batch = [p[0] for p in planned]
+        outcomes: list[MaterializeOutcome] | None = None
+        if direct is not None and any(p[2] for p in planned):
+            # A store that sends the intents before it advances the schedules
+            # keeps no outbox entry for them (Store.materialize_sending).
+            outcomes = self.store.materialize_sending(
+                batch, now, lambda runs: direct.send(state, runs, now), until=until
+            )
+        sent_by_store = outcomes is not None
+        if outcomes is None:
+            outcomes = self.store.materialize(batch, now, until=until)
+        admitted: list[Run] = []
+        skipped = expired = waiting = 0
+        for (item, planned_slots, taken), outcome in zip(planned, outcomes, strict=True):
+            if not outcome.applied:
+                report.conflicts += 1
+            skipped += planned_slots.skipped
+            expired += planned_slots.expired
+            waiting += planned_slots.waiting
+            if not taken or not outcome.inserted:
+                continue
+            runs = item.occurrences
+            if taken != len(runs):
+                runs = tuple([r for r in runs if r.status is RunStatus.ADMITTED])
+            if len(outcome.inserted) != len(item.occurrences):  # some slots were taken
+                inserted = set(outcome.inserted)
+                runs = tuple([r for r in runs if r.occurrence_id in inserted])
+            admitted += runs
+        report.skipped += skipped
+        report.expired += expired
+        report.materialized += waiting
+        if admitted and direct is not None:
+            direct.deliver(state, admitted, now, sent=sent_by_store)
+
+    def _materialization(
+        self, schedule: DueSchedule, slots: DueSlots, state: PassState
+    ) -> tuple[Materialization, PlannedSlots, int] | None:
+        """What to write for one schedule, the slots it was planned from, and how
+        many of its occurrences it admits as it stores them."""
+        schedule_id, number, next_due, _, _ = schedule
+        planned = slots.of(schedule)
+        if not planned.slots:
+            return None
+        direct = state.direct
+        shard = shard_of(schedule_id, self._shards)
+        room = 0
+        if direct is not None and planned.direct:
+            room = direct.room(state, shard)
+        runs: list[Run] = []
+        taken = 0
+        for admitted, mold in planned.slots:
+            if admitted is not None and taken < room:
+                runs.append(admitted.make(schedule_id, number, shard))
+                taken += 1
+            else:
+                runs.append(mold.make(schedule_id, number, shard))
+        if taken:
+            assert direct is not None
+            direct.take(state, shard, taken)
+        following = planned.following
+        # Materialization(...) without the named tuple's __new__, in field order.
+        item: Materialization = _new_tuple(
+            Materialization,
+            (
+                schedule_id,
+                number,
+                next_due,
+                None if following is None else following.scheduled_at,
+                planned.last_at,
+                tuple(runs),
+            ),
+        )
+        return item, planned, taken
