@@ -189,3 +189,26 @@ def test_every_index_a_pass_late_delays_a_new_schedule_and_loses_or_doubles_noth
         if utc(at).minute % 2 == 0
     ]
     assert [at for at, _ in once] == ["2026-12-01T08:06:30+00:00"]
+
+
+def test_a_due_entry_whose_head_no_longer_names_it_is_set_aside(world: World) -> None:
+    # The ``due`` index may still show a HEAD as it was: a seed since handed
+    # to its chain, or paused. Planning reads the HEAD consistently and sets
+    # such an entry aside, so it neither plans the slot again nor starts a
+    # second chain.
+    handed, paused = (
+        world.create({"every": "PT1M", "start_at": "2026-12-01T08:01:00Z"}) for _ in range(2)
+    )
+
+    def head(sid: str) -> dict[str, Any]:
+        key = {"pk": {"S": f"S#{sid}"}, "sk": {"S": "HEAD"}}
+        item: dict[str, Any] = world.raw.get_item(
+            TableName=world.tables.schedules, Key=key, ConsistentRead=True
+        )["Item"]
+        return item
+
+    stale = [head(handed), head(paused)]
+    world.service.pause(paused)
+    world.passes(1)
+    assert "due_key" not in head(handed)  # handed over
+    assert world.store._due_schedules(stale) == []
