@@ -309,10 +309,10 @@ class DynamoStore(Store):
         in flight at once. Keep 1 on in-process moto, whose backends are not
         safe under concurrent requests. ``lease_shards``: the deployment's
         shard count, so the leases are read by key rather than by a scan.
-        ``seal``: webhook
-        header values are sealed in the version items this store writes and
-        opened in those it reads (adapters.sealing); without it they are
-        written in the body, and sealed ones read as names with empty values."""
+        ``seal``: webhook header values are sealed in the version items this
+        store writes and opened in those it reads (adapters.sealing); without
+        it they are written in the body, and sealed ones read as names with
+        empty values."""
         self.seal = seal
         if due_shards < 1:
             raise ValueError("due_shards must be at least 1")
