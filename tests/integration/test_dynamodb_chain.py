@@ -94,7 +94,7 @@ def world() -> Iterator[World]:
         )
 
 
-def test_a_steady_schedule_is_carried_by_its_records_and_its_head_is_not_written(
+def test_a_steady_schedule_is_carried_by_plan_pages_and_its_head_is_not_written(
     world: World,
 ) -> None:
     sid = world.create({"every": "PT1M", "start_at": "2026-12-01T08:01:00Z"})
