@@ -81,13 +81,11 @@ SCHEDULES = TableDefinition(
 # before its schedule advances never enters it, unless the send failed.
 #
 # The planner's chain: a pass writes the next slots of the schedules it
-# carries as plan pages, items of this table under "P#<due hour>", one per
-# due minute (adapters/dynamodb/items.py). The sparse, KEYS_ONLY "next" index
-# holds only a seed's hand-over: the record a pass plans from a HEAD carries
-# the schedule's next slot ("next_shard", "next_key" =
-# "<next_due>#<schedule_id>#<version>"), written once with it and never
-# moved. The passes read both from where the last complete pass stopped.
-# Old history and old pages expire by TTL. (This
+# plans (a seed's hand-over included) as plan pages, items of this table
+# under "P#<due hour>", one per due minute (adapters/dynamodb/items.py), read
+# back by key with strong consistency from where the last complete pass
+# stopped: no index, so nothing the planner reads lags its writes. Old
+# history and old pages expire by TTL. (This
 # table replaces "Occurrences", which had a local index: see
 # docs/decisions.md for the upgrade.)
 OCCURRENCES = TableDefinition(
@@ -97,7 +95,6 @@ OCCURRENCES = TableDefinition(
     sort_key=Key("sk"),
     global_indexes=(
         Index("outbox", Key("pending_shard", "N"), Key("outbox_key"), projection="KEYS_ONLY"),
-        Index("next", Key("next_shard"), Key("next_key"), projection="KEYS_ONLY"),
     ),
     ttl_attribute="expires_at_epoch",
 )

@@ -208,21 +208,10 @@ def due_key(next_due: datetime, schedule_id: str) -> str:
     return f"{iso(next_due)}#{schedule_id}"
 
 
-def next_key(next_due: datetime, schedule_id: str, version: int) -> str:
-    """The ``next`` index's sort key on a schedule's newest planned record:
-    the next slot to plan, the schedule, and the version it was planned under."""
-    return f"{iso(next_due)}#{schedule_id}#{version}"
-
-
-def parse_next_key(text: str) -> tuple[datetime, str, int]:
-    at, schedule_id, version = text.split("#")
-    return from_iso(at), schedule_id, int(version)
-
-
 # --- plan pages -----------------------------------------------------------------------
 #
-# A planning pass writes the next slots of the schedules its chain carries as
-# pages, not as one ``next`` index entry a record: one item per due minute
+# A planning pass writes the next slots of the schedules it plans as pages,
+# read back with strong consistency (no index): one item per due minute
 # (chunked), in the Runs table under a partition of its own per due hour,
 # ``P#<hour>`` / ``<minute>#<token>#<chunk>``. An entry is
 # ``<schedule_id>#<version>``, with ``#<microseconds past the minute>`` when
@@ -288,57 +277,6 @@ def page_entries(item: Mapping[str, Any]) -> list[tuple[datetime, str, int]]:
         offset = timedelta(microseconds=int(parts[2])) if len(parts) > 2 else timedelta(0)
         found.append((minute + offset, parts[0], int(parts[1])))
     return found
-
-
-# The plan cursor's carry: next slots that ride on the cursor item itself,
-# which every pass with chain work rewrites anyway (the plan lease let go),
-# while they fit in its first write unit. A line is
-# ``<epoch seconds>[.<microseconds>]#<schedule_id>#<version>``.
-
-_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
-_SECOND: Final = timedelta(seconds=1)
-
-
-def carry_line(at: datetime, schedule_id: str, version: int) -> str:
-    seconds, rest = divmod(at.astimezone(UTC) - _EPOCH, _SECOND)
-    micros = rest // timedelta(microseconds=1)
-    when = f"{seconds}.{micros:06d}" if micros else str(seconds)
-    return f"{when}#{schedule_id}#{version}"
-
-
-def carry_entries(text: str | None) -> list[tuple[datetime, str, int]]:
-    """The (next slot, schedule, version) entries of a carry's text."""
-    found: list[tuple[datetime, str, int]] = []
-    for line in (text or "").split("\n"):
-        if not line:
-            continue
-        when, schedule_id, version = line.split("#")
-        seconds, _, micros = when.partition(".")
-        at = _EPOCH + timedelta(seconds=int(seconds), microseconds=int(micros or 0))
-        found.append((at, schedule_id, int(version)))
-    return found
-
-
-def split_carry(
-    kept: Iterable[tuple[datetime, str, int]],
-    new: Iterable[tuple[datetime, str, int]],
-    budget: int,
-) -> tuple[str, list[tuple[datetime, str, int]]]:
-    """The carry's next text, and what does not fit in it: the entries kept
-    (always: they fitted before), then the new ones, earliest first, while
-    the text stays within ``budget`` bytes; the rest goes on plan pages."""
-    lines = [carry_line(*entry) for entry in sorted(set(kept))]
-    size = sum(len(line) + 1 for line in lines)
-    spill: list[tuple[datetime, str, int]] = []
-    kept_set = set(kept)
-    for entry in sorted(set(new) - kept_set):
-        line = carry_line(*entry)
-        if not spill and size + len(line) + 1 <= budget:
-            lines.append(line)
-            size += len(line) + 1
-        else:
-            spill.append(entry)
-    return "\n".join(lines), spill
 
 
 def outbox_bucket(bucket: int) -> str:

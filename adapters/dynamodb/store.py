@@ -93,9 +93,9 @@ DUE_SHARDS: Final = 16
 # tick's memory does not grow with the number of schedules).
 VERSION_CACHE_SIZE: Final = 4096
 
-# The leases table item that holds how far planning has read the ``next`` index,
-# and the plan lease: the one pass that plans the chain, for at most this long
-# (longer than the tick function's timeout, so no holder outlives it).
+# The leases table item that holds how far planning has read the plan pages,
+# and the plan lease: the one pass that plans, for at most this long (longer
+# than the tick function's timeout, so no holder outlives it).
 PLAN_CURSOR: Final = "C#plan"
 PLAN_LEASE: Final = timedelta(seconds=120)
 # How a schedule stands for planning (``DynamoStore._head_mode``): its HEAD
@@ -112,14 +112,10 @@ PAGE_REACH: Final = timedelta(days=1)
 # takes the plan lease (and so moves the cursor) when the cursor is this far
 # behind, even with nothing to plan, so an idle deployment's read stays short.
 PAGE_STALE: Final = timedelta(hours=1)
-# The plan cursor item carries next slots too, while its text stays within
-# this many bytes: the item (its keys, ``through``, the lease's owner) then
-# stays within the one write unit each let-go pays anyway, so a deployment
-# with few schedules a pass writes no page at all.
-CARRY_BYTES: Final = 800
-# A record expires the history retention after its slot (TTL), and takes a
-# seed's ``next`` entry with it: a next slot later than that, less this
-# margin (an outage of the tick, TTL's own delay), stays on the HEAD.
+# A record expires the history retention after its slot (TTL), and takes the
+# ``next_due`` it names (what ``get`` shows of a chain) with it: a next slot
+# later than that, less this margin (an outage of the tick, TTL's own delay),
+# stays on the HEAD.
 CHAIN_TTL_MARGIN: Final = timedelta(days=7)
 
 _log = logging.getLogger("duetime")
@@ -134,12 +130,11 @@ class _Stored:
     to_send: list[Run] = field(default_factory=list)
     sent: set[str] = field(default_factory=set)
     # The HEAD is to be advanced after the chunk (False: the chain carries on,
-    # on the last occurrence's record, and the HEAD is not written).
+    # on a plan page, and the HEAD is not written).
     advance: bool = True
-    # The last occurrence's record was put by this call, with the chain's
-    # fields (False: it was there already, written by another planner
-    # without them, so no ``next`` entry names the slot after it).
-    chain_written: bool = False
+    # A seed handed to its chain: the next slot, written on a plan page
+    # before the HEAD leaves the ``due`` index.
+    page: tuple[datetime, str, int] | None = None
 
     @property
     def inserted(self) -> tuple[str, ...]:
@@ -158,7 +153,6 @@ class DynamoStore(DynamoRunRecords, DynamoLeases, Store):
         history_retention: timedelta = HISTORY_RETENTION,
         concurrency: int = 1,
         lease_shards: int | None = None,
-        carry_bytes: int = CARRY_BYTES,
         seal: HeaderSeal | None = None,
     ) -> None:
         """``concurrency``: independent conditional writes (admissions,
@@ -166,11 +160,10 @@ class DynamoStore(DynamoRunRecords, DynamoLeases, Store):
         in flight at once. Keep 1 on in-process moto, whose backends are not
         safe under concurrent requests. ``lease_shards``: the deployment's
         shard count, so the leases are read by key rather than by a scan.
-        ``carry_bytes``: how much of the plan cursor item may carry next
-        slots (0: every next slot goes on a plan page). ``seal``: webhook
-        header values are sealed in the version items this store writes and
-        opened in those it reads (adapters.sealing); without it they are
-        written in the body, and sealed ones read as names with empty values."""
+        ``seal``: webhook header values are sealed in the version items this
+        store writes and opened in those it reads (adapters.sealing); without
+        it they are written in the body, and sealed ones read as names with
+        empty values."""
         self.seal = seal
         if due_shards < 1:
             raise ValueError("due_shards must be at least 1")
@@ -178,26 +171,24 @@ class DynamoStore(DynamoRunRecords, DynamoLeases, Store):
         self.due_shards = due_shards
         self.lease_shards = lease_shards
         self.history_retention = history_retention
-        self.carry_bytes = carry_bytes
         self._versions: OrderedDict[tuple[str, int], ScheduleVersion] = OrderedDict()
         self._versions_lock = threading.Lock()
         # Versions whose stored form no rule reads any more, with the error (bounded).
         self._unreadable: dict[tuple[str, int], Exception] = {}
         self._zone_changes: dict[tuple[str, int], datetime | None] = {}
-        # The start of the ``next`` index's read for a horizon, and whether
-        # this pass read any entry (see ``due`` and ``planned_through``).
+        # Where the plan pages' read starts for a horizon (the cursor's
+        # ``through``; see ``due`` and ``planned_through``).
         self._floor: tuple[datetime, datetime | None] | None = None
         # Whether this store holds the plan lease (see ``_hold_plan``), as whom.
         self._plan_held = False
         self._plan_owner = f"plan-{uuid.uuid4().hex}"
         self._heads_read: dict[str, dict[str, Any]] = {}
         # The next slots this pass's chain carries, written as plan pages
-        # when it ends (``planned_through``), and the pages a pass read, by
-        # its range, as sorted (due_key, entry) pairs.
+        # when it ends (``planned_through``); every entry put on a page while
+        # this store held the plan lease (see ``_rehome``); and the pages a
+        # pass read, by its range, as sorted (due_key, entry) pairs.
         self._page_entries: list[tuple[datetime, str, int]] = []
-        # The next slots the plan cursor carries, as this pass read it (or
-        # took the plan lease with it).
-        self._carried: list[tuple[datetime, str, int]] = []
+        self._paged_entries: list[tuple[datetime, str, int]] = []
         # Where a pass that stopped at its budget left off inside the chain: every
         # entry with a ``due_key`` up to it is planned (the cursor's ``partial``).
         self._key_floor: str | None = None
@@ -440,65 +431,35 @@ class DynamoStore(DynamoRunRecords, DynamoLeases, Store):
         return Page(tuple(schedules), next_token)
 
     def due(self, until: datetime, limit: int, token: str | None = None) -> Page[DueSchedule]:
-        """From two sparse indexes: ``due`` on the Schedules table (a HEAD that
-        names its next slot: a create, edit or resume, or a backlog), and
-        ``next`` on the Runs table (the newest planned record of a schedule
-        its chain carries), read after the last complete pass's horizon
-        (``planned_through``). Merged by (next_due, schedule_id)."""
+        """Seeds, from the ``due`` index of the Schedules table (a HEAD that
+        names its next slot: a create, edit or resume, or a backlog), and the
+        schedules their chain carries, from the plan pages after the last
+        complete pass's horizon (``planned_through``), merged by (next_due,
+        schedule_id). Only for the pass that holds the plan lease, taken here
+        when there is anything to plan (or the cursor is stale): the pages it
+        plans from are read after the take, so every page a holder before it
+        wrote is in the read. A pass that cannot take it gets nothing. Every
+        row is checked against its HEAD, read consistently
+        (``_due_schedules``): the index may lag."""
         if limit < 1:
             raise ValueError("limit must be at least 1")
         upper = f"{it.iso(until)}#{it.KEY_CEILING}"
         after = str(_untoken(token)["due_key"]) if token else None
         if after is not None and after >= upper:
             return Page(())
-
-        def heads(shard: int) -> list[dict[str, Any]]:
-            return self._index_range(
-                self.tables.schedules, "due", shard, after, upper, after, limit
-            )
-
-        def chain_entry(item: Mapping[str, Any]) -> dict[str, Any]:
-            return _chain_entry(*it.parse_next_key(str(it.value(item["next_key"]))))
-
-        def read_chains(floor: datetime | None) -> list[dict[str, Any]]:
-            low = None if floor is None else f"{it.iso(floor)}#{it.KEY_CEILING}"
-            # Past the page token, and past where a pass that stopped at its
-            # budget left off (those entries are planned).
-            past = max((k for k in (after, self._key_floor) if k is not None), default=None)
-            if past is not None and (low is None or past > low):
-                low = past
-
-            def one(shard: int) -> list[dict[str, Any]]:
-                return self._index_range(
-                    self.tables.occurrences, "next", shard, low, upper, past, limit, chain_entry
-                )
-
-            indexed = [item for found in self._each(one, shards) for item in found]
-            found = indexed + self._paged(floor, until, past, limit)
-            found += self._carried_in(floor, until, past, limit)
-            unique = {(str(it.value(e["due_key"])), str(it.value(e["version"]))): e for e in found}
-            return list(unique.values())
-
-        shards = range(self.due_shards)
-        merged = [item for found in self._each(heads, shards) for item in found]
+        seeds = self._seeds(after, upper, after, limit)
         floor = self._chain_floor(until)
-        chained = read_chains(floor)
-        stale = floor is None or floor < until - PAGE_STALE
-        if (chained or merged or stale) and not self._plan_held:
-            # Something to plan: only the pass that holds the plan lease plans
-            # the chain's entries and chains records, reading again from where
-            # the last holder stopped. A pass that cannot take it leaves the
-            # entries to the holder, and plans the HEADs' slots on the HEADs.
-            # (With nothing to plan, a pass takes it to move a stale cursor.)
-            carried, key_floor = self._carried, self._key_floor
+        chained = self._paged(floor, until, after, limit)
+        if not self._plan_held:
+            stale = floor is None or floor < until - PAGE_STALE
+            if not (seeds or chained or stale):
+                return Page(())
             held, through = self._hold_plan()
             if not held:
-                chained = []
-            elif through != floor or self._carried != carried or self._key_floor != key_floor:
-                self._floor = (until, through)
-                chained = read_chains(through)
-        merged += chained
-        merged.sort(key=lambda item: str(it.value(item["due_key"])))
+                return Page(())
+            self._floor = (until, through)
+            chained = self._paged(through, until, after, limit)
+        merged = sorted(seeds + chained, key=lambda item: str(it.value(item["due_key"])))
         page = merged[:limit]
         next_token = (
             _token({"due_key": str(it.value(page[-1]["due_key"]))}) if len(merged) > limit else None
@@ -522,13 +483,7 @@ class DynamoStore(DynamoRunRecords, DynamoLeases, Store):
         past = str(_untoken(token)["due_key"]) if token else None
         if past is not None and past >= upper:
             return Page(())
-
-        def heads(shard: int) -> list[dict[str, Any]]:
-            return self._index_range(
-                self.tables.schedules, "due", shard, past or low, upper, past, limit
-            )
-
-        merged = [item for found in self._each(heads, range(self.due_shards)) for item in found]
+        merged = self._seeds(past or low, upper, past, limit)
         if not merged or not (self._plan_held or self._hold_plan()[0]):
             return Page(())
         merged.sort(key=lambda item: str(it.value(item["due_key"])))
@@ -541,11 +496,10 @@ class DynamoStore(DynamoRunRecords, DynamoLeases, Store):
     def chain_crowd(self, after: datetime, until: datetime, least: int) -> datetime | None:
         """The latest instant in ``(after, until]`` with at least ``least`` chain
         entries that no pass has read yet (past the cursor's ``through`` and
-        ``partial``): counted from the ``next`` index's keys, the plan pages and
-        the cursor's carry, without reading a HEAD. Entries of a schedule since
-        edited or paused count too; ``due`` sets them aside. An idle pass pays a
-        consistent read of the cursor, a query per ``due`` shard of the KEYS_ONLY
-        index and one of the due hour's pages."""
+        ``partial``): counted from the plan pages, without reading a HEAD.
+        Entries of a schedule since edited or paused count too; ``due`` sets
+        them aside. An idle pass pays a consistent read of the cursor and one
+        of the due hour's pages."""
         if least < 1:
             raise ValueError("least must be at least 1")
         answer = self.client.get_item(
@@ -559,40 +513,10 @@ class DynamoStore(DynamoRunRecords, DynamoLeases, Store):
         past = f"{it.iso(low)}#{it.KEY_CEILING}"
         if (partial := _partial(cursor)) is not None:
             past = max(past, partial)
-        upper = f"{it.iso(until)}#{it.KEY_CEILING}"
-        if past >= upper:
-            return None
         counts: Counter[datetime] = Counter()
-
-        def keys(shard: int) -> list[datetime]:
-            found = self._query(
-                {
-                    "TableName": self.tables.occurrences,
-                    "IndexName": "next",
-                    "KeyConditionExpression": "#shard = :shard AND #key BETWEEN :low AND :upper",
-                    "ExpressionAttributeNames": {"#shard": "next_shard", "#key": "next_key"},
-                    "ExpressionAttributeValues": {
-                        ":shard": {"S": str(shard)},
-                        ":low": {"S": past},
-                        ":upper": {"S": upper},
-                    },
-                }
-            )
-            instants = []
-            for item in found:
-                at, schedule_id, _ = it.parse_next_key(str(it.value(item["next_key"])))
-                if it.due_key(at, schedule_id) > past:
-                    instants.append(at)
-            return instants
-
-        for instants in self._each(keys, range(self.due_shards)):
-            counts.update(instants)
         for key, entry in self._read_pages(low, until):
             if key > past:
                 counts[it.from_iso(str(it.value(entry["next_due"])))] += 1
-        for at, schedule_id, _ in _carry(cursor):
-            if low < at <= until and it.due_key(at, schedule_id) > past:
-                counts[at] += 1
         crowded = [at for at, count in counts.items() if count >= least]
         return max(crowded) if crowded else None
 
@@ -601,31 +525,23 @@ class DynamoStore(DynamoRunRecords, DynamoLeases, Store):
     ) -> list[dict[str, Any]]:
         """Up to ``limit + 1`` chain entries of the plan pages, with a next
         slot in ``(floor, until]`` (with no floor, the ``PAGE_REACH`` before
-        ``until``) and a ``due_key`` past ``after``. The pages of a range are
-        read once a pass, however many pages of ``due`` it asks for."""
+        ``until``) and a ``due_key`` past ``after`` and past where a pass that
+        stopped at its budget left off (the cursor's ``partial``). The pages
+        of a range are read once a holding of the plan lease, however many
+        pages of ``due`` it asks for."""
         low = floor if floor is not None else until - PAGE_REACH
         if low >= until:
             return []  # the cursor is past this horizon (a pass read the chain ahead)
+        past = max((k for k in (after, self._key_floor) if k is not None), default=None)
         if self._pages_read is None or self._pages_read[0] != (low, until):
             self._pages_read = ((low, until), self._read_pages(low, until))
-        return _past(self._pages_read[1], after, limit)
-
-    def _carried_in(
-        self, floor: datetime | None, until: datetime, after: str | None, limit: int
-    ) -> list[dict[str, Any]]:
-        """Up to ``limit + 1`` chain entries of the cursor's carry, as ``_paged``."""
-        entries = sorted(
-            (it.due_key(at, schedule_id), _chain_entry(at, schedule_id, version))
-            for at, schedule_id, version in self._carried
-            if (floor is None or at > floor) and at <= until
-        )
-        return _past(entries, after, limit)
+        return _past(self._pages_read[1], past, limit)
 
     def _read_pages(self, low: datetime, upper: datetime) -> list[tuple[str, dict[str, Any]]]:
         """Every entry of the plan pages with a next slot in ``(low, upper]``,
         once each, in ``due_key`` order: a query of each due hour's partition
-        between the two minutes, read consistently (the last pass wrote them
-        as it ended)."""
+        between the two minutes, read consistently (the last holder wrote
+        them before it let the plan lease go)."""
         first, last = it.page_minute(low), it.page_minute(upper)
         hours = []
         hour = first.replace(minute=0)
@@ -657,10 +573,13 @@ class DynamoStore(DynamoRunRecords, DynamoLeases, Store):
         return [(key[0], found[key]) for key in sorted(found)]
 
     def _write_pages(self, entries: Sequence[tuple[datetime, str, int]]) -> None:
-        """Write a pass's next slots as plan pages, at most ``PAGE_UNITS_PER_S``
-        write units a second to one partition (a due hour's)."""
+        """Write next slots as plan pages, at most ``PAGE_UNITS_PER_S`` write
+        units a second to one partition (a due hour's); each entry is kept
+        in ``_paged_entries`` first, for ``_rehome``."""
         if not entries:
             return
+        with self._versions_lock:
+            self._paged_entries.extend(entries)
         token = uuid.uuid4().hex[:12]
         opened: dict[str, tuple[float, int]] = {}  # partition: its second's start, units spent
         for item in it.page_items(entries, token, self.history_retention):
@@ -675,53 +594,47 @@ class DynamoStore(DynamoRunRecords, DynamoLeases, Store):
             self.client.put_item(TableName=self.tables.occurrences, Item=item)
             opened[pk] = (start, spent + units)
 
-    def _index_range(
-        self,
-        table: str,
-        index: str,
-        shard: int,
-        low: str | None,
-        upper: str,
-        after: str | None,
-        limit: int,
-        as_due: Callable[[Mapping[str, Any]], dict[str, Any]] = dict,
+    def _seeds(
+        self, low: str | None, upper: str, after: str | None, limit: int
     ) -> list[dict[str, Any]]:
-        """Up to ``limit + 1`` entries of one shard of the ``due`` or ``next``
-        index (both are ``<index>_shard``, ``<index>_key``) with a key in
-        ``[low, upper]``, each made a ``due`` entry by ``as_due``, whose
-        ``due_key`` is past ``after`` (the page token's)."""
-        if low is not None and low > upper:
-            return []  # the cursor is past this horizon (a pass read the chain ahead)
-        shard_name, key_name = f"{index}_shard", f"{index}_key"
-        values: dict[str, Any] = {":shard": {"S": str(shard)}, ":upper": {"S": upper}}
-        condition = "#shard = :shard AND #key <= :upper"
-        if low is not None:
-            values[":low"] = {"S": low}
-            condition = "#shard = :shard AND #key BETWEEN :low AND :upper"
-        request = {
-            "TableName": table,
-            "IndexName": index,
-            "KeyConditionExpression": condition,
-            "ExpressionAttributeNames": {"#shard": shard_name, "#key": key_name},
-            "ExpressionAttributeValues": values,
-            # One more than a page, and one for the item the token names.
-            "Limit": limit + 2,
-        }
-        found: list[dict[str, Any]] = []
-        for item in self._query(request):
-            entry = as_due(item)
-            if after is not None and str(it.value(entry["due_key"])) <= after:
-                continue
-            found.append(entry)
-            if len(found) > limit:
-                break
-        return found
+        """Up to ``limit + 1`` entries of each shard of the ``due`` index with
+        a key in ``[low, upper]`` and past ``after`` (the page token's)."""
+
+        def one(shard: int) -> list[dict[str, Any]]:
+            values: dict[str, Any] = {":shard": {"S": str(shard)}, ":upper": {"S": upper}}
+            condition = "#shard = :shard AND #key <= :upper"
+            if low is not None:
+                values[":low"] = {"S": low}
+                condition = "#shard = :shard AND #key BETWEEN :low AND :upper"
+            request = {
+                "TableName": self.tables.schedules,
+                "IndexName": "due",
+                "KeyConditionExpression": condition,
+                "ExpressionAttributeNames": {"#shard": "due_shard", "#key": "due_key"},
+                "ExpressionAttributeValues": values,
+                # One more than a page, and one for the item the token names.
+                "Limit": limit + 2,
+            }
+            found: list[dict[str, Any]] = []
+            for item in self._query(request):
+                if after is not None and str(it.value(item["due_key"])) <= after:
+                    continue
+                found.append(item)
+                if len(found) > limit:
+                    break
+            return found
+
+        return [item for found in self._each(one, range(self.due_shards)) for item in found]
 
     def _due_schedules(self, page: Sequence[Mapping[str, Any]]) -> list[DueSchedule]:
-        """The planning view of a page of ``due`` HEADs and ``next`` entries. An
-        entry counts only while its schedule is at the entry's version, active,
-        and not named by its HEAD (a seed there supersedes the chain)."""
-        wanted = list({str(it.value(i["schedule_id"])) for i in page if _CHAIN in i})
+        """The planning view of a page of ``due`` index items (seeds) and plan
+        page entries, each checked against its schedule's HEAD, read
+        consistently: a seed counts only while its HEAD still names it (the
+        index may lag: a HEAD since planned, edited, paused or deleted is
+        still there as it was); a page entry only while its schedule is at
+        the entry's version, active, and not named by its HEAD (a seed there
+        supersedes the chain)."""
+        wanted = list({str(it.value(i["schedule_id"])) for i in page})
         current = {
             str(it.value(head["schedule_id"])): head
             for head in self._batch_get(
@@ -734,11 +647,13 @@ class DynamoStore(DynamoRunRecords, DynamoLeases, Store):
             self._heads_read.update(current)
         rows: list[tuple[Mapping[str, Any], datetime]] = []
         for item in page:
-            if _CHAIN not in item:
-                rows.append((item, it.from_iso(str(it.value(item["next_due"])))))
-                continue
             head = current.get(str(it.value(item["schedule_id"])))
-            if head is None or not _carried_by_chain(head, int(it.value(item["version"]))):
+            if head is None:
+                continue
+            if _CHAIN not in item:
+                if head.get("due_key") != item["due_key"] or not _active(head):
+                    continue
+            elif not _carried_by_chain(head, int(it.value(item["version"]))):
                 continue
             rows.append((head, it.from_iso(str(it.value(item["next_due"])))))
         found = self._schedules([head for head, _ in rows], quarantine=True)
@@ -755,9 +670,9 @@ class DynamoStore(DynamoRunRecords, DynamoLeases, Store):
         return due
 
     def _chain_floor(self, until: datetime) -> datetime | None:
-        """Where this pass's read of the ``next`` index starts: after the
-        horizon of the last complete pass (None: from the start). Read once
-        per horizon."""
+        """Where this pass's read of the plan pages starts: after the horizon
+        of the last complete pass (None: from ``PAGE_REACH`` before). Read
+        once per horizon."""
         if self._floor is not None and self._floor[0] == until:
             return self._floor[1]
         answer = self.client.get_item(
@@ -766,7 +681,6 @@ class DynamoStore(DynamoRunRecords, DynamoLeases, Store):
         item = answer.get("Item")
         floor = _through(item)
         self._floor = (until, floor)
-        self._carried = _carry(item)
         self._key_floor = _partial(item)
         with self._versions_lock:
             self._heads_read.clear()  # a new pass: what an earlier one read is old
@@ -775,8 +689,9 @@ class DynamoStore(DynamoRunRecords, DynamoLeases, Store):
     def _hold_plan(self) -> tuple[bool, datetime | None]:
         """Take the plan lease (the cursor item's owner, for ``PLAN_LEASE``):
         whether this store holds it now, and where the last holder's read
-        stopped. One holder at a time plans the chain, so no pass moves the
-        read past entries another pass is still writing."""
+        stopped. One holder at a time plans, so no pass moves the read past
+        entries another pass is still writing; what this one read of the
+        pages before is read again (a holder may have written since)."""
         now = datetime.now(UTC)
         try:
             answer = self.client.update_item(
@@ -799,46 +714,58 @@ class DynamoStore(DynamoRunRecords, DynamoLeases, Store):
                 raise
             return False, None
         self._plan_held = True
-        self._carried = _carry(answer.get("Attributes"))
+        self._pages_read = None
+        with self._versions_lock:
+            self._paged_entries = []
         self._key_floor = _partial(answer.get("Attributes"))
         return True, _through(answer.get("Attributes"))
 
     def planned_through(self, until: datetime | None, token: str | None = None) -> None:
-        """The pass ends: it puts the next slots its chain carries on the
-        plan cursor's carry while they fit, and the rest on plan pages;
-        then, with ``until``, it planned every chain entry up to it, and the
-        next holder reads after it (forward only); with None, it stopped
-        early and moves nothing, but with the ``token`` of the page it
-        stopped before, the cursor's ``partial`` keeps its last ``due_key``,
-        and the next holder reads the chain after it (10,000 entries of one
-        instant are planned over several passes, not the same first ones by
-        each). Either way the plan lease is let go, with
-        the carry less what the cursor passed. A pass that did not hold it
-        writes nothing. Pages that cannot be written move nothing either
-        (the carry stays as it was): the next holder reads again from the
-        same place, and plans the same slots again (found written)."""
+        """The pass ends: it puts the next slots its chain carries on plan
+        pages; then, with ``until``, it planned every chain entry up to it,
+        and the next holder reads after it (forward only); with None, it
+        stopped early and moves nothing, but with the ``token`` of the page
+        it stopped before, the cursor's ``partial`` keeps its last
+        ``due_key``, and the next holder reads the chain after it (10,000
+        entries of one instant are planned over several passes, not the same
+        first ones by each). Either way the plan lease is let go. A pass that
+        did not hold it writes nothing. Pages that cannot be written move
+        nothing: the next holder reads again from the same place, and plans
+        the same slots again (found written). A let-go refused (the lease
+        ran out and another pass took it) puts back on their HEADs the
+        schedules whose next slots this holder paged (``_rehome``)."""
         floor = self._floor[1] if self._floor is not None else None
         self._floor = None
         self._pages_read = None
-        carried, self._carried = self._carried, []
         with self._versions_lock:
             entries, self._page_entries = self._page_entries, []
         if not self._plan_held:
             return
         self._plan_held = False
         through = _moved(floor, until)
-        kept = [entry for entry in carried if through is None or entry[0] > through]
-        carry, spill = it.split_carry(kept, entries, self.carry_bytes)
         partial = self._partial_after(through, token)
         try:
-            self._write_pages(spill)
+            self._write_pages(entries)
         except BaseException:
-            self._let_plan_go(floor, None, None)
+            if not self._let_plan_go(floor, None):
+                self._rehome()
             raise
-        if not self._let_plan_go(floor, until, carry, partial):
-            # The lease ran out and another holder took it; it plans these
-            # slots again from the same cursor, but their pages cost little.
-            self._write_pages(sorted(set(entries) - set(spill)))
+        if not self._let_plan_go(floor, until, partial):
+            self._rehome()
+
+    def _rehome(self) -> None:
+        """This store's hold of the plan lease was broken: another pass took
+        it (once it had run out) and may have read the pages, and moved the
+        cursor, before this one's pages were written. Each schedule whose next
+        slot this holder put on a page is put back on its HEAD at that slot
+        (``_promote``: only while its chain still carries it), in the ``due``
+        index, which is read without a cursor: planned again, never lost."""
+        with self._versions_lock:
+            entries, self._paged_entries = self._paged_entries, []
+        _log.warning(
+            "plan lease lost; next slots put back on their HEADs", extra={"count": len(entries)}
+        )
+        self._each(lambda entry: self._promote(entry[1], entry[2], entry[0]), sorted(set(entries)))
 
     def _partial_after(self, through: datetime | None, token: str | None) -> str | None:
         """The cursor's ``partial`` once this pass lets go: "" to remove it (the
@@ -852,15 +779,11 @@ class DynamoStore(DynamoRunRecords, DynamoLeases, Store):
         return None
 
     def _let_plan_go(
-        self,
-        floor: datetime | None,
-        until: datetime | None,
-        carry: str | None,
-        partial: str | None = None,
+        self, floor: datetime | None, until: datetime | None, partial: str | None = None
     ) -> bool:
         """Let go of the plan lease, moving the cursor to ``until`` if given
-        (and past ``floor``), setting its carry if given and its ``partial``
-        (``_partial_after``); False if the lease was no longer this store's."""
+        (and past ``floor``) and setting its ``partial`` (``_partial_after``);
+        False if the lease was no longer this store's."""
         through = _moved(floor, until)
         sets, removes = [], ["#owner", "#held_until"]
         values: dict[str, Any] = {":me": {"S": self._plan_owner}}
@@ -876,13 +799,6 @@ class DynamoStore(DynamoRunRecords, DynamoLeases, Store):
             sets.append("#through = :through")
             values[":through"] = {"S": it.iso(through)}
             names["#through"] = "through"
-        if carry is not None:
-            names["#carry"] = "carry"
-            if carry:
-                sets.append("#carry = :carry")
-                values[":carry"] = {"S": carry}
-            else:
-                removes.append("#carry")
         update = ("SET " + ", ".join(sets) + " " if sets else "") + "REMOVE " + ", ".join(removes)
         try:
             self.client.update_item(
@@ -1032,7 +948,7 @@ class DynamoStore(DynamoRunRecords, DynamoLeases, Store):
     def materialize(
         self, batch: Sequence[Materialization], now: datetime, *, until: datetime | None = None
     ) -> list[MaterializeOutcome]:
-        return self._each(lambda item: self._materialize_one(item, now, until=until), batch)
+        return self._materialize_batch(batch, now, None, until)
 
     def materialize_sending(
         self,
@@ -1046,31 +962,60 @@ class DynamoStore(DynamoRunRecords, DynamoLeases, Store):
         admitted ones in one call, put the few whose send failed in the
         outbox, then advance the HEADs that need it: an occurrence admitted
         as it is stored costs no outbox entry and no mark-sent write (see
-        ``Store.materialize_sending`` for why a crash loses nothing), and one
-        whose record carries its schedule's next slot (the chain, see
-        ``_chained``) no HEAD write. A schedule with more occurrences than
-        one advance covers (a backlog) is materialized chunk by chunk on its
-        HEAD, each chunk's intents sent before its advance."""
+        ``Store.materialize_sending`` for why a crash loses nothing)."""
+        return self._materialize_batch(batch, now, send, until)
+
+    def _materialize_batch(
+        self,
+        batch: Sequence[Materialization],
+        now: datetime,
+        send: Callable[[Sequence[Run]], Sequence[str]] | None,
+        until: datetime | None,
+    ) -> list[MaterializeOutcome]:
+        """Store every schedule's occurrences (and send their intents, with
+        ``send``), write the plan page of the seeds handed to their chain,
+        then advance the HEADs that need it. A schedule carried on by its
+        chain (``_chained``) writes no HEAD: its next slot is queued for the
+        pass's pages. A seed's next slot is on a page before its HEAD leaves
+        the ``due`` index, so a crash in between leaves it in both, never in
+        neither. A schedule with more occurrences than one advance covers (a
+        backlog) is materialized chunk by chunk on its HEAD."""
 
         def store(item: Materialization) -> MaterializeOutcome | _Stored | None:
-            if not self._chained(item, until) and (len(item.occurrences) > OCCURRENCES_PER_ADVANCE):
-                return self._materialize_one(item, now, send, until=until)
+            chained = self._chained(item, until)
+            if not chained and len(item.occurrences) > OCCURRENCES_PER_ADVANCE:
+                return self._materialize_one(item, now, send, in_pass=until is not None)
             mode = self._head_mode(item, in_pass=until is not None)
             if mode is None:
                 return None
-            if not self._chained(item, until):
-                if mode == _CHAIN and not self._promote(item, now):
+            if not chained:
+                if mode == _CHAIN and not self._promote(
+                    item.schedule_id, item.expected_version, item.expected_next_due
+                ):
                     return None
-                return self._store_chunk(list(item.occurrences), sending=True)
+                return self._store_chunk(list(item.occurrences), sending=send is not None)
             stored = self._store_chunk(
-                list(item.occurrences), sending=True, chain=self._chain_fields(item, mode)
+                list(item.occurrences), sending=send is not None, chain=_chain_fields(item)
             )
-            stored.advance = mode == _SEED
+            entry = (
+                None
+                if item.next_due is None
+                else (item.next_due, item.schedule_id, item.expected_version)
+            )
+            if mode == _CHAIN:
+                stored.advance = False
+                if entry is not None:
+                    with self._versions_lock:
+                        self._page_entries.append(entry)
+            else:
+                stored.page = entry
             return stored
 
         stored = self._each(store, batch)
         chunks = [s for s in stored if isinstance(s, _Stored)]
-        self._send_or_outbox(chunks, send)
+        if send is not None:
+            self._send_or_outbox(chunks, send)
+        self._write_pages([chunk.page for chunk in chunks if chunk.page is not None])
 
         def advance(
             pair: tuple[Materialization, MaterializeOutcome | _Stored | None],
@@ -1082,18 +1027,13 @@ class DynamoStore(DynamoRunRecords, DynamoLeases, Store):
                 return result
             if not result.advance:
                 return MaterializeOutcome(item.schedule_id, True, result.inserted)
-            # A seed hands its schedule to the chain only if its record carries
-            # the next slot: when another planner (a pass without the plan
-            # lease, planning on the HEAD) put that record first, the HEAD
-            # keeps naming the slot instead.
-            chained = self._chained(item, until) and result.chain_written
             if self._advance(
                 item,
                 item.expected_next_due,
                 item.next_due,
                 item.last_materialized_at,
                 now,
-                chained=chained,
+                chained=self._chained(item, until),
             ):
                 return MaterializeOutcome(item.schedule_id, True, result.inserted)
             return self._refused(item, result, ())
@@ -1103,20 +1043,17 @@ class DynamoStore(DynamoRunRecords, DynamoLeases, Store):
     # --- the chain -----------------------------------------------------------------
 
     def _chained(self, item: Materialization, until: datetime | None) -> bool:
-        """Whether the item's last occurrence carries its schedule on (its
-        record holds the schedule's next slot, in the ``next`` index) instead
-        of the HEAD advancing: in a planning pass (``until``), for a schedule
-        whose next slot falls after the pass's horizon (so the next pass's
-        read of the index, which starts after it, finds it), written in one
-        chunk, by the pass that holds the plan lease (``_hold_plan``). A
-        backlog, a call from outside a pass, a pass without the lease, or
-        nothing to write stays on the HEAD; so does a schedule whose next
-        slot comes after its last record (and a seed's ``next`` entry on it)
-        would have expired, less ``CHAIN_TTL_MARGIN``: a slot months away.
-        The next slot must also lie past the cursor, which a pass that read the
-        chain ahead of its lookahead (``chain_crowd``) may have moved beyond
-        ``until``: a pass fills past any reach a pass before it read, so this
-        only guards the rule."""
+        """Whether the item's schedule is carried on by its chain (its next
+        slot on a plan page) instead of its HEAD advancing: in a planning
+        pass (``until``) that holds the plan lease (``_hold_plan``), for a
+        schedule whose next slot falls after the pass's horizon and past the
+        cursor (so the next holder's read of the pages, which starts after
+        both, finds it), written in one chunk. A backlog, a call from outside
+        a pass, or nothing to write stays on the HEAD; so does a schedule
+        whose next slot comes after its last record, and the ``next_due`` on
+        it, would have expired, less ``CHAIN_TTL_MARGIN``: a slot months
+        away. A pass that read the chain ahead of its lookahead
+        (``chain_crowd``) may have moved the cursor beyond ``until``."""
         return (
             until is not None
             and self._plan_held
@@ -1139,36 +1076,16 @@ class DynamoStore(DynamoRunRecords, DynamoLeases, Store):
         key = self._key_floor
         return key is None or it.due_key(item.next_due, item.schedule_id) > key
 
-    def _chain_fields(self, item: Materialization, mode: str) -> dict[str, Any]:
-        """The attributes the item's last record gets: ``next_due`` (or
-        ``chain_end`` when the spec has no slot after it). A schedule its
-        chain carried here (``_CHAIN``) is carried on by this pass's plan
-        pages: its next slot is queued for them. A seed handed over to the
-        chain gets, for a next slot, the keys of the sparse ``next`` index,
-        written with the record: its HEAD leaves ``due`` in this pass, before
-        the pages are written."""
-        if item.next_due is None:
-            return {"chain_end": True}
-        if mode == _CHAIN:
-            with self._versions_lock:
-                self._page_entries.append((item.next_due, item.schedule_id, item.expected_version))
-            return {"next_due": it.iso(item.next_due)}
-        return {
-            "next_due": it.iso(item.next_due),
-            "next_shard": it.due_shard(item.schedule_id, self.due_shards),
-            "next_key": it.next_key(item.next_due, item.schedule_id, item.expected_version),
-        }
-
     def _head_mode(self, item: Materialization, *, in_pass: bool = False) -> str | None:
         """How the item's schedule stands now (a strongly consistent read of
         the HEAD): ``_SEED`` when its HEAD names the item's ``next_due`` (a
         create, edit or resume set it, or a backlog keeps it there), ``_CHAIN``
-        when the HEAD leaves the schedule to its chain of records (no
-        ``due_key``), or None when the item is bound to be refused (another
-        version, paused, deleted, quarantined, or a seed it does not start
-        from). It saves the writes of a materialization bound to be refused;
-        an advance's own condition decides. In a pass (``in_pass``), a HEAD
-        its ``due`` just read for a chain entry is used once, not read again."""
+        when the HEAD leaves the schedule to its chain (no ``due_key``), or
+        None when the item is bound to be refused (another version, paused,
+        deleted, quarantined, or a seed it does not start from). It saves the
+        writes of a materialization bound to be refused; an advance's own
+        condition decides. In a pass (``in_pass``), a HEAD its ``due`` just
+        read is used once, not read again."""
         head = None
         if in_pass:
             with self._versions_lock:
@@ -1178,26 +1095,22 @@ class DynamoStore(DynamoRunRecords, DynamoLeases, Store):
         if head is None:
             return None
         v = it.plain(head)
-        if (
-            int(v["version"]) != item.expected_version
-            or v.get("paused", False)
-            or "deleted_at" in v
-            or "quarantine" in v
-        ):
+        if int(v["version"]) != item.expected_version or not _active(head):
             return None
         if "due_key" not in v:
             return _CHAIN if v.get("next_due") is not None else None
         return _SEED if v.get("next_due") == it.iso(item.expected_next_due) else None
 
-    def _promote(self, item: Materialization, now: datetime) -> bool:
-        """Put a schedule carried by its chain back on its HEAD, at the
-        item's ``next_due`` (a backlog to write in chunks, or planning from
-        outside a pass), so the HEAD's advances take it from there."""
+    def _promote(self, schedule_id: str, version: int, next_due: datetime) -> bool:
+        """Put a schedule carried by its chain back on its HEAD, at
+        ``next_due`` (a backlog to write in chunks, planning from outside a
+        pass, or a next slot paged by a holder that lost the plan lease), so
+        the HEAD's advances take it from there."""
         return (
             self._update(
                 self.tables.schedules,
-                it.head_key(item.schedule_id),
-                set_=self._next_due_fields(item.schedule_id, item.expected_next_due),
+                it.head_key(schedule_id),
+                set_=self._next_due_fields(schedule_id, next_due),
                 condition=(
                     "#version = :expected_version AND attribute_not_exists(#due_key) AND "
                     "#paused = :false AND attribute_not_exists(#deleted_at) AND "
@@ -1211,7 +1124,7 @@ class DynamoStore(DynamoRunRecords, DynamoLeases, Store):
                     "#quarantine": "quarantine",
                 },
                 values={
-                    ":expected_version": {"N": str(item.expected_version)},
+                    ":expected_version": {"N": str(version)},
                     ":false": {"BOOL": False},
                 },
             )
@@ -1235,7 +1148,6 @@ class DynamoStore(DynamoRunRecords, DynamoLeases, Store):
                 written, to_send = self._write_occurrence(run, sending=False, extra=extra)[0], None
             if written:
                 stored.written.append(run)
-                stored.chain_written = extra is not None
             if to_send is not None:
                 stored.to_send.append(to_send)
         return stored
@@ -1269,44 +1181,25 @@ class DynamoStore(DynamoRunRecords, DynamoLeases, Store):
         self,
         item: Materialization,
         now: datetime,
-        send: Callable[[Sequence[Run]], Sequence[str]] | None = None,
+        send: Callable[[Sequence[Run]], Sequence[str]] | None,
         *,
-        until: datetime | None = None,
+        in_pass: bool,
     ) -> MaterializeOutcome:
-        """Write the occurrences, then advance the HEAD on the materialization's
-        condition: an idempotent sequence, not a transaction. A crash between
-        the two leaves occurrences ahead of ``next_due``; the next pass plans
-        the same slots again, finds them written and advances. When the
-        advance is refused (the schedule moved meanwhile), the occurrences
-        this call wrote for it, and no other planner's advance covered, are
-        withdrawn. With ``send``, each chunk's admitted intents are sent
-        before its advance (``materialize_sending``). A schedule its chain
-        carries is put back on its HEAD first, or, in one chunk within a
-        pass, carried on by the chunk's last record (``_chained``)."""
-        mode = self._head_mode(item, in_pass=until is not None)
+        """A backlog, on the HEAD, chunk by chunk: write a chunk's occurrences
+        (with ``send``, send its admitted intents), then advance the HEAD on
+        the materialization's condition: an idempotent sequence, not a
+        transaction. A crash between the two leaves occurrences ahead of
+        ``next_due``; the next pass plans the same slots again, finds them
+        written and advances. When an advance is refused (the schedule moved
+        meanwhile), the occurrences this call wrote for it, and no other
+        planner's advance covered, are withdrawn. A schedule its chain
+        carries is put back on its HEAD first."""
+        mode = self._head_mode(item, in_pass=in_pass)
         if mode is None:
             return MaterializeOutcome(item.schedule_id, False)
-        if self._chained(item, until):
-            stored = self._store_chunk(
-                list(item.occurrences),
-                sending=send is not None,
-                chain=self._chain_fields(item, mode),
-            )
-            if send is not None:
-                self._send_or_outbox([stored], send)
-            if mode == _CHAIN:
-                return MaterializeOutcome(item.schedule_id, True, stored.inserted)
-            if not self._advance(
-                item,
-                item.expected_next_due,
-                item.next_due,
-                item.last_materialized_at,
-                now,
-                chained=stored.chain_written,  # see ``materialize_sending``
-            ):
-                return self._refused(item, stored, ())
-            return MaterializeOutcome(item.schedule_id, True, stored.inserted)
-        if mode == _CHAIN and not self._promote(item, now):
+        if mode == _CHAIN and not self._promote(
+            item.schedule_id, item.expected_version, item.expected_next_due
+        ):
             return MaterializeOutcome(item.schedule_id, False)
         runs = list(item.occurrences)
         size = OCCURRENCES_PER_ADVANCE
@@ -1407,7 +1300,7 @@ class DynamoStore(DynamoRunRecords, DynamoLeases, Store):
 
 
 def _chain_entry(at: datetime, schedule_id: str, version: int) -> dict[str, Any]:
-    """A chain entry (of the ``next`` index or a plan page) as a ``due`` entry."""
+    """A plan page's entry as a ``due`` entry."""
     return {
         "due_key": {"S": it.due_key(at, schedule_id)},
         "schedule_id": {"S": schedule_id},
@@ -1432,13 +1325,6 @@ def _moved(floor: datetime | None, until: datetime | None) -> datetime | None:
     return floor if until is None or (floor is not None and floor >= until) else until
 
 
-def _carry(item: Mapping[str, Any] | None) -> list[tuple[datetime, str, int]]:
-    """The next slots the cursor item carries."""
-    if item is None or "carry" not in item:
-        return []
-    return it.carry_entries(str(it.value(item["carry"])))
-
-
 def _partial(item: Mapping[str, Any] | None) -> str | None:
     """The ``due_key`` up to which a pass that stopped at its budget planned the
     chain, past the cursor's ``through``, if one did."""
@@ -1454,6 +1340,24 @@ def _through(item: Mapping[str, Any] | None) -> datetime | None:
     return it.from_iso(str(it.value(item["through"])))
 
 
+def _chain_fields(item: Materialization) -> dict[str, Any]:
+    """What the last record of a schedule its chain carries on says: its
+    ``next_due`` (what ``get`` shows), or ``chain_end`` when the spec has no
+    slot after it. The next slot itself goes on a plan page."""
+    if item.next_due is None:
+        return {"chain_end": True}
+    return {"next_due": it.iso(item.next_due)}
+
+
+def _active(head: Mapping[str, Any]) -> bool:
+    """Whether a HEAD's schedule may be planned: not paused, deleted or quarantined."""
+    return (
+        head.get("paused", {"BOOL": False}) == {"BOOL": False}
+        and "deleted_at" not in head
+        and "quarantine" not in head
+    )
+
+
 def _carried_by_chain(head: Mapping[str, Any], version: int) -> bool:
     """Whether a HEAD leaves its schedule, at ``version``, to its chain: the
     version is current, no seed names the next slot, and it is active."""
@@ -1461,7 +1365,5 @@ def _carried_by_chain(head: Mapping[str, Any], version: int) -> bool:
         head.get("version") == {"N": str(version)}
         and "due_key" not in head
         and "next_due" in head
-        and head.get("paused", {"BOOL": False}) == {"BOOL": False}
-        and "deleted_at" not in head
-        and "quarantine" not in head
+        and _active(head)
     )

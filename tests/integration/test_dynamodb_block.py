@@ -1,6 +1,6 @@
 """A plan block on DynamoDB (moto): a schedule selected by the lookahead is
 filled a block further, every slot admitted and queued ahead, so its chain
-entry (the ``next`` index) is written once a block, not once a pass; pause
+entry (a line of a plan page) is written once a block, not once a pass; pause
 and delete withdraw the slots already queued, and edit keeps its promises.
 
 Each test drives the real planner (``Ticker`` passes, queueing ahead as
@@ -79,9 +79,9 @@ class World:
         self.client = client
         self.clock = FakeClock(START)
         self.tables = create_store_tables(client, name)
-        # No carry on the plan cursor: every next slot a planning writes goes
-        # on a plan page, where it is counted (``next_entries``).
-        self.store = DynamoStore(client, self.tables, due_shards=2, carry_bytes=0)
+        # Every next slot a planning writes goes on a plan page, where it is
+        # counted (``next_entries``).
+        self.store = DynamoStore(client, self.tables, due_shards=2)
         self.queue = HeldQueue()
         self.ticker = Ticker(self.store, self.queue, self.clock, config, owner="tick-1")
         self.target = Calls()
@@ -94,8 +94,7 @@ class World:
             planning=PlanNow(self.store, self.queue, self.clock, config),
         )
         self.calls: Counter[tuple[str, str]] = Counter()
-        # Next slots written: a record's ``next`` index entry, or an entry of
-        # a plan page (see adapters.dynamodb.items).
+        # Next slots written: the entries of plan pages (see adapters.dynamodb.items).
         self.next_entries = 0
         client.meta.events.register("before-parameter-build.dynamodb.*", self._count)
 
@@ -105,12 +104,8 @@ class World:
         for table in tables or [""]:
             self.calls[(model.name, str(table))] += 1
         written = params.get("Item", {})
-        if model.name == "PutItem" and "next_key" in written:
-            self.next_entries += 1
         if model.name == "PutItem" and str(written.get("pk", {}).get("S", "")).startswith("P#"):
             self.next_entries += len(written["entries"]["S"].split("\n"))
-        if model.name == "UpdateItem" and "next_key" in str(params.get("UpdateExpression", "")):
-            self.next_entries += 1
 
     def create(self, spec: dict[str, Any], payload: dict[str, Any] | None = None) -> str:
         body = {"name": "job", "spec": spec, "target": WEBHOOK, "payload": payload or {}}

@@ -1,7 +1,7 @@
-"""The planner's chain on DynamoDB: in a pass, a schedule's last planned
-record carries its next slot (the ``next`` index), so a steady schedule's
-HEAD is never written by the tick; a create, edit or resume names the next
-slot on the HEAD (a seed), which the first pass hands over to the chain.
+"""The planner's chain on DynamoDB: in a pass, a schedule's next slot goes
+on a plan page, so a steady schedule's HEAD is never written by the tick; a
+create, edit or resume names the next slot on the HEAD (a seed), which the
+first pass hands over to the chain (its next slot on a page first).
 
 Every test drives the real planner (``Ticker`` passes, queueing ahead as
 deployed) over moto, and counts the requests each table receives.
@@ -27,6 +27,8 @@ from domain.overview import ScheduleStatus, schedule_status
 from domain.partition import Partitioning
 from domain.run import RunKind, RunStatus
 from service.planning.config import TickConfig
+from service.planning.due import DueSlots
+from service.planning.pass_state import PassState
 from service.planning.ticker import Ticker
 from service.schedules import ScheduleService
 from tests.conftest import FakeClock, utc
@@ -95,7 +97,7 @@ def world() -> Iterator[World]:
         )
 
 
-def test_a_steady_schedule_is_carried_by_its_records_and_its_head_is_not_written(
+def test_a_steady_schedule_is_carried_by_plan_pages_and_its_head_is_not_written(
     world: World,
 ) -> None:
     sid = world.create({"every": "PT1M", "start_at": "2026-12-01T08:01:00Z"})
@@ -218,12 +220,14 @@ def _cursor(world: World) -> dict[str, Any]:
     return items.plain(answer.get("Item", {}))
 
 
-def test_a_pass_without_the_plan_lease_leaves_the_chain_to_its_holder(world: World) -> None:
-    # Two passes at once (an invocation that overran): if both planned the
-    # chain, the later one could move the read past entries the earlier one
-    # was still writing. Only the holder plans it; the other writes nothing.
+def test_a_pass_without_the_plan_lease_plans_nothing(world: World) -> None:
+    # Two passes at once (an invocation that overran, one delivered twice):
+    # if both planned, the later one could move the read past entries the
+    # earlier one was still writing. Only the holder plans, the chain and
+    # the seeds alike; the other writes nothing (it still dispatches).
     sid = world.create({"every": "PT1M", "start_at": "2026-12-01T08:01:00Z"})
     world.passes(2)
+    seed = world.create({"every": "PT1M", "start_at": "2026-12-01T08:03:00Z"})
     holder = world.store
     assert holder._hold_plan()[0]
     other = DynamoStore(world.client, world.tables, due_shards=2)
@@ -233,13 +237,15 @@ def test_a_pass_without_the_plan_lease_leaves_the_chain_to_its_holder(world: Wor
     cursor = _cursor(world)
     world.calls.clear()
     late.tick_once()
-    assert world.slots(sid) == before
+    assert world.slots(sid) == before and world.slots(seed) == []
     assert world.writes(world.tables.occurrences) == 0
+    assert world.writes(world.tables.schedules) == 0
     assert _cursor(world) == cursor  # not moved, and still the holder's
     # The holder lets go; the next pass of the other plans where it stopped.
     holder.planned_through(None)
     late.tick_once()
     assert len(world.slots(sid)) == len(before) + 1
+    assert [at for at, _, _ in world.slots(seed)] == ["2026-12-01T08:03:00+00:00"]
     assert "owner" not in _cursor(world)
 
 
@@ -310,14 +316,11 @@ class PageWrites:
 
     def __init__(self, world: World) -> None:
         self.puts: list[dict[str, Any]] = []
-        self.indexed = 0  # records put with a ``next`` index entry
         self.failing = False
         world.client.meta.events.register("before-parameter-build.dynamodb.PutItem", self._put)
 
     def _put(self, params: Any, **_: Any) -> None:
         item = params["Item"]
-        if "next_key" in item:
-            self.indexed += 1
         if str(item["pk"]["S"]).startswith(items.PAGE_PREFIX):
             if self.failing:
                 raise RuntimeError("the plan pages cannot be written")
@@ -327,21 +330,17 @@ class PageWrites:
         return [entry for page in self.puts for entry in items.page_entries(page)]
 
 
-def test_schedules_planned_in_one_pass_share_one_plan_page_and_no_index_entry(
-    world: World,
-) -> None:
+def test_schedules_planned_in_one_pass_share_one_plan_page(world: World) -> None:
     # Given 20 schedules every 10 minutes, created together and handed to
-    # their chains by the first pass (a seed's next slot is a ``next`` entry),
-    # and no carry on the plan cursor.
-    world.store.carry_bytes = 0
+    # their chains by the first pass (their next slots on its page).
+    pages = PageWrites(world)
     ids = [world.create({"every": "PT10M", "start_at": "2026-12-01T08:01:00Z"}) for _ in range(20)]
     world.passes(1)
-    pages = PageWrites(world)
+    assert len(pages.puts) == 1 and len(items.page_entries(pages.puts[0])) == 20
+    pages.puts.clear()
     # When the chain carries them for three more plannings.
     world.passes(31)
-    # Then each planning wrote one page naming all 20 next slots, and no
-    # record a ``next`` index entry.
-    assert pages.indexed == 0
+    # Then each planning wrote one page naming all 20 next slots.
     assert len(pages.puts) == 3
     assert all(len(items.page_entries(page)) == 20 for page in pages.puts)
     assert all(items.item_units(page) == 1 for page in pages.puts)
@@ -353,7 +352,6 @@ def test_schedules_planned_in_one_pass_share_one_plan_page_and_no_index_entry(
 
 
 def test_a_pass_reads_its_pages_once_however_many_pages_of_due_it_plans(world: World) -> None:
-    world.store.carry_bytes = 0
     ids = {world.create({"every": "PT1M", "start_at": "2026-12-01T08:01:00Z"}) for _ in range(5)}
     world.passes(2)  # handed over, then carried on by a page
     small = TickConfig(
@@ -371,15 +369,15 @@ def test_a_pass_reads_its_pages_once_however_many_pages_of_due_it_plans(world: W
 
     world.client.meta.events.register("before-parameter-build.dynamodb.Query", count)
     world.passes(1)
-    assert page_reads == ["P#2026-12-01T08"]  # one query, for five pages of one due entry
+    # One query to see there is work, one after the plan lease is taken (a
+    # holder before may have written since), for five pages of one due entry.
+    assert page_reads == ["P#2026-12-01T08"] * 2
     for sid in ids:
         instants = [s[0] for s in world.slots(sid)]
         assert instants == [f"2026-12-01T08:0{m}:00+00:00" for m in range(1, 4)]
 
 
-@pytest.mark.parametrize("carry_bytes", [0, 60])  # all on pages; one on the carry
-def test_the_pages_are_read_page_by_page_without_a_repeat(world: World, carry_bytes: int) -> None:
-    world.store.carry_bytes = carry_bytes
+def test_the_pages_are_read_page_by_page_without_a_repeat(world: World) -> None:
     ids = {world.create({"every": "PT1M", "start_at": "2026-12-01T08:01:00Z"}) for _ in range(3)}
     world.passes(2)  # the second pass carried them on: next slots 08:03
     assert sorted(_due_one_at_a_time(world)) == sorted(ids)
@@ -388,7 +386,6 @@ def test_the_pages_are_read_page_by_page_without_a_repeat(world: World, carry_by
 def test_pages_that_cannot_be_written_move_no_cursor_and_the_next_pass_plans_again(
     world: World,
 ) -> None:
-    world.store.carry_bytes = 0
     sid = world.create({"every": "PT1M", "start_at": "2026-12-01T08:01:00Z"})
     world.passes(3)
     pages = PageWrites(world)
@@ -429,6 +426,7 @@ def test_a_schedule_whose_next_slot_outlives_its_last_record_stays_on_its_head(
     # long before the next slot, so no record may carry that slot.
     yearly = world.create({"cron": "1 8 1 12 *", "time_zone": "UTC"})
     monthly = world.create({"cron": "1 8 1 * *", "time_zone": "UTC"})
+    pages = PageWrites(world)
     world.passes(2)
     assert [s[0] for s in world.slots(yearly)] == ["2026-12-01T08:01:00+00:00"]
     # The yearly one's HEAD names its next slot, in the ``due`` index ...
@@ -437,71 +435,10 @@ def test_a_schedule_whose_next_slot_outlives_its_last_record_stays_on_its_head(
     assert "due_key" in head
     # ... and the monthly one was handed to its chain as before.
     assert "due_key" not in world.head(monthly)
-    records = world.client.query(
-        TableName=world.tables.occurrences,
-        KeyConditionExpression="pk = :pk",
-        ExpressionAttributeValues={":pk": {"S": yearly}},
-    )["Items"]
-    assert [r for r in records if "next_key" in r] == []
+    assert {sid for _, sid, _ in pages.entries()} == {monthly}
 
 
-# --- the plan cursor's carry: next slots on the item each pass rewrites anyway ----------
-
-
-def test_a_few_schedules_next_slots_ride_on_the_cursor_and_write_no_page(world: World) -> None:
-    # 20 hourly schedules, 3 minutes apart: each alone in its minute, where a
-    # page would cost a whole write unit for one line.
-    ids = [
-        world.create({"every": "PT1H", "start_at": f"2026-12-01T08:{1 + 3 * n:02d}:00Z"})
-        for n in range(20)
-    ]
-    world.passes(60)  # each handed to its chain by the pass that plans its first slot
-    pages = PageWrites(world)
-    sizes: list[int] = []
-
-    def cursor_write(params: Any, **_: Any) -> None:
-        if params.get("Key", {}).get("pk", {}).get("S") == PLAN_CURSOR:
-            sizes.append(
-                len(params.get("ExpressionAttributeValues", {}).get(":carry", {}).get("S", ""))
-            )
-
-    world.client.meta.events.register("before-parameter-build.dynamodb.UpdateItem", cursor_write)
-    world.passes(130)
-    assert pages.puts == [] and pages.indexed == 0
-    # The carry stayed within its budget: the cursor item within one write unit.
-    assert 0 < max(sizes) <= world.store.carry_bytes
-    assert (
-        items.item_units(
-            world.client.get_item(
-                TableName=world.tables.leases, Key=items.attrs({"pk": PLAN_CURSOR})
-            )["Item"]
-        )
-        == 1
-    )
-    # Every slot once, none missing, up to the last pass's horizon.
-    horizon = world.clock.now() - timedelta(seconds=60) + CONFIG.lookahead
-    for n, sid in enumerate(ids):
-        first = START + timedelta(minutes=1 + 3 * n)
-        expected = []
-        at = first
-        while at <= horizon:
-            expected.append(at.isoformat())
-            at += timedelta(hours=1)
-        assert [s[0] for s in world.slots(sid)] == expected
-
-
-def test_next_slots_beyond_the_carry_go_on_pages_and_none_is_lost(world: World) -> None:
-    ids = [world.create({"every": "PT1M", "start_at": "2026-12-01T08:01:00Z"}) for _ in range(60)]
-    world.passes(2)
-    pages = PageWrites(world)
-    world.passes(5)
-    # 60 lines do not fit in 800 bytes: the rest of each planning is a page.
-    assert pages.puts
-    assert all(len(items.page_entries(page)) < 60 for page in pages.puts)
-    for sid in ids:
-        assert [s[0] for s in world.slots(sid)] == [
-            f"2026-12-01T08:0{m}:00+00:00" for m in range(1, 8)
-        ]
+# --- a broken hold of the plan lease, a crash, another planner ----------------------
 
 
 def test_a_pass_that_lost_the_plan_lease_loses_no_slot(world: World) -> None:
@@ -540,29 +477,111 @@ def test_a_pass_that_lost_the_plan_lease_loses_no_slot(world: World) -> None:
         ]
 
 
-def test_a_seed_whose_record_another_planner_put_first_stays_on_its_head(world: World) -> None:
-    # Two passes plan a new schedule's seed at once: one without the plan
-    # lease (on the HEAD) puts the slot's record first, without the chain's
-    # fields; the lease holder's put of it, which would carry the next slot,
-    # is refused. The holder must not hand the schedule to a chain that no
-    # record carries.
+def test_a_seed_whose_record_another_planner_put_first_still_goes_on(world: World) -> None:
+    # The API plans a new schedule's seed while a pass does (``PlanNow``, on
+    # the HEAD): its put of the slot's record comes first. The pass's hand-over
+    # does not depend on its own put: the next slot goes on a page.
     sid = world.create({"every": "PT1M", "start_at": "2026-12-01T08:01:00Z"})
     other = boto3.client("dynamodb", region_name="us-east-1")  # uncounted, same backend
     raced: list[str] = []
 
     def first(params: Any, **_: Any) -> None:
         item = params["Item"]
-        if "next_key" in item and not raced:
-            plain = {k: v for k, v in item.items() if k not in ("next_key", "next_shard")}
+        if item["pk"]["S"] == sid and not raced:
+            plain = {k: v for k, v in item.items() if k not in ("next_due", "chain_end")}
             other.put_item(TableName=params["TableName"], Item=plain)
             raced.append(item["sk"]["S"])
 
     world.client.meta.events.register("before-parameter-build.dynamodb.PutItem", first)
-    world.passes(1)
+    world.passes(6)
     assert raced
-    # The HEAD still names the next slot, in the ``due`` index ...
-    head = world.head(sid)
-    assert head["next_due"].startswith("2026-12-01T08:02:00") and "due_key" in head
-    # ... and the schedule goes on: every slot once.
-    world.passes(5)
     assert [s[0] for s in world.slots(sid)] == [f"2026-12-01T08:0{m}:00+00:00" for m in range(1, 7)]
+
+
+def _expire_plan_lease(world: World) -> None:
+    """The holder's lease, as if it had run out (a pass that ran for minutes)."""
+    boto3.client("dynamodb", region_name="us-east-1").update_item(
+        TableName=world.tables.leases,
+        Key=items.attrs({"pk": PLAN_CURSOR}),
+        UpdateExpression="SET #held_until = :past",
+        ExpressionAttributeNames={"#held_until": "held_until"},
+        ExpressionAttributeValues={":past": {"S": items.iso(START)}},
+    )
+
+
+def test_a_hand_over_paged_after_another_holder_read_the_pages_is_put_back_on_its_head(
+    world: World,
+) -> None:
+    # A pass takes the plan lease and finds a new schedule's seed; it runs so
+    # long that its lease runs out, and another pass takes it. That one reads
+    # the ``due`` index (the seed is there) and the pages (the first pass has
+    # not written its hand-over yet); then the first pass pages the next slot
+    # and moves the HEAD out of ``due``; then the second reads the HEAD (no
+    # longer a seed: set aside) and moves the cursor past the paged slot.
+    steady = world.create({"every": "PT1M", "start_at": "2026-12-01T08:01:00Z"})
+    world.passes(3)
+    sid = world.create({"every": "PT1M", "start_at": "2026-12-01T08:04:00Z"})
+    slow = world.store
+    now = world.clock.now()
+    horizon = now + CONFIG.lookahead
+    page = slow.due(horizon, 100)
+    assert sid in {due.schedule_id for due in page.items}
+    _expire_plan_lease(world)
+    other_client = boto3.client("dynamodb", region_name="us-east-1")
+    other = DynamoStore(other_client, world.tables, due_shards=2)
+    queue = world.ticker.dispatcher.queue
+    fast = Ticker(other, queue, world.clock, CONFIG, owner="tick-2")
+    interleaved: list[bool] = []
+
+    def slow_plans_now(**_: Any) -> None:
+        if interleaved:
+            return
+        interleaved.append(True)
+        world.ticker.planner._plan_page(
+            page.items, DueSlots(CONFIG, now, horizon), PassState(now), until=horizon
+        )
+
+    other_client.meta.events.register("before-call.dynamodb.BatchGetItem", slow_plans_now)
+    world.clock.advance(150)  # the other pass runs once the first one's lease ran out
+    fast.tick_once()
+    assert interleaved
+    assert "due_key" not in world.head(sid)  # handed over: its next slot, 08:05, on a page
+    assert items.from_iso(_cursor(world)["through"]) > utc("2026-12-01T08:05:00Z")
+    # The first pass's let-go is refused: it puts the slot back on the HEAD.
+    slow.planned_through(horizon)
+    head = world.head(sid)
+    assert "due_key" in head and head["next_due"] == "2026-12-01T08:05:00.000000Z"
+    world.clock.advance(60)
+    world.passes(4)
+    last = world.clock.now() - timedelta(seconds=60) + CONFIG.lookahead
+    for schedule, first in ((sid, 4), (steady, 1)):
+        expected = [
+            (START + timedelta(minutes=m)).isoformat()
+            for m in range(first, 60)
+            if START + timedelta(minutes=m) <= last
+        ]
+        assert [s[0] for s in world.slots(schedule)] == expected
+
+
+def test_a_pass_that_dies_after_its_pages_before_the_cursor_loses_nothing(world: World) -> None:
+    ids = [world.create({"every": "PT1M", "start_at": "2026-12-01T08:01:00Z"}) for _ in range(3)]
+    world.passes(2)
+    dying: list[bool] = []
+
+    def die(params: Any, **_: Any) -> None:
+        if params.get("ConditionExpression") == "#owner = :me" and not dying:
+            dying.append(True)
+            raise SystemExit("killed between its pages and the cursor")
+
+    world.client.meta.events.register("before-parameter-build.dynamodb.UpdateItem", die)
+    cursor = _cursor(world)["through"]
+    with pytest.raises(SystemExit):
+        world.ticker.tick_once()
+    assert _cursor(world)["through"] == cursor and "owner" in _cursor(world)
+    world.clock.advance(60)
+    _expire_plan_lease(world)  # 120 s later, as the lease runs out
+    world.passes(3)
+    for sid in ids:
+        assert [s[0] for s in world.slots(sid)] == [
+            f"2026-12-01T08:0{m}:00+00:00" for m in range(1, 7)
+        ]

@@ -120,34 +120,3 @@ def test_pages_of_different_hours_do_not_wait_for_each_other(
     store._write_pages(entries)
     assert len({pk for _, pk, _ in client.sent}) == 48
     assert client.sent[-1][0] == 1000.0
-
-
-# --- the plan cursor's carry ----------------------------------------------------------
-
-
-def test_carried_lines_come_back_with_their_exact_instants() -> None:
-    entries = [
-        (MINUTE, "sch_a", 1),
-        (MINUTE + timedelta(days=400, microseconds=9), "sch_b", 7),
-    ]
-    text, spill = items.split_carry([], entries, 800)
-    assert spill == []
-    assert text.split("\n")[0] == "1796115600#sch_a#1"
-    assert sorted(items.carry_entries(text)) == entries
-    assert items.carry_entries("") == items.carry_entries(None) == []
-
-
-def test_the_carry_keeps_what_it_had_and_takes_new_lines_earliest_first_while_they_fit() -> None:
-    kept = [(MINUTE + timedelta(hours=5), "sch_kept", 1)]
-    new = [(MINUTE + timedelta(minutes=m), f"sch_{m:02d}", 1) for m in range(10, 0, -1)]
-    budget = len(items.carry_line(*kept[0])) + 1 + 3 * len("1796115600#sch_00#1\n")
-    text, spill = items.split_carry(kept, new, budget)
-    carried = items.carry_entries(text)
-    assert len(text) <= budget
-    assert carried[0] == kept[0]
-    # The earliest new lines are carried; the rest, in order, spill to pages.
-    assert [sid for _, sid, _ in carried[1:]] == ["sch_01", "sch_02", "sch_03"]
-    assert [sid for _, sid, _ in spill] == [f"sch_{m:02d}" for m in range(4, 11)]
-    # A line it already has is not taken twice; no budget carries nothing new.
-    assert items.split_carry(kept, kept, budget) == (items.carry_line(*kept[0]), [])
-    assert items.split_carry([], new, 0) == ("", sorted(new))
