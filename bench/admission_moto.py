@@ -35,6 +35,7 @@ from adapters.dynamodb.local import create_store_tables  # noqa: E402
 from adapters.dynamodb.store import DynamoStore  # noqa: E402
 from adapters.sqs import SqsDeliveryQueue  # noqa: E402
 from domain.partition import Partitioning  # noqa: E402
+from handlers.api_models import definition_of as definition  # noqa: E402
 from handlers.settings import Settings  # noqa: E402
 from handlers.tick import tick_config  # noqa: E402
 from service.schedules import ScheduleService  # noqa: E402
@@ -79,11 +80,13 @@ def one_round(schedules: int) -> tuple[float, int, int, int]:
         )
         for i in range(schedules):
             service.create(
-                {
-                    "name": f"bench {i}",
-                    "spec": {"every": "PT1M"},
-                    "target": {"type": "webhook", "url": "https://example.com/hook"},
-                }
+                definition(
+                    {
+                        "name": f"bench {i}",
+                        "spec": {"every": "PT1M"},
+                        "target": {"type": "webhook", "url": "https://example.com/hook"},
+                    }
+                )
             )
         ticker = Ticker(
             store,

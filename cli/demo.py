@@ -54,6 +54,7 @@ from domain.schedule import Schedule
 from domain.spec import spec_to_dict, spec_zone_name
 from domain.targets import Target
 from domain.timezones import load_zone
+from handlers.api_models import definition_of
 from handlers.worker import IntentBody, apply
 from service.ports import DeliveryQueue, Materialization, MaterializeOutcome
 from service.run_ports import NoTelemetry, QueueMessage
@@ -585,7 +586,7 @@ class Demo:
     def edit(self, change: str, body: dict[str, Any]) -> None:
         """A PUT naming the version it read (If-Match), as the API makes it."""
         read = self.schedule().version
-        edited = self.schedules.edit(self.schedule_id, read, body)
+        edited = self.schedules.edit(self.schedule_id, read, definition_of(body))
         self.log("api", f"PUT If-Match {read}: {change} -> version {edited.version}")
 
     def show_versions(self) -> None:
@@ -614,7 +615,9 @@ class Demo:
             "running yet, so no occurrence is stored."
         )
         self.print()
-        schedule, _ = self.schedules.create(self.body(NEW_YORK, "sales@example.com", "Daily sales"))
+        schedule, _ = self.schedules.create(
+            definition_of(self.body(NEW_YORK, "sales@example.com", "Daily sales"))
+        )
         self.schedule_id = schedule.schedule_id
         self.log("api", f"POST /schedules: {CRON} in {NEW_YORK}, emailed via {MAIL_API['url']}")
         cc = "finance@example.com"

@@ -28,7 +28,7 @@ from domain.partition import Partitioning
 from domain.run import RunKind, RunStatus
 from service.schedules import ScheduleService
 from service.tick import TickConfig, Ticker
-from tests.conftest import FakeClock, utc
+from tests.conftest import FakeClock, definition, utc
 
 START = utc("2026-12-01T08:00:00Z")
 WEBHOOK = {"type": "webhook", "url": "https://example.com/hook"}
@@ -58,7 +58,9 @@ class World:
             self.calls[(model.name, str(table))] += 1
 
     def create(self, spec: dict[str, Any]) -> str:
-        schedule, _ = self.service.create({"name": "job", "spec": spec, "target": WEBHOOK})
+        schedule, _ = self.service.create(
+            definition({"name": "job", "spec": spec, "target": WEBHOOK})
+        )
         return schedule.schedule_id
 
     def passes(self, minutes: int) -> None:
@@ -145,11 +147,13 @@ def test_an_edit_leaves_the_old_versions_chain_and_no_slot_runs_twice(world: Wor
     world.service.edit(
         sid,
         schedule.version,
-        {
-            "name": "job",
-            "spec": {"every": "PT2M", "start_at": "2026-12-01T08:00:00Z"},
-            "target": WEBHOOK,
-        },
+        definition(
+            {
+                "name": "job",
+                "spec": {"every": "PT2M", "start_at": "2026-12-01T08:00:00Z"},
+                "target": WEBHOOK,
+            }
+        ),
     )
     world.passes(10)
     slots = world.slots(sid)

@@ -14,7 +14,7 @@ import pytest
 from adapters.sqlite.store import SqliteStore
 from domain.run import PendingOccurrence, RunStatus
 from service.ports import Materialization, MaterializeOutcome
-from tests.conftest import FakeClock, World, make_world, utc
+from tests.conftest import FakeClock, World, definition, make_world, utc
 
 WEBHOOK = {"type": "webhook", "url": "https://example.com/hook"}
 
@@ -51,7 +51,7 @@ def _world(tmp_path: Path, clock: FakeClock, *, shards: int = 4, **config: objec
 
 def _create(world: World, cron: str, name: str = "job") -> str:
     body = {"name": name, "spec": {"cron": cron}, "target": WEBHOOK}
-    return world.schedules.create(body)[0].schedule_id
+    return world.schedules.create(definition(body))[0].schedule_id
 
 
 def _store(world: World) -> CountingStore:

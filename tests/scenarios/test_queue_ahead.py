@@ -23,7 +23,7 @@ from domain.targets import Target
 from service.runs import RunWorker
 from service.schedules import ScheduleService
 from service.tick import PlanNow, Ticker
-from tests.conftest import FakeClock, World, make_world, utc
+from tests.conftest import FakeClock, World, definition, make_world, utc
 
 WEBHOOK = {"type": "webhook", "url": "https://example.com/hook"}
 
@@ -80,7 +80,9 @@ def stack(tmp_path: Path, clock: FakeClock) -> Iterator[Stack]:
 
 
 def _create(world: World, spec: dict[str, str], name: str = "job") -> str:
-    return world.schedules.create({"name": name, "spec": spec, "target": WEBHOOK})[0].schedule_id
+    return world.schedules.create(definition({"name": name, "spec": spec, "target": WEBHOOK}))[
+        0
+    ].schedule_id
 
 
 def test_one_pass_admits_and_queues_every_slot_due_before_the_next_pass(
@@ -206,7 +208,7 @@ def test_an_edit_after_the_intent_was_queued_runs_the_slot_with_its_own_version(
     sid = _create(stack.world, {"cron": "1 8 * * *"})
     stack.ticker().tick_once()
     body = {"name": "job", "spec": {"cron": "2 8 * * *"}, "target": WEBHOOK}
-    stack.world.schedules.edit(sid, 1, body)
+    stack.world.schedules.edit(sid, 1, definition(body))
     clock.set(utc("2026-12-01T08:01:00Z"))
     assert stack.work() == ["delete"]
     assert stack.target.ids == [f"{sid}.v1.20261201T080100Z"]
