@@ -278,7 +278,9 @@ def test_a_schedule_created_less_than_the_horizon_before_its_slot_is_planned_by_
     stack: Stack, planned: ScheduleService, clock: FakeClock
 ) -> None:
     clock.set(utc("2026-12-01T08:00:45Z"))
-    schedule, _ = planned.create({"name": "soon", "spec": {"cron": "1 8 * * *"}, "target": WEBHOOK})
+    schedule, _ = planned.create(
+        definition({"name": "soon", "spec": {"cron": "1 8 * * *"}, "target": WEBHOOK})
+    )
     [run] = stack.world.store.runs(schedule.schedule_id, 10).items
     assert run.status is RunStatus.ADMITTED and not run.pending
     assert schedule.next_due == utc("2026-12-02T08:01:00Z")  # the answer shows the store
@@ -291,7 +293,7 @@ def test_a_schedule_whose_slot_is_beyond_the_horizon_is_left_to_the_tick(
     stack: Stack, planned: ScheduleService
 ) -> None:
     schedule, _ = planned.create(
-        {"name": "later", "spec": {"cron": "5 8 * * *"}, "target": WEBHOOK}
+        definition({"name": "later", "spec": {"cron": "5 8 * * *"}, "target": WEBHOOK})
     )
     assert stack.world.store.runs(schedule.schedule_id, 10).items == ()
     assert schedule.next_due == utc("2026-12-01T08:05:00Z")
@@ -300,7 +302,9 @@ def test_a_schedule_whose_slot_is_beyond_the_horizon_is_left_to_the_tick(
 def test_a_resume_plans_the_next_slot_when_it_is_near(
     stack: Stack, planned: ScheduleService, clock: FakeClock
 ) -> None:
-    schedule, _ = planned.create({"name": "r", "spec": {"cron": "5 8 * * *"}, "target": WEBHOOK})
+    schedule, _ = planned.create(
+        definition({"name": "r", "spec": {"cron": "5 8 * * *"}, "target": WEBHOOK})
+    )
     planned.pause(schedule.schedule_id)
     clock.set(utc("2026-12-01T08:04:30Z"))
     planned.resume(schedule.schedule_id)
@@ -310,7 +314,9 @@ def test_a_resume_plans_the_next_slot_when_it_is_near(
 
 
 def test_a_trigger_is_admitted_and_sent_by_the_call(stack: Stack, planned: ScheduleService) -> None:
-    schedule, _ = planned.create({"name": "t", "spec": {"cron": "5 9 * * *"}, "target": WEBHOOK})
+    schedule, _ = planned.create(
+        definition({"name": "t", "spec": {"cron": "5 9 * * *"}, "target": WEBHOOK})
+    )
     run = planned.trigger(schedule.schedule_id)
     stored = stack.world.store.get_run(run.occurrence_id)
     assert stored is not None and stored.status is RunStatus.ADMITTED and not stored.pending
@@ -328,7 +334,7 @@ def test_planning_that_fails_at_the_call_is_left_to_the_tick(
 
     stack.queue.send_ahead = broken  # type: ignore[method-assign]
     schedule, created = planned.create(
-        {"name": "soon", "spec": {"cron": "1 8 * * *"}, "target": WEBHOOK}
+        definition({"name": "soon", "spec": {"cron": "1 8 * * *"}, "target": WEBHOOK})
     )
     assert created
     [run] = stack.world.store.runs(schedule.schedule_id, 10).items
