@@ -1,9 +1,10 @@
 """Where an occurrence is delivered: a webhook, an SQS queue, a Lambda function,
 an EventBridge bus, or a command of the machine's jobs file.
 
-A target is a plain value. ``parse_target`` turns the ``target`` object of an
-API body into one and refuses anything it cannot deliver to, naming the field
-(``target.url: ...``); ``target_to_dict`` turns it back, so that
+A target is a plain value. ``target_of`` makes one from the fields a user
+wrote (the API's request model calls it) and refuses anything it cannot
+deliver to, naming the field (``target.url: ...``); ``target_to_dict`` writes
+it for storage and ``parse_target`` reads that back, so that
 ``parse_target(target_to_dict(t)) == t``. The webhook's signing secret is not
 part of a target: it is stored apart, per schedule, and never leaves the
 secret store through these values.
