@@ -34,6 +34,7 @@ from adapters.definitions import DELIVERY_QUEUE, create_queues  # noqa: E402
 from adapters.dynamodb.local import create_store_tables  # noqa: E402
 from adapters.secrets import InMemorySecretStore  # noqa: E402
 from bootstrap.aws import build_aws_services, build_aws_ticker  # noqa: E402
+from handlers.api_models import definition_of as definition  # noqa: E402
 from handlers.settings import Settings  # noqa: E402
 
 T0 = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
@@ -72,11 +73,13 @@ def one_round(schedules: int) -> tuple[float, int, int, int]:
         service = build_aws_services(settings, clock=clock, secrets=InMemorySecretStore()).schedules
         for i in range(schedules):
             service.create(
-                {
-                    "name": f"bench {i}",
-                    "spec": {"every": "PT1M"},
-                    "target": {"type": "webhook", "url": "https://example.com/hook"},
-                }
+                definition(
+                    {
+                        "name": f"bench {i}",
+                        "spec": {"every": "PT1M"},
+                        "target": {"type": "webhook", "url": "https://example.com/hook"},
+                    }
+                )
             )
         ticker = build_aws_ticker(settings, clock=clock, owner="bench").ticker
         clock.at = T0 + timedelta(seconds=60)  # every schedule's first slot

@@ -118,6 +118,7 @@ from adapters.dynamodb.store import DynamoStore  # noqa: E402
 from adapters.secrets import SECRET_CACHE_TTL_S  # noqa: E402
 from adapters.sqs import SqsDeliveryQueue  # noqa: E402
 from adapters.sqs_worker import SqsWorkQueue  # noqa: E402
+from adapters.targets.addresses import AddressPolicy  # noqa: E402
 from bootstrap.parts import Ticker, tick_config  # noqa: E402
 from domain.delivery import Delivery, Outcome  # noqa: E402
 from domain.partition import Partitioning  # noqa: E402
@@ -125,6 +126,7 @@ from domain.run import DeliveryIntent  # noqa: E402
 from domain.targets import Target  # noqa: E402
 from handlers import watchdog as watchdog_handler  # noqa: E402
 from handlers import worker as worker_handler  # noqa: E402
+from handlers.api_models import definition_of as definition  # noqa: E402
 from handlers.settings import Settings  # noqa: E402
 from handlers.tick_pass import run_tick  # noqa: E402
 from service.runs import RunWorker  # noqa: E402
@@ -495,12 +497,14 @@ def measure(schedules: int, slots: int, batch_size: int = MAX_BATCH) -> dict[str
         ids = []
         for i in range(schedules):
             schedule, _ = service.create(
-                {
-                    "name": f"cost {i}",
-                    "spec": {"every": "PT1M"},
-                    "target": {"type": "webhook", "url": "https://example.com/hook"},
-                    "payload": {"report": "daily", "n": i},
-                }
+                definition(
+                    {
+                        "name": f"cost {i}",
+                        "spec": {"every": "PT1M"},
+                        "target": {"type": "webhook", "url": "https://example.com/hook"},
+                        "payload": {"report": "daily", "n": i},
+                    }
+                )
             )
             ids.append(schedule.schedule_id)
         worker = RunWorker(
@@ -681,12 +685,14 @@ def steady_state(
                 offset = (i * every_s // schedules) // 60 * 60
                 spec["start_at"] = (T0 + timedelta(seconds=60 + offset)).isoformat()
             service.create(
-                {
-                    "name": f"steady {i}",
-                    "spec": spec,
-                    "target": {"type": "webhook", "url": "https://example.com/hook"},
-                    "payload": {"n": i},
-                }
+                definition(
+                    {
+                        "name": f"steady {i}",
+                        "spec": spec,
+                        "target": {"type": "webhook", "url": "https://example.com/hook"},
+                        "payload": {"n": i},
+                    }
+                )
             )
 
         def passes(count: int, phase: str) -> int:
@@ -881,12 +887,15 @@ def probe_worker(schedules: int) -> dict[str, Any]:
         hook = f"http://127.0.0.1:{receiver.server_address[1]}/hook"
         for i in range(schedules):
             schedule, _ = service.create(
-                {
-                    "name": f"probe {i}",
-                    "spec": {"every": "PT1M"},
-                    "target": {"type": "webhook", "url": hook},
-                    "payload": {"report": "daily", "n": i},
-                }
+                definition(
+                    {
+                        "name": f"probe {i}",
+                        "spec": {"every": "PT1M"},
+                        "target": {"type": "webhook", "url": hook},
+                        "payload": {"report": "daily", "n": i},
+                    },
+                    AddressPolicy.local(),
+                )
             )
             secrets.put(schedule.schedule_id)
         # A lookahead shorter than a minute: each pass plans one slot of each

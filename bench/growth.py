@@ -46,6 +46,7 @@ from domain.delivery import Outcome
 from domain.identity import occurrence_id
 from domain.partition import Partitioning
 from domain.run import DeliveryIntent
+from handlers.api_models import definition_of as definition
 from handlers.settings import Settings
 from service.run_ports import NoTelemetry
 from service.schedules import ScheduleService
@@ -97,12 +98,14 @@ def real_runs(path: Path, n: int) -> tuple[SqliteStore, tuple[Any, ...]]:
     store = SqliteStore(path)
     schedules = ScheduleService(store, clock, Partitioning())
     schedules.create(
-        {
-            "name": "every second",
-            "spec": {"every": "PT1S"},
-            "target": {"type": "webhook", "url": "https://example.com/hook"},
-            "payload": {"report": "sales", "region": "emea"},
-        }
+        definition(
+            {
+                "name": "every second",
+                "spec": {"every": "PT1S"},
+                "target": {"type": "webhook", "url": "https://example.com/hook"},
+                "payload": {"report": "sales", "region": "emea"},
+            }
+        )
     )
     queue = SqliteQueue(path, clock=clock)
     ticker = build_sqlite_ticker(path, queue, Settings(tick_budget_s=0), clock=clock, owner="b")

@@ -41,6 +41,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from handlers.api_models import definition_of as definition
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -126,12 +128,18 @@ def create_schedules(db: Path, count: int, url: str, start: datetime, end: datet
     ids = []
     for i in range(count):
         schedule, _ = service.create(
-            {
-                "name": f"soak {i}",
-                "spec": {"every": "PT1S", "start_at": start.isoformat(), "end_at": end.isoformat()},
-                "policy": {"overdue": "catch_up_all", "run_timeout": "PT10S"},
-                "target": {"type": "webhook", "url": url},
-            }
+            definition(
+                {
+                    "name": f"soak {i}",
+                    "spec": {
+                        "every": "PT1S",
+                        "start_at": start.isoformat(),
+                        "end_at": end.isoformat(),
+                    },
+                    "policy": {"overdue": "catch_up_all", "run_timeout": "PT10S"},
+                    "target": {"type": "webhook", "url": url},
+                }
+            )
         )
         ids.append(schedule.schedule_id)
         secrets.put(schedule.schedule_id)

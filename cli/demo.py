@@ -43,6 +43,7 @@ from cli.demo_world import START_AT, DemoResult, KilledBeforeSend, ProcessKilled
 from domain.run import Run, RunStatus
 from domain.spec import spec_zone_name
 from domain.timezones import load_zone
+from handlers.api_models import definition_of
 from handlers.intents import IntentBody, apply
 from service.run_ports import QueueMessage
 from service.runs import RunWorker
@@ -93,7 +94,7 @@ class Demo(DemoView):
     def edit(self, change: str, body: dict[str, Any]) -> None:
         """A PUT naming the version it read (If-Match), as the API makes it."""
         read = self.schedule().version
-        edited = self.schedules.edit(self.schedule_id, read, body)
+        edited = self.schedules.edit(self.schedule_id, read, definition_of(body))
         self.log("api", f"PUT If-Match {read}: {change} -> version {edited.version}")
 
     def show_versions(self) -> None:
@@ -122,7 +123,9 @@ class Demo(DemoView):
             "running yet, so no occurrence is stored."
         )
         self.print()
-        schedule, _ = self.schedules.create(self.body(NEW_YORK, "sales@example.com", "Daily sales"))
+        schedule, _ = self.schedules.create(
+            definition_of(self.body(NEW_YORK, "sales@example.com", "Daily sales"))
+        )
         self.schedule_id = schedule.schedule_id
         self.log("api", f"POST /schedules: {CRON} in {NEW_YORK}, emailed via {MAIL_API['url']}")
         cc = "finance@example.com"

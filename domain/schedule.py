@@ -40,8 +40,16 @@ from typing import Any, Final
 from domain.backoff import MAX_DELAY_S, RetryPolicy
 from domain.errors import InvalidSchedule, parse_choice
 from domain.run import build
-from domain.spec import DstPolicy, ScheduleSpec, parse_dst_policy, parse_spec, spec_to_dict
-from domain.targets import Target, parse_target, target_to_dict
+from domain.spec import (
+    DstPolicy,
+    ScheduleSpec,
+    WrittenSpec,
+    parse_dst_policy,
+    parse_spec,
+    saved_spec,
+    spec_to_dict,
+)
+from domain.targets import Target, keep_header_values, parse_target, target_to_dict
 from domain.text import check_text
 from domain.timeparse import format_duration, parse_duration, parse_instant
 
@@ -260,11 +268,8 @@ _RETRY_FIELDS: Final = frozenset({"max_attempts", "base", "cap"})
 
 
 def parse_policy(data: object) -> SchedulePolicy:
-    """The ``policy`` object of an API body; every field is optional.
-
-    Durations are ISO 8601 (``"PT1H"``). Refusals name the field
-    (``policy.overdue``, ``policy.retry.cap``...).
-    """
+    """A policy from its JSON object (a stored one: ``policy_to_dict``); every
+    field is optional. Refusals name the field (``policy.overdue``...)."""
     if data is None:
         return SchedulePolicy()
     if not isinstance(data, Mapping):
@@ -272,20 +277,37 @@ def parse_policy(data: object) -> SchedulePolicy:
     unknown = sorted(str(key) for key in data if key not in _POLICY_FIELDS)
     if unknown:
         raise InvalidSchedule(f"policy.{unknown[0]}", "is not a policy field")
-    overdue = parse_choice(Overdue, data.get("overdue"), Overdue.LATEST_ONLY, "policy.overdue")
-    overlap = parse_choice(Overlap, data.get("overlap"), Overlap.ALLOW_ALL, "policy.overlap")
-    dst = parse_dst_policy(data.get("dst_gap"), data.get("dst_fold"))
-    window = _optional_duration(data.get("catchup_window"), "policy.catchup_window")
-    grace = _optional_duration(data.get("grace"), "policy.grace")
-    run_timeout = _optional_duration(data.get("run_timeout"), "policy.run_timeout")
+    fields = dict(data)
+    fields["retry"] = _parse_retry(fields.get("retry"))
+    return policy_of(**fields)
+
+
+def policy_of(
+    *,
+    overdue: str | None = None,
+    catchup_window: str | None = None,
+    dst_gap: str | None = None,
+    dst_fold: str | None = None,
+    overlap: str | None = None,
+    retry: RetryPolicy | None = None,
+    run_timeout: str | None = None,
+    grace: str | None = None,
+) -> SchedulePolicy:
+    """The policy a user wrote, its fields as JSON values (None: the default).
+
+    Durations are ISO 8601 (``"PT1H"``). Refusals name the field
+    (``policy.overdue``, ``policy.run_timeout``...).
+    """
+    window = _optional_duration(catchup_window, "policy.catchup_window")
+    timeout = _optional_duration(run_timeout, "policy.run_timeout")
     return SchedulePolicy(
-        overdue=overdue,
+        overdue=parse_choice(Overdue, overdue, Overdue.LATEST_ONLY, "policy.overdue"),
         catchup_window=window,
-        dst=dst,
-        overlap=overlap,
-        retry=_parse_retry(data.get("retry")),
-        run_timeout=timedelta(minutes=15) if run_timeout is None else run_timeout,
-        grace=grace,
+        dst=parse_dst_policy(dst_gap, dst_fold),
+        overlap=parse_choice(Overlap, overlap, Overlap.ALLOW_ALL, "policy.overlap"),
+        retry=SCHEDULE_RETRY_DEFAULT if retry is None else retry,
+        run_timeout=timedelta(minutes=15) if timeout is None else timeout,
+        grace=_optional_duration(grace, "policy.grace"),
     )
 
 
@@ -311,24 +333,32 @@ def _fmt(value: timedelta | None) -> str | None:
     return None if value is None else format_duration(value)
 
 
-def _parse_retry(data: object) -> RetryPolicy:
-    base = SCHEDULE_RETRY_DEFAULT
+def _parse_retry(data: object) -> RetryPolicy | None:
     if data is None:
-        return base
+        return None
     if not isinstance(data, Mapping):
         raise InvalidSchedule("policy.retry", "must be an object")
     unknown = sorted(str(key) for key in data if key not in _RETRY_FIELDS)
     if unknown:
         raise InvalidSchedule(f"policy.retry.{unknown[0]}", "is not a retry setting")
-    base_d = _optional_duration(data.get("base"), "policy.retry.base")
-    cap_d = _optional_duration(data.get("cap"), "policy.retry.cap")
-    base_s = base.base_s if base_d is None else base_d.total_seconds()
-    cap_s = base.cap_s if cap_d is None else cap_d.total_seconds()
+    return retry_of(**data)
+
+
+def retry_of(
+    *, max_attempts: int | None = None, base: str | None = None, cap: str | None = None
+) -> RetryPolicy:
+    """The retries a user wrote (``policy.retry``): base and cap as ISO 8601
+    durations; a base above the default cap raises the cap to it."""
+    default = SCHEDULE_RETRY_DEFAULT
+    base_d = _optional_duration(base, "policy.retry.base")
+    cap_d = _optional_duration(cap, "policy.retry.cap")
+    base_s = default.base_s if base_d is None else base_d.total_seconds()
+    cap_s = default.cap_s if cap_d is None else cap_d.total_seconds()
     if base_d is not None and cap_d is None and base_s > cap_s:
         cap_s = min(base_s, MAX_DELAY_S)
     try:
         return RetryPolicy(
-            max_attempts=data.get("max_attempts", base.max_attempts),
+            max_attempts=default.max_attempts if max_attempts is None else max_attempts,
             base_s=base_s,
             cap_s=cap_s,
         )
@@ -363,6 +393,43 @@ def check_payload(payload: object) -> dict[str, Any]:
     if not isinstance(payload, Mapping):
         raise InvalidSchedule("payload", "must be a JSON object")
     return dict(payload)
+
+
+@dataclass(frozen=True)
+class Definition:
+    """A schedule as a user writes it, every part checked: what a create or
+    an edit saves as a version.
+
+    ``kept_headers`` names the webhook headers an edit sent as null: they keep
+    the value the schedule has (``domain.targets.keep_header_values``).
+    """
+
+    name: str
+    spec: WrittenSpec
+    target: Target
+    policy: SchedulePolicy = field(default_factory=SchedulePolicy)
+    payload: Mapping[str, Any] = field(default_factory=dict)
+    kept_headers: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        check_name(self.name)
+        check_payload(self.payload)
+
+    def version(
+        self, schedule_id: str, number: int, saved_at: datetime, current: Target | None
+    ) -> ScheduleVersion:
+        """Version ``number`` of the schedule, saved at ``saved_at`` over a
+        schedule whose target is ``current`` (None for a new one)."""
+        return ScheduleVersion(
+            schedule_id=schedule_id,
+            version=number,
+            name=self.name,
+            spec=saved_spec(self.spec, saved_at),
+            policy=self.policy,
+            target=keep_header_values(self.target, self.kept_headers, current),
+            payload=dict(self.payload),
+            created_at=saved_at,
+        )
 
 
 def spec_from_stored(data: Mapping[str, Any]) -> ScheduleSpec:

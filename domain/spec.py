@@ -97,14 +97,7 @@ class EverySpec:
     end_at: datetime | None = None
 
     def __post_init__(self) -> None:
-        if self.every <= timedelta(0):
-            raise InvalidSchedule("spec.every", "must be positive")
-        if self.every < MIN_EVERY or self.every % timedelta(seconds=1):
-            raise InvalidSchedule("spec.every", "must be a whole number of seconds, at least PT1S")
-        if self.every > MAX_EVERY:
-            raise InvalidSchedule(
-                "spec.every", f"must be at most {format_duration(MAX_EVERY)} (use cron or at)"
-            )
+        _check_every(self.every)
         if self.anchor_at.tzinfo is None:
             raise ValueError("anchor_at must be aware")
         check_instant(self.anchor_at, "spec.start_at")
@@ -113,7 +106,45 @@ class EverySpec:
         _check_bounds(self.start_at, self.end_at)
 
 
+@dataclass(frozen=True)
+class EveryFromSave:
+    """An ``every`` spec written without ``start_at``: it counts from the instant
+    the schedule is saved (to the second), which only the save knows."""
+
+    every: timedelta
+    time_zone: str | None = None
+    end_at: datetime | None = None
+
+    def __post_init__(self) -> None:
+        _check_every(self.every)
+        if self.time_zone is not None:
+            load_zone(self.time_zone, "spec.time_zone")
+        _check_bounds(None, self.end_at)
+
+    def anchored(self, saved_at: datetime) -> EverySpec:
+        anchor = saved_at.astimezone(UTC).replace(microsecond=0)
+        return EverySpec(self.every, anchor, self.time_zone, None, self.end_at)
+
+
+def _check_every(every: timedelta) -> None:
+    if every <= timedelta(0):
+        raise InvalidSchedule("spec.every", "must be positive")
+    if every < MIN_EVERY or every % timedelta(seconds=1):
+        raise InvalidSchedule("spec.every", "must be a whole number of seconds, at least PT1S")
+    if every > MAX_EVERY:
+        raise InvalidSchedule(
+            "spec.every", f"must be at most {format_duration(MAX_EVERY)} (use cron or at)"
+        )
+
+
 ScheduleSpec = CronSpec | AtSpec | EverySpec
+# A spec as a user writes it: an ``every`` without ``start_at`` is anchored when saved.
+WrittenSpec = ScheduleSpec | EveryFromSave
+
+
+def saved_spec(spec: WrittenSpec, saved_at: datetime) -> ScheduleSpec:
+    """The spec a schedule saved at ``saved_at`` keeps."""
+    return spec.anchored(saved_at) if isinstance(spec, EveryFromSave) else spec
 
 
 def _check_bounds(start_at: datetime | None, end_at: datetime | None) -> None:
@@ -266,47 +297,57 @@ def _cron_slots(spec: CronSpec, dst: DstPolicy, after: datetime) -> Iterator[Slo
 # --- parsing and printing the JSON form --------------------------------------------
 
 
-def parse_spec(data: object, *, created_at: datetime) -> ScheduleSpec:
-    """The spec a user wrote (``{"cron": ..., "time_zone": ...}`` and so on).
-
-    ``created_at`` anchors an ``every`` spec that has no ``start_at``.
-    Every refusal names the field under ``spec``.
-    """
-    if not isinstance(data, Mapping):
-        raise InvalidSchedule("spec", "must be an object with one of cron, at or every")
-    kinds = [k for k in ("cron", "at", "every") if data.get(k) is not None]
+def spec_of(
+    *,
+    cron: str | None = None,
+    at: str | None = None,
+    every: str | None = None,
+    time_zone: str | None = None,
+    start_at: str | None = None,
+    end_at: str | None = None,
+) -> WrittenSpec:
+    """The spec a user wrote, its fields as JSON strings: exactly one of
+    ``cron``, ``at`` or ``every``. Every refusal names the field under ``spec``."""
+    kinds = [
+        kind for kind, value in (("cron", cron), ("at", at), ("every", every)) if value is not None
+    ]
     if len(kinds) != 1:
         raise InvalidSchedule(
             "spec",
             "must have exactly one of cron, at or every"
             + (f" (got {', '.join(kinds)})" if kinds else ""),
         )
-    known = {"cron", "at", "every", "time_zone", "start_at", "end_at"}
-    unknown = sorted(set(data) - known)
-    if unknown:
-        raise InvalidSchedule(f"spec.{unknown[0]}", "is not a spec field")
-    start_at = _optional_instant(data.get("start_at"), "spec.start_at")
-    end_at = _optional_instant(data.get("end_at"), "spec.end_at")
-    time_zone = data.get("time_zone")
+    start = None if start_at is None else parse_instant(start_at, "spec.start_at")
+    end = None if end_at is None else parse_instant(end_at, "spec.end_at")
     if time_zone is not None:
         load_zone(time_zone, "spec.time_zone")
-    kind = kinds[0]
-    if kind == "cron":
+    if cron is not None:
         try:
-            cron = CronExpression.parse(data["cron"])
+            expression = CronExpression.parse(cron)
         except InvalidSchedule as error:
             raise error.within("spec" if error.field == "cron" else "spec.cron") from None
-        return CronSpec(cron, time_zone or "UTC", start_at, end_at)
-    if kind == "at":
-        at = parse_instant_or_wall(data["at"], "spec.at")
-        return AtSpec(at, time_zone, start_at, end_at)
-    every = parse_duration(data["every"], "spec.every")
-    anchor = start_at or created_at.astimezone(UTC).replace(microsecond=0)
-    return EverySpec(every, anchor, time_zone, start_at, end_at)
+        return CronSpec(expression, time_zone or "UTC", start, end)
+    if at is not None:
+        return AtSpec(parse_instant_or_wall(at, "spec.at"), time_zone, start, end)
+    duration = parse_duration(every, "spec.every")
+    if start is None:
+        return EveryFromSave(duration, time_zone, end)
+    return EverySpec(duration, start, time_zone, start, end)
 
 
-def _optional_instant(value: object, field: str) -> datetime | None:
-    return None if value is None else parse_instant(value, field)
+_SPEC_FIELDS = frozenset({"cron", "at", "every", "time_zone", "start_at", "end_at"})
+
+
+def parse_spec(data: object, *, created_at: datetime) -> ScheduleSpec:
+    """A spec from its JSON object (``{"cron": ..., "time_zone": ...}`` and so
+    on): a stored one, or one a command line wrote. ``created_at`` anchors an
+    ``every`` spec that has no ``start_at``."""
+    if not isinstance(data, Mapping):
+        raise InvalidSchedule("spec", "must be an object with one of cron, at or every")
+    unknown = sorted(set(data) - _SPEC_FIELDS)
+    if unknown:
+        raise InvalidSchedule(f"spec.{unknown[0]}", "is not a spec field")
+    return saved_spec(spec_of(**data), created_at)
 
 
 def spec_to_dict(spec: ScheduleSpec) -> dict[str, Any]:

@@ -1,9 +1,10 @@
 """Where an occurrence is delivered: a webhook, an SQS queue, a Lambda function,
 an EventBridge bus, or a command of the machine's jobs file.
 
-A target is a plain value. ``parse_target`` turns the ``target`` object of an
-API body into one and refuses anything it cannot deliver to, naming the field
-(``target.url: ...``); ``target_to_dict`` turns it back, so that
+A target is a plain value. ``target_of`` makes one from the fields a user
+wrote (the API's request model calls it) and refuses anything it cannot
+deliver to, naming the field (``target.url: ...``); ``target_to_dict`` writes
+it for storage and ``parse_target`` reads that back, so that
 ``parse_target(target_to_dict(t)) == t``. The webhook's signing secret is not
 part of a target: it is stored apart, per schedule, and never leaves the
 secret store through these values.
@@ -31,8 +32,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any, Final, Literal, Union
 from urllib.parse import urlsplit
 
@@ -224,23 +225,30 @@ _FIELDS: Final[dict[str, frozenset[str]]] = {
 
 
 def parse_target(data: object) -> Target:
-    """The target an API body describes, or ``InvalidSchedule`` naming the field.
-
-    ``data`` is the decoded JSON object, for example
-    ``{"type": "webhook", "url": "https://example.com/hook", "headers": {"X-Team": "sales"}}``.
-    Unknown keys are refused, so a misspelt field is not silently ignored.
-    """
+    """A target from its JSON object (a stored one: ``target_to_dict``), or
+    ``InvalidSchedule`` naming the field."""
     if not isinstance(data, Mapping):
         raise InvalidSchedule("target", "must be an object with a 'type'")
     kind = data.get("type")
     if kind is None:
         raise InvalidSchedule("target.type", "is required")
+    return target_of(kind, {key: value for key, value in data.items() if key != "type"})
+
+
+def target_of(kind: object, fields: Mapping[str, Any]) -> Target:
+    """The target of type ``kind`` with ``fields`` (the JSON values a user
+    wrote, absent ones left out), or ``InvalidSchedule`` naming the field.
+
+    For example ``target_of("webhook", {"url": "https://example.com/hook",
+    "headers": {"X-Team": "sales"}})``. A field of another type is refused, so
+    a misspelt or misplaced field is not silently ignored.
+    """
     if kind not in _FIELDS:
         raise InvalidSchedule("target.type", f"must be one of {', '.join(TARGET_TYPES)}")
-    unknown = sorted(str(key) for key in data if key != "type" and key not in _FIELDS[kind])
+    unknown = sorted(str(key) for key in fields if key not in _FIELDS[kind])
     if unknown:
         raise InvalidSchedule(f"target.{unknown[0]}", f"is not a field of a {kind} target")
-
+    data = fields
     if kind == "webhook":
         return WebhookTarget(
             url=_required_str(data, "url"),
@@ -269,6 +277,32 @@ def parse_target(data: object) -> Target:
         source="duetime" if source is None else source,
         detail_type="duetime.occurrence" if detail_type is None else detail_type,
     )
+
+
+def keep_header_values(target: Target, kept: Sequence[str], current: Target | None) -> Target:
+    """``target`` with each header named in ``kept`` (sent as null on an edit)
+    given the value it has in the schedule's ``current`` target (None for a new
+    schedule). A schedule is shown with its header names and never their values
+    (they can be credentials), so an edit that sends back what it read keeps
+    them. A null for a header the schedule does not have is refused, naming it."""
+    if not kept or not isinstance(target, WebhookTarget):
+        return target
+    stored = {}
+    if isinstance(current, WebhookTarget):
+        stored = {name.lower(): value for name, value in current.headers}
+    names = {name.lower() for name in kept}
+    headers = []
+    for name, value in target.headers:
+        if name.lower() in names:
+            if name.lower() not in stored:
+                raise InvalidSchedule(
+                    f"target.headers.{name}",
+                    "is null, which keeps the value the schedule had for it, and it had "
+                    "none: send its value",
+                )
+            value = stored[name.lower()]
+        headers.append((name, value))
+    return replace(target, headers=tuple(headers))
 
 
 def target_to_dict(target: Target) -> dict[str, Any]:

@@ -1,10 +1,14 @@
 """Every error the use cases raise becomes an HTTP response here, in one place,
-as ``{"error": {"code", "message", "field"}}``."""
+as ``{"error": {"code", "message", "field"}}``: ``ERRORS`` is the table from
+an error's type to its status, code and field. A request the models refuse
+(``RequestValidationError``) is 422 naming the field, as an
+``InvalidSchedule`` is; anything else is 500, logged."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from typing import Any, Final
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
@@ -17,6 +21,7 @@ from adapters.secrets import SecretStoreFull
 from domain.errors import DuetimeError, InvalidSchedule
 from domain.timeparse import format_instant
 from handlers.api_common import _JSON, NEXT_TOKEN, NEXT_TOKEN_FORMAT
+from handlers.api_models import refusal
 from handlers.api_out import ErrorDetail, ErrorOut
 from handlers.observability import logger
 from service.errors import (
@@ -68,24 +73,6 @@ class BadHeader(DuetimeError):
 
 router = Router()  # type: ignore[no-untyped-call]  # (Powertools leaves it unannotated)
 
-_E = TypeVar("_E", bound=Exception)
-
-
-def _maps(
-    *errors: type[Exception],
-) -> Callable[[Callable[[_E], Response[str]]], Callable[[_E], Response[str]]]:
-    """Registers an error-to-response function for ``errors`` (a typed ``exception_handler``)."""
-
-    def register(function: Callable[[_E], Response[str]]) -> Callable[[_E], Response[str]]:
-        for error in errors:
-            router.exception_handler(error)(function)
-        return function
-
-    return register
-
-
-# --- errors, in one place ---------------------------------------------------------------
-
 
 def error_response(
     status: int,
@@ -102,37 +89,80 @@ def error_response(
     )
 
 
-def _field_of(loc: tuple[Any, ...] | list[Any]) -> str | None:
-    """``("body", "spec", "cron")`` -> ``spec.cron``; ``("header", "if-match")`` -> ``if-match``."""
-    parts = list(loc)
-    if parts and parts[0] in ("body", "query", "path", "header", "cookie"):
-        parts = parts[1:]
-    text = ""
-    for part in parts:
-        if isinstance(part, int):
-            text += f"[{part}]"
-        else:
-            text += f".{part}" if text else str(part)
-    return text or None
+@dataclass(frozen=True)
+class Answer:
+    """How the API answers one kind of error: its status and code, the field
+    it names (a name, or read from the error), and any headers or extra fields."""
+
+    status: int
+    code: str
+    field: str | Callable[[Any], str | None] | None = None
+    headers: Mapping[str, str] | None = None
+    extra: Callable[[Any], dict[str, str]] | None = None
 
 
-@_maps(RequestUnsupportedContentType)
+def _own_field(error: Any) -> str | None:
+    field: str | None = error.field
+    return field
+
+
+# --- the table: error type -> answer (an error takes the row of its nearest type) -----
+ERRORS: Final[dict[type[Exception], Answer]] = {
+    InvalidSchedule: Answer(422, "validation_error", _own_field),
+    InvalidListing: Answer(422, "validation_error", _own_field),
+    BadHeader: Answer(400, "invalid_header", lambda error: error.header),
+    ScheduleNotFound: Answer(404, "schedule_not_found"),
+    ScheduleDeleted: Answer(
+        404,
+        "schedule_deleted",
+        extra=lambda error: {"deleted_at": format_instant(error.deleted_at)},
+    ),
+    RunNotFound: Answer(404, "run_not_found"),
+    VersionNotFound: Answer(404, "version_not_found"),
+    UnknownPageToken: Answer(404, "page_not_found", NEXT_TOKEN),
+    VersionConflict: Answer(412, "version_conflict", "If-Match"),
+    PreconditionRequired: Answer(428, "precondition_required", "If-Match"),
+    ScheduleNotActive: Answer(409, "schedule_not_active"),
+    NothingToAcknowledge: Answer(409, "nothing_to_acknowledge"),
+    RunTokenRefused: Answer(409, "run_token_refused", "run_token"),
+    NotRetryable: Answer(409, "not_retryable", "status"),
+    NotCancellable: Answer(409, "not_cancellable", "status"),
+    NoWebhookTarget: Answer(409, "no_webhook_target"),
+    Contention: Answer(409, "contention", headers={"Retry-After": "1"}),
+    NotAvailable: Answer(501, "not_available"),
+    CancelUnavailable: Answer(501, "not_available"),
+    DeadLettersUnavailable: Answer(501, "not_available"),
+    RetryUnavailable: Answer(501, "not_available"),
+    # The schedule is stored; a retried create (same Idempotency-Key) or an
+    # edit gives it its secret once the store has room.
+    SecretStoreFull: Answer(503, "secret_store_full"),
+}
+
+
+def answer(error: Exception) -> Response[str]:
+    """The response for ``error``, by the row of its nearest type in ``ERRORS``."""
+    row = next(ERRORS[kind] for kind in type(error).__mro__ if kind in ERRORS)
+    field = row.field(error) if callable(row.field) else row.field
+    extra = row.extra(error) if row.extra is not None else {}
+    return error_response(row.status, row.code, str(error), field, row.headers, **extra)
+
+
 def _unsupported_content_type(_: RequestUnsupportedContentType) -> Response[str]:
     return error_response(
         415, "unsupported_media_type", "send the body as JSON (Content-Type: application/json)"
     )
 
 
-@_maps(RequestValidationError)
 def _request_invalid(error: RequestValidationError) -> Response[str]:
+    """What the request models refused: malformed JSON (400), a page token not
+    of its format (400), else the first field refused (422, as InvalidSchedule)."""
     errors = list(error.errors())
     if any(e.get("type") == "json_invalid" for e in errors):
         detail = next(e for e in errors if e.get("type") == "json_invalid")
         reason = (detail.get("ctx") or {}).get("error", "not JSON")
         return error_response(400, "invalid_json", f"the body is not valid JSON: {reason}")
-    first = errors[0] if errors else {}
-    field = _field_of(tuple(first.get("loc", ())))
-    if field == NEXT_TOKEN:
+    refused = refusal(errors[0] if errors else {})
+    if refused.field == NEXT_TOKEN:
         return error_response(
             400,
             "invalid_next_token",
@@ -140,126 +170,16 @@ def _request_invalid(error: RequestValidationError) -> Response[str]:
             f"({NEXT_TOKEN_FORMAT})",
             NEXT_TOKEN,
         )
-    message = str(first.get("msg", "invalid request")).removeprefix("Value error, ")
-    if first.get("type") == "extra_forbidden":
-        message = "is not a known field"
-    elif first.get("type") == "missing":
-        message = "is required"
-    elif first.get("type") == "model_attributes_type":
-        message = "must be a JSON object"
-    elif first.get("type") == "too_long" and isinstance(first.get("input"), str):
-        # A text field's length is checked after its text check, where pydantic
-        # says "items"; a person reads characters.
-        most = (first.get("ctx") or {}).get("max_length")
-        message = f"must be at most {most} characters (got {len(first['input'])})"
-    return error_response(422, "validation_error", f"{field or 'body'}: {message}", field or "body")
+    return answer(refused)
 
 
-@_maps(InvalidSchedule)
-def _invalid(error: InvalidSchedule) -> Response[str]:
-    return error_response(422, "validation_error", str(error), error.field)
-
-
-@_maps(ScheduleNotFound)
-def _schedule_not_found(error: ScheduleNotFound) -> Response[str]:
-    return error_response(404, "schedule_not_found", str(error))
-
-
-@_maps(ScheduleDeleted)
-def _schedule_deleted(error: ScheduleDeleted) -> Response[str]:
-    return error_response(
-        404, "schedule_deleted", str(error), deleted_at=format_instant(error.deleted_at)
-    )
-
-
-@_maps(UnknownPageToken)
-def _unknown_page_token(error: UnknownPageToken) -> Response[str]:
-    return error_response(404, "page_not_found", str(error), NEXT_TOKEN)
-
-
-@_maps(VersionNotFound)
-def _version_not_found(error: VersionNotFound) -> Response[str]:
-    return error_response(404, "version_not_found", str(error))
-
-
-@_maps(NothingToAcknowledge)
-def _nothing_to_acknowledge(error: NothingToAcknowledge) -> Response[str]:
-    return error_response(409, "nothing_to_acknowledge", str(error))
-
-
-@_maps(RunNotFound)
-def _run_not_found(error: RunNotFound) -> Response[str]:
-    return error_response(404, "run_not_found", str(error))
-
-
-@_maps(VersionConflict)
-def _version_conflict(error: VersionConflict) -> Response[str]:
-    return error_response(412, "version_conflict", str(error), "If-Match")
-
-
-@_maps(PreconditionRequired)
-def _precondition_required(error: PreconditionRequired) -> Response[str]:
-    return error_response(428, "precondition_required", str(error), "If-Match")
-
-
-@_maps(BadHeader)
-def _bad_header(error: BadHeader) -> Response[str]:
-    return error_response(400, "invalid_header", str(error), error.header)
-
-
-@_maps(ScheduleNotActive)
-def _not_active(error: ScheduleNotActive) -> Response[str]:
-    return error_response(409, "schedule_not_active", str(error))
-
-
-@_maps(RunTokenRefused)
-def _token_refused(error: RunTokenRefused) -> Response[str]:
-    return error_response(409, "run_token_refused", str(error), "run_token")
-
-
-@_maps(InvalidListing)
-def _invalid_listing(error: InvalidListing) -> Response[str]:
-    return error_response(422, "validation_error", str(error), error.field)
-
-
-@_maps(NotRetryable)
-def _not_retryable(error: NotRetryable) -> Response[str]:
-    return error_response(409, "not_retryable", str(error), "status")
-
-
-@_maps(NotCancellable)
-def _not_cancellable(error: NotCancellable) -> Response[str]:
-    return error_response(409, "not_cancellable", str(error), "status")
-
-
-@_maps(CancelUnavailable, DeadLettersUnavailable, RetryUnavailable)
-def _run_view_unavailable(error: DuetimeError) -> Response[str]:
-    return error_response(501, "not_available", str(error))
-
-
-@_maps(NotAvailable)
-def _not_available(error: NotAvailable) -> Response[str]:
-    return error_response(501, "not_available", str(error))
-
-
-@_maps(Contention)
-def _contention(error: Contention) -> Response[str]:
-    return error_response(409, "contention", str(error), headers={"Retry-After": "1"})
-
-
-@_maps(NoWebhookTarget)
-def _no_webhook_target(error: NoWebhookTarget) -> Response[str]:
-    return error_response(409, "no_webhook_target", str(error))
-
-
-@_maps(SecretStoreFull)
-def _secret_store_full(error: SecretStoreFull) -> Response[str]:
-    # The schedule is stored; a retried create (same Idempotency-Key) or an
-    # edit gives it its secret once the store has room.
-    return error_response(503, "secret_store_full", str(error))
-
-
-@_maps(Exception)
 def _unexpected(error: Exception) -> Response[str]:
     logger().exception("unhandled error")
     return error_response(500, "internal_error", "something went wrong; it has been logged")
+
+
+for _kind in ERRORS:
+    router.exception_handler(_kind)(answer)
+router.exception_handler(RequestUnsupportedContentType)(_unsupported_content_type)
+router.exception_handler(RequestValidationError)(_request_invalid)
+router.exception_handler(Exception)(_unexpected)

@@ -1,10 +1,14 @@
 """The JSON the HTTP API reads, as pydantic models (what it writes:
 ``handlers.api_out``).
 
-Request models check shapes and types (a misspelt field is refused, naming
-it); what a value *means* (a cron expression, a zone, a duration, a URL) is
-the domain's to decide, so those stay strings here and are handed to the
-schedule use cases as the plain JSON object a user wrote.
+Request models are the one validation of a body: pydantic checks shapes and
+types (a misspelt field is refused, naming it), and each model's validator
+asks the domain what a value *means* (a cron expression, a zone, a duration,
+a URL, a retry's bounds) by building the domain value from it (``spec_of``,
+``target_of``, ``policy_of``, ``Definition``). The use cases receive those
+values, typed; nothing parses the body again. A domain refusal
+(``InvalidSchedule``) names its field by its path in the body
+(``spec.cron.minute``), which ``handlers.api_errors`` answers with.
 
 The OpenAPI document says exactly what each field may hold where JSON Schema
 can say it (lengths, ranges, enums, characters refused, unknown fields
@@ -17,61 +21,45 @@ rule it cannot state at all is ``end_at`` not before ``start_at``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
+from datetime import datetime
 from importlib import resources
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    ValidationInfo,
+    model_validator,
+)
 
 from adapters.targets.addresses import AddressPolicy
-from domain.backoff import MAX_ATTEMPTS_LIMIT
+from domain.backoff import MAX_ATTEMPTS_LIMIT, RetryPolicy
 from domain.cron import MAX_CRON_CHARS
 from domain.errors import InvalidSchedule
-from domain.schedule import MAX_NAME_CHARS
-from domain.spec import MAX_EVERY, MIN_EVERY
+from domain.schedule import (
+    MAX_NAME_CHARS,
+    Definition,
+    SchedulePolicy,
+    policy_of,
+    retry_of,
+)
+from domain.spec import WrittenSpec, spec_of
 from domain.targets import (
     JOB_NAME_PATTERN,
     MAX_TARGET_TIMEOUT_S,
     MAX_URL_CHARS,
     MAX_WEBHOOK_HEADERS,
+    Target,
+    target_of,
 )
 from domain.text import NAME_PATTERN, TEXT_PATTERN, check_text
-from domain.timeparse import (
-    MAX_TEXT_CHARS,
-    parse_duration,
-    parse_instant,
-    parse_instant_or_wall,
-)
-
-
-def _domain_check(check: Callable[[str, str], object]) -> AfterValidator:
-    """An edge check that asks the domain, which refuses with the same reason
-    whichever entry point calls it. (The domain checks again when it parses.)"""
-
-    def validate(value: str | None, info: ValidationInfo) -> str | None:
-        if value is None:
-            return value
-        try:
-            check(value, str(info.field_name))
-        except InvalidSchedule as error:
-            raise ValueError(error.reason) from None
-        return value
-
-    return AfterValidator(validate)
-
-
-def _every(text: str, field: str) -> None:
-    every = parse_duration(text, field)
-    if not MIN_EVERY <= every <= MAX_EVERY or every % MIN_EVERY:
-        raise InvalidSchedule(field, "must be whole seconds from PT1S to P366D")
-
-
-InstantIn = Annotated[str | None, _domain_check(parse_instant)]
-RequiredInstantIn = Annotated[str, _domain_check(parse_instant)]
-InstantOrWall = Annotated[str | None, _domain_check(parse_instant_or_wall)]
-DurationIn = Annotated[str | None, _domain_check(parse_duration)]
-EveryIn = Annotated[str | None, _domain_check(_every)]
+from domain.timeparse import MAX_TEXT_CHARS, parse_instant
 
 
 def _text(value: str, info: ValidationInfo) -> str:
@@ -147,6 +135,44 @@ def _string(pattern: str, description: str | None = None) -> dict[str, Any]:
     if description:
         schema["description"] = description
     return schema
+
+
+def field_of(loc: Sequence[Any]) -> str | None:
+    """``("body", "spec", "cron")`` -> ``spec.cron``; ``("header", "if-match")`` -> ``if-match``."""
+    parts = list(loc)
+    if parts and parts[0] in ("body", "query", "path", "header", "cookie"):
+        parts = parts[1:]
+    text = ""
+    for part in parts:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += f".{part}" if text else str(part)
+    return text or None
+
+
+def refusal(detail: Mapping[str, Any]) -> InvalidSchedule:
+    """One of pydantic's errors (``ValidationError.errors()``) as the refusal a
+    person reads: the field by its path in the request, and why. A domain
+    check's refusal is itself (it names its field)."""
+    error = (detail.get("ctx") or {}).get("error")
+    if isinstance(error, InvalidSchedule):
+        return error
+    field = field_of(detail.get("loc", ())) or "body"
+    kind = detail.get("type")
+    message = str(detail.get("msg", "invalid request")).removeprefix("Value error, ")
+    if kind == "extra_forbidden":
+        message = "is not a known field"
+    elif kind == "missing":
+        message = "is required"
+    elif kind == "model_attributes_type":
+        message = "must be a JSON object"
+    elif kind == "too_long" and isinstance(detail.get("input"), str):
+        # A text field's length is checked after its text check, where pydantic
+        # says "items"; a person reads characters.
+        most = (detail.get("ctx") or {}).get("max_length")
+        message = f"must be at most {most} characters (got {len(detail['input'])})"
+    return InvalidSchedule(field, message)
 
 
 class _In(BaseModel):
@@ -239,13 +265,13 @@ class SpecIn(_In):
         description=CRON_DESCRIPTION,
         examples=["0 9 * * MON-FRI"],
     )
-    at: InstantOrWall = Field(
+    at: str | None = Field(
         default=None,
         max_length=MAX_TEXT_CHARS,
         description="one instant with an offset, or a wall time read in time_zone",
         examples=["2026-12-01T09:00:00Z", "2026-12-01T09:00:00"],
     )
-    every: EveryIn = Field(
+    every: str | None = Field(
         default=None,
         max_length=MAX_TEXT_CHARS,
         description=EVERY_DESCRIPTION,
@@ -257,12 +283,30 @@ class SpecIn(_In):
         description="IANA zone (default UTC)",
         examples=["Europe/London"],
     )
-    start_at: InstantIn = Field(
+    start_at: str | None = Field(
         default=None, max_length=MAX_TEXT_CHARS, description=INSTANT_DESCRIPTION
     )
-    end_at: InstantIn = Field(
+    end_at: str | None = Field(
         default=None, max_length=MAX_TEXT_CHARS, description=INSTANT_DESCRIPTION
     )
+    _spec: WrittenSpec = PrivateAttr()
+
+    @model_validator(mode="after")
+    def _domain(self) -> Self:
+        self._spec = spec_of(
+            cron=self.cron,
+            at=self.at,
+            every=self.every,
+            time_zone=self.time_zone,
+            start_at=self.start_at,
+            end_at=self.end_at,
+        )
+        return self
+
+    @property
+    def value(self) -> WrittenSpec:
+        """The spec, as the domain checked it."""
+        return self._spec
 
 
 class RetryIn(_In):
@@ -277,16 +321,26 @@ class RetryIn(_In):
     max_attempts: int | None = Field(
         default=None, ge=1, le=MAX_ATTEMPTS_LIMIT, description="default 5"
     )
-    base: DurationIn = Field(
+    base: str | None = Field(
         default=None,
         max_length=MAX_TEXT_CHARS,
         description="ISO 8601 duration, default PT1S, at most PT12H and not above cap",
     )
-    cap: DurationIn = Field(
+    cap: str | None = Field(
         default=None,
         max_length=MAX_TEXT_CHARS,
         description="ISO 8601 duration, default PT30S, at most PT12H",
     )
+    _retry: RetryPolicy = PrivateAttr()
+
+    @model_validator(mode="after")
+    def _domain(self) -> Self:
+        self._retry = retry_of(max_attempts=self.max_attempts, base=self.base, cap=self.cap)
+        return self
+
+    @property
+    def value(self) -> RetryPolicy:
+        return self._retry
 
 
 def _narrow(schema: dict[str, Any], **fields: dict[str, Any]) -> None:
@@ -321,7 +375,7 @@ class PolicyIn(_In):
     overdue: Literal["catch_up_all", "latest_only", "expire"] | None = Field(
         default=None, description="default latest_only"
     )
-    catchup_window: DurationIn = Field(
+    catchup_window: str | None = Field(
         default=None,
         max_length=MAX_TEXT_CHARS,
         description="ISO 8601 duration up to P366D; required with overdue=expire, only then",
@@ -336,16 +390,35 @@ class PolicyIn(_In):
         default=None, description="default allow_all"
     )
     retry: RetryIn | None = None
-    run_timeout: DurationIn = Field(
+    run_timeout: str | None = Field(
         default=None,
         max_length=MAX_TEXT_CHARS,
         description="ISO 8601 duration from PT1S to P1D, default PT15M",
     )
-    grace: DurationIn = Field(
+    grace: str | None = Field(
         default=None,
         max_length=MAX_TEXT_CHARS,
         description="up to P366D: how late a success may be before the watchdog says overdue",
     )
+    _policy: SchedulePolicy = PrivateAttr()
+
+    @model_validator(mode="after")
+    def _domain(self) -> Self:
+        self._policy = policy_of(
+            overdue=self.overdue,
+            catchup_window=self.catchup_window,
+            dst_gap=self.dst_gap,
+            dst_fold=self.dst_fold,
+            overlap=self.overlap,
+            retry=None if self.retry is None else self.retry.value,
+            run_timeout=self.run_timeout,
+            grace=self.grace,
+        )
+        return self
+
+    @property
+    def value(self) -> SchedulePolicy:
+        return self._policy
 
 
 _HEADER_NAME_PATTERN = "^[!#$%&'*+\\-.^_`|~0-9A-Za-z]{1,128}$"
@@ -512,6 +585,33 @@ class TargetIn(_In):
     job: str | None = Field(
         default=None, max_length=64, description="command: a job of the machine's jobs file"
     )
+    _target: Target = PrivateAttr()
+    _kept: tuple[str, ...] = PrivateAttr(default=())
+
+    @model_validator(mode="after")
+    def _domain(self) -> Self:
+        fields = {
+            name: value
+            for name, value in self
+            if name not in ("type", "headers") and value is not None
+        }
+        if self.headers is not None:
+            pairs = list(self.headers.items() if isinstance(self.headers, dict) else self.headers)
+            # A null keeps the value the schedule has (checked when it is saved).
+            self._kept = tuple(name for name, value in pairs if value is None)
+            fields["headers"] = [(name, "" if value is None else value) for name, value in pairs]
+        self._target = target_of(self.type, fields)
+        return self
+
+    @property
+    def value(self) -> Target:
+        """The target, as the domain checked it (a header sent as null holds "")."""
+        return self._target
+
+    @property
+    def kept_headers(self) -> tuple[str, ...]:
+        """The names of the headers sent as null."""
+        return self._kept
 
 
 class ScheduleIn(_In):
@@ -530,19 +630,37 @@ class ScheduleIn(_In):
         default=None, description="any JSON object, sent with every occurrence"
     )
     policy: PolicyIn | None = None
+    _definition: Definition = PrivateAttr()
 
-    def definition(self) -> dict[str, Any]:
-        """The JSON object the schedule use cases parse (absent fields left out)."""
-        body: dict[str, Any] = {
-            "name": self.name,
-            "spec": self.spec.model_dump(exclude_none=True),
-            "target": self.target.model_dump(exclude_none=True),
-        }
-        if self.payload is not None:
-            body["payload"] = self.payload
-        if self.policy is not None:
-            body["policy"] = self.policy.model_dump(exclude_none=True)
-        return body
+    @model_validator(mode="after")
+    def _domain(self) -> Self:
+        self._definition = Definition(
+            name=self.name,
+            spec=self.spec.value,
+            target=self.target.value,
+            policy=SchedulePolicy() if self.policy is None else self.policy.value,
+            payload=self.payload or {},
+            kept_headers=self.target.kept_headers,
+        )
+        return self
+
+    def definition(self) -> Definition:
+        """The schedule the use cases save, as the domain checked it."""
+        return self._definition
+
+
+def definition_of(body: object, addresses: AddressPolicy = _STRICTEST) -> Definition:
+    """The schedule a JSON body describes, validated as the API of a deployment
+    whose rule for webhook addresses is ``addresses`` validates it (for callers
+    that hold a body but no HTTP request: the demo, benches); a refusal is
+    ``InvalidSchedule`` naming the field, as the API answers."""
+    token = WEBHOOK_ADDRESSES.set(addresses)
+    try:
+        return ScheduleIn.model_validate(body).definition()
+    except ValidationError as error:
+        raise refusal(error.errors()[0]) from None
+    finally:
+        WEBHOOK_ADDRESSES.reset(token)
 
 
 class PauseIn(_In):
@@ -552,13 +670,13 @@ class PauseIn(_In):
 
 
 class BackfillIn(_In):
-    start_at: RequiredInstantIn = Field(
+    start_at: str = Field(
         max_length=MAX_TEXT_CHARS,
         description=INSTANT_DESCRIPTION + "; inclusive",
         examples=["2026-11-30T00:00:00Z"],
         json_schema_extra={"pattern": _instant_pattern(_PAST_YEAR)},
     )
-    end_at: RequiredInstantIn = Field(
+    end_at: str = Field(
         max_length=MAX_TEXT_CHARS,
         description=INSTANT_DESCRIPTION + "; inclusive, not before start_at, not in the future",
         examples=["2026-12-01T00:00:00Z"],
@@ -569,6 +687,18 @@ class BackfillIn(_In):
         strict=True,
         description="true: store nothing, answer the occurrences that would be created",
     )
+    _range: tuple[datetime, datetime] = PrivateAttr()
+
+    @model_validator(mode="after")
+    def _domain(self) -> Self:
+        start_at = parse_instant(self.start_at, "start_at")
+        self._range = (start_at, parse_instant(self.end_at, "end_at"))
+        return self
+
+    @property
+    def range(self) -> tuple[datetime, datetime]:
+        """``start_at`` and ``end_at`` as instants."""
+        return self._range
 
 
 class ProgressIn(_In):

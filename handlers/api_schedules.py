@@ -16,7 +16,6 @@ from adapters.targets.signing import shown_secret
 from bootstrap.parts import ApiServices
 from domain.schedule import Schedule
 from domain.targets import WebhookTarget
-from domain.timeparse import parse_instant
 from handlers.api_common import (
     _JSON,
     IDEMPOTENCY_KEY_PATTERN,
@@ -356,12 +355,8 @@ def trigger_schedule(
 )
 def backfill_schedule(schedule_id: str, body: Annotated[BackfillIn, Body()]) -> BackfillOut:
     services = _services()
-    runs = services.schedules.backfill(
-        schedule_id,
-        parse_instant(body.start_at, "start_at"),
-        parse_instant(body.end_at, "end_at"),
-        dry_run=body.dry_run,
-    )
+    start_at, end_at = body.range
+    runs = services.schedules.backfill(schedule_id, start_at, end_at, dry_run=body.dry_run)
     return BackfillOut(
         runs=_runs_body(services, tuple(runs)),
         created=0 if body.dry_run else len(runs),

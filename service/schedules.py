@@ -28,10 +28,10 @@ Rules they keep:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any, Final, Protocol, TypeVar
+from typing import Final, Protocol, TypeVar
 
 from domain.errors import InvalidSchedule
 from domain.identity import new_schedule_id, occurrence_id
@@ -46,17 +46,15 @@ from domain.run import (
     trigger_business_key,
 )
 from domain.schedule import (
+    Definition,
     Schedule,
     ScheduleState,
     ScheduleVersion,
-    check_name,
-    check_payload,
     dumps,
-    parse_policy,
     version_to_dict,
 )
-from domain.spec import AtSpec, ScheduleSpec, Slot, parse_spec, slots_after, spec_zone_name
-from domain.targets import CommandTarget, Target, WebhookTarget, parse_target
+from domain.spec import AtSpec, ScheduleSpec, Slot, slots_after, spec_zone_name
+from domain.targets import CommandTarget, Target
 from domain.timezones import load_zone, wall_of
 from service.errors import (
     Contention,
@@ -81,17 +79,6 @@ _EPSILON: Final = timedelta(microseconds=1)
 # How many next occurrences a schedule's answer shows (and create/edit check).
 NEXT_SHOWN: Final = 5
 _log: Final = logging.getLogger("duetime")
-
-
-@dataclass(frozen=True)
-class Definition:
-    """What a user writes for a schedule: parsed and checked, not yet stored."""
-
-    name: str
-    spec: ScheduleSpec
-    policy_data: Mapping[str, Any] | None
-    target_data: Mapping[str, Any]
-    payload: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -142,62 +129,6 @@ def check_command_job(target: CommandTarget, jobs: frozenset[str] | None) -> Non
         raise InvalidSchedule(
             "target.job", f"no job {target.job!r} in this machine's jobs file (it has: {known})"
         )
-
-
-def parse_definition(body: object, *, now: datetime) -> Definition:
-    """The schedule an API body describes; refusals name the field."""
-    if not isinstance(body, Mapping):
-        raise InvalidSchedule("body", "must be a JSON object")
-    known = {"name", "spec", "policy", "target", "payload"}
-    unknown = sorted(str(key) for key in body if key not in known)
-    if unknown:
-        raise InvalidSchedule(unknown[0], "is not a schedule field")
-    name = check_name(body.get("name"))
-    if body.get("spec") is None:
-        raise InvalidSchedule("spec", "is required")
-    spec = parse_spec(body["spec"], created_at=now)
-    if body.get("target") is None:
-        raise InvalidSchedule("target", "is required")
-    return Definition(
-        name=name,
-        spec=spec,
-        policy_data=body.get("policy"),
-        target_data=body["target"],
-        payload=check_payload(body.get("payload")),
-    )
-
-
-def keep_header_values(target_data: Any, current: Target | None) -> Any:
-    """An edit's target with each header sent as null given the value it has in
-    the schedule's ``current`` target (None for a new schedule): a schedule is
-    shown with its header names and never their values (they can be
-    credentials), so an edit that sends back what it read keeps them. A null
-    for a header the schedule does not have is refused, naming it."""
-    if not isinstance(target_data, Mapping):
-        return target_data
-    headers = target_data.get("headers")
-    pairs = list(headers.items()) if isinstance(headers, Mapping) else headers
-    if not isinstance(pairs, list | tuple) or not any(
-        isinstance(pair, list | tuple) and len(pair) == 2 and pair[1] is None for pair in pairs
-    ):
-        return target_data
-    stored = {}
-    if isinstance(current, WebhookTarget):
-        stored = {name.lower(): value for name, value in current.headers}
-    kept: list[Any] = []
-    for pair in pairs:
-        if isinstance(pair, list | tuple) and len(pair) == 2 and pair[1] is None:
-            name = pair[0]
-            value = stored.get(name.lower()) if isinstance(name, str) else None
-            if value is None:
-                raise InvalidSchedule(
-                    f"target.headers.{name}",
-                    "is null, which keeps the value the schedule had for it, and it had "
-                    "none: send its value",
-                )
-            pair = (name, value)
-        kept.append(pair)
-    return {**target_data, "headers": dict(kept) if isinstance(headers, Mapping) else kept}
 
 
 def upcoming(schedule: Schedule, count: int, after: datetime) -> list[Slot]:
@@ -319,13 +250,13 @@ class ScheduleService:
 
     # --- writing ---------------------------------------------------------------------------
 
-    def create(self, body: object, idempotency_key: str | None = None) -> tuple[Schedule, bool]:
+    def create(
+        self, definition: Definition, idempotency_key: str | None = None
+    ) -> tuple[Schedule, bool]:
         """Store a new schedule at version 1. Returns it and whether it is new."""
         now = self.clock.now()
-        sent = parse_definition(body, now=now)
-        definition = replace(sent, target_data=keep_header_values(sent.target_data, None))
         schedule_id = self._new_id()
-        version = self._version(schedule_id, 1, definition, now)
+        version = self._version(definition, schedule_id, 1, now, None)
         first = _computed(lambda: _first_slot(version, now))
         schedule = Schedule(
             schedule_id=schedule_id,
@@ -343,23 +274,21 @@ class ScheduleService:
             stored = self._plan_now(stored)
         return stored, created
 
-    def edit(self, schedule_id: str, expected_version: int, body: object) -> Schedule:
+    def edit(self, schedule_id: str, expected_version: int, definition: Definition) -> Schedule:
         """Write version N+1 if the schedule is still at ``expected_version``."""
         now = self.clock.now()
-        sent = parse_definition(body, now=now)
-        # The whole body is judged before the version: a body refused is 422
-        # naming its field, whatever If-Match names. (Header values sent as
-        # null are the stored ones, as in the write below.)
+        # The whole definition is judged before the version: one refused is
+        # 422 naming its field, whatever If-Match names. (Header values sent
+        # as null are the stored ones, as in the write below.)
         read = self.get(schedule_id)
-        kept = keep_header_values(sent.target_data, read.current.target)
-        self._version(schedule_id, expected_version + 1, replace(sent, target_data=kept), now)
+        self._version(definition, schedule_id, expected_version + 1, now, read.current.target)
         for _ in range(_RETRIES):
             schedule = self.get(schedule_id)
             if schedule.version != expected_version:
                 raise VersionConflict(schedule_id, expected_version, schedule.version)
-            target_data = keep_header_values(sent.target_data, schedule.current.target)
-            definition = replace(sent, target_data=target_data)
-            new = self._version(schedule_id, schedule.version + 1, definition, now)
+            new = self._version(
+                definition, schedule_id, schedule.version + 1, now, schedule.current.target
+            )
             # Slots of the version being replaced that came due while no tick
             # planned them (every dispatcher down) keep their version: recorded
             # waiting, for dispatch to admit or close by that version's policy;
@@ -388,8 +317,6 @@ class ScheduleService:
         raise Contention(f"schedule {schedule_id!r} kept changing; try again")
 
     def pause(self, schedule_id: str, note: str | None = None) -> Schedule:
-        if note is not None and (not isinstance(note, str) or len(note) > 1000):
-            raise InvalidSchedule("note", "must be text of at most 1000 characters")
         now = self.clock.now()
         if not self.store.pause(schedule_id, note, now):
             raise schedule_gone(schedule_id, self.store.get(schedule_id))
@@ -563,23 +490,20 @@ class ScheduleService:
         return schedule
 
     def _version(
-        self, schedule_id: str, number: int, definition: Definition, now: datetime
+        self,
+        definition: Definition,
+        schedule_id: str,
+        number: int,
+        now: datetime,
+        current: Target | None,
     ) -> ScheduleVersion:
-        target = parse_target(definition.target_data)
+        """The version ``definition`` saves, if this deployment delivers to its target."""
+        version = definition.version(schedule_id, number, now, current)
         if self.target_support is not None:
-            self.target_support.check_target(target)
-        elif isinstance(target, CommandTarget):
-            check_command_job(target, None)
-        return ScheduleVersion(
-            schedule_id=schedule_id,
-            version=number,
-            name=definition.name,
-            spec=definition.spec,
-            policy=parse_policy(definition.policy_data),
-            target=target,
-            payload=definition.payload,
-            created_at=now,
-        )
+            self.target_support.check_target(version.target)
+        elif isinstance(version.target, CommandTarget):
+            check_command_job(version.target, None)
+        return version
 
     def _missed(
         self, schedule: Schedule, now: datetime, reason: str, *, wait: bool = False

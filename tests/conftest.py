@@ -12,12 +12,14 @@ from typing import Any
 import pytest
 
 from adapters.sqlite.store import SqliteStore
+from adapters.targets.addresses import AddressPolicy
 from domain.identity import new_schedule_id
 from domain.partition import Partitioning
 from domain.run import DeliveryIntent, Run, new_occurrence
-from domain.schedule import Schedule, ScheduleState, ScheduleVersion, parse_policy
+from domain.schedule import Definition, Schedule, ScheduleState, ScheduleVersion, parse_policy
 from domain.spec import next_slot, parse_spec
 from domain.targets import parse_target
+from handlers.api_models import definition_of
 from service.planning.config import TickConfig
 from service.planning.ticker import Ticker
 from service.ports import DeliveryQueue
@@ -49,6 +51,12 @@ class FakeClock:
 def random_schedule_id() -> str:
     """A schedule id no other test uses."""
     return new_schedule_id()
+
+
+def definition(body: Mapping[str, Any]) -> Definition:
+    """The schedule a JSON body describes, validated as the local stack's API
+    validates it (a webhook on 127.0.0.1 is accepted)."""
+    return definition_of(body, AddressPolicy.local())
 
 
 def utc(text: str) -> datetime:

@@ -30,7 +30,7 @@ from service.run_ports import RunStore
 from service.run_views import RunViews
 from service.runs import RunWorker
 from service.schedules import ScheduleService
-from tests.conftest import FakeClock, utc
+from tests.conftest import FakeClock, definition, utc
 
 START = utc("2026-12-01T08:00:00Z")
 CONFIG = TickConfig(
@@ -86,7 +86,7 @@ def test_pausing_an_every_second_schedule_for_a_minute_adds_a_handful_of_rows(
     )
     views = RunViews(store, None, clock, CONFIG.partitioning)
     body = {"name": "each second", "spec": {"every": "PT1S"}, "target": WEBHOOK}
-    sid = service.create(body)[0].schedule_id
+    sid = service.create(definition(body))[0].schedule_id
 
     def seconds(count: int) -> None:
         for _ in range(count):

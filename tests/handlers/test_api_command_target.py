@@ -19,7 +19,7 @@ from domain.errors import InvalidSchedule
 from handlers.api import SQLITE_FILE, build_services, sqlite_targets
 from handlers.settings import Settings
 from service.schedules import NO_JOBS_FILE
-from tests.conftest import FakeClock
+from tests.conftest import FakeClock, definition
 from tests.handlers.test_api import REPORT, Api
 
 NIGHTLY = {**REPORT, "target": {"type": "command", "job": "nightly-report"}}
@@ -128,6 +128,6 @@ def test_a_deployment_on_aws_refuses_a_command_target(clock: FakeClock) -> None:
         )
         services = build_services(settings, clock=clock, secrets=InMemorySecretStore())
         with pytest.raises(InvalidSchedule) as refused:
-            services.schedules.create(NIGHTLY)
+            services.schedules.create(definition(NIGHTLY))
         assert refused.value.field == "target.type"
         assert str(refused.value) == f"target.type: {NO_JOBS_FILE}"

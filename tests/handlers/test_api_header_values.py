@@ -19,11 +19,11 @@ from adapters.dynamodb.local import create_store_tables
 from adapters.secrets import InMemorySecretStore
 from adapters.sqlite.store import SqliteStore
 from domain.errors import InvalidSchedule
-from domain.targets import WebhookTarget, parse_target
+from domain.targets import WebhookTarget, keep_header_values, parse_target
 from handlers.api import ApiServices, build_services, handler
 from handlers.settings import Settings
-from service.schedules import ScheduleService, keep_header_values
-from tests.conftest import FakeClock
+from service.schedules import ScheduleService
+from tests.conftest import FakeClock, definition
 from tests.handlers.test_api import REPORT, Api, rest_event
 
 TOKEN = "Bearer do-not-show-me-0123456789"
@@ -152,13 +152,17 @@ def test_a_new_schedule_with_a_null_header_is_refused_and_nothing_is_stored(api:
 
 def test_keeping_values_reads_pairs_and_names_in_any_case() -> None:
     current = parse_target(HOOK)
-    sent = {**HOOK, "headers": [["AUTHORIZATION", None], ["X-Other", "2"]]}
+    sent = definition(
+        {**SECURED, "target": {**HOOK, "headers": [["AUTHORIZATION", None], ["X-Other", "2"]]}}
+    )
 
-    kept = keep_header_values(sent, current)
+    kept = keep_header_values(sent.target, sent.kept_headers, current)
 
-    assert [tuple(pair) for pair in kept["headers"]] == [("AUTHORIZATION", TOKEN), ("X-Other", "2")]
+    assert isinstance(kept, WebhookTarget)
+    assert kept.headers == (("AUTHORIZATION", TOKEN), ("X-Other", "2"))
+    unknown = definition({**SECURED, "target": {**HOOK, "headers": {"X-Team": None}}})
     with pytest.raises(InvalidSchedule) as refused:
-        keep_header_values({**HOOK, "headers": {"X-Team": None}}, parse_target(REPORT["target"]))
+        keep_header_values(unknown.target, unknown.kept_headers, parse_target(REPORT["target"]))
     assert refused.value.field == "target.headers.X-Team"
 
 

@@ -17,7 +17,7 @@ from adapters.sqlite.store import SqliteStore
 from bootstrap.local import build_sqlite_worker
 from handlers.api import SQLITE_FILE, SQLITE_TARGETS, build_services
 from handlers.settings import Settings
-from tests.conftest import FakeClock
+from tests.conftest import FakeClock, definition
 from tests.handlers.test_api import REPORT, Api
 
 OTHER_TARGETS: dict[str, dict[str, Any]] = {
@@ -98,7 +98,7 @@ def test_a_deployment_on_dynamodb_accepts_every_target_type(clock: FakeClock) ->
         )
         services = build_services(settings, clock=clock, secrets=InMemorySecretStore())
         for target in OTHER_TARGETS.values():
-            schedule, created = services.schedules.create({**REPORT, "target": target})
+            schedule, created = services.schedules.create(definition({**REPORT, "target": target}))
             assert created and schedule.current.target.type == target["type"]
 
 

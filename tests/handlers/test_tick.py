@@ -11,7 +11,7 @@ import pytest
 import service.planning.due as due_module
 from adapters.definitions import Metric
 from handlers.tick import handler, run_tick
-from tests.conftest import WEBHOOK, FakeClock, World, utc
+from tests.conftest import WEBHOOK, FakeClock, World, definition, utc
 
 
 class Context:
@@ -34,9 +34,9 @@ def _metrics(output: str) -> dict[str, list[float]]:
         blob = json.loads(line)
         if "_aws" not in blob:  # a log line, not EMF (a schedule id may hold "_aws")
             continue
-        for definition in blob["_aws"]["CloudWatchMetrics"][0]["Metrics"]:
-            value = blob[definition["Name"]]
-            found.setdefault(definition["Name"], []).extend(
+        for metric in blob["_aws"]["CloudWatchMetrics"][0]["Metrics"]:
+            value = blob[metric["Name"]]
+            found.setdefault(metric["Name"], []).extend(
                 value if isinstance(value, list) else [value]
             )
     return found
@@ -46,11 +46,13 @@ def test_one_invocation_admits_due_work_and_emits_heartbeat_and_lag(
     world: World, clock: FakeClock, capsys: pytest.CaptureFixture[str]
 ) -> None:
     schedule, _ = world.schedules.create(
-        {
-            "name": "job",
-            "spec": {"cron": "1 8 * * *"},
-            "target": {"type": "webhook", "url": "https://example.com/hook"},
-        }
+        definition(
+            {
+                "name": "job",
+                "spec": {"cron": "1 8 * * *"},
+                "target": {"type": "webhook", "url": "https://example.com/hook"},
+            }
+        )
     )
     world.ticker().tick_once()
     clock.set(utc("2026-12-01T08:01:03Z"))
@@ -68,11 +70,13 @@ def test_the_tick_loops_within_its_budget_with_one_heartbeat_per_pass(
     world: World, clock: FakeClock, capsys: pytest.CaptureFixture[str]
 ) -> None:
     world.schedules.create(
-        {
-            "name": "job",
-            "spec": {"every": "PT1S"},
-            "target": {"type": "webhook", "url": "https://example.com/hook"},
-        }
+        definition(
+            {
+                "name": "job",
+                "spec": {"every": "PT1S"},
+                "target": {"type": "webhook", "url": "https://example.com/hook"},
+            }
+        )
     )
     elapsed = [0.0]
 
@@ -94,9 +98,11 @@ def test_a_schedule_the_tick_cannot_plan_is_counted_as_quarantined_on_the_log_li
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     hook = {"type": "webhook", "url": "https://example.com/hook"}
-    world.schedules.create({"name": "ok", "spec": {"cron": "1 8 * * *"}, "target": hook})
+    world.schedules.create(
+        definition({"name": "ok", "spec": {"cron": "1 8 * * *"}, "target": hook})
+    )
     poisoned, _ = world.schedules.create(
-        {"name": "poisoned", "spec": {"cron": "2 8 * * *"}, "target": hook}
+        definition({"name": "poisoned", "spec": {"cron": "2 8 * * *"}, "target": hook})
     )
     real = due_module.slots_after
 
@@ -129,11 +135,13 @@ def test_a_late_invocation_covers_the_minute_it_stands_for_and_says_how_late_it_
 ) -> None:
     # Given an occurrence due at 08:01 and no tick since 08:00:30
     schedule, _ = world.schedules.create(
-        {
-            "name": "job",
-            "spec": {"cron": "1 8 * * *"},
-            "target": {"type": "webhook", "url": "https://example.com/hook"},
-        }
+        definition(
+            {
+                "name": "job",
+                "spec": {"cron": "1 8 * * *"},
+                "target": {"type": "webhook", "url": "https://example.com/hook"},
+            }
+        )
     )
     clock.set(utc("2026-12-01T08:00:30Z"))
     world.ticker().tick_once()
@@ -273,7 +281,7 @@ def test_a_pass_stops_planning_at_its_budget_and_the_next_pass_plans_the_rest(
 
     ids = {
         world.schedules.create(
-            {"name": f"job {n}", "spec": {"cron": "* * * * *"}, "target": WEBHOOK}
+            definition({"name": f"job {n}", "spec": {"cron": "* * * * *"}, "target": WEBHOOK})
         )[0].schedule_id
         for n in range(5)
     }
@@ -311,12 +319,14 @@ def test_a_pass_stops_dispatching_a_backlog_past_its_deadline_and_the_next_goes_
     world.config = replace(world.config, direct_window=timedelta(0), batch_size=2)
     for n in range(5):
         world.schedules.create(
-            {
-                "name": f"job {n}",
-                "spec": {"at": "2026-12-01T08:01:00Z"},
-                "target": WEBHOOK,
-                "policy": {"overdue": "catch_up_all"},
-            }
+            definition(
+                {
+                    "name": f"job {n}",
+                    "spec": {"at": "2026-12-01T08:01:00Z"},
+                    "target": WEBHOOK,
+                    "policy": {"overdue": "catch_up_all"},
+                }
+            )
         )
     world.ticker().tick_once()
     assert world.queue.sent == []

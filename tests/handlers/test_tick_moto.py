@@ -21,7 +21,7 @@ from service.planning.ticker import Ticker
 from service.ports import Heartbeat
 from service.schedules import ScheduleService
 from service.watchdog import Watchdog
-from tests.conftest import FakeClock, FakeQueue, utc
+from tests.conftest import FakeClock, FakeQueue, definition, utc
 
 SHARDS = 4
 # A short lookahead keeps the moto tables small.
@@ -56,11 +56,13 @@ def every_second(store: DynamoStore, clock: FakeClock, count: int) -> None:
     schedules = ScheduleService(store, clock, CONFIG.partitioning)
     for n in range(count):
         schedules.create(
-            {
-                "name": f"job {n}",
-                "spec": {"every": "PT1S"},
-                "target": {"type": "webhook", "url": "https://example.com/hook"},
-            }
+            definition(
+                {
+                    "name": f"job {n}",
+                    "spec": {"every": "PT1S"},
+                    "target": {"type": "webhook", "url": "https://example.com/hook"},
+                }
+            )
         )
 
 

@@ -26,7 +26,7 @@ from handlers.telemetry import PowertoolsTelemetry
 from handlers.worker import handler
 from service.run_ports import QueueMessage, WorkQueue
 from service.runs import RunWorker
-from tests.conftest import WEBHOOK, FakeClock, World, utc
+from tests.conftest import WEBHOOK, FakeClock, World, definition, utc
 from tests.unit.test_runs import FakeTarget
 
 
@@ -73,7 +73,9 @@ class ByScheduleTarget:
 def admitted(world: World, clock: FakeClock, count: int) -> list[DeliveryIntent]:
     spec = {"cron": "1 8 * * *"}
     ids = [
-        world.schedules.create({"name": f"job {i}", "spec": spec, "target": WEBHOOK})[0].schedule_id
+        world.schedules.create(definition({"name": f"job {i}", "spec": spec, "target": WEBHOOK}))[
+            0
+        ].schedule_id
         for i in range(count)
     ]
     world.ticker().tick_once()

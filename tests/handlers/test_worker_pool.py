@@ -26,7 +26,7 @@ from domain.run import DeliveryIntent, RunStatus
 from domain.targets import Target, WebhookTarget
 from handlers.worker_local import WorkerPool
 from service.runs import RunWorker, WorkerConfig
-from tests.conftest import FakeClock, World, utc
+from tests.conftest import FakeClock, World, definition, utc
 
 HANG_URL = "https://hangs.example.com/hook"
 OK_URL = "https://fine.example.com/hook"
@@ -102,7 +102,7 @@ def pool(world: World, clock: FakeClock, tmp_path: Path) -> Iterator[Pool]:
 
 def create(world: World, name: str, spec: dict[str, str], url: str) -> str:
     body = {"name": name, "spec": spec, "target": {"type": "webhook", "url": url}}
-    return world.schedules.create(body)[0].schedule_id
+    return world.schedules.create(definition(body))[0].schedule_id
 
 
 def tick(world: World, queue: SqliteQueue) -> list[DeliveryIntent]:

@@ -28,6 +28,7 @@ from adapters.definitions import (
     create_queues,
     create_tables,
 )
+from tests.conftest import definition
 from tests.infra.helpers import (
     _as_list,
     dumps,
@@ -178,11 +179,13 @@ def test_every_request_of_tick_worker_and_watchdog_is_granted(
     recorder, queues = aws
     store = DynamoStore.from_settings(Settings.from_env())
     ScheduleService(store, SystemClock()).create(
-        {
-            "name": "every second",
-            "spec": {"every": "PT1S"},
-            "target": {"type": "sqs", "queue_url": queues["target"]},
-        }
+        definition(
+            {
+                "name": "every second",
+                "spec": {"every": "PT1S"},
+                "target": {"type": "sqs", "queue_url": queues["target"]},
+            }
+        )
     )
     roles = {
         name: function_role(template, f"handlers.{name}.handler")
@@ -356,11 +359,13 @@ def test_a_watchdog_pass_that_cannot_judge_a_schedule_is_granted_and_publishes(
     monkeypatch.setattr(watchdog, "_container_watchdog", None)
     store = DynamoStore.from_settings(Settings.from_env())
     ScheduleService(store, SystemClock()).create(
-        {
-            "name": "poisoned",
-            "spec": {"every": "PT1M"},
-            "target": {"type": "sqs", "queue_url": queues["target"]},
-        }
+        definition(
+            {
+                "name": "poisoned",
+                "spec": {"every": "PT1M"},
+                "target": {"type": "sqs", "queue_url": queues["target"]},
+            }
+        )
     )
 
     def broken(*args: Any) -> Any:

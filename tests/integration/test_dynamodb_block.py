@@ -33,7 +33,7 @@ from service.planning.ticker import PlanNow, Ticker
 from service.ports import DeliveryQueue
 from service.runs import RunWorker
 from service.schedules import ScheduleService
-from tests.conftest import FakeClock, utc
+from tests.conftest import FakeClock, definition, utc
 
 START = utc("2026-12-01T08:00:00Z")
 WEBHOOK = {"type": "webhook", "url": "https://example.com/hook"}
@@ -109,7 +109,7 @@ class World:
 
     def create(self, spec: dict[str, Any], payload: dict[str, Any] | None = None) -> str:
         body = {"name": "job", "spec": spec, "target": WEBHOOK, "payload": payload or {}}
-        return self.service.create(body)[0].schedule_id
+        return self.service.create(definition(body))[0].schedule_id
 
     def minutes(self, count: int, *, work: bool = True) -> None:
         """A tick pass each minute, as EventBridge Scheduler invokes it, and
@@ -285,12 +285,14 @@ def test_an_edit_mid_block_reaches_the_slots_after_the_block_and_none_before(
     world.service.edit(
         sid,
         schedule.version,
-        {
-            "name": "job",
-            "spec": {"every": "PT2M", "start_at": "2026-12-01T08:00:00Z"},
-            "target": WEBHOOK,
-            "payload": {"v": 2},
-        },
+        definition(
+            {
+                "name": "job",
+                "spec": {"every": "PT2M", "start_at": "2026-12-01T08:00:00Z"},
+                "target": WEBHOOK,
+                "payload": {"v": 2},
+            }
+        ),
     )
     world.work_until(utc("2026-12-01T08:04:00Z"))
     world.minutes(15)

@@ -31,7 +31,7 @@ from service.planning.due import DueSlots
 from service.planning.pass_state import PassState
 from service.planning.ticker import Ticker
 from service.schedules import ScheduleService
-from tests.conftest import FakeClock, utc
+from tests.conftest import FakeClock, definition, utc
 
 START = utc("2026-12-01T08:00:00Z")
 WEBHOOK = {"type": "webhook", "url": "https://example.com/hook"}
@@ -61,7 +61,9 @@ class World:
             self.calls[(model.name, str(table))] += 1
 
     def create(self, spec: dict[str, Any]) -> str:
-        schedule, _ = self.service.create({"name": "job", "spec": spec, "target": WEBHOOK})
+        schedule, _ = self.service.create(
+            definition({"name": "job", "spec": spec, "target": WEBHOOK})
+        )
         return schedule.schedule_id
 
     def passes(self, minutes: int) -> None:
@@ -148,11 +150,13 @@ def test_an_edit_leaves_the_old_versions_chain_and_no_slot_runs_twice(world: Wor
     world.service.edit(
         sid,
         schedule.version,
-        {
-            "name": "job",
-            "spec": {"every": "PT2M", "start_at": "2026-12-01T08:00:00Z"},
-            "target": WEBHOOK,
-        },
+        definition(
+            {
+                "name": "job",
+                "spec": {"every": "PT2M", "start_at": "2026-12-01T08:00:00Z"},
+                "target": WEBHOOK,
+            }
+        ),
     )
     world.passes(10)
     slots = world.slots(sid)

@@ -35,7 +35,7 @@ from service.planning.ticker import PlanNow, Ticker
 from service.ports import DeliveryQueue
 from service.runs import RunWorker
 from service.schedules import ScheduleService
-from tests.conftest import FakeClock, utc
+from tests.conftest import FakeClock, definition, utc
 
 START = utc("2026-12-01T08:00:00Z")
 WEBHOOK = {"type": "webhook", "url": "https://example.com/hook"}
@@ -94,7 +94,7 @@ class Deployment:
 
     def create(self, every: str, policy: dict[str, str]) -> str:
         body = {"name": every, "spec": {"every": every}, "target": WEBHOOK, "policy": policy}
-        return self.service.create(body)[0].schedule_id
+        return self.service.create(definition(body))[0].schedule_id
 
     def work(self) -> None:
         for intent in self.queue.due(self.clock.now()):

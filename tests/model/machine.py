@@ -51,7 +51,7 @@ from service.planning.ticker import Ticker
 from service.ports import Store
 from service.runs import RunWorker
 from service.schedules import ScheduleService
-from tests.conftest import FakeClock, utc
+from tests.conftest import FakeClock, definition, utc
 from tests.model.backends import Backend
 from tests.model.faults import (
     QUEUE_WRITES,
@@ -355,7 +355,7 @@ class DuetimeMachine(RuleBasedStateMachine):
         }
         # Creation does not die half way here: the model must know every schedule's id.
         schedule, _ = ScheduleService(self.observer, self.clock, self.config.partitioning).create(
-            body
+            definition(body)
         )
         model = ScheduleModel(label, schedule.schedule_id)
         model.versions[1] = self._version_model(schedule.schedule_id, 1, payload)
@@ -381,7 +381,7 @@ class DuetimeMachine(RuleBasedStateMachine):
             "payload": payload,
         }
         try:
-            self.api.edit(model.schedule_id, model.current, body)
+            self.api.edit(model.schedule_id, model.current, definition(body))
         except Crash:
             self._restart("api")
         except ScheduleNotFound as refused:
@@ -401,7 +401,7 @@ class DuetimeMachine(RuleBasedStateMachine):
             self.api.edit(
                 model.schedule_id,
                 stale,
-                {"name": "x", "spec": SPECS["every 7 min"], "target": WEBHOOK},
+                definition({"name": "x", "spec": SPECS["every 7 min"], "target": WEBHOOK}),
             )
         except VersionConflict:
             pass

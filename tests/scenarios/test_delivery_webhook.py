@@ -31,7 +31,7 @@ from domain.run import Run, RunStatus
 from handlers.telemetry import PowertoolsTelemetry
 from handlers.worker_local import run_worker_loop
 from service.runs import RunReports, RunWorker
-from tests.conftest import FakeClock, World, make_world, utc
+from tests.conftest import FakeClock, World, definition, make_world, utc
 
 
 @dataclass
@@ -156,13 +156,15 @@ def stack(tmp_path: Path) -> Iterator[Stack]:
 def schedule_due(stack: Stack, url: str, policy: dict[str, Any] | None = None) -> str:
     """A webhook schedule due at 08:01, admitted and sent to the SQLite queue."""
     schedule, _ = stack.world.schedules.create(
-        {
-            "name": "sales report",
-            "spec": {"cron": "1 8 * * *"},
-            "target": {"type": "webhook", "url": url, "timeout_s": 2},
-            "policy": policy or {},
-            "payload": {"report": "sales"},
-        }
+        definition(
+            {
+                "name": "sales report",
+                "spec": {"cron": "1 8 * * *"},
+                "target": {"type": "webhook", "url": url, "timeout_s": 2},
+                "policy": policy or {},
+                "payload": {"report": "sales"},
+            }
+        )
     )
     stack.secret = stack.secrets.put(schedule.schedule_id)  # what the API hands out once
     ticker = stack.world.ticker(queue=stack.queue)
@@ -251,11 +253,13 @@ def test_a_receiver_that_never_answers_times_out_and_is_retried(stack: Stack) ->
     try:
         url = f"http://127.0.0.1:{listener.getsockname()[1]}/hook"
         schedule, _ = stack.world.schedules.create(
-            {
-                "name": "slow",
-                "spec": {"cron": "1 8 * * *"},
-                "target": {"type": "webhook", "url": url, "timeout_s": 0.3},
-            }
+            definition(
+                {
+                    "name": "slow",
+                    "spec": {"cron": "1 8 * * *"},
+                    "target": {"type": "webhook", "url": url, "timeout_s": 0.3},
+                }
+            )
         )
         stack.secrets.put(schedule.schedule_id)
         ticker = stack.world.ticker(queue=stack.queue)

@@ -15,7 +15,7 @@ from adapters.sqlite.store import SqliteStore
 from domain.run import PendingOccurrence, RunStatus
 from service.planning.pass_state import PassState
 from service.ports import Materialization, MaterializeOutcome
-from tests.conftest import FakeClock, World, make_world, utc
+from tests.conftest import FakeClock, World, definition, make_world, utc
 
 WEBHOOK = {"type": "webhook", "url": "https://example.com/hook"}
 
@@ -52,7 +52,7 @@ def _world(tmp_path: Path, clock: FakeClock, *, shards: int = 4, **config: objec
 
 def _create(world: World, cron: str, name: str = "job") -> str:
     body = {"name": name, "spec": {"cron": cron}, "target": WEBHOOK}
-    return world.schedules.create(body)[0].schedule_id
+    return world.schedules.create(definition(body))[0].schedule_id
 
 
 def _store(world: World) -> CountingStore:

@@ -10,7 +10,7 @@ edit were never recorded.
 from __future__ import annotations
 
 from domain.run import Reason, RunStatus
-from tests.conftest import FakeClock, World, utc
+from tests.conftest import FakeClock, World, definition, utc
 
 WEBHOOK = {"type": "webhook", "url": "https://example.com/hook"}
 
@@ -24,13 +24,15 @@ def test_an_edit_after_an_outage_does_not_lose_the_slots_due_before_it(
 ) -> None:
     # Given a schedule every 10 minutes that catches up on every missed slot
     schedule, _ = world.schedules.create(
-        _body({"cron": "*/10 * * * *"}, {"overdue": "catch_up_all"})
+        definition(_body({"cron": "*/10 * * * *"}, {"overdue": "catch_up_all"}))
     )
     sid = schedule.schedule_id
     world.ticker().tick_once()
     # When every dispatcher is down for an hour, and the schedule is edited then
     clock.set(utc("2026-12-01T09:00:30Z"))
-    world.schedules.edit(sid, 1, _body({"cron": "*/15 * * * *"}, {"overdue": "catch_up_all"}))
+    world.schedules.edit(
+        sid, 1, definition(_body({"cron": "*/15 * * * *"}, {"overdue": "catch_up_all"}))
+    )
     world.ticker().tick_once()
     # Then every slot of version 1 that came due before the edit is admitted, under version 1
     runs = sorted(world.store.runs(sid, 100).items, key=lambda r: r.scheduled_at)
@@ -49,11 +51,11 @@ def test_an_edit_after_an_outage_does_not_lose_the_slots_due_before_it(
 def test_an_edit_after_an_outage_lets_the_old_version_skip_what_latest_only_skips(
     world: World, clock: FakeClock
 ) -> None:
-    schedule, _ = world.schedules.create(_body({"cron": "*/10 * * * *"}, {}))
+    schedule, _ = world.schedules.create(definition(_body({"cron": "*/10 * * * *"}, {})))
     sid = schedule.schedule_id
     world.ticker().tick_once()
     clock.set(utc("2026-12-01T09:00:30Z"))
-    world.schedules.edit(sid, 1, _body({"cron": "*/15 * * * *"}, {}))
+    world.schedules.edit(sid, 1, definition(_body({"cron": "*/15 * * * *"}, {})))
     world.ticker().tick_once()
     due = sorted(
         (r for r in world.store.runs(sid, 100).items if r.scheduled_at <= clock.now()),
@@ -68,7 +70,7 @@ def test_an_edit_while_paused_after_an_outage_leaves_the_missed_slots_recorded(
 ) -> None:
     # Given a schedule whose slots came due while every dispatcher was down
     schedule, _ = world.schedules.create(
-        _body({"cron": "*/10 * * * *"}, {"overdue": "catch_up_all"})
+        definition(_body({"cron": "*/10 * * * *"}, {"overdue": "catch_up_all"}))
     )
     sid = schedule.schedule_id
     world.ticker().tick_once()
@@ -76,7 +78,9 @@ def test_an_edit_while_paused_after_an_outage_leaves_the_missed_slots_recorded(
     # When it is paused, edited while paused, and resumed
     world.schedules.pause(sid)
     clock.advance(10)
-    world.schedules.edit(sid, 1, _body({"cron": "*/15 * * * *"}, {"overdue": "catch_up_all"}))
+    world.schedules.edit(
+        sid, 1, definition(_body({"cron": "*/15 * * * *"}, {"overdue": "catch_up_all"}))
+    )
     clock.advance(10)
     world.schedules.resume(sid)
     world.ticker().tick_once()

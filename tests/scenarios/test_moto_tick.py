@@ -37,7 +37,7 @@ from service.planning.pass_state import DispatchReport
 from service.planning.ticker import Ticker
 from service.ports import Lease, Materialization, MaterializeOutcome
 from service.schedules import ScheduleService
-from tests.conftest import FakeClock, utc
+from tests.conftest import FakeClock, definition, utc
 
 pytestmark = pytest.mark.slow
 
@@ -185,12 +185,14 @@ class StalledStore(RecordingStore):
 def _create(service: ScheduleService, count: int, every: str) -> list[str]:
     return [
         service.create(
-            {
-                "name": f"job {i}",
-                "spec": {"every": every, "start_at": START.isoformat()},
-                "target": WEBHOOK,
-                "policy": {"overdue": "catch_up_all"},
-            }
+            definition(
+                {
+                    "name": f"job {i}",
+                    "spec": {"every": every, "start_at": START.isoformat()},
+                    "target": WEBHOOK,
+                    "policy": {"overdue": "catch_up_all"},
+                }
+            )
         )[0].schedule_id
         for i in range(count)
     ]
@@ -284,7 +286,7 @@ def test_a_restart_between_storing_an_admitted_occurrence_and_sending_it_is_repa
     store = deployment.store()
     service = ScheduleService(store, clock, config.partitioning)
     schedule, _ = service.create(
-        {"name": "report", "spec": {"cron": "5 8 * * *"}, "target": WEBHOOK}
+        definition({"name": "report", "spec": {"cron": "5 8 * * *"}, "target": WEBHOOK})
     )
     sid = schedule.schedule_id
     clock.set(utc("2026-12-01T08:05:01Z"))

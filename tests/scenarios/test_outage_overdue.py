@@ -27,7 +27,7 @@ from domain.delivery import Delivery, Outcome
 from domain.run import DeliveryIntent, Reason, RunStatus
 from domain.targets import Target
 from service.runs import RunWorker
-from tests.conftest import FakeClock, World, make_world
+from tests.conftest import FakeClock, World, definition, make_world
 
 WEBHOOK = {"type": "webhook", "url": "https://example.com/hook"}
 
@@ -53,7 +53,7 @@ class LocalStack:
 
     def create(self, every: str, policy: dict[str, str]) -> str:
         body = {"name": every, "spec": {"every": every}, "target": WEBHOOK, "policy": policy}
-        return self.world.schedules.create(body)[0].schedule_id
+        return self.world.schedules.create(definition(body))[0].schedule_id
 
     def tick(self) -> None:
         self.world.ticker(queue=self.queue).tick_once()

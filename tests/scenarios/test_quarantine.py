@@ -31,7 +31,7 @@ from service.planning.ticker import Ticker
 from service.ports import Store
 from service.schedules import ScheduleService
 from service.watchdog import Watchdog, watch_component
-from tests.conftest import FakeClock, FakeQueue, build_schedule, utc
+from tests.conftest import FakeClock, FakeQueue, build_schedule, definition, utc
 from tests.contract.conftest import STORES
 
 START = utc("2026-12-01T08:00:00Z")
@@ -55,7 +55,7 @@ class Setup:
 
     def create(self, cron: str) -> Schedule:
         body = {"name": cron, "spec": {"cron": cron, "time_zone": "UTC"}, "target": HOOK}
-        schedule, _ = self.schedules.create(body)
+        schedule, _ = self.schedules.create(definition(body))
         return schedule
 
     def head(self, schedule_id: str) -> Schedule:
@@ -184,7 +184,7 @@ def test_an_edit_lifts_the_quarantine_and_the_tick_plans_it_again(
     assert setup.head(poisoned.schedule_id).quarantine is not None
 
     body = {"name": "fixed", "spec": {"cron": "3 8 * * *", "time_zone": "UTC"}, "target": HOOK}
-    edited = setup.schedules.edit(poisoned.schedule_id, 1, body)
+    edited = setup.schedules.edit(poisoned.schedule_id, 1, definition(body))
 
     assert edited.quarantine is None and edited.version == 2
     setup.ticker.tick_once()

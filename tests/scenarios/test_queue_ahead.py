@@ -23,7 +23,7 @@ from domain.targets import Target
 from service.planning.ticker import PlanNow, Ticker
 from service.runs import RunWorker
 from service.schedules import ScheduleService
-from tests.conftest import FakeClock, World, make_world, utc
+from tests.conftest import FakeClock, World, definition, make_world, utc
 
 WEBHOOK = {"type": "webhook", "url": "https://example.com/hook"}
 
@@ -80,7 +80,9 @@ def stack(tmp_path: Path, clock: FakeClock) -> Iterator[Stack]:
 
 
 def _create(world: World, spec: dict[str, str], name: str = "job") -> str:
-    return world.schedules.create({"name": name, "spec": spec, "target": WEBHOOK})[0].schedule_id
+    return world.schedules.create(definition({"name": name, "spec": spec, "target": WEBHOOK}))[
+        0
+    ].schedule_id
 
 
 def test_one_pass_admits_and_queues_every_slot_due_before_the_next_pass(
@@ -206,7 +208,7 @@ def test_an_edit_after_the_intent_was_queued_runs_the_slot_with_its_own_version(
     sid = _create(stack.world, {"cron": "1 8 * * *"})
     stack.ticker().tick_once()
     body = {"name": "job", "spec": {"cron": "2 8 * * *"}, "target": WEBHOOK}
-    stack.world.schedules.edit(sid, 1, body)
+    stack.world.schedules.edit(sid, 1, definition(body))
     clock.set(utc("2026-12-01T08:01:00Z"))
     assert stack.work() == ["delete"]
     assert stack.target.ids == [f"{sid}.v1.20261201T080100Z"]
@@ -276,7 +278,9 @@ def test_a_schedule_created_less_than_the_horizon_before_its_slot_is_planned_by_
     stack: Stack, planned: ScheduleService, clock: FakeClock
 ) -> None:
     clock.set(utc("2026-12-01T08:00:45Z"))
-    schedule, _ = planned.create({"name": "soon", "spec": {"cron": "1 8 * * *"}, "target": WEBHOOK})
+    schedule, _ = planned.create(
+        definition({"name": "soon", "spec": {"cron": "1 8 * * *"}, "target": WEBHOOK})
+    )
     [run] = stack.world.store.runs(schedule.schedule_id, 10).items
     assert run.status is RunStatus.ADMITTED and not run.pending
     assert schedule.next_due == utc("2026-12-02T08:01:00Z")  # the answer shows the store
@@ -289,7 +293,7 @@ def test_a_schedule_whose_slot_is_beyond_the_horizon_is_left_to_the_tick(
     stack: Stack, planned: ScheduleService
 ) -> None:
     schedule, _ = planned.create(
-        {"name": "later", "spec": {"cron": "5 8 * * *"}, "target": WEBHOOK}
+        definition({"name": "later", "spec": {"cron": "5 8 * * *"}, "target": WEBHOOK})
     )
     assert stack.world.store.runs(schedule.schedule_id, 10).items == ()
     assert schedule.next_due == utc("2026-12-01T08:05:00Z")
@@ -298,7 +302,9 @@ def test_a_schedule_whose_slot_is_beyond_the_horizon_is_left_to_the_tick(
 def test_a_resume_plans_the_next_slot_when_it_is_near(
     stack: Stack, planned: ScheduleService, clock: FakeClock
 ) -> None:
-    schedule, _ = planned.create({"name": "r", "spec": {"cron": "5 8 * * *"}, "target": WEBHOOK})
+    schedule, _ = planned.create(
+        definition({"name": "r", "spec": {"cron": "5 8 * * *"}, "target": WEBHOOK})
+    )
     planned.pause(schedule.schedule_id)
     clock.set(utc("2026-12-01T08:04:30Z"))
     planned.resume(schedule.schedule_id)
@@ -308,7 +314,9 @@ def test_a_resume_plans_the_next_slot_when_it_is_near(
 
 
 def test_a_trigger_is_admitted_and_sent_by_the_call(stack: Stack, planned: ScheduleService) -> None:
-    schedule, _ = planned.create({"name": "t", "spec": {"cron": "5 9 * * *"}, "target": WEBHOOK})
+    schedule, _ = planned.create(
+        definition({"name": "t", "spec": {"cron": "5 9 * * *"}, "target": WEBHOOK})
+    )
     run = planned.trigger(schedule.schedule_id)
     stored = stack.world.store.get_run(run.occurrence_id)
     assert stored is not None and stored.status is RunStatus.ADMITTED and not stored.pending
@@ -326,7 +334,7 @@ def test_planning_that_fails_at_the_call_is_left_to_the_tick(
 
     stack.queue.send_ahead = broken  # type: ignore[method-assign]
     schedule, created = planned.create(
-        {"name": "soon", "spec": {"cron": "1 8 * * *"}, "target": WEBHOOK}
+        definition({"name": "soon", "spec": {"cron": "1 8 * * *"}, "target": WEBHOOK})
     )
     assert created
     [run] = stack.world.store.runs(schedule.schedule_id, 10).items

@@ -13,7 +13,7 @@ from adapters.sqlite.store import SqliteStore
 from domain.run import Reason, RunStatus
 from service.errors import VersionConflict
 from service.planning.pass_state import PassState
-from tests.conftest import FakeClock, World, make_world, utc
+from tests.conftest import FakeClock, World, definition, make_world, utc
 
 WEBHOOK = {"type": "webhook", "url": "https://example.com/hook"}
 
@@ -32,7 +32,7 @@ def _statuses(world: World, sid: str) -> dict[str, RunStatus]:
 def test_a_restart_between_admission_and_send_is_repaired_by_the_next_tick(
     world: World, clock: FakeClock
 ) -> None:
-    schedule, _ = world.schedules.create(_body({"cron": "5 8 * * *"}))
+    schedule, _ = world.schedules.create(definition(_body({"cron": "5 8 * * *"})))
     sid = schedule.schedule_id
     clock.set(utc("2026-12-01T08:05:01Z"))
     world.ticker().planner.plan(PassState(clock.now()))
@@ -60,7 +60,7 @@ def test_a_restart_between_admission_and_send_is_repaired_by_the_next_tick(
 def test_a_stale_lease_holder_cannot_move_the_checkpoint_nor_admit_twice(
     world: World, clock: FakeClock
 ) -> None:
-    schedule, _ = world.schedules.create(_body({"every": "PT20S"}))
+    schedule, _ = world.schedules.create(definition(_body({"every": "PT20S"})))
     sid = schedule.schedule_id
     stale = world.ticker("tick-stale")
     stale_leases = stale.dispatcher.acquire_leases(clock.now())
@@ -107,7 +107,7 @@ def test_after_six_hours_without_a_tick_each_overdue_policy_does_what_it_says(
     clock.set(utc("2026-12-01T07:59:00Z"))
     every_half_hour = {"cron": "*/30 * * * *"}
     ids = {
-        policy: world.schedules.create(_body(every_half_hour, body))[0].schedule_id
+        policy: world.schedules.create(definition(_body(every_half_hour, body)))[0].schedule_id
         for policy, body in {
             "catch_up_all": {"overdue": "catch_up_all"},
             "latest_only": {"overdue": "latest_only"},
@@ -146,7 +146,7 @@ def test_catch_up_is_bounded_per_pass_oldest_first(tmp_path: Path, clock: FakeCl
     world.config = type(world.config)(
         partitioning=world.config.partitioning, lookahead=world.config.lookahead, admit_limit=5
     )
-    world.schedules.create(_body({"every": "PT1M"}, {"overdue": "catch_up_all"}))
+    world.schedules.create(definition(_body({"every": "PT1M"}, {"overdue": "catch_up_all"})))
     world.ticker().tick_once()
     clock.advance(timedelta(minutes=30))
     ticker = world.ticker()
@@ -176,7 +176,9 @@ def test_the_fall_back_night_with_dst_fold(tmp_path: Path, fold: str, expected: 
     clock = FakeClock(utc("2026-11-01T04:00:00Z"))
     world = make_world(tmp_path / "d.db", clock)
     schedule, _ = world.schedules.create(
-        _body({"cron": "30 1 * * *", "time_zone": "America/New_York"}, {"dst_fold": fold})
+        definition(
+            _body({"cron": "30 1 * * *", "time_zone": "America/New_York"}, {"dst_fold": fold})
+        )
     )
     ticker = world.ticker()
     while clock.now() < utc("2026-11-01T08:00:00Z"):
@@ -221,7 +223,7 @@ def hooked(tmp_path: Path, clock: FakeClock) -> World:
 
 
 def _due_now(world: World, clock: FakeClock) -> str:
-    schedule, _ = world.schedules.create(_body({"cron": "1 8 * * *"}))
+    schedule, _ = world.schedules.create(definition(_body({"cron": "1 8 * * *"})))
     clock.set(utc("2026-12-01T08:00:00Z"))
     world.ticker().tick_once()  # materialized, not yet due
     clock.set(utc("2026-12-01T08:01:00Z"))
@@ -252,7 +254,7 @@ def test_edit_during_a_tick_runs_the_materialized_occurrence_with_its_own_versio
 ) -> None:
     sid = _due_now(hooked, clock)
     hooked.store.before_admit = lambda: hooked.schedules.edit(
-        sid, 1, _body({"cron": "1 8 * * *"}, name="renamed")
+        sid, 1, definition(_body({"cron": "1 8 * * *"}, name="renamed"))
     )
     hooked.ticker().tick_once()
     [intent] = hooked.queue.sent
@@ -263,11 +265,11 @@ def test_edit_during_a_tick_runs_the_materialized_occurrence_with_its_own_versio
 def test_edit_during_planning_wins_and_the_old_version_materializes_nothing(
     hooked: World, clock: FakeClock
 ) -> None:
-    schedule, _ = hooked.schedules.create(_body({"cron": "1 8 * * *"}))
+    schedule, _ = hooked.schedules.create(definition(_body({"cron": "1 8 * * *"})))
     sid = schedule.schedule_id
     clock.set(utc("2026-12-01T08:00:00Z"))
     hooked.store.before_materialize = lambda: hooked.schedules.edit(
-        sid, 1, _body({"cron": "2 8 * * *"})
+        sid, 1, definition(_body({"cron": "2 8 * * *"}))
     )
     report = hooked.ticker().tick_once()
     assert report.plan.conflicts == 1
@@ -282,12 +284,12 @@ def test_edit_during_planning_wins_and_the_old_version_materializes_nothing(
 def test_an_edit_with_a_stale_version_is_refused_and_changes_nothing(
     world: World, clock: FakeClock
 ) -> None:
-    schedule, _ = world.schedules.create(_body({"cron": "0 9 * * *"}))
+    schedule, _ = world.schedules.create(definition(_body({"cron": "0 9 * * *"})))
     sid = schedule.schedule_id
-    world.schedules.edit(sid, 1, _body({"cron": "0 10 * * *"}))
+    world.schedules.edit(sid, 1, definition(_body({"cron": "0 10 * * *"})))
     before = world.store.get(sid)
     with pytest.raises(VersionConflict) as refused:
-        world.schedules.edit(sid, 1, _body({"cron": "0 11 * * *"}))
+        world.schedules.edit(sid, 1, definition(_body({"cron": "0 11 * * *"})))
     assert (refused.value.expected, refused.value.actual) == (1, 2)
     assert world.store.get(sid) == before
     assert world.store.get_version(sid, 3) is None

@@ -20,7 +20,7 @@ from adapters.sqlite.store import SqliteStore
 from domain.run import DeliveryIntent, RunStatus
 from domain.spec import slots_after
 from service.ports import DeliveryQueue
-from tests.conftest import FakeClock, make_world, utc
+from tests.conftest import FakeClock, definition, make_world, utc
 
 START = utc("2026-12-01T08:00:00Z")
 SPEED = 10.0
@@ -71,12 +71,14 @@ def test_two_processes_ticking_one_file_admit_each_occurrence_once(tmp_path: Pat
     world = make_world(db, clock, shards=8)
     ids = [
         world.schedules.create(
-            {
-                "name": f"job {i}",
-                "spec": {"every": "PT1S", "start_at": "2026-12-01T08:00:00Z"},
-                "target": {"type": "webhook", "url": "https://example.com/hook"},
-                "policy": {"overdue": "catch_up_all"},
-            }
+            definition(
+                {
+                    "name": f"job {i}",
+                    "spec": {"every": "PT1S", "start_at": "2026-12-01T08:00:00Z"},
+                    "target": {"type": "webhook", "url": "https://example.com/hook"},
+                    "policy": {"overdue": "catch_up_all"},
+                }
+            )
         )[0].schedule_id
         for i in range(SCHEDULES)
     ]

@@ -23,7 +23,7 @@ from domain.spec import spec_zone_name
 from service.planning.due import DueSlots
 from service.planning.pass_state import PassState
 from service.schedules import local_time, upcoming
-from tests.conftest import FakeClock, make_world, utc
+from tests.conftest import FakeClock, definition, make_world, utc
 
 NEW_YORK = {"cron": "0 9 * * MON-FRI", "time_zone": "America/New_York"}
 LONDON = {"cron": "0 9 * * MON-FRI", "time_zone": "Europe/London"}
@@ -44,10 +44,10 @@ def test_moving_a_schedule_between_zones_keeps_tomorrows_occurrence_and_makes_no
     clock = FakeClock(utc("2026-11-30T15:00:00Z"))  # Monday, 10:00 in New York
     world = make_world(tmp_path / "d.db", clock, lookahead=timedelta(hours=24))
     service = world.schedules
-    schedule, _ = service.create(_body(NEW_YORK, "v1"))
+    schedule, _ = service.create(definition(_body(NEW_YORK, "v1")))
     sid = schedule.schedule_id
     for version in (1, 2, 3):
-        service.edit(sid, version, _body(NEW_YORK, f"v{version + 1}"))
+        service.edit(sid, version, definition(_body(NEW_YORK, f"v{version + 1}")))
     assert service.get(sid).version == 4
 
     # Given: tomorrow's occurrence materialized under version 4.
@@ -63,7 +63,7 @@ def test_moving_a_schedule_between_zones_keeps_tomorrows_occurrence_and_makes_no
 
     # When: the schedule moves to London (version 5) ...
     clock.advance(timedelta(minutes=5))
-    moved = service.edit(sid, 4, _body(LONDON, "v5"))
+    moved = service.edit(sid, 4, definition(_body(LONDON, "v5")))
     assert moved.version == 5
     # ... the old dispatcher writes what it computed from version 4: refused ...
     slots = DueSlots(old_dispatcher.config, clock.now(), clock.now() + timedelta(hours=24))

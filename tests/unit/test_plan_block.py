@@ -16,7 +16,7 @@ from handlers.settings import Settings
 from service.planning.config import MAX_QUEUE_AHEAD, TickConfig
 from service.planning.ticker import PlanNow
 from service.schedules import ScheduleService
-from tests.conftest import FakeClock, make_world, utc
+from tests.conftest import FakeClock, definition, make_world, utc
 
 WEBHOOK = {"type": "webhook", "url": "https://example.com/hook"}
 EVERY_MINUTE = {"every": "PT1M", "start_at": "2026-12-01T08:01:00Z"}
@@ -91,7 +91,9 @@ def _planned(tmp_path: Path, block: timedelta) -> tuple[list[str], list[str]]:
         world.config.partitioning,
         planning=PlanNow(world.store, world.queue, clock, world.config),
     )
-    sid = service.create({"name": "job", "spec": EVERY_MINUTE, "target": WEBHOOK})[0].schedule_id
+    sid = service.create(definition({"name": "job", "spec": EVERY_MINUTE, "target": WEBHOOK}))[
+        0
+    ].schedule_id
     at_create = sorted(r.scheduled_at.strftime("%H:%M") for r in world.store.runs(sid, 50).items)
     ticker = world.ticker()
     for _ in range(3):

@@ -21,7 +21,7 @@ from domain.targets import Target
 from service.errors import RunNotFound
 from service.run_ports import AttemptReport, RunTelemetry
 from service.runs import Decision, RunReports, RunTokenRefused, RunWorker, hash_run_token
-from tests.conftest import WEBHOOK, FakeClock, World, utc
+from tests.conftest import WEBHOOK, FakeClock, World, definition, utc
 
 SEED = 7
 
@@ -84,13 +84,15 @@ def due_intent(
 ) -> DeliveryIntent:
     """A schedule due at 08:01, ticked until its occurrence is admitted and sent."""
     world.schedules.create(
-        {
-            "name": "job",
-            "spec": dict(spec or {"cron": "1 8 * * *"}),
-            "target": WEBHOOK,
-            "policy": dict(policy or {}),
-            "payload": dict(payload or {"report": "sales"}),
-        }
+        definition(
+            {
+                "name": "job",
+                "spec": dict(spec or {"cron": "1 8 * * *"}),
+                "target": WEBHOOK,
+                "policy": dict(policy or {}),
+                "payload": dict(payload or {"report": "sales"}),
+            }
+        )
     )
     world.ticker().tick_once()
     clock.set(utc("2026-12-01T08:01:00Z"))
@@ -314,12 +316,14 @@ def test_within_the_catchup_window_an_expire_policy_runs(world: World, clock: Fa
 
 def _two_runs(world: World, clock: FakeClock, overlap: str) -> tuple[DeliveryIntent, ...]:
     world.schedules.create(
-        {
-            "name": "every minute",
-            "spec": {"cron": "* * * * *"},
-            "target": WEBHOOK,
-            "policy": {"overlap": overlap, "overdue": "catch_up_all"},
-        }
+        definition(
+            {
+                "name": "every minute",
+                "spec": {"cron": "* * * * *"},
+                "target": WEBHOOK,
+                "policy": {"overlap": overlap, "overdue": "catch_up_all"},
+            }
+        )
     )
     world.ticker().tick_once()
     clock.set(utc("2026-12-01T08:02:00Z"))  # 08:01 and 08:02 are both due
@@ -461,7 +465,9 @@ def test_the_run_uses_the_version_it_was_created_under(world: World, clock: Fake
     world.schedules.edit(
         intent.schedule_id,
         1,
-        {"name": "job", "spec": {"cron": "1 8 * * *"}, "target": WEBHOOK, "payload": {"x": 2}},
+        definition(
+            {"name": "job", "spec": {"cron": "1 8 * * *"}, "target": WEBHOOK, "payload": {"x": 2}}
+        ),
     )
     target = FakeTarget()
     worker, _ = make_worker(world, clock, target)

@@ -18,7 +18,7 @@ from adapters.targets.jobs import Job, Jobs
 from domain.run import DeliveryIntent, Run, RunStatus
 from service.runs import RunWorker
 from service.schedules import ScheduleService, TargetSupport
-from tests.conftest import FakeClock, World, make_world, utc
+from tests.conftest import FakeClock, World, definition, make_world, utc
 
 
 def job(name: str, line: str, directory: Path) -> Job:
@@ -36,12 +36,14 @@ def world(tmp_path: Path, clock: FakeClock) -> Iterator[World]:
 
 def due(world: World, clock: FakeClock, job_name: str, retry: int = 3) -> DeliveryIntent:
     world.schedules.create(
-        {
-            "name": job_name,
-            "spec": {"cron": "1 8 * * *", "time_zone": "Europe/London"},
-            "target": {"type": "command", "job": job_name},
-            "policy": {"retry": {"max_attempts": retry, "base": "PT1S", "cap": "PT4S"}},
-        }
+        definition(
+            {
+                "name": job_name,
+                "spec": {"cron": "1 8 * * *", "time_zone": "Europe/London"},
+                "target": {"type": "command", "job": job_name},
+                "policy": {"retry": {"max_attempts": retry, "base": "PT1S", "cap": "PT4S"}},
+            }
+        )
     )
     world.ticker().tick_once()
     clock.set(utc("2026-12-01T08:01:00Z"))

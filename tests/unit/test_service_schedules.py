@@ -10,7 +10,7 @@ from domain.errors import InvalidSchedule
 from domain.run import Reason, RunKind, RunStatus
 from service.errors import ScheduleNotActive, ScheduleNotFound
 from service.schedules import RESUME_RECORD_LIMIT, upcoming
-from tests.conftest import FakeClock, World, utc
+from tests.conftest import FakeClock, World, definition, utc
 
 HOOK = {"type": "webhook", "url": "https://example.com/hook"}
 
@@ -20,30 +20,30 @@ def _body(spec: dict, **extra: object) -> dict:
 
 
 def test_create_twice_with_one_idempotency_key_makes_one_schedule(world: World) -> None:
-    first, created = world.schedules.create(_body({"cron": "0 9 * * *"}), "k1")
-    again, created_again = world.schedules.create(_body({"cron": "0 9 * * *"}), "k1")
+    first, created = world.schedules.create(definition(_body({"cron": "0 9 * * *"})), "k1")
+    again, created_again = world.schedules.create(definition(_body({"cron": "0 9 * * *"})), "k1")
     assert created and not created_again and again == first
     assert len(world.schedules.list_schedules().items) == 1
 
 
 def test_next_is_strictly_after_now(world: World, clock: FakeClock) -> None:
     clock.set(utc("2026-12-01T09:00:00Z"))
-    schedule, _ = world.schedules.create(_body({"cron": "0 9 * * *"}))
+    schedule, _ = world.schedules.create(definition(_body({"cron": "0 9 * * *"})))
     assert schedule.next_due == utc("2026-12-02T09:00:00Z")
 
 
 def test_a_one_off_in_the_past_is_refused(world: World) -> None:
     with pytest.raises(InvalidSchedule) as refused:
-        world.schedules.create(_body({"at": "2020-01-01T00:00:00Z"}))
+        world.schedules.create(definition(_body({"at": "2020-01-01T00:00:00Z"})))
     assert refused.value.field == "spec.at"
     assert world.schedules.list_schedules().items == ()
 
 
 def test_edit_does_not_fire_retroactively(world: World, clock: FakeClock) -> None:
     clock.set(utc("2026-12-01T09:30:00Z"))
-    schedule, _ = world.schedules.create(_body({"cron": "0 10 * * *"}))
+    schedule, _ = world.schedules.create(definition(_body({"cron": "0 10 * * *"})))
     # Moving 10:00 to 09:00 at 09:30: today's 09:00 has passed; next is tomorrow.
-    edited = world.schedules.edit(schedule.schedule_id, 1, _body({"cron": "0 9 * * *"}))
+    edited = world.schedules.edit(schedule.schedule_id, 1, definition(_body({"cron": "0 9 * * *"})))
     assert edited.version == 2 and edited.next_due == utc("2026-12-02T09:00:00Z")
     assert world.schedules.version(schedule.schedule_id, 1).spec == schedule.current.spec
 
@@ -51,7 +51,7 @@ def test_edit_does_not_fire_retroactively(world: World, clock: FakeClock) -> Non
 def test_resume_records_what_was_missed_as_skipped_then_a_summary(
     world: World, clock: FakeClock
 ) -> None:
-    schedule, _ = world.schedules.create(_body({"every": "PT1M"}))
+    schedule, _ = world.schedules.create(definition(_body({"every": "PT1M"})))
     sid = schedule.schedule_id
     world.schedules.pause(sid, "maintenance")
     clock.advance(timedelta(minutes=150))
@@ -70,7 +70,7 @@ def test_resume_records_what_was_missed_as_skipped_then_a_summary(
 
 def test_trigger_makes_one_extra_run_with_its_own_identity(world: World, clock: FakeClock) -> None:
     clock.set(utc("2026-12-01T08:59:59Z"))
-    schedule, _ = world.schedules.create(_body({"cron": "0 9 * * *"}))
+    schedule, _ = world.schedules.create(definition(_body({"cron": "0 9 * * *"})))
     clock.set(utc("2026-12-01T09:00:00Z"))
     world.ticker().tick_once()
     first = world.schedules.trigger(schedule.schedule_id)
@@ -85,7 +85,7 @@ def test_trigger_makes_one_extra_run_with_its_own_identity(world: World, clock: 
 
 
 def test_backfill_fills_only_missing_slots_and_is_bounded(world: World, clock: FakeClock) -> None:
-    schedule, _ = world.schedules.create(_body({"cron": "0 * * * *"}))
+    schedule, _ = world.schedules.create(definition(_body({"cron": "0 * * * *"})))
     sid = schedule.schedule_id
     made = world.schedules.backfill(sid, utc("2026-12-01T01:00:00Z"), utc("2026-12-01T03:00:00Z"))
     assert [r.scheduled_at.hour for r in made] == [1, 2, 3]
@@ -97,7 +97,7 @@ def test_backfill_fills_only_missing_slots_and_is_bounded(world: World, clock: F
 
 
 def test_paused_and_deleted_schedules_refuse_work(world: World) -> None:
-    schedule, _ = world.schedules.create(_body({"cron": "0 9 * * *"}))
+    schedule, _ = world.schedules.create(definition(_body({"cron": "0 9 * * *"})))
     sid = schedule.schedule_id
     world.schedules.pause(sid)
     with pytest.raises(ScheduleNotActive):

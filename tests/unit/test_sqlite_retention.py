@@ -29,7 +29,7 @@ from service.alerts import ALERT_PREFIX
 from service.planning.membership import MEMBER_PREFIX
 from service.ports import Heartbeat
 from service.watchdog import ACK_PREFIX, WATCH_PREFIX
-from tests.conftest import WEBHOOK, FakeClock, World, random_schedule_id, utc
+from tests.conftest import WEBHOOK, FakeClock, World, definition, random_schedule_id, utc
 
 T0 = utc("2026-12-01T00:00:00Z")
 PARTS = Partitioning()
@@ -161,7 +161,7 @@ def _run_minutes(world: World, runs: SqliteRunStore, minutes: int, seen: Counter
 def test_a_purged_slot_is_never_admitted_again(world: World, clock: FakeClock) -> None:
     # Given an every-minute schedule that ran for three hours
     created, _ = world.schedules.create(
-        {"name": "minutely", "spec": {"cron": "* * * * *"}, "target": WEBHOOK}
+        definition({"name": "minutely", "spec": {"cron": "* * * * *"}, "target": WEBHOOK})
     )
     runs = SqliteRunStore(world.store)
     seen: Counter[str] = Counter()
@@ -175,7 +175,7 @@ def test_a_purged_slot_is_never_admitted_again(world: World, clock: FakeClock) -
     edited = world.schedules.edit(
         created.schedule_id,
         created.version,
-        {"name": "minutely", "spec": {"cron": "* * * * *"}, "target": WEBHOOK},
+        definition({"name": "minutely", "spec": {"cron": "* * * * *"}, "target": WEBHOOK}),
     )
     _run_minutes(world, runs, 30, seen)
     world.schedules.pause(edited.schedule_id)
@@ -190,7 +190,7 @@ def test_a_backfill_before_the_cutoff_is_refused_and_writes_nothing(
     world: World, clock: FakeClock
 ) -> None:
     created, _ = world.schedules.create(
-        {"name": "hourly", "spec": {"cron": "0 * * * *"}, "target": WEBHOOK}
+        definition({"name": "hourly", "spec": {"cron": "0 * * * *"}, "target": WEBHOOK})
     )
     clock.advance(timedelta(days=3))
     cutoff = clock.now() - timedelta(days=1)
@@ -254,10 +254,10 @@ def test_a_live_tick_keeps_its_membership_row(world: World, clock: FakeClock) ->
 
 def test_watch_verdicts_of_deleted_schedules_are_removed(world: World, clock: FakeClock) -> None:
     kept, _ = world.schedules.create(
-        {"name": "a", "spec": {"cron": "0 9 * * *"}, "target": WEBHOOK}
+        definition({"name": "a", "spec": {"cron": "0 9 * * *"}, "target": WEBHOOK})
     )
     gone, _ = world.schedules.create(
-        {"name": "b", "spec": {"cron": "0 9 * * *"}, "target": WEBHOOK}
+        definition({"name": "b", "spec": {"cron": "0 9 * * *"}, "target": WEBHOOK})
     )
     for schedule in (kept, gone):
         world.store.beat(Heartbeat(WATCH_PREFIX + schedule.schedule_id, clock.now(), {}))
@@ -382,10 +382,10 @@ def test_acknowledgements_and_alert_records_of_deleted_schedules_are_removed(
     world: World, clock: FakeClock, prefix: str
 ) -> None:
     kept, _ = world.schedules.create(
-        {"name": "a", "spec": {"cron": "0 9 * * *"}, "target": WEBHOOK}
+        definition({"name": "a", "spec": {"cron": "0 9 * * *"}, "target": WEBHOOK})
     )
     gone, _ = world.schedules.create(
-        {"name": "b", "spec": {"cron": "0 9 * * *"}, "target": WEBHOOK}
+        definition({"name": "b", "spec": {"cron": "0 9 * * *"}, "target": WEBHOOK})
     )
     for schedule in (kept, gone):
         world.store.beat(Heartbeat(prefix + schedule.schedule_id, clock.now(), {}))
