@@ -48,16 +48,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from adapters.sqlite.store import (
-    _ADMIT,
-    _MARK_SENT,
-    _MATERIALIZE,
-    _RUN_INSERT,
-    _SCHEDULE_COLUMNS,
-    SqliteStore,
-    run_row,
-    us,
-)
+from adapters.sqlite.rows import _RUN_INSERT, run_row
+from adapters.sqlite.run_records import _ADMIT, _MARK_SENT
+from adapters.sqlite.schedules import _MATERIALIZE, _SCHEDULE_COLUMNS
+from adapters.sqlite.store import SqliteStore
+from adapters.sqlite.tables import us
 from domain.partition import Partitioning
 from domain.run import DeliveryIntent, new_occurrence
 from domain.schedule import Schedule, ScheduleState, ScheduleVersion, parse_policy

@@ -39,8 +39,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from adapters.sqlite.queue import SqliteQueue
+from adapters.sqlite.rows import _RUN_COLUMNS, _RUN_INSERT
 from adapters.sqlite.runs import SqliteRunStore
-from adapters.sqlite.store import _RUN_COLUMNS, _RUN_INSERT, SqliteStore, us
+from adapters.sqlite.store import SqliteStore
+from adapters.sqlite.tables import us
 from domain.delivery import Outcome
 from domain.identity import occurrence_id
 from domain.partition import Partitioning
