@@ -4,7 +4,7 @@ the same data (as after a restart, nothing kept in memory) asks for ``reopen``."
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -46,13 +46,25 @@ def _dynamodb(tmp_path: Path) -> Iterator[Opener]:
         yield lambda: DynamoStore(client, tables, due_shards=3)
 
 
-STORES = {"sqlite": _sqlite, "dynamodb": _dynamodb}
+OPENERS = {"sqlite": _sqlite, "dynamodb": _dynamodb}
 
 
-@pytest.fixture(params=sorted(STORES))
+def _one_store(openers: Callable[[Path], Iterator[Opener]]) -> Callable[[Path], Iterator[Store]]:
+    def stores(tmp_path: Path) -> Iterator[Store]:
+        for open_store in openers(tmp_path):
+            yield open_store()
+
+    return stores
+
+
+# One store per adapter, for suites outside this one that run on both.
+STORES = {name: _one_store(openers) for name, openers in OPENERS.items()}
+
+
+@pytest.fixture(params=sorted(OPENERS))
 def reopen(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opener]:
     """Opens another store object over the same data."""
-    yield from STORES[request.param](tmp_path)
+    yield from OPENERS[request.param](tmp_path)
 
 
 @pytest.fixture
