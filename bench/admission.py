@@ -48,16 +48,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from adapters.sqlite.store import (
-    _ADMIT,
-    _MARK_SENT,
-    _MATERIALIZE,
-    _RUN_INSERT,
-    _SCHEDULE_COLUMNS,
-    SqliteStore,
-    run_row,
-    us,
-)
+from adapters.sqlite.rows import _RUN_INSERT, run_row
+from adapters.sqlite.run_records import _ADMIT, _MARK_SENT
+from adapters.sqlite.schedules import _MATERIALIZE, _SCHEDULE_COLUMNS
+from adapters.sqlite.store import SqliteStore
+from adapters.sqlite.tables import us
 from bootstrap.local import build_sqlite_ticker
 from domain.partition import Partitioning
 from domain.run import DeliveryIntent, new_occurrence
@@ -219,7 +214,7 @@ def raw_ceiling(path: str, n: int, batch: int = 500) -> float:
     heads, rows, intents, sent = [], [], [], []
     for i in range(n):
         sid = f"sch_bench{i:08d}"
-        heads.append((next_us, due_us, now_us, sid, 1, due_us))
+        heads.append((next_us, due_us, sid, 1, due_us))
         run = new_occurrence(
             sid,
             1,
@@ -263,7 +258,7 @@ def raw_ceiling_ahead(path: str, n: int, batch: int = 500) -> float:
     heads, rows = [], []
     for i in range(n):
         sid = f"sch_bench{i:08d}"
-        heads.append((next_us, due_us, us(planned_at), sid, 1, due_us))
+        heads.append((next_us, due_us, sid, 1, due_us))
         run = new_occurrence(
             sid,
             1,

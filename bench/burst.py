@@ -189,8 +189,9 @@ def start_worker_process(
 def seed(path: Path, n: int, url: str, due: datetime) -> None:
     """N schedules due at ``due`` (a 09:00 UTC), each with its signing secret, in bulk."""
     from adapters.secrets import new_secret
+    from adapters.sqlite.schedules import _SCHEDULE_COLUMNS
     from adapters.sqlite.secrets import SqliteSecretStore
-    from adapters.sqlite.store import _SCHEDULE_COLUMNS, SqliteStore
+    from adapters.sqlite.store import SqliteStore
     from domain.schedule import Schedule, ScheduleState, ScheduleVersion, parse_policy
     from domain.spec import next_slot, parse_spec
     from domain.targets import parse_target
@@ -329,7 +330,7 @@ def one_round(
 ) -> dict[str, float]:
     from adapters.sqlite.queue import SqliteQueue
     from adapters.sqlite.secrets import SqliteSecretStore
-    from adapters.sqlite.store import from_us
+    from adapters.sqlite.tables import from_us
     from bootstrap.local import build_sqlite_ticker, build_sqlite_worker
     from handlers.settings import Settings
     from handlers.worker_local import SQLITE_RECEIVE_BATCH, run_worker_loop

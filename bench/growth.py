@@ -40,7 +40,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from adapters.secrets import InMemorySecretStore
 from adapters.sqlite.queue import SqliteQueue
-from adapters.sqlite.store import _RUN_COLUMNS, _RUN_INSERT, SqliteStore, us
+from adapters.sqlite.rows import _RUN_COLUMNS, _RUN_INSERT
+from adapters.sqlite.store import SqliteStore
+from adapters.sqlite.tables import us
 from bootstrap.local import build_sqlite_ticker, build_sqlite_worker
 from domain.delivery import Outcome
 from domain.identity import occurrence_id

@@ -14,7 +14,7 @@ from typing import Any
 
 from adapters.sqlite.database import Database
 from adapters.sqlite.queue import REDRIVE_REASON, SCHEMA
-from adapters.sqlite.store import from_us
+from adapters.sqlite.tables import from_us
 from service.dead_letter_sweep import DeadLetterInbox, Letter
 from service.ports import Page
 from service.run_views import DeadLetter, DeadLetters

@@ -41,7 +41,7 @@ from typing import Final
 
 from adapters.definitions import DELIVERY_QUEUE
 from adapters.sqlite.database import Database
-from adapters.sqlite.store import from_us, us
+from adapters.sqlite.tables import from_us, us
 from domain.backoff import MAX_DELAY_S
 from domain.run import DeliveryIntent
 from service.clock import SystemClock

@@ -15,7 +15,9 @@ from __future__ import annotations
 import contextlib
 from datetime import datetime
 
-from adapters.sqlite.store import _RUN_COLUMNS, SqliteStore, run_changes, run_from_row, us
+from adapters.sqlite.rows import _RUN_COLUMNS, run_changes, run_from_row
+from adapters.sqlite.store import SqliteStore
+from adapters.sqlite.tables import us
 from domain.run import Run
 from domain.schedule import ScheduleVersion
 from service.run_ports import RunStore, ScheduleNow

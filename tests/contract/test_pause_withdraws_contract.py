@@ -15,10 +15,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from adapters.dynamodb.runs import DynamoRunStore
-from adapters.dynamodb.store import DynamoStore
-from adapters.sqlite.runs import SqliteRunStore
-from adapters.sqlite.store import SqliteStore
 from domain.delivery import Delivery, Outcome
 from domain.partition import Partitioning
 from domain.run import DeliveryIntent, RunStatus
@@ -26,11 +22,11 @@ from domain.targets import Target
 from service.planning.config import TickConfig
 from service.planning.ticker import PlanNow, Ticker
 from service.ports import DeliveryQueue, Store
-from service.run_ports import RunStore
 from service.run_views import RunViews
 from service.runs import RunWorker
 from service.schedules import ScheduleService
 from tests.conftest import FakeClock, definition, utc
+from tests.contract.builders import run_store_of
 
 START = utc("2026-12-01T08:00:00Z")
 CONFIG = TickConfig(
@@ -66,13 +62,6 @@ class Calls:
         return Outcome.succeeded(200)
 
 
-def _runs(store: Store) -> RunStore:
-    if isinstance(store, SqliteStore):
-        return SqliteRunStore(store)
-    assert isinstance(store, DynamoStore)
-    return DynamoRunStore(store)
-
-
 def test_pausing_an_every_second_schedule_for_a_minute_adds_a_handful_of_rows(
     store: Store,
 ) -> None:
@@ -80,7 +69,7 @@ def test_pausing_an_every_second_schedule_for_a_minute_adds_a_handful_of_rows(
     queue = HeldQueue()
     target = Calls()
     ticker = Ticker(store, queue, clock, CONFIG, owner="tick-1")
-    worker = RunWorker(_runs(store), target, clock, random.Random(1))
+    worker = RunWorker(run_store_of(store), target, clock, random.Random(1))
     service = ScheduleService(
         store, clock, CONFIG.partitioning, planning=PlanNow(store, queue, clock, CONFIG)
     )

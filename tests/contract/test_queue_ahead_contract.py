@@ -12,25 +12,14 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from adapters.dynamodb.runs import DynamoRunStore
-from adapters.dynamodb.store import DynamoStore
-from adapters.sqlite.runs import SqliteRunStore
-from adapters.sqlite.store import SqliteStore
 from domain.partition import Partitioning
 from domain.run import RunStatus
 from service.ports import Store
-from service.run_ports import RunStore
 from tests.conftest import build_occurrence, build_schedule, utc
+from tests.contract.builders import run_store_of
 
 NOW = utc("2026-12-01T08:00:00Z")
 PARTS = Partitioning(shards=1, bucket_s=60)
-
-
-def _runs(store: Store) -> RunStore:
-    if isinstance(store, SqliteStore):
-        return SqliteRunStore(store)
-    assert isinstance(store, DynamoStore)
-    return DynamoRunStore(store)
 
 
 def _queued_ahead(store: Store) -> tuple[str, str]:
@@ -62,7 +51,7 @@ def test_an_occurrence_stored_admitted_ahead_is_pending_until_its_intent_is_mark
 
 def test_the_run_store_reads_the_schedule_as_it_is_now(store: Store) -> None:
     schedule_id, _ = _queued_ahead(store)
-    runs = _runs(store)
+    runs = run_store_of(store)
     assert runs.schedule_now(schedule_id) == (1, False, False, False)
 
     store.pause(schedule_id, "maintenance", NOW)
@@ -76,7 +65,7 @@ def test_the_run_store_reads_the_schedule_as_it_is_now(store: Store) -> None:
 
 def test_a_record_cancelled_at_start_is_finished_without_an_attempt(store: Store) -> None:
     _, occurrence_id = _queued_ahead(store)
-    runs = _runs(store)
+    runs = run_store_of(store)
     store.mark_sent([occurrence_id], NOW)
     ended = runs.finish(
         occurrence_id,
@@ -93,7 +82,7 @@ def test_a_record_cancelled_at_start_is_finished_without_an_attempt(store: Store
 
 def test_the_run_and_its_schedule_are_read_together_as_they_are_now(store: Store) -> None:
     schedule_id, occurrence_id = _queued_ahead(store)
-    runs = _runs(store)
+    runs = run_store_of(store)
     run, schedule = runs.get_run_and_schedule(occurrence_id, schedule_id)
     assert run == runs.get_run(occurrence_id)
     assert schedule == runs.schedule_now(schedule_id) == (1, False, False, False)
@@ -110,7 +99,7 @@ def test_the_run_and_its_schedule_are_read_together_as_they_are_now(store: Store
 
 def test_reading_a_run_and_schedule_that_do_not_exist_finds_neither(store: Store) -> None:
     schedule_id, occurrence_id = _queued_ahead(store)
-    runs = _runs(store)
+    runs = run_store_of(store)
     missing = occurrence_id.replace("T080100Z", "T090100Z")
     assert missing != occurrence_id
     assert runs.get_run_and_schedule(missing, schedule_id) == (
