@@ -4,7 +4,7 @@ more examples (``bench/model_soak.py``).
 
 DUETIME_MODEL_EXAMPLES scales the SQLite run (the moto run stays at a fifth of it).
 DUETIME_MODEL_INDEX_LAG=1 lets DynamoDB's secondary indexes lag their tables
-(the planner is not safe under it yet: ``test_model_lag.py`` shows the case;
+(the planner is not safe under it yet: ``test_model_dynamodb.py`` shows the case;
 once it is, index lag becomes the default here).
 """
 
