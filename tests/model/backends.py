@@ -41,6 +41,15 @@ class Backend(Protocol):
         """No write is still on its way to a secondary index."""
         ...
 
+    def plan_held(self) -> bool:
+        """A pass that died holds the store's plan lease (which runs on the
+        wall clock, not the model's): the next passes plan without it."""
+        ...
+
+    def expire_plan_lease(self) -> None:
+        """The plan lease's time has passed (on the model's clock)."""
+        ...
+
     def open_store(self) -> Store: ...
 
     def open_runs(self, store: Store) -> RunStore: ...
@@ -61,6 +70,12 @@ class SqliteBackend:
 
     def indexes_current(self) -> bool:
         return True
+
+    def plan_held(self) -> bool:
+        return False
+
+    def expire_plan_lease(self) -> None:
+        """SQLite plans under the shard leases alone."""
 
     def __init__(self, clock: FakeClock) -> None:
         from adapters.sqlite.queue import SqliteQueue
@@ -203,6 +218,25 @@ class MotoBackend:
 
     def indexes_current(self) -> bool:
         return not any(self.lag._catch_up(table) for table in list(self.lag.pending))
+
+    def plan_held(self) -> bool:
+        from adapters.dynamodb.store import PLAN_CURSOR
+
+        cursor = self.dynamodb.get_item(
+            TableName=self.names.leases, Key={"pk": {"S": PLAN_CURSOR}}, ConsistentRead=True
+        ).get("Item", {})
+        return "owner" in cursor
+
+    def expire_plan_lease(self) -> None:
+        from adapters.dynamodb.store import PLAN_CURSOR
+
+        if self.plan_held():
+            self.dynamodb.update_item(
+                TableName=self.names.leases,
+                Key={"pk": {"S": PLAN_CURSOR}},
+                UpdateExpression="SET held_until = :past",
+                ExpressionAttributeValues={":past": {"S": "2000-01-01T00:00:00.000000Z"}},
+            )
 
     def close(self) -> None:
         self._stack.close()

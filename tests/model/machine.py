@@ -133,6 +133,8 @@ CRASH_POINTS: tuple[tuple[str, str], ...] = (
     ),
 )
 MAX_SCHEDULES = 4
+# How long a plan lease outlives the pass that died holding it (DynamoDB's).
+PLAN_LEASE = timedelta(seconds=120)
 # Index lags the model may choose (model seconds; DynamoDB's is usually under
 # a second, with a tail of seconds, longer under a burst of writes).
 INDEX_LAGS = (0.0, 0.5, 2.0, 10.0, 30.0)
@@ -245,6 +247,9 @@ class DuetimeMachine(RuleBasedStateMachine):
         self.outages: list[Outage] = []
         self.passes = 0  # tick passes under way (more than one: one inside another)
         self.restarts = 0
+        # When the plan lease a dead pass holds runs out, in model time (the
+        # store times it on the wall clock, which barely moves in an example).
+        self.plan_lease_ends: datetime | None = None
         # Occurrences whose target call the worker made and then died before it
         # recorded the answer: the restarted worker calls again (same key).
         self.redelivered: set[str] = set()
@@ -296,6 +301,8 @@ class DuetimeMachine(RuleBasedStateMachine):
             self.worker = self._build_worker()
         else:
             self.tickers[name] = self._build_ticker(name)
+            if self.plan_lease_ends is None and self.backend.plan_held():
+                self.plan_lease_ends = self.clock.now() + PLAN_LEASE
 
     def _step(self) -> None:
         STATS["steps"] += 1
@@ -505,7 +512,10 @@ class DuetimeMachine(RuleBasedStateMachine):
         start = self.clock.now()
         self.clock.advance(minutes * 60)
         restarts = self.restarts
-        if not self._tick("tick-a"):
+        # A pass that died holding the plan lease (on the wall clock) leaves
+        # the next ones without it: what they plan late is not judged here.
+        judged = not self.backend.plan_held()
+        if not self._tick("tick-a") or not judged:
             return
         outage = Outage(start, self.clock.now())
         for _ in range(200):
@@ -611,6 +621,9 @@ class DuetimeMachine(RuleBasedStateMachine):
 
     def _tick(self, name: str) -> bool:
         started = self.clock.now()
+        if self.plan_lease_ends is not None and started >= self.plan_lease_ends:
+            self.backend.expire_plan_lease()
+            self.plan_lease_ends = None
         self.passes += 1
         try:
             report = self.tickers[name].tick_once()
