@@ -159,7 +159,6 @@ class VersionModel:
     created_at: datetime
     first_due: datetime | None
     ends_at: datetime | None = None  # when the next version replaced it
-    latest_only: bool = False  # its overdue policy
     overdue: Overdue = Overdue.CATCH_UP_ALL
     catchup_window: timedelta | None = None  # under expire
 
@@ -244,7 +243,6 @@ class DuetimeMachine(RuleBasedStateMachine):
         self.edits = 0
         self.steps = 0
         self.checked = 0  # the last step whose promises were checked
-        self.outages: list[Outage] = []
         self.passes = 0  # tick passes under way (more than one: one inside another)
         self.restarts = 0
         # When the plan lease a dead pass holds runs out, in model time (the
@@ -322,7 +320,6 @@ class DuetimeMachine(RuleBasedStateMachine):
             payload,
             stored.created_at,
             schedule.next_due,
-            latest_only=stored.policy.overdue is Overdue.LATEST_ONLY,
             overdue=stored.policy.overdue,
             catchup_window=stored.policy.catchup_window,
         )
@@ -835,7 +832,9 @@ class DuetimeMachine(RuleBasedStateMachine):
         only while it is the latest due slot of its version, so after an
         outage one run starts, not a burst of late ones."""
         version = model.versions[run.version]
-        if run.kind is not RunKind.SCHEDULED or call.attempt != 1 or not version.latest_only:
+        if run.kind is not RunKind.SCHEDULED or call.attempt != 1:
+            return
+        if version.overdue is not Overdue.LATEST_ONLY:
             return
         following = next(slots_after(version.spec, version.dst, run.scheduled_at), None)
         if following is not None and following.scheduled_at <= call.at:

@@ -14,6 +14,7 @@ from domain.run import Reason, RunStatus, Verdict
 from domain.schedule import Overdue
 from domain.start import START
 from service.schedules import ScheduleService
+from tests.model.faults import FakeTarget
 from tests.model.machine import DuetimeMachine, Violation
 from tests.model.test_model import DynamoMachine, SqliteMachine
 
@@ -172,5 +173,29 @@ def test_the_model_reports_an_overdue_policy_broken_after_an_outage(
     try:
         with pytest.raises(Violation, match=promise):
             _an_outage_of_the_tick(machine)
+    finally:
+        machine.backend.close()
+
+
+def test_the_model_reports_an_attempt_that_reaches_the_target_twice(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The defect: a worker that calls the target again for a message it
+    # received twice (the duplicate is not recognised as the same attempt).
+    real = FakeTarget.deliver
+
+    def twice(self: FakeTarget, *args: Any, **kw: Any) -> Any:
+        real(self, *args, **kw)
+        return real(self, *args, **kw)
+
+    monkeypatch.setattr(FakeTarget, "deliver", twice)
+    machine = SqliteMachine()
+    try:
+        machine.start_near_a_dst_night("london fall back")
+        machine.create("every 7 min", "catch_up_all, 3 attempts")
+        machine.tick_when_next_due("tick-a", 0)
+        with pytest.raises(Violation, match="no occurrence is delivered twice"):
+            machine.deliver(0)
+            machine.promises_hold()
     finally:
         machine.backend.close()
