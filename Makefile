@@ -82,12 +82,14 @@ simulate-burst: install asset
 SOAK_EXAMPLES ?= 20000
 SOAK_MINUTES ?= 0
 SOAK_DURATION ?= 180
+# e.g. SOAK_MODEL_ARGS="--moto-every 1 --index-lag": every chunk on moto, GSIs lagging
+SOAK_MODEL_ARGS ?=
 
 .PHONY: soak soak-model soak-kill
 soak: soak-model soak-kill
 
 soak-model: $(STAMP)
-	$(PY) bench/model_soak.py --examples $(SOAK_EXAMPLES) --max-minutes $(SOAK_MINUTES)
+	$(PY) bench/model_soak.py --examples $(SOAK_EXAMPLES) --max-minutes $(SOAK_MINUTES) $(SOAK_MODEL_ARGS)
 
 soak-kill: $(STAMP)
 	$(PY) bench/soak.py --duration $(SOAK_DURATION)

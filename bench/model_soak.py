@@ -3,6 +3,7 @@ SQLite (and a share over DynamoDB + SQS on moto) for many examples.
 
     python bench/model_soak.py --examples 20000            # make soak-model
     python bench/model_soak.py --examples 2000 --max-minutes 10 --json
+    python bench/model_soak.py --moto-every 1 --index-lag --max-minutes 30   # lagging GSIs
 
 Runs hypothesis in chunks, each with fresh random seeds, until the examples
 are reached or the time is up, and prints examples, steps, faults by kind and
@@ -52,8 +53,15 @@ def main(argv: list[str] | None = None) -> int:
         "--moto-every", type=int, default=20, help="one chunk in N runs on moto (0: never)"
     )
     parser.add_argument("--max-minutes", type=float, default=0, help="stop after (0: no limit)")
+    parser.add_argument(
+        "--index-lag",
+        action="store_true",
+        help="on moto, let the secondary indexes lag their tables (DUETIME_MODEL_INDEX_LAG=1)",
+    )
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     args = parser.parse_args(argv)
+    if args.index_lag:
+        DynamoMachine.index_lag = True
 
     started = time.monotonic()
     deadline = started + args.max_minutes * 60 if args.max_minutes > 0 else None

@@ -4,6 +4,12 @@ Each ``open_*`` builds a new object over the same durable state, as a
 restarted process would (a new SQLite connection, a new DynamoDB adapter).
 ``drain`` takes what the dispatchers sent out of the real queue, for the
 test's transit to deliver.
+
+On moto, the global secondary indexes lag their table as DynamoDB's may
+(``lag_index``): a write reaches them a chosen number of model seconds
+later, and until then a Query on an index answers from the item as it was
+(the simulator's ``sim.index_lag``, over moto's query seam in
+``sim.fastmoto``). SQLite reads its own writes: it has no lag to inject.
 """
 
 from __future__ import annotations
@@ -11,17 +17,38 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, Protocol
 
 from adapters.definitions import DELIVERY_QUEUE
 from service.ports import DeliveryQueue, Store
 from service.run_ports import RunStore
+from sim.index_lag import IndexLag
 from tests.conftest import FakeClock
 
 
 class Backend(Protocol):
     name: str
+    lags: bool  # whether ``lag_index`` does anything
+
+    def lag_index(self, seconds: float, table: str = "all") -> None:
+        """From now, writes to ``table``'s items ("schedules", "runs" or "all")
+        reach its secondary indexes ``seconds`` later."""
+        ...
+
+    def indexes_current(self) -> bool:
+        """No write is still on its way to a secondary index."""
+        ...
+
+    def plan_held(self) -> bool:
+        """A pass that died holds the store's plan lease (which runs on the
+        wall clock, not the model's): the next passes plan without it."""
+        ...
+
+    def expire_plan_lease(self) -> None:
+        """The plan lease's time has passed (on the model's clock)."""
+        ...
 
     def open_store(self) -> Store: ...
 
@@ -36,6 +63,19 @@ class Backend(Protocol):
 
 class SqliteBackend:
     name = "sqlite"
+    lags = False
+
+    def lag_index(self, seconds: float, table: str = "all") -> None:
+        """SQLite has no secondary index that lags its table."""
+
+    def indexes_current(self) -> bool:
+        return True
+
+    def plan_held(self) -> bool:
+        return False
+
+    def expire_plan_lease(self) -> None:
+        """SQLite plans under the shard leases alone."""
 
     def __init__(self, clock: FakeClock) -> None:
         from adapters.sqlite.queue import SqliteQueue
@@ -86,10 +126,34 @@ class SqliteBackend:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+class ModelIndexLag(IndexLag):
+    """``IndexLag`` with the lag the model chose instead of a drawn one: every
+    write from now to a table's items reaches its indexes ``lag_s[table]``
+    model seconds later (0, or no entry: at once). An item's writes still
+    reach them in order. Each table's indexes lag on their own, as
+    DynamoDB's do: a write to one table may show in its index before an
+    earlier write to another shows in its own."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        super().__init__(lambda: clock.now().timestamp())
+        self.lag_s: dict[str, float] = {}
+
+    def delay_s(self, table_name: str) -> float:
+        return self.lag_s.get(table_name, 0.0)
+
+    def before_write(self, table: Any, key: Any, stored: Any) -> Any:
+        # Without lag, and no earlier write of the item in flight, there is
+        # nothing to hold back (and nothing to copy).
+        if self.delay_s(table.name) <= 0 and key not in self.pending.get(table.name, {}):
+            return None
+        return super().before_write(table, key, stored)
+
+
 class MotoBackend:
     """DynamoDB and SQS on moto, in process. Small data only."""
 
     name = "dynamodb"
+    lags = True
 
     def __init__(self, clock: FakeClock) -> None:
         import boto3
@@ -97,10 +161,13 @@ class MotoBackend:
 
         from adapters.definitions import create_queues
         from adapters.dynamodb.local import create_store_tables
+        from sim.fastmoto import faster_moto
 
         self.clock = clock
-        self._mock = mock_aws()
-        self._mock.start()
+        self.lag = ModelIndexLag(clock)
+        self._stack = ExitStack()
+        self._stack.enter_context(mock_aws())
+        self._stack.enter_context(faster_moto(lambda: clock.now().timestamp(), self.lag))
         options = {
             "region_name": "us-east-1",
             "aws_access_key_id": "testing",
@@ -144,5 +211,32 @@ class MotoBackend:
                     QueueUrl=self.queue_url, ReceiptHandle=message["ReceiptHandle"]
                 )
 
+    def lag_index(self, seconds: float, table: str = "all") -> None:
+        names = {"schedules": [self.names.schedules], "runs": [self.names.occurrences]}
+        for name in names.get(table, [self.names.schedules, self.names.occurrences]):
+            self.lag.lag_s[name] = seconds
+
+    def indexes_current(self) -> bool:
+        return not any(self.lag._catch_up(table) for table in list(self.lag.pending))
+
+    def plan_held(self) -> bool:
+        from adapters.dynamodb.store import PLAN_CURSOR
+
+        cursor = self.dynamodb.get_item(
+            TableName=self.names.leases, Key={"pk": {"S": PLAN_CURSOR}}, ConsistentRead=True
+        ).get("Item", {})
+        return "owner" in cursor
+
+    def expire_plan_lease(self) -> None:
+        from adapters.dynamodb.store import PLAN_CURSOR
+
+        if self.plan_held():
+            self.dynamodb.update_item(
+                TableName=self.names.leases,
+                Key={"pk": {"S": PLAN_CURSOR}},
+                UpdateExpression="SET held_until = :past",
+                ExpressionAttributeValues={":past": {"S": "2000-01-01T00:00:00.000000Z"}},
+            )
+
     def close(self) -> None:
-        self._mock.stop()
+        self._stack.close()

@@ -1,7 +1,8 @@
 """The fault injectors of the model-based tests: a process that dies at a
-chosen call, a target that succeeds, fails for a while, fails for good or
-hangs, and a delivery queue whose messages the test hands to the worker
-twice, late or out of order.
+chosen call, another pass that runs in the middle of one (``Interleave``), a
+target that succeeds, fails for a while, fails for good or hangs, and a
+delivery queue whose messages the test hands to the worker twice, late or
+out of order.
 
 A ``Crash`` is raised by a wrapper around a port (store, run store, queue,
 target), before or after the call it was armed for, as a kill -9 at that
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal
@@ -54,6 +56,9 @@ STORE_WRITES = frozenset(
 RUN_WRITES = frozenset({"start_attempt", "finish", "record_retry", "mark_accepted"})
 QUEUE_WRITES = frozenset({"send_batch", "send_ahead"})
 TARGET_CALLS = frozenset({"deliver"})
+# The planner's reads and its end of pass, where another pass may also come in
+# (``Interleave``): between a pass's read of what is due and its writes.
+PASS_CALLS = frozenset({"due", "due_ahead", "chain_crowd", "planned_through"})
 
 
 class Crash(BaseException):
@@ -94,21 +99,73 @@ class CrashPlan:
         raise Crash(self.fired)
 
 
-class Faulty:
-    """A port whose write calls count towards its component's crash plan."""
+@dataclass
+class Interleave:
+    """Run ``action`` (another dispatcher's whole pass) in the middle of a
+    component's pass: just before its ``at``-th write or planning call
+    (``PASS_CALLS``) from now (over every port, or of ``method`` alone),
+    once. Two tick invocations at once, as Lambda's at-least-once async
+    delivery and two concurrent executions make them."""
 
-    def __init__(self, inner: Any, writes: frozenset[str], plan: CrashPlan) -> None:
+    at: int | None = None
+    method: str | None = None
+    action: Callable[[], None] | None = None
+    calls: int = 0
+    fired: bool = False
+
+    def arm(self, at: int, action: Callable[[], None], method: str | None = None) -> None:
+        self.at, self.action, self.method, self.calls, self.fired = at, action, method, 0, False
+
+    def disarm(self) -> None:
+        self.at, self.action = None, None
+
+    def before(self, name: str) -> None:
+        if self.at is None or self.action is None:
+            return
+        if self.method is not None and self.method != name:
+            return
+        self.calls += 1
+        if self.calls == self.at:
+            action, self.at, self.action, self.fired = self.action, None, None, True
+            STATS["fault: concurrent tick pass"] += 1
+            action()
+
+
+class Faulty:
+    """A port whose write calls count towards its component's crash plan (and
+    may let another pass run first: ``interleave``)."""
+
+    def __init__(
+        self,
+        inner: Any,
+        writes: frozenset[str],
+        plan: CrashPlan,
+        interleave: Interleave | None = None,
+    ) -> None:
         self._inner = inner
         self._writes = writes
         self._plan = plan
+        self._interleave = interleave
 
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self._inner, name)
-        if name not in self._writes or not callable(attr):
+        if not callable(attr):
             return attr
+        interleave = self._interleave
+        if name not in self._writes:
+            if interleave is None or name not in PASS_CALLS:
+                return attr
+
+            def read(*args: Any, **kwargs: Any) -> Any:
+                interleave.before(name)
+                return attr(*args, **kwargs)
+
+            return read
         plan = self._plan
 
         def call(*args: Any, **kwargs: Any) -> Any:
+            if interleave is not None:
+                interleave.before(name)
             plan.count(name)
             plan.check(name, "before")
             result = attr(*args, **kwargs)

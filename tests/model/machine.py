@@ -4,8 +4,10 @@ what must be true.
 
 The rules are what users and the world do: create, edit (the current version,
 or a stale one, which must be refused), pause, resume, delete, trigger,
-backfill; time passes (small steps, across daylight-saving nights, long
-outages); dispatcher A or B ticks, with leases expiring between them; a
+backfill; time passes (small steps, across daylight-saving nights, outages
+of minutes or hours); dispatcher A or B ticks, with leases expiring between
+them, twice back to back, or one pass in the middle of the other; on
+DynamoDB the secondary indexes lag their table by a chosen time; a
 dispatcher, the worker or the API process dies at a chosen write (before or
 after it, before or after the send, after the target answered and before the
 success was recorded) and restarts from the durable state; the queue
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import random
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -41,7 +43,7 @@ from hypothesis.stateful import (
 
 from adapters.definitions import DELIVERY_QUEUE
 from domain.partition import Partitioning
-from domain.run import Run, RunKind, new_occurrence
+from domain.run import Reason, Run, RunKind, RunStatus, new_occurrence
 from domain.schedule import Overdue
 from domain.spec import Slot, slots_after
 from handlers.worker import handle_message
@@ -64,6 +66,7 @@ from tests.model.faults import (
     CrashPlan,
     FakeTarget,
     Faulty,
+    Interleave,
     Transit,
 )
 
@@ -131,6 +134,11 @@ CRASH_POINTS: tuple[tuple[str, str], ...] = (
     ),
 )
 MAX_SCHEDULES = 4
+# How long a plan lease outlives the pass that died holding it (DynamoDB's).
+PLAN_LEASE = timedelta(seconds=120)
+# Index lags the model may choose (model seconds; DynamoDB's is usually under
+# a second, with a tail of seconds, longer under a burst of writes).
+INDEX_LAGS = (0.0, 0.5, 2.0, 10.0, 30.0)
 
 
 def note(text: str) -> None:
@@ -152,7 +160,8 @@ class VersionModel:
     created_at: datetime
     first_due: datetime | None
     ends_at: datetime | None = None  # when the next version replaced it
-    latest_only: bool = False  # its overdue policy
+    overdue: Overdue = Overdue.CATCH_UP_ALL
+    catchup_window: timedelta | None = None  # under expire
 
 
 @dataclass
@@ -200,13 +209,24 @@ class ScheduleModel:
 class Component:
     name: str
     plan: CrashPlan = field(default_factory=CrashPlan)
+    interleave: Interleave = field(default_factory=Interleave)
     incarnation: int = 0
+
+
+@dataclass(frozen=True)
+class Outage:
+    """No pass ran from ``start`` to ``end``; the pass at ``end`` found the slots due."""
+
+    start: datetime
+    end: datetime
 
 
 class DuetimeMachine(RuleBasedStateMachine):
     """Subclasses pick the store (``make_backend``)."""
 
     make_backend: ClassVar[Callable[[FakeClock], Backend]]
+    # Whether the secondary indexes may lag (on a store that has them).
+    index_lag: ClassVar[bool] = False
     schedules = Bundle("schedules")
 
     def __init__(self) -> None:
@@ -224,6 +244,14 @@ class DuetimeMachine(RuleBasedStateMachine):
         self.edits = 0
         self.steps = 0
         self.checked = 0  # the last step whose promises were checked
+        self.passes = 0  # tick passes under way (more than one: one inside another)
+        self.restarts = 0
+        # When the plan lease a dead pass holds runs out, in model time (the
+        # store times it on the wall clock, which barely moves in an example).
+        self.plan_lease_ends: datetime | None = None
+        # Occurrences whose target call the worker made and then died before it
+        # recorded the answer: the restarted worker calls again (same key).
+        self.redelivered: set[str] = set()
         self.api: ScheduleService = self._build_api()
         self.tickers: dict[str, Ticker] = {n: self._build_ticker(n) for n in ("tick-a", "tick-b")}
         self.worker: RunWorker = self._build_worker()
@@ -231,7 +259,10 @@ class DuetimeMachine(RuleBasedStateMachine):
     # --- building (and rebuilding after a crash) ------------------------------------------
 
     def _faulty_store(self, name: str) -> Store:
-        store: Any = Faulty(self.backend.open_store(), STORE_WRITES, self.components[name].plan)
+        component = self.components[name]
+        store: Any = Faulty(
+            self.backend.open_store(), STORE_WRITES, component.plan, component.interleave
+        )
         return store  # type: ignore[no-any-return]
 
     def _build_api(self) -> ScheduleService:
@@ -239,7 +270,9 @@ class DuetimeMachine(RuleBasedStateMachine):
 
     def _build_ticker(self, name: str) -> Ticker:
         component = self.components[name]
-        queue: Any = Faulty(self.backend.open_queue(), QUEUE_WRITES, component.plan)
+        queue: Any = Faulty(
+            self.backend.open_queue(), QUEUE_WRITES, component.plan, component.interleave
+        )
         return Ticker(
             self._faulty_store(name),
             queue,
@@ -259,6 +292,7 @@ class DuetimeMachine(RuleBasedStateMachine):
         """The process died: it comes back with nothing but the durable state."""
         component = self.components[name]
         note(f"  {name} died ({component.plan.fired}) and restarts")
+        self.restarts += 1
         component.incarnation += 1
         if name == "api":
             self.api = self._build_api()
@@ -266,6 +300,8 @@ class DuetimeMachine(RuleBasedStateMachine):
             self.worker = self._build_worker()
         else:
             self.tickers[name] = self._build_ticker(name)
+            if self.plan_lease_ends is None and self.backend.plan_held():
+                self.plan_lease_ends = self.clock.now() + PLAN_LEASE
 
     def _step(self) -> None:
         STATS["steps"] += 1
@@ -285,7 +321,8 @@ class DuetimeMachine(RuleBasedStateMachine):
             payload,
             stored.created_at,
             schedule.next_due,
-            latest_only=stored.policy.overdue is Overdue.LATEST_ONLY,
+            overdue=stored.policy.overdue,
+            catchup_window=stored.policy.catchup_window,
         )
 
     def _sync(self, model: ScheduleModel, payload: dict[str, Any] | None = None) -> None:
@@ -462,6 +499,77 @@ class DuetimeMachine(RuleBasedStateMachine):
         self._step()
         self.clock.advance(minutes * 60)
 
+    @rule(minutes=st.integers(1, 15))
+    def outage(self, minutes: int) -> None:
+        """No tick for some minutes (the tick's schedule or function down),
+        then a pass, and the worker takes every message it sent: each
+        overdue policy must hold for the slots that came due meanwhile
+        (``_outage_kept``)."""
+        self._step()
+        STATS["fault: outage (minutes)"] += 1
+        start = self.clock.now()
+        self.clock.advance(minutes * 60)
+        restarts = self.restarts
+        # A pass that died holding the plan lease (on the wall clock) leaves
+        # the next ones without it: what they plan late is not judged here.
+        judged = not self.backend.plan_held()
+        if not self._tick("tick-a") or not judged:
+            return
+        outage = Outage(start, self.clock.now())
+        for _ in range(200):
+            if not self._deliver(0):
+                break
+        if self.restarts == restarts:  # no process died meanwhile
+            self._outage_kept(outage)
+
+    @precondition(lambda self: self.index_lag and self.backend.lags)
+    @rule(
+        seconds=st.sampled_from(INDEX_LAGS),
+        table=st.sampled_from(["all", "runs", "schedules"]),
+    )
+    def index_lags(self, seconds: float, table: str) -> None:
+        """From now, a write to ``table`` reaches its secondary indexes
+        ``seconds`` later: a Query on an index answers from the items as
+        they were."""
+        self._step()
+        if seconds:
+            STATS["fault: index lag"] += 1
+        self.backend.lag_index(seconds, table)
+
+    @rule(
+        first=st.sampled_from(["tick-a", "tick-b"]),
+        second=st.sampled_from(["tick-a", "tick-b"]),
+        gap_ms=st.sampled_from([0, 1, 500, 5000]),
+    )
+    def repeated_tick(self, first: str, second: str, gap_ms: int) -> None:
+        """A tick delivered twice (EventBridge Scheduler and Lambda's async
+        invocation are at least once): two passes back to back."""
+        self._step()
+        STATS["fault: repeated tick"] += 1
+        self._tick(first)
+        self.clock.advance(timedelta(milliseconds=gap_ms))
+        self._tick(second)
+
+    @rule(
+        first=st.sampled_from(["tick-a", "tick-b"]),
+        at=st.integers(1, 8),
+        method=st.sampled_from([None, "due", "materialize", "materialize_sending", "admit"]),
+    )
+    def overlapping_ticks(self, first: str, at: int, method: str | None) -> None:
+        """Two passes at once: the other dispatcher runs a whole pass in the
+        middle of ``first``'s, just before its ``at``-th write or planning call
+        (of ``method`` alone, if given)."""
+        self._step()
+        second = "tick-b" if first == "tick-a" else "tick-a"
+        interleave = self.components[first].interleave
+        interleave.arm(at, lambda: self._tick(second), method)
+        try:
+            self._tick(first)
+        finally:
+            if not interleave.fired:
+                note(f"  {second} did not come in ({first} made fewer calls)")
+            interleave.disarm()
+
     @rule(hours=st.integers(2, 10))
     def long_outage(self, hours: int) -> None:
         """Nothing runs for hours (every process down); the clock moves on."""
@@ -511,20 +619,32 @@ class DuetimeMachine(RuleBasedStateMachine):
 
     def _tick(self, name: str) -> bool:
         started = self.clock.now()
+        if self.plan_lease_ends is not None and started >= self.plan_lease_ends:
+            self.backend.expire_plan_lease()
+            self.plan_lease_ends = None
+        self.passes += 1
         try:
             report = self.tickers[name].tick_once()
         except Crash:
             self._restart(name)
             return False
+        finally:
+            self.passes -= 1
         plan, dispatch = report.plan, report.dispatch
         note(
             f"  {name}: planned {plan.materialized}, skipped {plan.skipped + dispatch.skipped}, "
             f"expired {plan.expired + dispatch.expired}, admitted {dispatch.admitted}, "
             f"sent {dispatch.sent}, shards {dispatch.shards}"
         )
-        # A pass that ended with nothing due left unplanned settles every slot up to its start.
-        if not self.observer.due(started, 1).items:
-            self.settled_at = started
+        # A pass that ended with nothing due left unplanned settles every slot
+        # up to its start. Asked only when no other pass is half way and the
+        # indexes have caught up (a lagging index may not show what is due);
+        # the question must not keep the plan lease the store may take for it.
+        if not self.passes and self.backend.indexes_current():
+            nothing_due = not self.observer.due(started, 1).items
+            self.observer.planned_through(None)
+            if nothing_due:
+                self.settled_at = started
         return True
 
     @rule(index=st.integers(0, 20))
@@ -539,9 +659,12 @@ class DuetimeMachine(RuleBasedStateMachine):
         if not visible:
             return False
         message = self.transit.take(visible[index % len(visible)])
+        calls = len(self.target.calls)
         try:
             handled = handle_message(self.worker, self.transit, message)
         except Crash:
+            # A target call whose answer was not recorded is made again.
+            self.redelivered.update(call.key for call in self.target.calls[calls:])
             self._restart("worker")
             return True
         if handled == "deleted":
@@ -677,6 +800,7 @@ class DuetimeMachine(RuleBasedStateMachine):
                 self._violate("one idempotency key per occurrence", f"{call} is not {run}")
             model = runs_of[call.key]
             self._latest_only_started_on_time(model, run, call)
+            self._expire_started_in_window(model, run, call)
             expected = model.versions[run.version].payload
             if call.payload != expected:
                 self._violate(
@@ -687,6 +811,17 @@ class DuetimeMachine(RuleBasedStateMachine):
         for key, keys in keys_by_slot.items():
             if len(keys) > 1:
                 self._violate("one idempotency key per occurrence", f"{key}: {sorted(keys)}")
+        # An attempt reaches the target once, unless the worker died between
+        # the call and recording its answer (it then calls again, same key).
+        attempts = Counter((call.key, call.attempt) for call in self.target.calls)
+        for (key, attempt), count in attempts.items():
+            if count > 1 and key not in self.redelivered:
+                run = every[key]
+                self._violate(
+                    "no occurrence is delivered twice",
+                    f"{runs_of[key].label}'s {run.kind.value} {run.scheduled_at.isoformat()} "
+                    f"attempt {attempt} reached the target {count} times",
+                )
         # Promise 2: every slot due while active, up to the settled instant, has a record.
         if self.settled_at is not None:
             for model in self.models.values():
@@ -698,7 +833,9 @@ class DuetimeMachine(RuleBasedStateMachine):
         only while it is the latest due slot of its version, so after an
         outage one run starts, not a burst of late ones."""
         version = model.versions[run.version]
-        if run.kind is not RunKind.SCHEDULED or call.attempt != 1 or not version.latest_only:
+        if run.kind is not RunKind.SCHEDULED or call.attempt != 1:
+            return
+        if version.overdue is not Overdue.LATEST_ONLY:
             return
         following = next(slots_after(version.spec, version.dst, run.scheduled_at), None)
         if following is not None and following.scheduled_at <= call.at:
@@ -708,6 +845,85 @@ class DuetimeMachine(RuleBasedStateMachine):
                 f"{call.at.isoformat()}, after the next slot came due at "
                 f"{following.scheduled_at.isoformat()}",
             )
+
+    def _expire_started_in_window(self, model: ScheduleModel, run: Run, call: Call) -> None:
+        """Overdue policy ``expire``: a slot's first attempt starts at most
+        ``catchup_window`` after its slot, whatever the path to the start."""
+        version = model.versions[run.version]
+        if run.kind is not RunKind.SCHEDULED or call.attempt != 1:
+            return
+        if version.overdue is not Overdue.EXPIRE or version.catchup_window is None:
+            return
+        if call.at - run.scheduled_at > version.catchup_window:
+            self._violate(
+                "expire starts nothing later than its catchup_window",
+                f"{model.label}'s slot {run.scheduled_at.isoformat()} started at "
+                f"{call.at.isoformat()}",
+            )
+
+    def _outage_kept(self, outage: Outage) -> None:
+        """After an outage, the pass that found the slots due and the worker
+        that took what it sent: under ``latest_only`` the latest slot runs and
+        every earlier one is recorded superseded; under ``catch_up_all`` each
+        slot runs; under ``expire`` each slot runs that is not later than its
+        window, and the others are recorded expired (docs/runs.md). For each
+        schedule left alone since the outage began (one version, active)."""
+        now = self.clock.now()
+        started = {call.key for call in self.target.calls if call.attempt == 1}
+        for model in self.models.values():
+            version = model.versions[model.current]
+            if (
+                version.first_due is None
+                or version.created_at >= outage.start
+                or model.deleted_at is not None
+                or any(r is None or r >= outage.start for _, r in model.pauses)
+            ):
+                continue
+            due = []
+            for slot in slots_after(version.spec, version.dst, outage.start):
+                if slot.scheduled_at > outage.end:
+                    break
+                if slot.scheduled_at >= version.first_due:
+                    due.append(slot)
+            for index, slot in enumerate(due):
+                key = new_occurrence(
+                    model.schedule_id, version.number, slot, bucket=0, shard=0, materialized_at=now
+                ).business_key
+                run = self.observer.get_by_business_key(key)
+                where = f"{model.label}'s slot {slot.scheduled_at.isoformat()} after the outage"
+                if run is None:
+                    self._violate("no lost occurrence", f"{where} has no record")
+                    return
+                ran = run.occurrence_id in started
+                if version.overdue is Overdue.LATEST_ONLY:
+                    if index < len(due) - 1:
+                        if ran or run.reason != Reason.SUPERSEDED:
+                            self._violate(
+                                "after an outage latest_only runs the latest slot only",
+                                f"{where} is {run.status.value} ({run.reason}), not superseded",
+                            )
+                    elif not ran:
+                        following = next(slots_after(version.spec, version.dst, slot.scheduled_at))
+                        if following.scheduled_at > now:
+                            self._violate(
+                                "after an outage latest_only runs the latest slot",
+                                f"{where} is {run.status.value} ({run.reason}), never started",
+                            )
+                elif version.overdue is Overdue.CATCH_UP_ALL:
+                    if not ran:
+                        self._violate(
+                            "after an outage catch_up_all runs every slot",
+                            f"{where} is {run.status.value} ({run.reason}), never started",
+                        )
+                elif not ran:
+                    window = version.catchup_window
+                    if run.status is not RunStatus.EXPIRED or (
+                        window is not None and now - slot.scheduled_at <= window
+                    ):
+                        self._violate(
+                            "after an outage expire runs every slot within its window",
+                            f"{where} is {run.status.value} ({run.reason}), never started",
+                        )
 
     def _summarized(self, model: ScheduleModel) -> list[tuple[datetime, datetime]]:
         """The ranges that summary records count instead of one record per slot
@@ -752,6 +968,8 @@ class DuetimeMachine(RuleBasedStateMachine):
             return
         for component in self.components.values():
             component.plan.disarm()
+            component.interleave.disarm()
+        self.backend.lag_index(0)
         end = self.clock.now()
         # Longer than a message can stay out of sight: held back 15 minutes on
         # top of the visibility timeout of a worker that died holding it.
@@ -769,4 +987,35 @@ class DuetimeMachine(RuleBasedStateMachine):
         ]
         if stuck:
             self._violate("no run is left stuck", "; ".join(stuck))
+        self._still_planned(end)
         self._check()
+
+    def _still_planned(self, since: datetime) -> None:
+        """No schedule silently stops: once the faults stop and passes run
+        again, every active schedule's slots after ``since`` are recorded (up
+        to a few minutes before now, as the passes of the settle period
+        reached them), whatever the passes before it missed."""
+        upto = self.clock.now() - timedelta(minutes=5)
+        for model in self.models.values():
+            stored = self.observer.get(model.schedule_id)
+            if stored is None or stored.deleted or stored.state.paused:
+                continue
+            version = model.versions[model.current]
+            for slot in slots_after(version.spec, version.dst, since):
+                if slot.scheduled_at > upto:
+                    break
+                key = new_occurrence(
+                    model.schedule_id,
+                    model.current,
+                    slot,
+                    bucket=0,
+                    shard=0,
+                    materialized_at=upto,
+                ).business_key
+                if self.observer.get_by_business_key(key) is None:
+                    self._violate(
+                        "no schedule silently stops",
+                        f"{model.label} v{model.current} is active, and its slot "
+                        f"{slot.scheduled_at.isoformat()} (after the faults stopped at "
+                        f"{since.isoformat()}) was never planned",
+                    )

@@ -1,0 +1,113 @@
+"""Cases the campaign finds on DynamoDB + SQS on moto, replayed by hand, each
+beside the same steps that keep every promise.
+
+Index lag and repeated passes: a seed handed over to the chain while the
+Runs table's ``next`` index lags, and a second pass that reads that index
+before the entry arrives. The planner (``DynamoStore.due``) moves its
+forward-only cursor past what the second pass read: the seed's entry,
+arriving a moment later, is behind the cursor and out of ``due``, and its
+schedule silently stops. The replay fails on that planner (strict xfail) and
+must pass on one whose correctness does not depend on reading its own writes
+through an index.
+
+A delete that dies half way: the API marks the schedule deleted, then dies
+before it closes the schedule's waiting records. DynamoDB's admission checks
+only the record's status (``DynamoStore.admit``; SQLite's checks the
+schedule too), and dispatch judges a waiting record as if its schedule were
+active (``Ticker._dispatch_batch``): the next pass admits a deleted
+schedule's backfill and sends it (the worker then cancels it at start, so
+the target is not called). A DELETE sent again does not finish the job: the
+schedule is already deleted, and ``ScheduleService.delete`` answers that
+before it closes anything.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import utc
+from tests.model.machine import DuetimeMachine, Violation
+from tests.model.test_model import DynamoMachine, SqliteMachine
+
+LOSES_THE_SEED = (
+    "the planner moves its cursor after reading the lagging `next` index: "
+    "a seed's hand-over written a moment before is left behind it"
+)
+
+
+def _a_seed_handed_over_then_a_second_pass(machine: DynamoMachine, lag_s: float) -> None:
+    machine.start_near_a_dst_night("london fall back")  # 00:10Z
+    machine.create("every 7 min", "latest_only")  # slots 00:17, 00:24, ... 00:45
+    machine.index_lags(lag_s, "runs")
+    # A pass 100 s before 00:45: it plans the missed slots and hands the seed
+    # to the chain with its next slot, 00:45, just past its horizon (00:44:50).
+    machine.clock.set(utc("2026-10-25T00:43:20Z"))
+    machine.tick("tick-a")
+    machine.promises_hold()
+    # A schedule due at 00:45 gives the next pass something to plan.
+    machine.create("new-york every 5 min", "latest_only")
+    # The tick again, 15 s later (a repeated invocation, or the next one):
+    # its horizon (00:45:05) passes 00:45.
+    machine.time_passes(15)
+    machine.tick("tick-b")
+    machine.promises_hold()
+    machine.index_lags(0.0, "all")
+    machine.promises_hold()
+
+
+def test_a_seed_handed_over_keeps_its_schedule_planned_without_lag() -> None:
+    machine = DynamoMachine()
+    _a_seed_handed_over_then_a_second_pass(machine, 0.0)
+    machine.teardown()  # settles, then checks that no schedule stopped
+
+
+@pytest.mark.xfail(strict=True, raises=Violation, reason=LOSES_THE_SEED)
+def test_a_seed_handed_over_keeps_its_schedule_planned_under_index_lag() -> None:
+    machine = DynamoMachine()
+    _a_seed_handed_over_then_a_second_pass(machine, 30.0)
+    machine.teardown()
+
+
+ADMITS_AFTER_DELETE = (
+    "a delete that died after marking the schedule deleted leaves its waiting "
+    "records scheduled, and DynamoDB's admission does not check the schedule"
+)
+
+
+def _a_backfill_then_a_delete_that_dies(machine: DuetimeMachine, dies: bool) -> None:
+    machine.start_near_a_dst_night("london fall back")
+    label = machine.create("every 7 min", "catch_up_all, 3 attempts")
+    machine.time_passes(60)
+    machine.tick("tick-a")
+    machine.backfill(label, 2)  # one waiting record, for the next pass to admit
+    machine.promises_hold()
+    if dies:
+        machine.arm_crash_at_call(("api", "delete"), 1, "after")
+    machine.delete(label)
+    machine.promises_hold()
+    machine.tick("tick-a")
+    machine.promises_hold()
+    machine.deliver(0)
+    machine.promises_hold()
+
+
+@pytest.mark.parametrize("machine_type", [SqliteMachine, DynamoMachine], ids=["sqlite", "dynamodb"])
+def test_a_delete_closes_a_waiting_backfill(machine_type: type[DuetimeMachine]) -> None:
+    machine = machine_type()
+    _a_backfill_then_a_delete_that_dies(machine, dies=False)
+    machine.teardown()
+
+
+def test_a_delete_that_dies_half_way_admits_nothing_on_sqlite() -> None:
+    machine = SqliteMachine()
+    _a_backfill_then_a_delete_that_dies(machine, dies=True)
+    machine.teardown()
+
+
+@pytest.mark.xfail(strict=True, raises=Violation, reason=ADMITS_AFTER_DELETE)
+def test_a_delete_that_dies_half_way_admits_nothing_on_dynamodb() -> None:
+    machine = DynamoMachine()
+    try:
+        _a_backfill_then_a_delete_that_dies(machine, dies=True)
+    finally:
+        machine.backend.close()
