@@ -82,7 +82,7 @@ simulate-burst: install asset
 SOAK_EXAMPLES ?= 20000
 SOAK_MINUTES ?= 0
 SOAK_DURATION ?= 180
-# e.g. SOAK_MODEL_ARGS="--moto-every 1 --index-lag": every chunk on moto, GSIs lagging
+# e.g. SOAK_MODEL_ARGS="--moto-every 1": every chunk on moto (GSIs lag unless --no-index-lag)
 SOAK_MODEL_ARGS ?=
 
 .PHONY: soak soak-model soak-kill

@@ -143,6 +143,31 @@ def head_key(schedule_id: str) -> Item:
     return attrs({"pk": schedule_pk(schedule_id), "sk": HEAD})
 
 
+def head_active(head: Mapping[str, Any], version: int | None = None) -> bool:
+    """Whether a HEAD's schedule may start runs (at ``version``, if given): not
+    paused, deleted or quarantined. What planning and admission read; the
+    writes that plan check the same as their condition (``ACTIVE_CONDITION``)."""
+    return (
+        (version is None or head.get("version") == {"N": str(version)})
+        and head.get("paused", {"BOOL": False}) == {"BOOL": False}
+        and "deleted_at" not in head
+        and "quarantine" not in head
+    )
+
+
+# The same rule as a condition on a HEAD at ``:expected_version``.
+ACTIVE_CONDITION = (
+    "#version = :expected_version AND #paused = :false AND "
+    "attribute_not_exists(#deleted_at) AND attribute_not_exists(#quarantine)"
+)
+ACTIVE_NAMES: dict[str, str] = {
+    "#version": "version",
+    "#paused": "paused",
+    "#deleted_at": "deleted_at",
+    "#quarantine": "quarantine",
+}
+
+
 def version_key(schedule_id: str, version: int) -> Item:
     return attrs({"pk": schedule_pk(schedule_id), "sk": f"V#{version:08d}"})
 

@@ -435,8 +435,27 @@ class DynamoRunRecords(DynamoTables, OccurrenceStore):
         return [oid for oid in self._each(one, list(occurrence_ids)) if oid is not None]
 
     def admit(self, occurrences: Sequence[PendingOccurrence], now: datetime) -> list[str]:
+        """Admit waiting records whose schedule is active at their version now:
+        the HEADs are read strongly first (one ``BatchGetItem``), and a record
+        of a schedule paused, deleted, quarantined or edited since is left
+        waiting, refused, for the caller to close as the start decision says.
+        A pause or delete landing between that read and the write is met by
+        the API's own closing of waiting records (``close_scheduled``), which
+        the write's ``status = scheduled`` condition then honours."""
+        heads = {
+            str(it.value(head["schedule_id"])): head
+            for head in self._batch_get(
+                self.tables.schedules,
+                [it.head_key(sid) for sid in {o.schedule_id for o in occurrences}],
+            )
+        }
+        runnable = [
+            o
+            for o in occurrences
+            if (head := heads.get(o.schedule_id)) is not None and it.head_active(head, o.version)
+        ]
         # Admitted as of now, or of its instant for one admitted ahead of it.
-        at = {o.occurrence_id: it.iso(max(now, o.scheduled_at)) for o in occurrences}
+        at = {o.occurrence_id: it.iso(max(now, o.scheduled_at)) for o in runnable}
         return self._transition(
             list(at),
             set_=lambda oid: {"status": RunStatus.ADMITTED.value, "admitted_at": at[oid]},

@@ -651,7 +651,7 @@ class DynamoStore(DynamoRunRecords, DynamoLeases, Store):
             if head is None:
                 continue
             if _CHAIN not in item:
-                if head.get("due_key") != item["due_key"] or not _active(head):
+                if head.get("due_key") != item["due_key"] or not it.head_active(head):
                     continue
             elif not _carried_by_chain(head, int(it.value(item["version"]))):
                 continue
@@ -1095,7 +1095,7 @@ class DynamoStore(DynamoRunRecords, DynamoLeases, Store):
         if head is None:
             return None
         v = it.plain(head)
-        if int(v["version"]) != item.expected_version or not _active(head):
+        if int(v["version"]) != item.expected_version or not it.head_active(head):
             return None
         if "due_key" not in v:
             return _CHAIN if v.get("next_due") is not None else None
@@ -1111,18 +1111,8 @@ class DynamoStore(DynamoRunRecords, DynamoLeases, Store):
                 self.tables.schedules,
                 it.head_key(schedule_id),
                 set_=self._next_due_fields(schedule_id, next_due),
-                condition=(
-                    "#version = :expected_version AND attribute_not_exists(#due_key) AND "
-                    "#paused = :false AND attribute_not_exists(#deleted_at) AND "
-                    "attribute_not_exists(#quarantine)"
-                ),
-                names={
-                    "#version": "version",
-                    "#due_key": "due_key",
-                    "#paused": "paused",
-                    "#deleted_at": "deleted_at",
-                    "#quarantine": "quarantine",
-                },
+                condition=f"attribute_not_exists(#due_key) AND {it.ACTIVE_CONDITION}",
+                names={"#due_key": "due_key", **it.ACTIVE_NAMES},
                 values={
                     ":expected_version": {"N": str(version)},
                     ":false": {"BOOL": False},
@@ -1263,17 +1253,8 @@ class DynamoStore(DynamoRunRecords, DynamoLeases, Store):
                     **fields,
                     "last_materialized_at": it.opt_iso(last_at),
                 },
-                condition=(
-                    "#version = :expected_version AND #next_due = :expected_due AND "
-                    "#paused = :false AND attribute_not_exists(#deleted_at) AND "
-                    "attribute_not_exists(#quarantine)"
-                ),
-                names={
-                    "#version": "version",
-                    "#paused": "paused",
-                    "#deleted_at": "deleted_at",
-                    "#quarantine": "quarantine",
-                },
+                condition=f"#next_due = :expected_due AND {it.ACTIVE_CONDITION}",
+                names=it.ACTIVE_NAMES,
                 values={
                     ":expected_version": {"N": str(item.expected_version)},
                     ":expected_due": {"S": it.iso(expected_due)},
@@ -1349,15 +1330,6 @@ def _chain_fields(item: Materialization) -> dict[str, Any]:
     return {"next_due": it.iso(item.next_due)}
 
 
-def _active(head: Mapping[str, Any]) -> bool:
-    """Whether a HEAD's schedule may be planned: not paused, deleted or quarantined."""
-    return (
-        head.get("paused", {"BOOL": False}) == {"BOOL": False}
-        and "deleted_at" not in head
-        and "quarantine" not in head
-    )
-
-
 def _carried_by_chain(head: Mapping[str, Any], version: int) -> bool:
     """Whether a HEAD leaves its schedule, at ``version``, to its chain: the
     version is current, no seed names the next slot, and it is active."""
@@ -1365,5 +1337,5 @@ def _carried_by_chain(head: Mapping[str, Any], version: int) -> bool:
         head.get("version") == {"N": str(version)}
         and "due_key" not in head
         and "next_due" in head
-        and _active(head)
+        and it.head_active(head)
     )

@@ -6,9 +6,8 @@ Runs table's ``next`` index lags, and a second pass that reads that index
 before the entry arrives. The planner (``DynamoStore.due``) moves its
 forward-only cursor past what the second pass read: the seed's entry,
 arriving a moment later, is behind the cursor and out of ``due``, and its
-schedule silently stops. The replay fails on that planner (strict xfail) and
-must pass on one whose correctness does not depend on reading its own writes
-through an index.
+schedule silently stops. The replay failed on that planner; the next slot's
+one home is now a plan page read consistently, and it passes.
 
 A delete that dies half way: the API marks the schedule deleted, then dies
 before it closes the schedule's waiting records. DynamoDB's admission checks
@@ -16,9 +15,9 @@ only the record's status (``DynamoStore.admit``; SQLite's checks the
 schedule too), and dispatch judges a waiting record as if its schedule were
 active (``Ticker._dispatch_batch``): the next pass admits a deleted
 schedule's backfill and sends it (the worker then cancels it at start, so
-the target is not called). A DELETE sent again does not finish the job: the
-schedule is already deleted, and ``ScheduleService.delete`` answers that
-before it closes anything.
+the target is not called). DynamoDB's admission now reads the HEADs
+strongly and leaves a record of a schedule no longer active waiting, refused,
+for dispatch to close (``DynamoRunRecords.admit``), as SQLite's condition does.
 """
 
 from __future__ import annotations
@@ -26,7 +25,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import utc
-from tests.model.machine import DuetimeMachine, Violation
+from tests.model.machine import DuetimeMachine
 from tests.model.test_model import DynamoMachine, SqliteMachine
 
 LOSES_THE_SEED = (
@@ -61,7 +60,6 @@ def test_a_seed_handed_over_keeps_its_schedule_planned_without_lag() -> None:
     machine.teardown()  # settles, then checks that no schedule stopped
 
 
-@pytest.mark.xfail(strict=True, raises=Violation, reason=LOSES_THE_SEED)
 def test_a_seed_handed_over_keeps_its_schedule_planned_under_index_lag() -> None:
     machine = DynamoMachine()
     _a_seed_handed_over_then_a_second_pass(machine, 30.0)
@@ -104,7 +102,6 @@ def test_a_delete_that_dies_half_way_admits_nothing_on_sqlite() -> None:
     machine.teardown()
 
 
-@pytest.mark.xfail(strict=True, raises=Violation, reason=ADMITS_AFTER_DELETE)
 def test_a_delete_that_dies_half_way_admits_nothing_on_dynamodb() -> None:
     machine = DynamoMachine()
     try:
