@@ -7,7 +7,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-from adapters.dynamodb.hot_keys import (
+from bench.hot_keys import (
     WRITE_UNITS_PER_KEY,
     Pace,
     key_writes,
