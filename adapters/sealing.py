@@ -27,12 +27,15 @@ import json
 import os
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from domain.errors import DuetimeError
+
+if TYPE_CHECKING:
+    from adapters.secrets import SigningKey
 
 VERSION: Final = "v1"
 # What the sealing key is derived for: the signing key also derives every
@@ -42,16 +45,19 @@ _PURPOSE: Final = b"duetime webhook header values v1"
 _NONCE_BYTES: Final = 12
 
 
-def aws_header_seal(kind: str, prefix: str, client: Callable[[str], Any]) -> HeaderSeal | None:
+def aws_header_seal(
+    kind: str, prefix: str, client: Callable[[str], Any], *, master: SigningKey | None = None
+) -> HeaderSeal | None:
     """The seal of a deployment whose secret store is ``kind``: with ``dynamodb``
-    (the stack's default, which has the signing key), one over that key; with
+    (the stack's default, which has the signing key), one over that key
+    (``master``, when the container shares one with its secret store); with
     another store, none (header values stay in the version body).
     ``client`` builds a boto3 client by service name."""
     from adapters.secrets import DYNAMODB, SigningKey, signing_key_name
 
     if kind != DYNAMODB:
         return None
-    return HeaderSeal(SigningKey(client("secretsmanager"), signing_key_name(prefix)))
+    return HeaderSeal(master or SigningKey(client("secretsmanager"), signing_key_name(prefix)))
 
 
 class CannotOpen(DuetimeError):

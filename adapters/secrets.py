@@ -318,6 +318,16 @@ class SigningKey:
         self._read: tuple[float, bytes] | None = None
         self._lock = threading.Lock()
 
+    def warm(self) -> bool:
+        """Read the key now (a container's init phase), so the first signature
+        does not wait for it; False, and nothing raised, if it cannot be read
+        (the first use then reads it, and raises what it meets)."""
+        try:
+            self()
+        except Exception:
+            return False
+        return True
+
     def __call__(self) -> bytes:
         now = self._monotonic()
         with self._lock:
@@ -456,13 +466,19 @@ def ssm_path(prefix: str) -> str:
 
 
 def aws_secret_store(
-    kind: str, prefix: str, client: Callable[[str], Any], *, table: str = ""
+    kind: str,
+    prefix: str,
+    client: Callable[[str], Any],
+    *,
+    table: str = "",
+    master: SigningKey | None = None,
 ) -> SecretStore:
     """The store of a deployment: ``dynamodb`` (items of ``table``, reading SSM
     parameters under ``ssm_path(prefix)`` and then Secrets Manager for secrets
     stored before), ``ssm`` or ``ssm-intelligent-tiering`` (SSM parameters,
     reading Secrets Manager for secrets stored before) or ``secretsmanager``.
-    ``client`` builds a boto3 client by service name."""
+    ``client`` builds a boto3 client by service name; ``master``, the signing
+    key a container shares with its header seal (else one of its own)."""
     if kind not in STORE_KINDS:
         raise ValueError(f"secret store {kind!r} is not one of {', '.join(STORE_KINDS)}")
     if kind == DYNAMODB and not table:
@@ -477,7 +493,7 @@ def aws_secret_store(
         SsmSecretStore(client("ssm"), ssm_path(prefix), tier=tier), secretsmanager
     )
     if kind == DYNAMODB:
-        master = SigningKey(client("secretsmanager"), signing_key_name(prefix))
+        master = master or SigningKey(client("secretsmanager"), signing_key_name(prefix))
         return MovingSecretStore(DynamoSecretStore(client("dynamodb"), table, master), ssm)
     return ssm
 

@@ -233,7 +233,13 @@ def build_aws_parts(
 
     from adapters.dynamodb.runs import DynamoRunStore
     from adapters.sealing import aws_header_seal
-    from adapters.secrets import CachedSecretStore, aws_secret_store
+    from adapters.secrets import (
+        DYNAMODB,
+        CachedSecretStore,
+        SigningKey,
+        aws_secret_store,
+        signing_key_name,
+    )
     from adapters.sqs_worker import SqsWorkQueue
     from adapters.targets import Targets
     from adapters.targets.aws import control_client_config, lambda_client_config
@@ -243,9 +249,20 @@ def build_aws_parts(
     def client(service: str) -> Any:
         return session.client(service, config=control_client_config())
 
+    # One signing key for the container's secrets and header seal, read in the
+    # init phase: a drain started just before a crowded second signs its
+    # first webhook without a Secrets Manager round trip per thread.
+    master = None
+    if settings.secret_store == DYNAMODB:
+        master = SigningKey(client("secretsmanager"), signing_key_name(settings.secrets_prefix))
+        master.warm()
     secrets = CachedSecretStore(
         aws_secret_store(
-            settings.secret_store, settings.secrets_prefix, client, table=settings.secrets_table
+            settings.secret_store,
+            settings.secrets_prefix,
+            client,
+            table=settings.secrets_table,
+            master=master,
         )
     )
     targets = Targets.for_deployment(
@@ -263,7 +280,7 @@ def build_aws_parts(
         visibility_timeout_s=held_visibility_s,
     )
     # Webhook header values are sealed at rest; the worker opens them to deliver.
-    seal = aws_header_seal(settings.secret_store, settings.secrets_prefix, client)
+    seal = aws_header_seal(settings.secret_store, settings.secrets_prefix, client, master=master)
     runs = DynamoRunStore.from_settings(settings, session, seal=seal)
     return AwsWorkerParts(runs, targets, queue)
 
