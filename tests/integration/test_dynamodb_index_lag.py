@@ -31,7 +31,7 @@ from domain.run import RunStatus
 from service.planning.config import TickConfig
 from service.planning.ticker import Ticker
 from service.schedules import ScheduleService
-from tests.conftest import FakeClock, utc
+from tests.conftest import FakeClock, definition, utc
 
 START = utc("2026-12-01T08:00:00Z")
 WEBHOOK = {"type": "webhook", "url": "https://example.com/hook"}
@@ -109,7 +109,9 @@ class World:
         self.lag = LaggingIndexes(self.client, self.raw, list(tables))
 
     def create(self, spec: dict[str, Any]) -> str:
-        schedule, _ = self.service.create({"name": "job", "spec": spec, "target": WEBHOOK})
+        schedule, _ = self.service.create(
+            definition({"name": "job", "spec": spec, "target": WEBHOOK})
+        )
         return schedule.schedule_id
 
     def passes(self, minutes: int) -> None:

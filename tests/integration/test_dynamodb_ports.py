@@ -66,8 +66,14 @@ def test_the_ports_hold_a_client_table_names_and_settings_only(tables: Tables) -
     assert isinstance(store, DynamoRunRecords) and isinstance(store, DynamoLeases)
 
 
+def _saved(tables: Tables, schedule_id: str) -> None:
+    """The schedule, active at version 1: admission checks its HEAD."""
+    DynamoStore(tables.client, tables.names).create(build_schedule(NOW, schedule_id=schedule_id))
+
+
 def test_run_records_alone_write_read_admit_close_and_list(tables: Tables) -> None:
     records = DynamoRunRecords(tables.client, tables.names)
+    _saved(tables, "sch_alone")
     first = _slot("sch_alone", 1, "2026-12-01T09:00:00Z")
     second = _slot("sch_alone", 1, "2026-12-01T10:00:00Z")
     assert records.insert([first, second]) == [first.occurrence_id, second.occurrence_id]
@@ -87,6 +93,11 @@ def test_run_records_alone_write_read_admit_close_and_list(tables: Tables) -> No
     assert [o.occurrence_id for o in due] == [first.occurrence_id]
     assert records.admit(due, NOW) == [first.occurrence_id]
     assert records.admit(due, NOW) == []  # admitted once
+    store = DynamoStore(tables.client, tables.names)
+    assert store.pause("sch_alone", None, NOW)
+    assert (
+        records.admit([PendingOccurrence.of(second)], NOW) == []
+    )  # a paused schedule's record waits, for dispatch to close
     assert records.mark_sent([first.occurrence_id], NOW) == 1
     admitted = records.get_run(first.occurrence_id)
     assert admitted is not None and admitted.status is RunStatus.ADMITTED
@@ -99,6 +110,7 @@ def test_run_records_alone_write_read_admit_close_and_list(tables: Tables) -> No
 
 def test_run_records_alone_close_what_waits_and_withdraw_what_is_planned(tables: Tables) -> None:
     records = DynamoRunRecords(tables.client, tables.names)
+    _saved(tables, "sch_pause")
     waiting = _slot("sch_pause", 1, "2026-12-01T09:00:00Z")
     planned = _slot("sch_pause", 1, "2026-12-01T10:00:00Z")
     records.insert([waiting, planned])
