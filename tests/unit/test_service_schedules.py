@@ -8,9 +8,11 @@ from typing import Any
 import pytest
 
 from domain.errors import InvalidSchedule
-from domain.run import Reason, RunKind, RunStatus
+from domain.run import RunKind, RunStatus
+from domain.watch import WatchStatus
 from service.errors import ScheduleNotActive, ScheduleNotFound
 from service.schedules import SUMMARY_COUNT_LIMIT, upcoming
+from service.watchdog import Watchdog
 from tests.conftest import FakeClock, World, definition, utc
 
 HOOK = {"type": "webhook", "url": "https://example.com/hook"}
@@ -175,3 +177,20 @@ def test_paused_and_deleted_schedules_refuse_work(world: World) -> None:
     with pytest.raises(ScheduleNotFound):
         world.schedules.get(sid)
     assert world.schedules.get(sid, include_deleted=True).deleted_at is not None
+
+
+def test_after_a_long_pause_the_watchdog_waits_for_the_first_slot_after_the_resume(
+    world: World, clock: FakeClock
+) -> None:
+    # Given a daily schedule paused for three days (no run ever succeeded)
+    schedule, _ = world.schedules.create(definition(_body({"cron": "0 9 * * *"})))
+    world.schedules.pause(schedule.schedule_id)
+    clock.set(utc("2026-12-04T10:00:00Z"))
+    world.schedules.resume(schedule.schedule_id)
+    # Then the pause's summary accounts for the slots it skipped: not overdue
+    clock.set(utc("2026-12-04T12:00:00Z"))
+    verdict = Watchdog(world.store, clock).check(
+        world.schedules.get(schedule.schedule_id), clock.now()
+    )
+    assert verdict.status is WatchStatus.OK
+    assert verdict.expected_at == utc("2026-12-05T09:00:00Z")
