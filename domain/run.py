@@ -349,6 +349,29 @@ def summary_business_key(schedule_id: str, first: Slot) -> str:
     return f"{schedule_id}#summary#{first.wall.isoformat()}#{first.fold}"
 
 
+# How the reason of a pause's summary begins ("paused: 60 slots skipped, ...").
+_PAUSE_SUMMARY: Final = f"{Reason.PAUSED}: "
+
+
+def pause_summary_text(count: int, *, at_least: bool) -> str:
+    """What a pause's summary says of the slots it counts (its range follows)."""
+    noun = "slot" if count == 1 else "slots"
+    return f"{_PAUSE_SUMMARY}{'at least ' if at_least else ''}{count} {noun} skipped"
+
+
+def paused_until(run: Run) -> datetime | None:
+    """Up to when ``run`` accounts for slots a pause kept from running: a slot
+    skipped (paused), its instant; a pause's summary, when it was written (the
+    resume, or an edit while paused); any other run, None."""
+    if run.status is not RunStatus.SKIPPED or run.reason is None:
+        return None
+    if run.reason == Reason.PAUSED:
+        return run.scheduled_at
+    if run.kind is RunKind.SUMMARY and run.reason.startswith(_PAUSE_SUMMARY):
+        return run.finished_at
+    return None
+
+
 class PendingOccurrence(NamedTuple):
     """What dispatch reads of a pending record: enough to judge it by its
     version's overdue policy, admit it, and send its intent. The whole record

@@ -12,9 +12,10 @@ Rules they keep:
   and wait for dispatch are recorded as skipped (paused); runs already
   started are not touched (a run admitted and due is judged by the start
   decision when the worker takes it);
-- resume plans from now; the slots missed while paused that had not been
-  planned are recorded as skipped (paused): one record each up to a bound,
-  then one counted summary;
+- resume plans from now; the pause is recorded by one skipped (paused)
+  summary that counts the slots it kept from running (first, last, how
+  many), not by one record per slot (an edit while paused records one for
+  the time paused before it);
 - delete withdraws the planned slots too, and keeps the history readable;
 - a 500 never leaves anything stored: create, edit and resume compute all
   that can fail (the first ``next_due``, the occurrences the answer shows,
@@ -28,9 +29,10 @@ Rules they keep:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
+from itertools import islice
 from typing import Final, Protocol, TypeVar
 
 from domain.errors import InvalidSchedule
@@ -42,6 +44,7 @@ from domain.run import (
     RunKind,
     RunStatus,
     new_occurrence,
+    pause_summary_text,
     summary_business_key,
     trigger_business_key,
 )
@@ -69,10 +72,11 @@ from service.ports import Clock, DueSchedule, Page, RunQuery, Store
 
 MAX_BACKFILL: Final = 1000
 MAX_PAGE: Final = 100
-# Slots missed while paused: one skipped record each up to this many, then a summary.
-RESUME_RECORD_LIMIT: Final = 100
+# Slots an edit finds unplanned (every dispatcher down): one waiting record
+# each up to this many, then a skipped summary.
+UNPLANNED_RECORD_LIMIT: Final = 100
 # How far a summary counts before it says "at least".
-RESUME_COUNT_LIMIT: Final = 100_000
+SUMMARY_COUNT_LIMIT: Final = 100_000
 _T = TypeVar("_T")
 _RETRIES: Final = 5
 _EPSILON: Final = timedelta(microseconds=1)
@@ -292,14 +296,12 @@ class ScheduleService:
             # Slots of the version being replaced that came due while no tick
             # planned them (every dispatcher down) keep their version: recorded
             # waiting, for dispatch to admit or close by that version's policy;
-            # while paused, skipped, as the resume would have recorded them.
+            # while paused, the pause so far is summarized, as a resume would.
             # Everything that can fail is computed before the first write.
             if schedule.state.paused:
-                missed = _computed(lambda: self._missed(schedule, now, Reason.PAUSED))  # noqa: B023
+                missed = _computed(lambda: self._paused(schedule, now))  # noqa: B023
             else:
-                missed = _computed(
-                    lambda: self._missed(schedule, now, Reason.EDITED_UNPLANNED, wait=True)  # noqa: B023
-                )
+                missed = _computed(lambda: self._unplanned(schedule, now))  # noqa: B023
             after = now
             if schedule.last_materialized_at is not None:
                 after = max(after, schedule.last_materialized_at)
@@ -334,9 +336,9 @@ class ScheduleService:
             if not schedule.state.paused:
                 return schedule
             version = schedule.current
-            # From now: the pause withdrew what was planned after it (a slot
-            # still stored keeps its one record: its business key is taken).
-            missed = _computed(lambda: self._missed(schedule, now, Reason.PAUSED))  # noqa: B023
+            # From now; what the pause kept from running is one summary (its
+            # business key is its first slot's: a repeated resume records it once).
+            missed = _computed(lambda: self._paused(schedule, now))  # noqa: B023
             next_due = _computed(lambda: _first_slot(version, now, check=False))  # noqa: B023
             self.store.insert(missed)
             if self.store.resume(
@@ -505,62 +507,91 @@ class ScheduleService:
             check_command_job(version.target, None)
         return version
 
-    def _missed(
-        self, schedule: Schedule, now: datetime, reason: str, *, wait: bool = False
-    ) -> list[Run]:
-        """Records for the slots from next_due to now, skipped for ``reason`` (or,
-        with ``wait``, waiting for dispatch); bounded, then a skipped summary."""
+    def _unplanned(self, schedule: Schedule, now: datetime) -> list[Run]:
+        """Waiting records for the slots from next_due to now (no tick planned
+        them): one each up to a bound, then a skipped summary of the rest."""
         if schedule.next_due is None or schedule.next_due > now:
             return []
-        version = schedule.current
-        parts = self.partitioning
         records: list[Run] = []
-        extra: list[Slot] = []
+        rest: tuple[Slot, Slot] | None = None  # the first and last slot past the bound
         count = 0
-        for slot in slots_after(version.spec, version.policy.dst, schedule.next_due - _EPSILON):
-            if slot.scheduled_at > now or count >= RESUME_COUNT_LIMIT:
-                break
+        for slot in self._slots(schedule, schedule.next_due - _EPSILON, now):
             count += 1
-            if len(records) < RESUME_RECORD_LIMIT:
-                run = new_occurrence(
-                    schedule.schedule_id,
-                    schedule.version,
-                    slot,
-                    bucket=parts.placement(slot.scheduled_at, now),
-                    shard=parts.shard(schedule.schedule_id),
-                    materialized_at=now,
-                )
-                records.append(run if wait else run.closed(RunStatus.SKIPPED, reason, now))
+            if len(records) < UNPLANNED_RECORD_LIMIT:
+                records.append(self._record(schedule, slot, now))
             else:
-                if not extra:
-                    extra.append(slot)
-                else:
-                    extra[1:] = [slot]
-        if extra:
-            first, last = extra[0], extra[-1]
-            more = count - RESUME_RECORD_LIMIT
-            bound = "at least " if count >= RESUME_COUNT_LIMIT else ""
-            summary = new_occurrence(
-                schedule.schedule_id,
-                schedule.version,
-                first,
-                bucket=parts.placement(first.scheduled_at, now),
-                shard=parts.shard(schedule.schedule_id),
-                materialized_at=now,
-                kind=RunKind.SUMMARY,
-            )
-            summary = replace(
-                summary, business_key=summary_business_key(schedule.schedule_id, first)
-            )
-            records.append(
-                summary.closed(
-                    RunStatus.SKIPPED,
-                    f"{reason}: {bound}{more} more occurrences skipped, "
-                    f"{_iso(first.scheduled_at)} to {_iso(last.scheduled_at)}",
-                    now,
-                )
-            )
+                rest = (rest[0] if rest else slot, slot)
+        if rest is not None:
+            more = count - UNPLANNED_RECORD_LIMIT
+            text = f"{Reason.EDITED_UNPLANNED}: {_at_least(count)}{more} more occurrences skipped"
+            records.append(self._summary(schedule, *rest, text, now))
         return records
+
+    def _paused(self, schedule: Schedule, now: datetime) -> list[Run]:
+        """The record of a pause, at its resume (or an edit while paused): one
+        skipped summary of the slots from the pause to now, none if none.
+
+        A paused schedule's ``updated_at`` is when it was paused (or last edited
+        while paused, which summarized the time before); slots before
+        ``next_due`` that no tick planned (an outage before the pause) count too."""
+        since = schedule.updated_at
+        if schedule.next_due is not None:
+            since = min(since, schedule.next_due - _EPSILON)
+        first: Slot | None = None
+        last: Slot | None = None
+        count = 0
+        for slot in self._slots(schedule, since, now):
+            count += 1
+            first = first or slot
+            last = slot
+        if first is None or last is None:
+            return []
+        text = pause_summary_text(count, at_least=count >= SUMMARY_COUNT_LIMIT)
+        return [self._summary(schedule, first, last, text, now)]
+
+    @staticmethod
+    def _slots(schedule: Schedule, after: datetime, upto: datetime) -> Iterator[Slot]:
+        """The current version's slots strictly after ``after`` up to ``upto``,
+        at most SUMMARY_COUNT_LIMIT of them."""
+        version = schedule.current
+        slots = slots_after(version.spec, version.policy.dst, after)
+        for slot in islice(slots, SUMMARY_COUNT_LIMIT):
+            if slot.scheduled_at > upto:
+                return
+            yield slot
+
+    def _record(
+        self, schedule: Schedule, slot: Slot, now: datetime, kind: RunKind = RunKind.SCHEDULED
+    ) -> Run:
+        parts = self.partitioning
+        return new_occurrence(
+            schedule.schedule_id,
+            schedule.version,
+            slot,
+            bucket=parts.placement(slot.scheduled_at, now),
+            shard=parts.shard(schedule.schedule_id),
+            materialized_at=now,
+            kind=kind,
+        )
+
+    def _summary(
+        self, schedule: Schedule, first: Slot, last: Slot, text: str, now: datetime
+    ) -> Run:
+        """A skipped record that counts the slots from ``first`` to ``last``:
+        ``text`` (what and how many), then the range, e.g. "paused: 60 slots
+        skipped, 2026-12-01T10:00:01Z to 2026-12-01T10:01:00Z". Its business key
+        is its first slot's: written twice, it is stored once."""
+        run = replace(
+            self._record(schedule, first, now, RunKind.SUMMARY),
+            business_key=summary_business_key(schedule.schedule_id, first),
+        )
+        reason = f"{text}, {_iso(first.scheduled_at)} to {_iso(last.scheduled_at)}"
+        return run.closed(RunStatus.SKIPPED, reason, now)
+
+
+def _at_least(count: int) -> str:
+    """A count's prefix: "at least " once counting stopped at its limit."""
+    return "at least " if count >= SUMMARY_COUNT_LIMIT else ""
 
 
 def _iso(at: datetime) -> str:

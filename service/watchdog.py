@@ -33,7 +33,7 @@ from datetime import datetime, timedelta
 from typing import Final
 
 from domain.errors import DuetimeError
-from domain.run import Reason, Run, RunStatus
+from domain.run import Run, RunStatus, paused_until
 from domain.schedule import Schedule, error_text
 from domain.timeparse import format_instant, parse_instant
 from domain.watch import Watch, WatchStatus, watch
@@ -119,12 +119,8 @@ class Watchdog:
                 break
             if run.status in ACKNOWLEDGEABLE:
                 failed_since_success = True
-            if (
-                accounted is None
-                and run.status is RunStatus.SKIPPED
-                and run.reason == Reason.PAUSED
-            ):
-                accounted = run.scheduled_at
+            if accounted is None:
+                accounted = paused_until(run)
         if failed_since_success:  # only then can an acknowledgement matter (one more read)
             acknowledged = self._acknowledged(schedule.schedule_id)
             if acknowledged is not None and (accounted is None or acknowledged > accounted):

@@ -4,8 +4,10 @@ An every-second schedule planned 90 s ahead (every slot admitted and queued
 with a delay) is paused for a minute: the slots planned after the pause are
 withdrawn in one step, so its default run listing (what came due) grows by a
 handful of rows at most, not by a lookahead's worth of skipped records; the
-intents already queued for them are dropped by the worker; after the resume
-every slot runs once.
+intents already queued for them are dropped by the worker; the resume records
+the pause as one summary of the slots it kept from running (however long it
+was, beyond the lookahead too, and once if the resume is tried again); after
+the resume every slot runs once.
 """
 
 from __future__ import annotations
@@ -14,10 +16,11 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
 from domain.delivery import Delivery, Outcome
 from domain.partition import Partitioning
-from domain.run import DeliveryIntent, RunStatus
+from domain.run import DeliveryIntent, Run, RunKind, RunStatus
 from domain.targets import Target
 from service.planning.config import TickConfig
 from service.planning.ticker import PlanNow, Ticker
@@ -62,31 +65,45 @@ class Calls:
         return Outcome.succeeded(200)
 
 
+class EachSecond:
+    """An every-second schedule on ``store``, planned 90 s ahead, its intents
+    delivered as they become visible."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.clock = clock = FakeClock(START)
+        self.queue = queue = HeldQueue()
+        self.target = Calls()
+        self.ticker = Ticker(store, queue, clock, CONFIG, owner="tick-1")
+        self.worker = RunWorker(run_store_of(store), self.target, clock, random.Random(1))
+        self.service = ScheduleService(
+            store, clock, CONFIG.partitioning, planning=PlanNow(store, queue, clock, CONFIG)
+        )
+        self.views = RunViews(store, None, clock, CONFIG.partitioning)
+        body = {"name": "each second", "spec": {"every": "PT1S"}, "target": WEBHOOK}
+        self.sid = self.service.create(definition(body))[0].schedule_id
+
+    def seconds(self, count: int) -> None:
+        for _ in range(count):
+            self.clock.advance(1)
+            if self.clock.now().second % 10 == 0:
+                self.ticker.tick_once()
+            for intent in self.queue.due(self.clock.now()):
+                self.worker.handle(intent)
+
+    def listed(self) -> list[Run]:
+        return list(self.views.list(schedule_id=self.sid, limit=100).items)
+
+
 def test_pausing_an_every_second_schedule_for_a_minute_adds_a_handful_of_rows(
     store: Store,
 ) -> None:
-    clock = FakeClock(START)
-    queue = HeldQueue()
-    target = Calls()
-    ticker = Ticker(store, queue, clock, CONFIG, owner="tick-1")
-    worker = RunWorker(run_store_of(store), target, clock, random.Random(1))
-    service = ScheduleService(
-        store, clock, CONFIG.partitioning, planning=PlanNow(store, queue, clock, CONFIG)
-    )
-    views = RunViews(store, None, clock, CONFIG.partitioning)
-    body = {"name": "each second", "spec": {"every": "PT1S"}, "target": WEBHOOK}
-    sid = service.create(definition(body))[0].schedule_id
-
-    def seconds(count: int) -> None:
-        for _ in range(count):
-            clock.advance(1)
-            if clock.now().second % 10 == 0:
-                ticker.tick_once()
-            for intent in queue.due(clock.now()):
-                worker.handle(intent)
+    each = EachSecond(store)
+    sid, service, seconds, target = each.sid, each.service, each.seconds, each.target
+    views = each.views
 
     def listed() -> int:
-        return len(views.list(schedule_id=sid, limit=100).items)
+        return len(each.listed())
 
     # Given the schedule running for 10 s, planned 90 s ahead
     seconds(10)
@@ -105,6 +122,14 @@ def test_pausing_an_every_second_schedule_for_a_minute_adds_a_handful_of_rows(
         if START + timedelta(seconds=10) < r.scheduled_at <= START + timedelta(seconds=70)
     ]
     assert len(paused) <= 5
+    # And the pause is recorded by one summary of the slots it kept from running
+    assert [(r.kind, r.status, r.reason) for r in paused] == [
+        (
+            RunKind.SUMMARY,
+            RunStatus.SKIPPED,
+            "paused: 60 slots skipped, 2026-12-01T08:00:11Z to 2026-12-01T08:01:10Z",
+        )
+    ]
     # And nothing ran while paused; after the resume every slot ran once
     assert len(target.ids) == len(set(target.ids))
     ran = sorted(
@@ -115,4 +140,35 @@ def test_pausing_an_every_second_schedule_for_a_minute_adds_a_handful_of_rows(
     assert ran[-10:] == [START + timedelta(seconds=71 + i) for i in range(10)]
     assert all(
         not START + timedelta(seconds=10) < at <= START + timedelta(seconds=70) for at in ran
+    )
+
+
+def test_a_pause_longer_than_the_lookahead_is_one_row_recorded_once(store: Store) -> None:
+    each = EachSecond(store)
+    each.seconds(10)
+    before = len(each.listed())
+    # Paused for three minutes: twice the lookahead, so slots never planned too
+    each.service.pause(each.sid)
+    each.seconds(180)
+    # The resume's first write loses a race once (it tries again a second later)
+    resume, refused = store.resume, []
+
+    def lose_once(schedule_id: str, **kw: Any) -> bool:
+        if not refused:
+            refused.append(kw)
+            each.clock.advance(1)
+            return False
+        return resume(schedule_id, **kw)
+
+    store.resume = lose_once  # type: ignore[method-assign]
+    each.service.resume(each.sid)
+    assert refused
+    # Then the three minutes paused are one row of its listing
+    paused_until = START + timedelta(seconds=190)
+    rows = [r for r in each.listed() if r.scheduled_at <= paused_until]
+    assert len(rows) == before + 1
+    assert (rows[0].kind, rows[0].status, rows[0].reason) == (
+        RunKind.SUMMARY,
+        RunStatus.SKIPPED,
+        "paused: 180 slots skipped, 2026-12-01T08:00:11Z to 2026-12-01T08:03:10Z",
     )

@@ -12,6 +12,7 @@ import pytest
 from adapters.sqlite.store import SqliteStore
 from cli import runs
 from domain.targets import WebhookTarget
+from tests.conftest import FakeClock
 from tests.handlers.cli_driver import Run, as_json, refused
 
 
@@ -469,3 +470,25 @@ def test_job_flag_sends_a_command_target_that_a_stack_without_jobs_refuses(dueti
     err = refused(duetime, "schedules", "edit", sid, "--job", "nightly-report")
     assert "HTTP 422" in err and "command" in err
     assert as_json(duetime, "schedules", "describe", sid)["version"] == before["version"]
+
+
+def test_a_pause_reads_as_one_summary_in_runs_list_and_describe(
+    duetime: Run, clock: FakeClock
+) -> None:
+    body = as_json(
+        duetime, "schedules", "create", "--name", "each second", "--every", "1s",
+        "--webhook", "https://example.com/hook",
+    )  # fmt: skip
+    sid = body["id"]
+    duetime("schedules", "pause", sid)
+    clock.advance(60)
+    duetime("schedules", "resume", sid)
+    said = "paused: 60 slots skipped, 2026-12-01T08:00:01Z to 2026-12-01T08:01:00Z"
+    [row] = as_json(duetime, "runs", "list", sid)["runs"]
+    assert (row["status"], row["kind"], row["reason"]) == ("skipped", "summary", said)
+    code, out, _ = duetime("runs", "list", sid)
+    assert code == 0 and len(out.splitlines()) == 2
+    assert out.splitlines()[1].split()[1:3] == ["skipped", "summary"]
+    assert out.splitlines()[1].endswith(said)
+    code, out, _ = duetime("schedules", "describe", sid)
+    assert code == 0 and said in out

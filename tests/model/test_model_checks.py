@@ -39,12 +39,10 @@ def test_an_edit_after_an_outage_keeps_every_promise_in_the_model() -> None:
 def test_the_model_reports_an_edit_that_loses_the_slots_due_in_an_outage(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    original = ScheduleService._missed
+    def forgetful(self: ScheduleService, schedule: object, now: object) -> list[object]:
+        return []
 
-    def forgetful(self: ScheduleService, schedule: object, now: object, reason: str, **kw: bool):  # type: ignore[no-untyped-def]
-        return [] if kw.get("wait") else original(self, schedule, now, reason, **kw)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(ScheduleService, "_missed", forgetful)
+    monkeypatch.setattr(ScheduleService, "_unplanned", forgetful)
     machine = SqliteMachine()
     try:
         with pytest.raises(Violation, match="no lost occurrence"):

@@ -18,7 +18,7 @@ import pytest
 from adapters.sqlite.queue import SqliteQueue
 from adapters.sqlite.runs import SqliteRunStore
 from domain.delivery import Delivery, Outcome
-from domain.run import DeliveryIntent, Reason, RunStatus
+from domain.run import DeliveryIntent, Reason, RunKind, RunStatus
 from domain.targets import Target
 from service.planning.ticker import PlanNow, Ticker
 from service.runs import RunWorker
@@ -178,12 +178,18 @@ def test_a_short_pause_skips_only_the_slots_due_while_it_lasted(
     for at in ("08:00:40", "08:01:00", "08:01:20"):
         clock.set(utc(f"2026-12-01T{at}Z"))
         stack.work()
-    # Then 08:00:20, due while paused, left no record (the pause withdrew it);
-    # the slots after the resume run, each once
+    # Then 08:00:20, due while paused, has no record of its own (the pause
+    # withdrew it): the resume's summary counts it; the slots after the
+    # resume run, each once
     by_time = {
         r.scheduled_at.strftime("%H:%M:%S"): r for r in stack.world.store.runs(sid, 10).items
     }
-    assert "08:00:20" not in by_time
+    summary = by_time["08:00:20"]
+    assert (summary.kind, summary.status, summary.reason) == (
+        RunKind.SUMMARY,
+        RunStatus.SKIPPED,
+        "paused: 1 slot skipped, 2026-12-01T08:00:20Z to 2026-12-01T08:00:20Z",
+    )
     assert [by_time[t].status for t in ("08:00:40", "08:01:00", "08:01:20")] == [
         RunStatus.SUCCEEDED
     ] * 3
