@@ -402,6 +402,13 @@ def cost(sim: Simulation) -> dict[str, Any]:
         / 1e6
     )
     idle["compute_dynamodb_sqs"] = idle["compute"] + idle["dynamodb"] + idle["sqs"]
+    # The secrets' key or store: a fee a month for each Secrets Manager secret and each
+    # customer managed KMS key the template deploys (the webhook signing key: one secret).
+    idle["secrets_key"] = (
+        len(stack.of_type("AWS::SecretsManager::Secret")) * prices.SECRETS_MANAGER_SECRET_PER_MONTH
+        + len(stack.of_type("AWS::KMS::Key")) * prices.KMS_KEY_PER_MONTH
+    )
+    idle["compute_dynamodb_sqs_key"] = idle["compute_dynamodb_sqs"] + idle["secrets_key"]
     metrics = custom_metrics(sim, primary)
     idle["cloudwatch_alarms"] = (
         len(stack.of_type("AWS::CloudWatch::Alarm")) * prices.ALARM_PER_MONTH
@@ -410,7 +417,8 @@ def cost(sim: Simulation) -> dict[str, Any]:
         len(stack.of_type("AWS::CloudWatch::Dashboard")) * prices.DASHBOARD_PER_MONTH
     )
     idle["cloudwatch_custom_metrics"] = metrics["count"] * prices.CUSTOM_METRIC_PER_MONTH
-    total = sum(v for k, v in idle.items() if k != "compute_dynamodb_sqs")
+    subtotals = ("compute_dynamodb_sqs", "compute_dynamodb_sqs_key")
+    total = sum(v for k, v in idle.items() if k not in subtotals)
     units = sim.account.units()
     return {
         "runs": runs,

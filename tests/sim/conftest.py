@@ -164,3 +164,10 @@ def alerts(templates: dict[str, dict[str, Any]]) -> dict[str, Any]:
 def routes(templates: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """Every API operation once, after two and a half minutes of runs."""
     return _run("routes", templates, tick_interval_s=25)
+
+
+@pytest.fixture(scope="session")
+def lateness(templates: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """16 minutes: 120 one-offs due at one instant, each target answering in 60 s, behind a
+    worker whose queue trigger is capped at 2 batches (sim/lateness.py)."""
+    return _run("lateness", templates, tick_interval_s=50)
