@@ -247,6 +247,16 @@ def test_two_stacks_the_stopped_stacks_heartbeat_alarm_fires(two_stacks: dict[st
     assert alarm["into_alarm_s"] and alarm["into_alarm_s"][0] <= 300 + 4 * 60
 
 
+def test_two_stacks_the_stopped_stacks_watchdog_silent_alarm_fires(
+    two_stacks: dict[str, Any],
+) -> None:
+    # No watchdog invocation from 300 s: three breaching 5-minute periods, the last
+    # ending at 1200 s at the latest; the live stack's watchdog runs on, its alarm OK.
+    alarm = _alarm(two_stacks, "DuetimeOther", "WatchdogSilent")
+    assert alarm["into_alarm_s"] and alarm["into_alarm_s"][0] <= 1200, alarm
+    assert not _alarm(two_stacks, "Duetime", "WatchdogSilent")["into_alarm_s"]
+
+
 def test_two_stacks_the_live_stacks_tick_alarms_stay_ok(two_stacks: dict[str, Any]) -> None:
     for name in ("TickHeartbeatMissing", "TickErrors", "DispatchLagHigh", "DeadLettersArrived"):
         assert not _alarm(two_stacks, "Duetime", name)["into_alarm_s"], name
