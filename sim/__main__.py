@@ -272,6 +272,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             if stale:
                 items = ", ".join(f"{k} {v}" for k, v in stale.items())
                 print(f"  {result['scenario']}: stale index answers: {items}")
+            p99 = result["lateness_s"]["p99"]
+            if p99 is not None and p99 >= 1.0:
+                latest = ", ".join(
+                    f"{e['schedule']} {e['scheduled_at']} +{e['late_s']:g} s"
+                    for e in result["late_examples"][:5]
+                )
+                print(f"  {result['scenario']}: latest starts: {latest}")
             if result["stopped_examples"]:
                 stopped = ", ".join(result["stopped_examples"])
                 print(f"  {result['scenario']}: no longer planned: {stopped}")

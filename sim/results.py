@@ -30,6 +30,9 @@ from sim.cloudwatch import AlarmHistory, evaluate
 from sim.functions import charges_time
 from sim.world import Simulation
 
+# How many of the latest first attempts a summary names (``late_examples``).
+LATE_EXAMPLES = 20
+
 
 def percentile(values: list[float], p: float) -> float | None:
     if not values:
@@ -69,9 +72,11 @@ def deliveries(
             succeeded[occurrence] += 1
     start = sim.engine.start.timestamp()
     lateness = []
+    late: list[tuple[float, str, str]] = []
     for occurrence in due & first.keys():
         scheduled = datetime.strptime(occurrence[1], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
         lateness.append(first[occurrence] + start - scheduled.timestamp())
+        late.append((lateness[-1], sim.labels.get(occurrence[0], occurrence[0]), occurrence[1]))
     expected_all = {
         (s, at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
         for s, v in expected.items()
@@ -105,6 +110,11 @@ def deliveries(
         "schedules_no_longer_planned": len(stopped),
         "stopped_examples": sorted(stopped)[:8],
         "unexpected": len(first.keys() - expected_all),
+        # The latest first attempts, latest first: which schedules and instants make p99.
+        "late_examples": [
+            {"schedule": label, "scheduled_at": at, "late_s": round(by, 3)}
+            for by, label, at in sorted(late, reverse=True)[:LATE_EXAMPLES]
+        ],
         "lateness_s": {
             "min": round(min(lateness), 3) if lateness else None,
             "p50": percentile(lateness, 50),
