@@ -622,3 +622,10 @@ def test_lateness_late_runs_are_no_dead_letters_nor_worker_errors(
 ) -> None:
     for name in ("DeadLettersArrived", "WorkerErrors", "TickHeartbeatMissing"):
         assert not _alarm(lateness, "Duetime", name)["into_alarm_s"], name
+
+
+def test_the_latest_starts_are_named_latest_first(mixed: dict[str, Any]) -> None:
+    examples = mixed["late_examples"]
+    assert examples and examples[0]["late_s"] == mixed["lateness_s"]["max"]
+    assert [e["late_s"] for e in examples] == sorted((e["late_s"] for e in examples), reverse=True)
+    assert all(e["schedule"] and e["scheduled_at"].endswith("Z") for e in examples)
