@@ -849,7 +849,7 @@ def probe_worker(schedules: int) -> dict[str, Any]:
     child's CPU time, memory and output are the function's alone."""
     from moto.server import ThreadedMotoServer
 
-    from adapters.secrets import aws_secret_store
+    from adapters.secrets import aws_secret_store, signing_key_name
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
@@ -874,6 +874,10 @@ def probe_worker(schedules: int) -> dict[str, Any]:
             # The stack's default store: each secret an item of its own table.
             secret_store="dynamodb",
             secrets_table=secrets_table,
+        )
+        # The stack's signing key, which each schedule's secret is derived from.
+        boto3.client("secretsmanager", endpoint_url=endpoint).create_secret(
+            Name=signing_key_name(settings.secrets_prefix), SecretString="k" * 64
         )
         secrets = aws_secret_store(
             settings.secret_store,

@@ -586,6 +586,14 @@ def test_alerts_a_message_no_worker_can_run_raises_dead_letters_once_then_users_
     assert alerts["simulated_s"] - alarm["out_of_alarm_s"][0] >= 10 * 60
 
 
+def test_alerts_users_errors_fire_only_the_overdue_alarm(alerts: dict[str, Any]) -> None:
+    # Of the operator's alarms, users' failing webhooks raise only SchedulesOverdue (their
+    # schedules are overdue: the watchdog's verdicts); DeadLettersArrived is the poison
+    # message's. The tick, the watchdog and the worker stay healthy throughout.
+    fired = {n for n, a in alerts["alarms"].items() if a["into_alarm_s"]}
+    assert fired == {"Duetime-SchedulesOverdue", "Duetime-DeadLettersArrived"}
+
+
 def test_alerts_acknowledging_a_failure_is_allowed_under_the_api_role(
     alerts: dict[str, Any],
 ) -> None:
