@@ -218,7 +218,7 @@ def raw_ceiling(path: str, n: int, batch: int = 500) -> float:
     heads, rows, intents, sent = [], [], [], []
     for i in range(n):
         sid = f"sch_bench{i:08d}"
-        heads.append((next_us, due_us, now_us, sid, 1, due_us))
+        heads.append((next_us, due_us, sid, 1, due_us))
         run = new_occurrence(
             sid,
             1,
@@ -262,7 +262,7 @@ def raw_ceiling_ahead(path: str, n: int, batch: int = 500) -> float:
     heads, rows = [], []
     for i in range(n):
         sid = f"sch_bench{i:08d}"
-        heads.append((next_us, due_us, us(planned_at), sid, 1, due_us))
+        heads.append((next_us, due_us, sid, 1, due_us))
         run = new_occurrence(
             sid,
             1,
