@@ -1,6 +1,7 @@
 """The floors the planner must hold, measured in one command, one table with pass/fail.
 
     PYTHONPATH=$PWD .venv/bin/python bench/floors.py --out floors.json
+    PYTHONPATH=$PWD .venv/bin/python bench/floors.py --baseline bench/floors-before.json
     PYTHONPATH=$PWD .venv/bin/python bench/floors.py --baseline before.json --out after.json
     PYTHONPATH=$PWD .venv/bin/python bench/floors.py --quick      # small sizes: a smoke run
 
@@ -23,7 +24,9 @@ of its own (but the cost model, which runs in this one), one after the other:
   burst`` (10,000 due at one instant): start lateness p99 under 1 s, and 0
   denied calls, duplicates, gaps and schedules no longer planned.
 
-``--out`` keeps every figure as JSON (the next run's ``--baseline``). Wall time
+``--out`` keeps every figure as JSON (the next run's ``--baseline``);
+``bench/floors-before.json`` holds the figures measured before the planner's
+redesign (BENCHMARKS.md, "Floors before the planner redesign"), in that form. Wall time
 here, on a shared 2-core machine: about 40 minutes in all, most of it the
 simulator's burst of 10,000 (docs/simulator.md). A failed step is a row marked
 ``error`` with its last output lines, and the other steps still run.
