@@ -142,7 +142,7 @@ def cost(quick: bool) -> list[Row]:
             shown,
             wall,
             f"{each}; the short run's own total {sum(r['dollars'].values()):.2f} (start-up "
-            "planning and per-pass leases over 4 runs a schedule)",
+            "planning and per-pass leases weigh on its few runs a schedule)",
         ),
         Row(
             "$ a month idle: compute, DynamoDB, SQS",
