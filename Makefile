@@ -93,3 +93,13 @@ soak-model: $(STAMP)
 
 soak-kill: $(STAMP)
 	$(PY) bench/soak.py --duration $(SOAK_DURATION)
+
+# The floors (docs/cost.md, BENCHMARKS.md "Floors"): the cost bench, local admission and
+# the local burst of 10,000, the simulator's mixed day and burst of 10,000, one table with
+# pass/fail; about 40 minutes on a quiet 2-core machine. Compared with the figures measured
+# before the planner's redesign (bench/floors-before.json); FLOORS_ARGS to change, e.g.
+# FLOORS_ARGS="--baseline bench/floors-before.json --out after.json".
+FLOORS_ARGS ?= --baseline bench/floors-before.json
+.PHONY: measure
+measure: install asset
+	$(PY) bench/floors.py $(FLOORS_ARGS)

@@ -154,6 +154,7 @@ SECRETS_MANAGER_PER_10K_CALLS: Final = 0.05
 # managed key, has no monthly fee). Higher throughput, once turned on for the
 # account and region, is $0.05 per 10,000 interactions.
 KMS_PER_10K_REQUESTS: Final = 0.03
+KMS_KEY_PER_MONTH: Final = 1.00  # a customer managed key (the AWS managed ones: no fee)
 SSM_HIGHER_THROUGHPUT_PER_10K: Final = 0.05
 SSM_ADVANCED_PARAMETER_PER_MONTH: Final = 0.05
 
@@ -165,7 +166,7 @@ TICK_PASS_MS: Final = 50.0  # an idle pass's own Python, besides its AWS request
 LAMBDA_PLATFORM_LOG_BYTES: Final = 350  # START, END and REPORT lines per invocation
 ESM_IDLE_POLLERS: Final = 5  # Lambda's SQS event source mapping: concurrent long polls
 ESM_LONG_POLL_S: Final = 20
-ALARMS_IN_STACK: Final = 9  # the synthesized stack (cdk.out) has 9 CloudWatch alarms
+ALARMS_IN_STACK: Final = 10  # the synthesized stack (cdk.out) has 10 CloudWatch alarms
 KB: Final = 1024
 # Lambda gives a function one vCPU at 1,769 MB and CPU in proportion below it.
 LAMBDA_MB_PER_VCPU: Final = 1769
@@ -182,6 +183,13 @@ MAX_BATCH: Final = 10  # SQS gives at most 10 messages a receive
 FLOOR_WRU: Final = 3  # admitted, started, finished: one write each
 # Webhook signing secrets with duetime:secretStore secretsmanager: a secret per webhook schedule.
 SECRETS_MANAGER_SECRET_PER_MONTH: Final = 0.40
+# The stack's webhook signing key (infra/secrets.py): one Secrets Manager secret, from
+# which each schedule's secret is derived, whatever the number of schedules.
+SIGNING_KEY_SECRETS: Final = 1
+# The idle budgets: compute, DynamoDB and SQS at most $1.00 a month; with the secrets'
+# key (or store) at most $1.50.
+IDLE_CORE_LIMIT: Final = 1.00
+IDLE_WITH_KEY_LIMIT: Final = 1.50
 SECRET_CADENCES: Final = {
     "every minute": 60,
     "every 5 minutes": 300,
@@ -847,7 +855,7 @@ def probe_worker(schedules: int) -> dict[str, Any]:
     child's CPU time, memory and output are the function's alone."""
     from moto.server import ThreadedMotoServer
 
-    from adapters.secrets import aws_secret_store
+    from adapters.secrets import aws_secret_store, signing_key_name
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
@@ -872,6 +880,10 @@ def probe_worker(schedules: int) -> dict[str, Any]:
             # The stack's default store: each secret an item of its own table.
             secret_store="dynamodb",
             secrets_table=secrets_table,
+        )
+        # The stack's signing key, which each schedule's secret is derived from.
+        boto3.client("secretsmanager", endpoint_url=endpoint).create_secret(
+            Name=signing_key_name(settings.secrets_prefix), SecretString="k" * 64
         )
         secrets = aws_secret_store(
             settings.secret_store,
@@ -1097,7 +1109,11 @@ def model(m: dict[str, Any], infra: dict[str, Any]) -> dict[str, Any]:
         f"CloudWatch custom metrics sent idle ({idle_metrics} of {declared})": idle_metrics
         * CUSTOM_METRIC_PER_MONTH,
     }
-    fixed = {**compute, **around, **cloudwatch}
+    key = {
+        f"webhook signing key ({SIGNING_KEY_SECRETS} Secrets Manager secret)": SIGNING_KEY_SECRETS
+        * SECRETS_MANAGER_SECRET_PER_MONTH,
+    }
+    fixed = {**compute, **key, **around, **cloudwatch}
     return {
         "per_run": per_run,
         "per_pass": per_pass,
@@ -1114,8 +1130,11 @@ def model(m: dict[str, Any], infra: dict[str, Any]) -> dict[str, Any]:
         "log_bytes_per_run": log_bytes_per_run,
         "dollars": dollars,
         "fixed": fixed,
+        "idle_core": sum(compute.values()),
+        "idle_core_with_key": sum(compute.values()) + sum(key.values()),
         "fixed_groups": {
             "compute, DynamoDB, SQS": compute,
+            "the secrets' key": key,
             "Scheduler and logs": around,
             "CloudWatch": cloudwatch,
         },
@@ -1378,7 +1397,12 @@ def report(m: dict[str, Any], infra: dict[str, Any], r: dict[str, Any]) -> str:
     ]
     for group, items in r["fixed_groups"].items():
         out += [f" {group}", *_priced(items, 73, 7)]
+    core, with_key = r["idle_core"], r["idle_core_with_key"]
+    core_name = f"compute, DynamoDB, SQS (at most {IDLE_CORE_LIMIT:.2f})"
+    key_name = f"compute, DynamoDB, SQS and the signing key (at most {IDLE_WITH_KEY_LIMIT:.2f})"
     out += [
+        f"  {core_name:<73} {core:7.2f}  {verdict(core <= IDLE_CORE_LIMIT)}",
+        f"  {key_name:<73} {with_key:7.2f}  {verdict(with_key <= IDLE_WITH_KEY_LIMIT)}",
         f"  {'all fixed, idle':<73} {sum(r['fixed'].values()):7.2f}",
         f"  custom metrics sent idle: {', '.join(m['idle_metrics']) or 'none'}; every declared"
         f" metric sent every hour would be {r['busy_metrics']:.2f}",
@@ -1395,11 +1419,35 @@ def report(m: dict[str, Any], infra: dict[str, Any], r: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+def verdict(held: bool) -> str:
+    return "pass" if held else "FAIL"
+
+
 def date_line() -> str:
     return (
         f"{datetime.now(UTC).date().isoformat()}, {platform.machine()} "
         f"{platform.processor() or platform.system()}, Python {platform.python_version()}"
     )
+
+
+class NothingMeasured(RuntimeError):
+    """The bench's runs did not succeed: no figure to report."""
+
+
+def run_model(
+    schedules: int = 100, slots: int = 3
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """Measure on moto, probe the worker, and model: (measured, infra, modelled), what
+    ``report`` prints (bench/floors.py reads the same figures)."""
+    infra = infra_numbers()
+    measured = measure(schedules, slots, infra["worker_batch"])
+    if measured["runs"] == 0:
+        raise NothingMeasured("no run succeeded: nothing to divide by")
+    measured["runs_per_batch"] = measured["runs"] / measured["invocations"]
+    measured["probe"] = summarize_probe(probe_worker(PROBE_SCHEDULES))
+    if measured["probe"]["failed"]:
+        raise NothingMeasured("the worker probe's runs did not all succeed")
+    return measured, infra, model(measured, infra)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -1416,17 +1464,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--steady-schedules", type=int, default=20)
     args = parser.parse_args(argv)
-    infra = infra_numbers()
-    measured = measure(args.schedules, args.slots, infra["worker_batch"])
-    if measured["runs"] == 0:
-        print("no run succeeded: nothing to divide by", file=sys.stderr)
+    try:
+        measured, infra, modelled = run_model(args.schedules, args.slots)
+    except NothingMeasured as error:
+        print(error, file=sys.stderr)
         return 1
-    measured["runs_per_batch"] = measured["runs"] / measured["invocations"]
-    measured["probe"] = summarize_probe(probe_worker(PROBE_SCHEDULES))
-    if measured["probe"]["failed"]:
-        print("the worker probe's runs did not all succeed", file=sys.stderr)
-        return 1
-    modelled = model(measured, infra)
     print(report(measured, infra, modelled))
     if args.every:
         from infra.settings import Settings as StackSettings

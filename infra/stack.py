@@ -11,6 +11,7 @@ from infra.alarms import Alarms
 from infra.api import Api
 from infra.dashboard import Dashboard
 from infra.functions import Functions
+from infra.nag import SIGNING_KEY_CMK_REASON, TABLE_CMK_REASON, skip_checkov
 from infra.queues import DeliveryQueues, ScheduleDeadLetterQueue, SmokeQueue
 from infra.schedules import Schedules
 from infra.secrets import WebhookSecrets
@@ -36,6 +37,12 @@ class DuetimeStack(Stack):
             store=settings.secret_store,
             retain=settings.retain,
         )
+        # Checkov's findings accepted, each with its reason in the template.
+        tables = [self.tables.table(d) for d in self.tables.definitions]
+        for table in [*tables, *([self.secrets.table] if self.secrets.table else [])]:
+            skip_checkov(table, "CKV_AWS_119", TABLE_CMK_REASON)
+        if self.secrets.signing_key is not None:
+            skip_checkov(self.secrets.signing_key, "CKV_AWS_149", SIGNING_KEY_CMK_REASON)
         self.functions = Functions(
             self,
             "Functions",

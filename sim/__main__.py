@@ -30,7 +30,16 @@ DUMMY_AWS_ENV = {
     "AWS_REGION": "us-east-1",
     "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled",
 }
-SCENARIO_NAMES = ("idle-week", "mixed-day", "faults", "two-stacks", "alerts", "burst", "routes")
+SCENARIO_NAMES = (
+    "idle-week",
+    "mixed-day",
+    "faults",
+    "two-stacks",
+    "alerts",
+    "burst",
+    "routes",
+    "lateness",
+)
 
 COLUMNS = (
     ("scenario", 11),
@@ -49,6 +58,7 @@ COLUMNS = (
     ("$/M runs", 9),
     ("$/mo idle", 9),
     ("(core)", 6),
+    ("(+key)", 6),
     ("alarms fired", 40),
     ("wall_s", 6),
 )
@@ -79,6 +89,7 @@ def row(result: dict[str, Any]) -> list[str]:
         _number(result["usd_per_million_runs"], 2),
         f"{result['usd_per_month_idle']:.2f}",
         f"{result['usd_per_month_idle_items']['compute_dynamodb_sqs']:.2f}",
+        f"{result['usd_per_month_idle_items']['compute_dynamodb_sqs_key']:.2f}",
         ", ".join(fired) or "-",
         f"{result.get('wall_s', 0):.0f}",
     ]
@@ -129,7 +140,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument(
-        "--count", type=int, default=None, help="burst: occurrences due at one instant (10,000)"
+        "--count",
+        type=int,
+        default=None,
+        help="burst: occurrences due at one instant (10,000); lateness: its one-offs (120)",
     )
     parser.add_argument(
         "--ahead",
@@ -258,6 +272,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             if stale:
                 items = ", ".join(f"{k} {v}" for k, v in stale.items())
                 print(f"  {result['scenario']}: stale index answers: {items}")
+            p99 = result["lateness_s"]["p99"]
+            if p99 is not None and p99 >= 1.0:
+                latest = ", ".join(
+                    f"{e['schedule']} {e['scheduled_at']} +{e['late_s']:g} s"
+                    for e in result["late_examples"][:5]
+                )
+                print(f"  {result['scenario']}: latest starts: {latest}")
             if result["stopped_examples"]:
                 stopped = ", ".join(result["stopped_examples"])
                 print(f"  {result['scenario']}: no longer planned: {stopped}")

@@ -30,6 +30,9 @@ from sim.cloudwatch import AlarmHistory, evaluate
 from sim.functions import charges_time
 from sim.world import Simulation
 
+# How many of the latest first attempts a summary names (``late_examples``).
+LATE_EXAMPLES = 20
+
 
 def percentile(values: list[float], p: float) -> float | None:
     if not values:
@@ -69,9 +72,11 @@ def deliveries(
             succeeded[occurrence] += 1
     start = sim.engine.start.timestamp()
     lateness = []
+    late: list[tuple[float, str, str]] = []
     for occurrence in due & first.keys():
         scheduled = datetime.strptime(occurrence[1], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
         lateness.append(first[occurrence] + start - scheduled.timestamp())
+        late.append((lateness[-1], sim.labels.get(occurrence[0], occurrence[0]), occurrence[1]))
     expected_all = {
         (s, at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
         for s, v in expected.items()
@@ -105,6 +110,11 @@ def deliveries(
         "schedules_no_longer_planned": len(stopped),
         "stopped_examples": sorted(stopped)[:8],
         "unexpected": len(first.keys() - expected_all),
+        # The latest first attempts, latest first: which schedules and instants make p99.
+        "late_examples": [
+            {"schedule": label, "scheduled_at": at, "late_s": round(by, 3)}
+            for by, label, at in sorted(late, reverse=True)[:LATE_EXAMPLES]
+        ],
         "lateness_s": {
             "min": round(min(lateness), 3) if lateness else None,
             "p50": percentile(lateness, 50),
@@ -402,6 +412,13 @@ def cost(sim: Simulation) -> dict[str, Any]:
         / 1e6
     )
     idle["compute_dynamodb_sqs"] = idle["compute"] + idle["dynamodb"] + idle["sqs"]
+    # The secrets' key or store: a fee a month for each Secrets Manager secret and each
+    # customer managed KMS key the template deploys (the webhook signing key: one secret).
+    idle["secrets_key"] = (
+        len(stack.of_type("AWS::SecretsManager::Secret")) * prices.SECRETS_MANAGER_SECRET_PER_MONTH
+        + len(stack.of_type("AWS::KMS::Key")) * prices.KMS_KEY_PER_MONTH
+    )
+    idle["compute_dynamodb_sqs_key"] = idle["compute_dynamodb_sqs"] + idle["secrets_key"]
     metrics = custom_metrics(sim, primary)
     idle["cloudwatch_alarms"] = (
         len(stack.of_type("AWS::CloudWatch::Alarm")) * prices.ALARM_PER_MONTH
@@ -410,7 +427,8 @@ def cost(sim: Simulation) -> dict[str, Any]:
         len(stack.of_type("AWS::CloudWatch::Dashboard")) * prices.DASHBOARD_PER_MONTH
     )
     idle["cloudwatch_custom_metrics"] = metrics["count"] * prices.CUSTOM_METRIC_PER_MONTH
-    total = sum(v for k, v in idle.items() if k != "compute_dynamodb_sqs")
+    subtotals = ("compute_dynamodb_sqs", "compute_dynamodb_sqs_key")
+    total = sum(v for k, v in idle.items() if k not in subtotals)
     units = sim.account.units()
     return {
         "runs": runs,

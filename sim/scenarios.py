@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import inspect
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -508,15 +509,20 @@ def two_stacks(templates: dict[str, Any], options: Options) -> dict[str, Any]:
 # stack's minimum interval between two messages about one schedule after the first.
 RECOVERS_AT_S = 960.0
 ACKNOWLEDGE_AT_S = 420.0
+# When a message no worker can run (not a delivery intent) reaches the delivery queue.
+POISON_AT_S = 180.0
 
 
 def alerts(templates: dict[str, Any], options: Options) -> dict[str, Any]:
     """Two schedules whose target fails from the start; one recovers at minute 16, the
-    other's failure is acknowledged at minute 7. The watchdog publishes each changed
-    verdict to the alarm topic (``sns_messages``)."""
+    other's failure is acknowledged at minute 7; a third's webhook answers 410 (gone)
+    throughout. The watchdog publishes each changed verdict to the alarm topic
+    (``sns_messages``). Users' errors, all: the operator's alarms on dead letters and
+    lateness stay OK through them, but for one message the worker cannot run at all,
+    sent to the delivery queue at minute 3, which raises ``DeadLettersArrived`` once."""
     minutes = 22.0 if options.hours is None else options.hours * 60
     start = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
-    with Simulation(templates, start, seed=options.seed) as sim:
+    with Simulation(templates, start, seed=options.seed, adversities=options.adversities) as sim:
         _thin_tick(sim, options.tick_interval_s)
         sim.deploy(PRIMARY)
         now = sim.engine.moment()
@@ -527,6 +533,7 @@ def alerts(templates: dict[str, Any], options: Options) -> dict[str, Any]:
         for name, query in (
             ("recovers", f"fail_until_s={RECOVERS_AT_S:g}"),
             ("always-fails", "status=500"),
+            ("gone", "status=410"),
         ):
             s = _create(
                 sim,
@@ -549,6 +556,13 @@ def alerts(templates: dict[str, Any], options: Options) -> dict[str, Any]:
             acknowledged.append(sim.api(PRIMARY, "POST", path, {"note": "known outage"})[0])
 
         sim.engine.at(start.timestamp() + ACKNOWLEDGE_AT_S, acknowledge)
+        queue_url = sim.function(PRIMARY, "FunctionsWorker").env["DUETIME_DELIVERY_QUEUE_URL"]
+        sim.engine.at(
+            start.timestamp() + POISON_AT_S,
+            lambda: _ignore(
+                sim.account.sim.sqs.send_message(QueueUrl=queue_url, MessageBody='{"not": 1}')
+            ),
+        )
         sim.run_for((until - start).total_seconds())
         return summary(
             sim,
@@ -560,6 +574,18 @@ def alerts(templates: dict[str, Any], options: Options) -> dict[str, Any]:
                 "recovers_at_s": RECOVERS_AT_S,
                 "acknowledge_at_s": ACKNOWLEDGE_AT_S,
                 "acknowledge_status": acknowledged,
+                "poison_at_s": POISON_AT_S,
+                # What each schedule's target answered, attempt by attempt, counted.
+                "target_statuses": {
+                    name: dict(
+                        Counter(
+                            str(d.status)
+                            for d in sim.receiver.deliveries
+                            if d.schedule_id == schedule_id
+                        )
+                    )
+                    for name, schedule_id in ids.items()
+                },
             },
         )
 
@@ -686,6 +712,13 @@ def routes(templates: dict[str, Any], options: Options) -> dict[str, Any]:
     return run(templates, options)
 
 
+def lateness(templates: dict[str, Any], options: Options) -> dict[str, Any]:
+    """A backlog behind a worker capped too low: StartLatenessHigh fires (sim/lateness.py)."""
+    from sim.lateness import lateness as run
+
+    return run(templates, options)
+
+
 SCENARIOS: dict[str, Callable[[dict[str, Any], Options], dict[str, Any]]] = {
     "idle-week": idle_week,
     "mixed-day": mixed_day,
@@ -694,6 +727,7 @@ SCENARIOS: dict[str, Callable[[dict[str, Any], Options], dict[str, Any]]] = {
     "alerts": alerts,
     "burst": burst,
     "routes": routes,
+    "lateness": lateness,
 }
 
 # What ``--short`` runs (``make simulate``): each scenario long enough to show what it is
@@ -706,4 +740,5 @@ SHORT: dict[str, Options] = {
     "alerts": Options(tick_interval_s=25),
     "burst": Options(count=200, tick_interval_s=25),
     "routes": Options(tick_interval_s=25),
+    "lateness": Options(tick_interval_s=50),
 }

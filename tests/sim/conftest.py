@@ -77,8 +77,9 @@ def faults(templates: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 @pytest.fixture(scope="session")
 def two_stacks(templates: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """10 minutes; the second stack is stopped after 5."""
-    return _run("two-stacks", templates, hours=1 / 6, tick_interval_s=50)
+    """21 minutes; the second stack is stopped after 5 (its watchdog's silence takes
+    three 5-minute periods to be an alarm)."""
+    return _run("two-stacks", templates, hours=21 / 60, tick_interval_s=50)
 
 
 @pytest.fixture(scope="session")
@@ -164,3 +165,10 @@ def alerts(templates: dict[str, dict[str, Any]]) -> dict[str, Any]:
 def routes(templates: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """Every API operation once, after two and a half minutes of runs."""
     return _run("routes", templates, tick_interval_s=25)
+
+
+@pytest.fixture(scope="session")
+def lateness(templates: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """16 minutes: 120 one-offs due at one instant, each target answering in 60 s, behind a
+    worker whose queue trigger is capped at 2 batches (sim/lateness.py)."""
+    return _run("lateness", templates, tick_interval_s=50)

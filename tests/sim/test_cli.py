@@ -56,3 +56,34 @@ def test_a_memory_size_reaches_only_the_functions_of_its_handler() -> None:
     assert resources["Tick"]["Properties"]["MemorySize"] == 1769
     assert resources["Api"]["Properties"]["MemorySize"] == 512
     assert templates["S"]["Resources"]["Tick"]["Properties"]["MemorySize"] == 512  # a copy
+
+
+def test_all_runs_every_scenario() -> None:
+    from sim.__main__ import SCENARIO_NAMES
+    from sim.scenarios import SCENARIOS, SHORT
+
+    assert set(SCENARIO_NAMES) == set(SCENARIOS) == set(SHORT)
+
+
+def test_the_worker_cap_reaches_only_the_event_source_mapping() -> None:
+    from sim.lateness import with_worker_cap
+
+    templates = {
+        "S": {
+            "Resources": {
+                "Esm": {
+                    "Type": "AWS::Lambda::EventSourceMapping",
+                    "Properties": {"ScalingConfig": {"MaximumConcurrency": 100}},
+                },
+                "Fn": {"Type": "AWS::Lambda::Function", "Properties": {}},
+            }
+        }
+    }
+    changed = with_worker_cap(templates, 2)
+    assert changed["S"]["Resources"]["Esm"]["Properties"]["ScalingConfig"] == {
+        "MaximumConcurrency": 2
+    }
+    assert changed["S"]["Resources"]["Fn"]["Properties"] == {}
+    assert templates["S"]["Resources"]["Esm"]["Properties"]["ScalingConfig"] == {
+        "MaximumConcurrency": 100
+    }  # a copy

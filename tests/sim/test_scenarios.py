@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from sim.scenarios import REDRIVE_AT_S
+from sim.scenarios import POISON_AT_S, REDRIVE_AT_S
 
 
 def _alarm(result: dict[str, Any], stack: str, name: str) -> dict[str, Any]:
@@ -247,6 +247,16 @@ def test_two_stacks_the_stopped_stacks_heartbeat_alarm_fires(two_stacks: dict[st
     assert alarm["into_alarm_s"] and alarm["into_alarm_s"][0] <= 300 + 4 * 60
 
 
+def test_two_stacks_the_stopped_stacks_watchdog_silent_alarm_fires(
+    two_stacks: dict[str, Any],
+) -> None:
+    # No watchdog invocation from 300 s: three breaching 5-minute periods, the last
+    # ending at 1200 s at the latest; the live stack's watchdog runs on, its alarm OK.
+    alarm = _alarm(two_stacks, "DuetimeOther", "WatchdogSilent")
+    assert alarm["into_alarm_s"] and alarm["into_alarm_s"][0] <= 1200, alarm
+    assert not _alarm(two_stacks, "Duetime", "WatchdogSilent")["into_alarm_s"]
+
+
 def test_two_stacks_the_live_stacks_tick_alarms_stay_ok(two_stacks: dict[str, Any]) -> None:
     for name in ("TickHeartbeatMissing", "TickErrors", "DispatchLagHigh", "DeadLettersArrived"):
         assert not _alarm(two_stacks, "Duetime", name)["into_alarm_s"], name
@@ -356,10 +366,21 @@ def test_idle_cost_lists_core_services_apart_from_cloudwatch(idle: dict[str, Any
     assert items["compute_dynamodb_sqs"] == pytest.approx(core, abs=0.002)
     for key in ("cloudwatch_alarms", "cloudwatch_dashboard", "cloudwatch_custom_metrics"):
         assert items[key] > 0, key
-    others = sum(v for k, v in items.items() if k != "compute_dynamodb_sqs")
+    subtotals = ("compute_dynamodb_sqs", "compute_dynamodb_sqs_key")
+    others = sum(v for k, v in items.items() if k not in subtotals)
     assert idle["usd_per_month_idle"] == pytest.approx(others, abs=0.01)
     # Idle, every scheduled invocation found nothing to do: the baseline is measured.
     assert all(v.startswith("mean of") for v in idle["idle_baseline"].values())
+
+
+def test_idle_cost_prices_the_signing_key_with_the_core_services(idle: dict[str, Any]) -> None:
+    # One Secrets Manager secret in the template (the webhook signing key): $0.40 a month,
+    # in the total and in compute + DynamoDB + SQS + key, the figure the $1.50 budget reads.
+    items = idle["usd_per_month_idle_items"]
+    assert items["secrets_key"] == pytest.approx(0.40)
+    assert items["compute_dynamodb_sqs_key"] == pytest.approx(
+        items["compute_dynamodb_sqs"] + 0.40, abs=0.002
+    )
 
 
 def test_idle_custom_metrics_are_counted_with_those_nothing_reads(idle: dict[str, Any]) -> None:
@@ -522,6 +543,7 @@ def test_alerts_a_schedule_that_starts_failing_is_one_sns_message_and_one_more_o
     assert _messages(alerts, "always-fails") == [
         ("overdue", "duetime: schedule 'always-fails' is overdue")
     ]
+    assert _messages(alerts, "gone") == [("overdue", "duetime: schedule 'gone' is overdue")]
 
 
 def test_alerts_the_watchdog_publishes_to_the_alarm_topic_under_its_role(
@@ -532,7 +554,44 @@ def test_alerts_the_watchdog_publishes_to_the_alarm_topic_under_its_role(
         "FunctionsWatchdog"
     }
     assert all("AlarmsTopic" in m["topic"] for m in alerts["sns_messages"])
-    assert alerts["requests_by_operation"]["sns:Publish"] == len(alerts["sns_messages"]) == 3
+    assert alerts["requests_by_operation"]["sns:Publish"] == len(alerts["sns_messages"]) == 4
+
+
+def test_alerts_a_webhook_answering_410_fails_its_runs_once_each(alerts: dict[str, Any]) -> None:
+    # 410 is a permanent answer: one attempt an occurrence, no retry, the run failed.
+    statuses = alerts["target_statuses"]
+    assert set(statuses["gone"]) == {"410"}
+    assert statuses["gone"]["410"] >= 15
+    assert set(statuses["always-fails"]) == {"500"}
+
+
+def test_alerts_users_errors_raise_no_lateness_alarm(alerts: dict[str, Any]) -> None:
+    # Webhooks answering 500 and 410 for 22 minutes are the users' errors: runs fail on
+    # time, nothing starts late.
+    for name in ("StartLatenessHigh", "DispatchLagHigh", "WorkerErrors"):
+        assert not _alarm(alerts, "Duetime", name)["into_alarm_s"], name
+
+
+def test_alerts_a_message_no_worker_can_run_raises_dead_letters_once_then_users_errors_do_not(
+    alerts: dict[str, Any],
+) -> None:
+    # The message that is no intent goes to the DLQ at once (the worker counts it); the
+    # alarm's 5-minute period breaches, then clears, and stays OK for the 12 minutes
+    # after while three targets keep failing (410 and 500, retries exhausted).
+    alarm = _alarm(alerts, "Duetime", "DeadLettersArrived")
+    assert len(alarm["into_alarm_s"]) == 1, alarm
+    assert POISON_AT_S < alarm["into_alarm_s"][0] <= POISON_AT_S + 300
+    assert len(alarm["out_of_alarm_s"]) == 1
+    assert alarm["out_of_alarm_s"][0] <= alarm["into_alarm_s"][0] + 300
+    assert alerts["simulated_s"] - alarm["out_of_alarm_s"][0] >= 10 * 60
+
+
+def test_alerts_users_errors_fire_only_the_overdue_alarm(alerts: dict[str, Any]) -> None:
+    # Of the operator's alarms, users' failing webhooks raise only SchedulesOverdue (their
+    # schedules are overdue: the watchdog's verdicts); DeadLettersArrived is the poison
+    # message's. The tick, the watchdog and the worker stay healthy throughout.
+    fired = {n for n, a in alerts["alarms"].items() if a["into_alarm_s"]}
+    assert fired == {"Duetime-SchedulesOverdue", "Duetime-DeadLettersArrived"}
 
 
 def test_alerts_acknowledging_a_failure_is_allowed_under_the_api_role(
@@ -540,3 +599,41 @@ def test_alerts_acknowledging_a_failure_is_allowed_under_the_api_role(
 ) -> None:
     assert alerts["acknowledge_status"] == [200]
     assert _denied_by(alerts, "Api") == []
+
+
+# --- lateness --------------------------------------------------------------------------------
+
+
+def test_lateness_a_worker_capped_too_low_raises_start_lateness_high_which_clears(
+    lateness: dict[str, Any],
+) -> None:
+    # Starts span the first two 5-minute periods (the instant at 80 s, the last round of
+    # batches after 300 s), each period's p99 far over 10 s: ALARM at the second's end.
+    assert lateness["lateness_s"]["p99"] > 60
+    alarm = _alarm(lateness, "Duetime", "StartLatenessHigh")
+    assert alarm["into_alarm_s"] and alarm["into_alarm_s"][0] <= 2 * 300 + 1, alarm
+    # Once the backlog is gone, no datapoint is not breaching: OK again.
+    assert alarm["out_of_alarm_s"] and alarm["out_of_alarm_s"][-1] > alarm["into_alarm_s"][0]
+
+
+def test_lateness_the_cap_holds_and_every_occurrence_is_still_delivered_once(
+    lateness: dict[str, Any],
+) -> None:
+    assert lateness["event_source_mapping"]["peak_batches_in_flight"] <= 2
+    assert lateness["due"] == lateness["delivered"] == 120
+    assert lateness["gaps"] == lateness["duplicates"] == 0
+    assert lateness["denied_calls"] == []
+
+
+def test_lateness_late_runs_are_no_dead_letters_nor_worker_errors(
+    lateness: dict[str, Any],
+) -> None:
+    for name in ("DeadLettersArrived", "WorkerErrors", "TickHeartbeatMissing"):
+        assert not _alarm(lateness, "Duetime", name)["into_alarm_s"], name
+
+
+def test_the_latest_starts_are_named_latest_first(mixed: dict[str, Any]) -> None:
+    examples = mixed["late_examples"]
+    assert examples and examples[0]["late_s"] == mixed["lateness_s"]["max"]
+    assert [e["late_s"] for e in examples] == sorted((e["late_s"] for e in examples), reverse=True)
+    assert all(e["schedule"] and e["scheduled_at"].endswith("Z") for e in examples)
