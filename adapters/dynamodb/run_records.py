@@ -435,10 +435,11 @@ class DynamoRunRecords(DynamoTables, OccurrenceStore):
         return [oid for oid in self._each(one, list(occurrence_ids)) if oid is not None]
 
     def admit(self, occurrences: Sequence[PendingOccurrence], now: datetime) -> list[str]:
-        """Admit waiting records whose schedule is active at their version now:
-        the HEADs are read strongly first (one ``BatchGetItem``), and a record
-        of a schedule paused, deleted, quarantined or edited since is left
-        waiting, refused, for the caller to close as the start decision says.
+        """Admit waiting records whose schedule is active now (as SQLite's
+        admission checks; an edit does not stop a slot made under an earlier
+        version): the HEADs are read strongly first (one ``BatchGetItem``), and
+        a record of a schedule paused, deleted or quarantined is left waiting,
+        refused, for the caller to close as the start decision says.
         A pause or delete landing between that read and the write is met by
         the API's own closing of waiting records (``close_scheduled``), which
         the write's ``status = scheduled`` condition then honours."""
@@ -452,7 +453,7 @@ class DynamoRunRecords(DynamoTables, OccurrenceStore):
         runnable = [
             o
             for o in occurrences
-            if (head := heads.get(o.schedule_id)) is not None and it.head_active(head, o.version)
+            if (head := heads.get(o.schedule_id)) is not None and it.head_active(head)
         ]
         # Admitted as of now, or of its instant for one admitted ahead of it.
         at = {o.occurrence_id: it.iso(max(now, o.scheduled_at)) for o in runnable}

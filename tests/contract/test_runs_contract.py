@@ -107,6 +107,25 @@ def test_admit_moves_scheduled_to_admitted_exactly_once(store: Store) -> None:
     assert due == [PendingOccurrence.of(admitted)]
 
 
+def test_admit_holds_while_the_schedule_is_active_whatever_its_version(store: Store) -> None:
+    """A waiting record made under version 1 is still admitted after an edit
+    (promise 5: an edit does not stop what it finds made), and one of a paused
+    schedule is not: left waiting for dispatch to close."""
+    sid, [kept, held] = created_with_runs(store, "2026-12-01T08:01:00Z", "2026-12-01T08:01:30Z")
+    schedule = store.get(sid)
+    assert schedule is not None
+    edited = build_schedule(
+        NOW, schedule_id=sid, spec={"every": "PT5M", "start_at": "2026-12-01T09:00:00Z"}, version=2
+    ).current
+    assert store.save_version(edited, expected_next_due=schedule.next_due, next_due=None, now=NOW)
+    at = utc("2026-12-01T08:02:00Z")
+    assert store.admit([PendingOccurrence.of(kept)], at) == [kept.occurrence_id]
+    assert store.pause(sid, None, at)
+    assert store.admit([PendingOccurrence.of(held)], at) == []
+    left = store.get_run(held.occurrence_id)
+    assert left is not None and left.status is RunStatus.SCHEDULED
+
+
 def test_a_record_admitted_ahead_of_its_slot_is_stamped_with_its_instant(store: Store) -> None:
     _, [ahead, due] = created_with_runs(store, "2026-12-01T08:01:30Z", "2026-12-01T08:00:30Z")
     at = utc("2026-12-01T08:01:00Z")
