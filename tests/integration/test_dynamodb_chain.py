@@ -263,7 +263,7 @@ def test_a_plan_lease_left_by_a_pass_that_died_is_taken_once_it_runs_out(
     before = len(world.slots(sid))
     world.passes(1)
     assert len(world.slots(sid)) == before  # held: the chain waits
-    monkeypatch.setattr("adapters.dynamodb.store.PLAN_LEASE", timedelta(seconds=-1))
+    monkeypatch.setattr("adapters.dynamodb.plan_log.PLAN_LEASE", timedelta(seconds=-1))
     assert dead._hold_plan()[0]  # its lease, written as already run out
     world.passes(1)
     assert len(world.slots(sid)) == before + 2
