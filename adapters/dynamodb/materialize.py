@@ -20,12 +20,13 @@ from datetime import datetime, timedelta
 from typing import Any, Final
 
 from adapters.dynamodb import items as it
-from adapters.dynamodb.plan_log import _CHAIN, _SEED, DynamoPlanLog
+from adapters.dynamodb.plan_log import _CHAIN, _SEED, DynamoPlanLog, DynamoPlanSession
 from adapters.dynamodb.run_records import DynamoRunRecords
 from domain.run import Run
 from service.ports import (
     Materialization,
     MaterializeOutcome,
+    PlanSession,
 )
 
 # A long materialization (a backlog) advances the HEAD after every this many
@@ -62,9 +63,14 @@ class DynamoMaterializer(DynamoPlanLog, DynamoRunRecords):
     """``materialize`` and ``materialize_sending``: store, (send,) advance."""
 
     def materialize(
-        self, batch: Sequence[Materialization], now: datetime, *, until: datetime | None = None
+        self,
+        batch: Sequence[Materialization],
+        now: datetime,
+        *,
+        until: datetime | None = None,
+        session: PlanSession | None = None,
     ) -> list[MaterializeOutcome]:
-        return self._materialize_batch(batch, now, None, until)
+        return self._materialize_batch(batch, now, None, until, self._session(session))
 
     def materialize_sending(
         self,
@@ -73,13 +79,14 @@ class DynamoMaterializer(DynamoPlanLog, DynamoRunRecords):
         send: Callable[[Sequence[Run]], Sequence[str]],
         *,
         until: datetime | None = None,
+        session: PlanSession | None = None,
     ) -> list[MaterializeOutcome]:
         """Store every schedule's occurrences, send the intents of the
         admitted ones in one call, put the few whose send failed in the
         outbox, then advance the HEADs that need it: an occurrence admitted
         as it is stored costs no outbox entry and no mark-sent write (see
         ``Store.materialize_sending`` for why a crash loses nothing)."""
-        return self._materialize_batch(batch, now, send, until)
+        return self._materialize_batch(batch, now, send, until, self._session(session))
 
     def _materialize_batch(
         self,
@@ -87,6 +94,7 @@ class DynamoMaterializer(DynamoPlanLog, DynamoRunRecords):
         now: datetime,
         send: Callable[[Sequence[Run]], Sequence[str]] | None,
         until: datetime | None,
+        session: DynamoPlanSession,
     ) -> list[MaterializeOutcome]:
         """Store every schedule's occurrences (and send their intents, with
         ``send``), write the plan page of the seeds handed to their chain,
@@ -98,10 +106,10 @@ class DynamoMaterializer(DynamoPlanLog, DynamoRunRecords):
         backlog) is materialized chunk by chunk on its HEAD."""
 
         def store(item: Materialization) -> MaterializeOutcome | _Stored | None:
-            chained = self._chained(item, until)
+            chained = self._chained(item, until, session)
             if not chained and len(item.occurrences) > OCCURRENCES_PER_ADVANCE:
-                return self._materialize_one(item, now, send, in_pass=until is not None)
-            mode = self._head_mode(item, in_pass=until is not None)
+                return self._materialize_one(item, now, send, session if until else None)
+            mode = self._head_mode(item, session if until else None)
             if mode is None:
                 return None
             if not chained:
@@ -121,8 +129,8 @@ class DynamoMaterializer(DynamoPlanLog, DynamoRunRecords):
             if mode == _CHAIN:
                 stored.advance = False
                 if entry is not None:
-                    with self._versions_lock:
-                        self._page_entries.append(entry)
+                    with session.lock:
+                        session.page_entries.append(entry)
             else:
                 stored.page = entry
             return stored
@@ -131,7 +139,7 @@ class DynamoMaterializer(DynamoPlanLog, DynamoRunRecords):
         chunks = [s for s in stored if isinstance(s, _Stored)]
         if send is not None:
             self._send_or_outbox(chunks, send)
-        self._write_pages([chunk.page for chunk in chunks if chunk.page is not None])
+        self._write_pages([chunk.page for chunk in chunks if chunk.page is not None], session)
 
         def advance(
             pair: tuple[Materialization, MaterializeOutcome | _Stored | None],
@@ -149,14 +157,14 @@ class DynamoMaterializer(DynamoPlanLog, DynamoRunRecords):
                 item.next_due,
                 item.last_materialized_at,
                 now,
-                chained=self._chained(item, until),
+                chained=self._chained(item, until, session),
             ):
                 return MaterializeOutcome(item.schedule_id, True, result.inserted)
             return self._refused(item, result, ())
 
         return self._each(advance, list(zip(batch, stored, strict=True)))
 
-    def _chained(self, item: Materialization, until: datetime | None) -> bool:
+    def _chained(self, item: Materialization, until: datetime | None, s: DynamoPlanSession) -> bool:
         """Whether the item's schedule is carried on by its chain (its next
         slot on a plan page) instead of its HEAD advancing: in a planning
         pass (``until``) that holds the plan lease (``_hold_plan``), for a
@@ -170,9 +178,9 @@ class DynamoMaterializer(DynamoPlanLog, DynamoRunRecords):
         (``chain_crowd``) may have moved the cursor beyond ``until``."""
         return (
             until is not None
-            and self._plan_held
+            and s.held
             and 0 < len(item.occurrences) <= OCCURRENCES_PER_ADVANCE
-            and (item.next_due is None or (item.next_due > until and self._past_cursor(item)))
+            and (item.next_due is None or (item.next_due > until and self._past_cursor(item, s)))
             and (
                 item.next_due is None
                 or item.next_due
@@ -180,17 +188,17 @@ class DynamoMaterializer(DynamoPlanLog, DynamoRunRecords):
             )
         )
 
-    def _past_cursor(self, item: Materialization) -> bool:
+    def _past_cursor(self, item: Materialization, s: DynamoPlanSession) -> bool:
         """Whether the next holder's read of the chain (after the cursor's
         ``through`` and ``partial``) finds the item's next slot."""
         assert item.next_due is not None
-        floor = self._floor[1] if self._floor is not None else None
+        floor = s.floor[1] if s.floor is not None else None
         if floor is not None and item.next_due <= floor:
             return False
-        key = self._key_floor
+        key = s.key_floor
         return key is None or it.due_key(item.next_due, item.schedule_id) > key
 
-    def _head_mode(self, item: Materialization, *, in_pass: bool = False) -> str | None:
+    def _head_mode(self, item: Materialization, s: DynamoPlanSession | None) -> str | None:
         """How the item's schedule stands now (a strongly consistent read of
         the HEAD): ``_SEED`` when its HEAD names the item's ``next_due`` (a
         create, edit or resume set it, or a backlog keeps it there), ``_CHAIN``
@@ -198,12 +206,12 @@ class DynamoMaterializer(DynamoPlanLog, DynamoRunRecords):
         None when the item is bound to be refused (another version, paused,
         deleted, quarantined, or a seed it does not start from). It saves the
         writes of a materialization bound to be refused; an advance's own
-        condition decides. In a pass (``in_pass``), a HEAD its ``due`` just
+        condition decides. In a pass (``s``), a HEAD its ``due`` just
         read is used once, not read again."""
         head = None
-        if in_pass:
-            with self._versions_lock:
-                head = self._heads_read.pop(item.schedule_id, None)
+        if s is not None:
+            with s.lock:
+                head = s.heads_read.pop(item.schedule_id, None)
         if head is None:
             head = self._head(item.schedule_id)
         if head is None:
@@ -266,8 +274,7 @@ class DynamoMaterializer(DynamoPlanLog, DynamoRunRecords):
         item: Materialization,
         now: datetime,
         send: Callable[[Sequence[Run]], Sequence[str]] | None,
-        *,
-        in_pass: bool,
+        s: DynamoPlanSession | None,
     ) -> MaterializeOutcome:
         """A backlog, on the HEAD, chunk by chunk: write a chunk's occurrences
         (with ``send``, send its admitted intents), then advance the HEAD on
@@ -278,7 +285,7 @@ class DynamoMaterializer(DynamoPlanLog, DynamoRunRecords):
         meanwhile), the occurrences this call wrote for it, and no other
         planner's advance covered, are withdrawn. A schedule its chain
         carries is put back on its HEAD first."""
-        mode = self._head_mode(item, in_pass=in_pass)
+        mode = self._head_mode(item, s)
         if mode is None:
             return MaterializeOutcome(item.schedule_id, False)
         if mode == _CHAIN and not self._promote(

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import bisect
 import logging
+import threading
 import time
 import uuid
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
@@ -30,6 +32,7 @@ from adapters.sealing import HeaderSeal
 from service.ports import (
     DueSchedule,
     Page,
+    PlanSession,
 )
 
 # The leases table item that holds how far planning has read the plan pages,
@@ -55,6 +58,33 @@ PAGE_STALE: Final = timedelta(hours=1)
 _log = logging.getLogger("duetime")
 
 
+@dataclass(eq=False)
+class DynamoPlanSession(PlanSession):
+    """What one pass of the DynamoDB planner keeps between its calls: made by
+    ``plan_session`` when the pass begins, handed to each planning call,
+    dropped when the pass ends (so the store holds none of it)."""
+
+    # Where the plan pages' read starts for a horizon (the cursor's
+    # ``through``; see ``due`` and ``planned_through``).
+    floor: tuple[datetime, datetime | None] | None = None
+    # Whether this pass holds the plan lease (see ``_hold_plan``).
+    held: bool = False
+    # The HEADs its ``due`` read consistently, used once by ``_head_mode``.
+    heads_read: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # The next slots its chain carries, written as plan pages when it ends
+    # (``planned_through``); every entry put on a page while it held the plan
+    # lease (see ``_rehome``).
+    page_entries: list[tuple[datetime, str, int]] = field(default_factory=list)
+    paged_entries: list[tuple[datetime, str, int]] = field(default_factory=list)
+    # Where a pass that stopped at its budget left off inside the chain: every
+    # entry with a ``due_key`` up to it is planned (the cursor's ``partial``).
+    key_floor: str | None = None
+    # The pages it read, by their range, as sorted (due_key, entry) pairs.
+    pages_read: tuple[tuple[datetime, datetime], list[tuple[str, dict[str, Any]]]] | None = None
+    # Materialization runs a batch's schedules in a thread pool.
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
 class DynamoPlanLog(DynamoSchedules):
     """The planning reads (``due``, ``due_ahead``, ``chain_crowd``), the plan
     pages, their cursor and the plan lease (``planned_through``)."""
@@ -74,27 +104,31 @@ class DynamoPlanLog(DynamoSchedules):
         DynamoSchedules.__init__(
             self, client, tables, due_shards=due_shards, concurrency=concurrency, seal=seal
         )
-        # Where the plan pages' read starts for a horizon (the cursor's
-        # ``through``; see ``due`` and ``planned_through``).
-        self._floor: tuple[datetime, datetime | None] | None = None
-        # Whether this store holds the plan lease (see ``_hold_plan``), as whom.
-        self._plan_held = False
+        # Who this store's passes are when they hold the plan lease (fixed
+        # for the store's life, as its client is).
         self._plan_owner = f"plan-{uuid.uuid4().hex}"
-        self._heads_read: dict[str, dict[str, Any]] = {}
-        # The next slots this pass's chain carries, written as plan pages
-        # when it ends (``planned_through``); every entry put on a page while
-        # this store held the plan lease (see ``_rehome``); and the pages a
-        # pass read, by its range, as sorted (due_key, entry) pairs.
-        self._page_entries: list[tuple[datetime, str, int]] = []
-        self._paged_entries: list[tuple[datetime, str, int]] = []
-        # Where a pass that stopped at its budget left off inside the chain: every
-        # entry with a ``due_key`` up to it is planned (the cursor's ``partial``).
-        self._key_floor: str | None = None
-        self._pages_read: (
-            tuple[tuple[datetime, datetime], list[tuple[str, dict[str, Any]]]] | None
-        ) = None
 
-    def due(self, until: datetime, limit: int, token: str | None = None) -> Page[DueSchedule]:
+    def plan_session(self) -> DynamoPlanSession:
+        return DynamoPlanSession()
+
+    @staticmethod
+    def _session(session: PlanSession | None) -> DynamoPlanSession:
+        """The pass's session; a call without one (not from a pass) gets its
+        own, which ends with it."""
+        if session is None:
+            return DynamoPlanSession()
+        if not isinstance(session, DynamoPlanSession):
+            raise TypeError("not a plan session of a DynamoDB store")
+        return session
+
+    def due(
+        self,
+        until: datetime,
+        limit: int,
+        token: str | None = None,
+        *,
+        session: PlanSession | None = None,
+    ) -> Page[DueSchedule]:
         """Seeds, from the ``due`` index of the Schedules table (a HEAD that
         names its next slot: a create, edit or resume, or a backlog), and the
         schedules their chain carries, from the plan pages after the last
@@ -111,27 +145,34 @@ class DynamoPlanLog(DynamoSchedules):
         after = str(_untoken(token)["due_key"]) if token else None
         if after is not None and after >= upper:
             return Page(())
+        s = self._session(session)
         seeds = self._seeds(after, upper, after, limit)
-        floor = self._chain_floor(until)
-        chained = self._paged(floor, until, after, limit)
-        if not self._plan_held:
+        floor = self._chain_floor(until, s)
+        chained = self._paged(floor, until, after, limit, s)
+        if not s.held:
             stale = floor is None or floor < until - PAGE_STALE
             if not (seeds or chained or stale):
                 return Page(())
-            held, through = self._hold_plan()
+            held, through = self._hold_plan(s)
             if not held:
                 return Page(())
-            self._floor = (until, through)
-            chained = self._paged(through, until, after, limit)
+            s.floor = (until, through)
+            chained = self._paged(through, until, after, limit, s)
         merged = sorted(seeds + chained, key=lambda item: str(it.value(item["due_key"])))
         page = merged[:limit]
         next_token = (
             _token({"due_key": str(it.value(page[-1]["due_key"]))}) if len(merged) > limit else None
         )
-        return Page(tuple(self._due_schedules(page)), next_token)
+        return Page(tuple(self._due_schedules(page, s)), next_token)
 
     def due_ahead(
-        self, after: datetime, until: datetime, limit: int, token: str | None = None
+        self,
+        after: datetime,
+        until: datetime,
+        limit: int,
+        token: str | None = None,
+        *,
+        session: PlanSession | None = None,
     ) -> Page[DueSchedule]:
         """The ``due`` index's HEADs (seeds) with a next slot in ``(after,
         until]`` (no cursor: a seed stays in the index until it is planned).
@@ -147,15 +188,16 @@ class DynamoPlanLog(DynamoSchedules):
         past = str(_untoken(token)["due_key"]) if token else None
         if past is not None and past >= upper:
             return Page(())
+        s = self._session(session)
         merged = self._seeds(past or low, upper, past, limit)
-        if not merged or not (self._plan_held or self._hold_plan()[0]):
+        if not merged or not (s.held or self._hold_plan(s)[0]):
             return Page(())
         merged.sort(key=lambda item: str(it.value(item["due_key"])))
         page = merged[:limit]
         next_token = (
             _token({"due_key": str(it.value(page[-1]["due_key"]))}) if len(merged) > limit else None
         )
-        return Page(tuple(self._due_schedules(page)), next_token)
+        return Page(tuple(self._due_schedules(page, s)), next_token)
 
     def chain_crowd(self, after: datetime, until: datetime, least: int) -> datetime | None:
         """The latest instant in ``(after, until]`` with at least ``least`` chain
@@ -185,7 +227,12 @@ class DynamoPlanLog(DynamoSchedules):
         return max(crowded) if crowded else None
 
     def _paged(
-        self, floor: datetime | None, until: datetime, after: str | None, limit: int
+        self,
+        floor: datetime | None,
+        until: datetime,
+        after: str | None,
+        limit: int,
+        s: DynamoPlanSession,
     ) -> list[dict[str, Any]]:
         """Up to ``limit + 1`` chain entries of the plan pages, with a next
         slot in ``(floor, until]`` (with no floor, the ``PAGE_REACH`` before
@@ -196,10 +243,10 @@ class DynamoPlanLog(DynamoSchedules):
         low = floor if floor is not None else until - PAGE_REACH
         if low >= until:
             return []  # the cursor is past this horizon (a pass read the chain ahead)
-        past = max((k for k in (after, self._key_floor) if k is not None), default=None)
-        if self._pages_read is None or self._pages_read[0] != (low, until):
-            self._pages_read = ((low, until), self._read_pages(low, until))
-        return _past(self._pages_read[1], past, limit)
+        past = max((k for k in (after, s.key_floor) if k is not None), default=None)
+        if s.pages_read is None or s.pages_read[0] != (low, until):
+            s.pages_read = ((low, until), self._read_pages(low, until))
+        return _past(s.pages_read[1], past, limit)
 
     def _read_pages(self, low: datetime, upper: datetime) -> list[tuple[str, dict[str, Any]]]:
         """Every entry of the plan pages with a next slot in ``(low, upper]``,
@@ -236,14 +283,16 @@ class DynamoPlanLog(DynamoSchedules):
                         )
         return [(key[0], found[key]) for key in sorted(found)]
 
-    def _write_pages(self, entries: Sequence[tuple[datetime, str, int]]) -> None:
+    def _write_pages(
+        self, entries: Sequence[tuple[datetime, str, int]], s: DynamoPlanSession
+    ) -> None:
         """Write next slots as plan pages, at most ``PAGE_UNITS_PER_S`` write
         units a second to one partition (a due hour's); each entry is kept
-        in ``_paged_entries`` first, for ``_rehome``."""
+        in the session's ``paged_entries`` first, for ``_rehome``."""
         if not entries:
             return
-        with self._versions_lock:
-            self._paged_entries.extend(entries)
+        with s.lock:
+            s.paged_entries.extend(entries)
         token = uuid.uuid4().hex[:12]
         opened: dict[str, tuple[float, int]] = {}  # partition: its second's start, units spent
         for item in it.page_items(entries, token, self.history_retention):
@@ -290,7 +339,9 @@ class DynamoPlanLog(DynamoSchedules):
 
         return [item for found in self._each(one, range(self.due_shards)) for item in found]
 
-    def _due_schedules(self, page: Sequence[Mapping[str, Any]]) -> list[DueSchedule]:
+    def _due_schedules(
+        self, page: Sequence[Mapping[str, Any]], s: DynamoPlanSession
+    ) -> list[DueSchedule]:
         """The planning view of a page of ``due`` index items (seeds) and plan
         page entries, each checked against its schedule's HEAD, read
         consistently: a seed counts only while its HEAD still names it (the
@@ -305,10 +356,10 @@ class DynamoPlanLog(DynamoSchedules):
                 self.tables.schedules, [it.head_key(sid) for sid in wanted], consistent=True
             )
         }
-        with self._versions_lock:
+        with s.lock:
             # Read consistently a moment ago: the materialization's check uses
             # them once instead of reading each HEAD again (``_head_mode``).
-            self._heads_read.update(current)
+            s.heads_read.update(current)
         rows: list[tuple[Mapping[str, Any], datetime]] = []
         for item in page:
             head = current.get(str(it.value(item["schedule_id"])))
@@ -333,24 +384,24 @@ class DynamoPlanLog(DynamoSchedules):
             )
         return due
 
-    def _chain_floor(self, until: datetime) -> datetime | None:
+    def _chain_floor(self, until: datetime, s: DynamoPlanSession) -> datetime | None:
         """Where this pass's read of the plan pages starts: after the horizon
         of the last complete pass (None: from ``PAGE_REACH`` before). Read
         once per horizon."""
-        if self._floor is not None and self._floor[0] == until:
-            return self._floor[1]
+        if s.floor is not None and s.floor[0] == until:
+            return s.floor[1]
         answer = self.client.get_item(
             TableName=self.tables.leases, Key=it.attrs({"pk": PLAN_CURSOR}), ConsistentRead=True
         )
         item = answer.get("Item")
         floor = _through(item)
-        self._floor = (until, floor)
-        self._key_floor = _partial(item)
-        with self._versions_lock:
-            self._heads_read.clear()  # a new pass: what an earlier one read is old
+        s.floor = (until, floor)
+        s.key_floor = _partial(item)
+        with s.lock:
+            s.heads_read.clear()  # a new horizon: what was read before is old
         return floor
 
-    def _hold_plan(self) -> tuple[bool, datetime | None]:
+    def _hold_plan(self, s: DynamoPlanSession) -> tuple[bool, datetime | None]:
         """Take the plan lease (the cursor item's owner, for ``PLAN_LEASE``):
         whether this store holds it now, and where the last holder's read
         stopped. One holder at a time plans, so no pass moves the read past
@@ -377,14 +428,20 @@ class DynamoPlanLog(DynamoSchedules):
             if not _failed_condition(error):
                 raise
             return False, None
-        self._plan_held = True
-        self._pages_read = None
-        with self._versions_lock:
-            self._paged_entries = []
-        self._key_floor = _partial(answer.get("Attributes"))
+        s.held = True
+        s.pages_read = None
+        with s.lock:
+            s.paged_entries = []
+        s.key_floor = _partial(answer.get("Attributes"))
         return True, _through(answer.get("Attributes"))
 
-    def planned_through(self, until: datetime | None, token: str | None = None) -> None:
+    def planned_through(
+        self,
+        until: datetime | None,
+        token: str | None = None,
+        *,
+        session: PlanSession | None = None,
+    ) -> None:
         """The pass ends: it puts the next slots its chain carries on plan
         pages; then, with ``until``, it planned every chain entry up to it,
         and the next holder reads after it (forward only); with None, it
@@ -398,46 +455,49 @@ class DynamoPlanLog(DynamoSchedules):
         the same slots again (found written). A let-go refused (the lease
         ran out and another pass took it) puts back on their HEADs the
         schedules whose next slots this holder paged (``_rehome``)."""
-        floor = self._floor[1] if self._floor is not None else None
-        self._floor = None
-        self._pages_read = None
-        with self._versions_lock:
-            entries, self._page_entries = self._page_entries, []
-        if not self._plan_held:
+        s = self._session(session)
+        floor = s.floor[1] if s.floor is not None else None
+        s.floor = None
+        s.pages_read = None
+        with s.lock:
+            entries, s.page_entries = s.page_entries, []
+        if not s.held:
             return
-        self._plan_held = False
+        s.held = False
         through = _moved(floor, until)
-        partial = self._partial_after(through, token)
+        partial = self._partial_after(through, token, s)
         try:
-            self._write_pages(entries)
+            self._write_pages(entries, s)
         except BaseException:
             if not self._let_plan_go(floor, None):
-                self._rehome()
+                self._rehome(s)
             raise
         if not self._let_plan_go(floor, until, partial):
-            self._rehome()
+            self._rehome(s)
 
-    def _rehome(self) -> None:
+    def _rehome(self, s: DynamoPlanSession) -> None:
         """This store's hold of the plan lease was broken: another pass took
         it (once it had run out) and may have read the pages, and moved the
         cursor, before this one's pages were written. Each schedule whose next
         slot this holder put on a page is put back on its HEAD at that slot
         (``_promote``: only while its chain still carries it), in the ``due``
         index, which is read without a cursor: planned again, never lost."""
-        with self._versions_lock:
-            entries, self._paged_entries = self._paged_entries, []
+        with s.lock:
+            entries, s.paged_entries = s.paged_entries, []
         _log.warning(
             "plan lease lost; next slots put back on their HEADs", extra={"count": len(entries)}
         )
         self._each(lambda entry: self._promote(entry[1], entry[2], entry[0]), sorted(set(entries)))
 
-    def _partial_after(self, through: datetime | None, token: str | None) -> str | None:
+    def _partial_after(
+        self, through: datetime | None, token: str | None, s: DynamoPlanSession
+    ) -> str | None:
         """The cursor's ``partial`` once this pass lets go: "" to remove it (the
         cursor passed its instant), a ``due_key`` to set, None to leave it."""
         if token is not None:
             stopped = str(_untoken(token)["due_key"])
-            return max(stopped, self._key_floor or "")
-        key = self._key_floor
+            return max(stopped, s.key_floor or "")
+        key = s.key_floor
         if key is not None and through is not None and it.from_iso(key.split("#")[0]) <= through:
             return ""
         return None
