@@ -28,7 +28,7 @@ from domain.spec import spec_zone_name
 from domain.targets import Target
 from service.planning.config import TickConfig
 from service.planning.ticker import Ticker
-from service.ports import DeliveryQueue, Materialization, MaterializeOutcome
+from service.ports import DeliveryQueue, Materialization, MaterializeOutcome, PlanSession
 from service.run_ports import NoTelemetry, QueueMessage
 from service.runs import RunWorker
 from service.schedules import ScheduleService
@@ -123,12 +123,17 @@ class TickStore(SqliteStore):
         self.before_write: Callable[[Sequence[Materialization]], None] | None = None
 
     def materialize(
-        self, batch: Sequence[Materialization], now: datetime, *, until: datetime | None = None
+        self,
+        batch: Sequence[Materialization],
+        now: datetime,
+        *,
+        until: datetime | None = None,
+        session: PlanSession | None = None,
     ) -> list[MaterializeOutcome]:
         if batch and self.before_write is not None:
             hook, self.before_write = self.before_write, None
             hook(batch)
-        outcomes = super().materialize(batch, now, until=until)
+        outcomes = super().materialize(batch, now, until=until, session=session)
         for outcome in outcomes:
             self.written.extend(outcome.inserted)
         return outcomes

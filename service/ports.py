@@ -106,6 +106,16 @@ class MaterializeOutcome(NamedTuple):
     inserted: tuple[str, ...] = ()  # occurrence ids written
 
 
+class PlanSession:
+    """What one planning pass keeps between its calls to the store, made by
+    ``ScheduleStore.plan_session`` when the pass begins and handed back to
+    every planning call of that pass (``due``, ``due_ahead``, ``materialize``,
+    ``materialize_sending``, ``planned_through``); dropped when it ends. A
+    store keeps none of it: two passes through one store never see each
+    other's. The base keeps nothing (a store whose planning needs no memory
+    between calls, such as SQLite's, returns it and ignores it)."""
+
+
 class ScheduleStore(ABC):
     @abstractmethod
     def create(
@@ -158,13 +168,31 @@ class ScheduleStore(ABC):
         page. ``next_due=False``: the caller does not read ``next_due``, and a
         store that has to look it up elsewhere may leave it as stored."""
 
+    def plan_session(self) -> PlanSession:
+        """The memory of one planning pass (see ``PlanSession``), for its calls."""
+        return PlanSession()
+
     @abstractmethod
-    def due(self, until: datetime, limit: int, token: str | None = None) -> Page[DueSchedule]:
+    def due(
+        self,
+        until: datetime,
+        limit: int,
+        token: str | None = None,
+        *,
+        session: PlanSession | None = None,
+    ) -> Page[DueSchedule]:
         """Active schedules with ``next_due <= until``, by (next_due, schedule_id),
-        as planning reads them. A quarantined schedule is not returned."""
+        as planning reads them. A quarantined schedule is not returned.
+        ``session``: the pass's (None: a call on its own)."""
 
     def due_ahead(
-        self, after: datetime, until: datetime, limit: int, token: str | None = None
+        self,
+        after: datetime,
+        until: datetime,
+        limit: int,
+        token: str | None = None,
+        *,
+        session: PlanSession | None = None,
     ) -> Page[DueSchedule]:
         """Seeds with ``after < next_due <= until``, by (next_due, schedule_id): the
         active schedules whose next slot a create, edit or resume set and no pass
@@ -237,7 +265,12 @@ class ScheduleStore(ABC):
 
     @abstractmethod
     def materialize(
-        self, batch: Sequence[Materialization], now: datetime, *, until: datetime | None = None
+        self,
+        batch: Sequence[Materialization],
+        now: datetime,
+        *,
+        until: datetime | None = None,
+        session: PlanSession | None = None,
     ) -> list[MaterializeOutcome]:
         """Apply each materialization under its own condition (see Materialization).
 
@@ -249,7 +282,13 @@ class ScheduleStore(ABC):
         instead of advancing the schedule (see ``planned_through``).
         """
 
-    def planned_through(self, until: datetime | None, token: str | None = None) -> None:
+    def planned_through(
+        self,
+        until: datetime | None,
+        token: str | None = None,
+        *,
+        session: PlanSession | None = None,
+    ) -> None:
         """A planning pass ends. With ``until``, it read every page of
         ``due(until)`` and materialized it: nothing due by ``until`` is left
         unplanned; with None, it stopped early (or failed), and with a
@@ -267,6 +306,7 @@ class ScheduleStore(ABC):
         send: Callable[[Sequence[Run]], Sequence[str]],
         *,
         until: datetime | None = None,
+        session: PlanSession | None = None,
     ) -> list[MaterializeOutcome] | None:
         """``materialize``, sending the intents of the occurrences it stores
         ``admitted`` (with ``send``, which returns the ids it could not send)

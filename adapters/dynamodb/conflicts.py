@@ -16,7 +16,7 @@ whole pass. ``retry_conflicts`` adds the one missing rule to a client: its
 ``needs-retry`` handler answers a conflict with a full-jitter delay, at most
 ``CONFLICT_ATTEMPTS`` sends in all; every other error is left to the
 configured retry mode. The store's transactions use ``conflict_delay_s``
-between their own attempts (adapters/dynamodb/store.py, ``_transact``).
+between their own attempts (adapters/dynamodb/tables.py, ``_transact``).
 """
 
 from __future__ import annotations

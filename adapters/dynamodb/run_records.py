@@ -301,26 +301,16 @@ class DynamoRunRecords(DynamoTables, OccurrenceStore):
         consistent: bool = False,
         page: int = 100,
     ) -> dict[str, Any]:
-        """The query of a schedule's records, newest instant first: up to the
-        record sort key ``before`` (itself included: the caller skips it), or
-        up to the instant ``up_to``."""
-        high = it.RECORD_PREFIX + it.KEY_CEILING
-        if before is not None:
-            high = before
-        elif up_to is not None:
-            high = f"{it.RECORD_PREFIX}{it.iso(up_to)}#{it.KEY_CEILING}"
-        return {
-            "TableName": self.tables.occurrences,
-            "KeyConditionExpression": "pk = :pk AND sk BETWEEN :low AND :high",
-            "ExpressionAttributeValues": {
-                ":pk": {"S": schedule_id},
-                ":low": {"S": it.RECORD_PREFIX},
-                ":high": {"S": high},
-            },
-            "ScanIndexForward": False,
-            "ConsistentRead": consistent,
-            "Limit": page,
-        }
+        """The query of a schedule's records, newest instant first (see
+        ``newest_first_request``)."""
+        return newest_first_request(
+            self.tables.occurrences,
+            schedule_id,
+            before=before,
+            up_to=up_to,
+            consistent=consistent,
+            page=page,
+        )
 
     def runs(self, schedule_id: str, limit: int, token: str | None = None) -> Page[Run]:
         found, next_token = self._query_page(
@@ -636,3 +626,34 @@ def zone_changed_at(
                 break
             since = before.created_at
     return answer
+
+
+def newest_first_request(
+    table: str,
+    schedule_id: str,
+    *,
+    before: str | None = None,
+    up_to: datetime | None = None,
+    consistent: bool = False,
+    page: int = 100,
+) -> dict[str, Any]:
+    """The query of a schedule's records in the occurrences ``table``, newest
+    instant first: up to the record sort key ``before`` (itself included: the
+    caller skips it), or up to the instant ``up_to``."""
+    high = it.RECORD_PREFIX + it.KEY_CEILING
+    if before is not None:
+        high = before
+    elif up_to is not None:
+        high = f"{it.RECORD_PREFIX}{it.iso(up_to)}#{it.KEY_CEILING}"
+    return {
+        "TableName": table,
+        "KeyConditionExpression": "pk = :pk AND sk BETWEEN :low AND :high",
+        "ExpressionAttributeValues": {
+            ":pk": {"S": schedule_id},
+            ":low": {"S": it.RECORD_PREFIX},
+            ":high": {"S": high},
+        },
+        "ScanIndexForward": False,
+        "ConsistentRead": consistent,
+        "Limit": page,
+    }

@@ -32,7 +32,14 @@ from domain.schedule import (
     stored_target,
     version_to_dict,
 )
-from service.ports import DueSchedule, Materialization, MaterializeOutcome, Page, ScheduleStore
+from service.ports import (
+    DueSchedule,
+    Materialization,
+    MaterializeOutcome,
+    Page,
+    PlanSession,
+    ScheduleStore,
+)
 
 # Versions kept decoded in memory (bounded, so a tick's memory does not grow
 # with the number of schedules).
@@ -305,7 +312,14 @@ class SqliteSchedules(Tables, ScheduleStore):
         )
         return Page(items, next_token)
 
-    def due(self, until: datetime, limit: int, token: str | None = None) -> Page[DueSchedule]:
+    def due(
+        self,
+        until: datetime,
+        limit: int,
+        token: str | None = None,
+        *,
+        session: PlanSession | None = None,
+    ) -> Page[DueSchedule]:
         after = read_token(token) if token else [-(2**62), ""]
         rows = self._read(
             "SELECT s.schedule_id, s.version, s.next_due, v.spec, v.policy "
@@ -419,7 +433,12 @@ class SqliteSchedules(Tables, ScheduleStore):
             )
 
     def materialize(
-        self, batch: Sequence[Materialization], now: datetime, *, until: datetime | None = None
+        self,
+        batch: Sequence[Materialization],
+        now: datetime,
+        *,
+        until: datetime | None = None,
+        session: PlanSession | None = None,
     ) -> list[MaterializeOutcome]:
         if not batch:
             return []

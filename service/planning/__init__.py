@@ -4,8 +4,9 @@ One pass (``ticker.Ticker.tick_once``; a minute apart on AWS, the local
 stack's interval locally) does, in order:
 
 1. **Begin** a ``pass_state.PassState``: the pass's reports, deadline, the
-   room each shard has for direct admission and the intents it sent. It is
-   dropped when the pass ends.
+   room each shard has for direct admission, the intents it sent, and the
+   store's memory of its planning (``Store.plan_session``). It is dropped
+   when the pass ends.
 2. **Plan** (``planner.Planner.plan``): read the schedules whose next slot
    falls within the lookahead and store their slots up to the fill, with the
    advance of ``next_due``, a page at a time, in the order store, send,

@@ -4,6 +4,7 @@ Everything a pass learns or counts lives here, not on the long-lived planner,
 dispatcher or membership, so one pass cannot leak into the next: its reports,
 the deadline of its dispatch, the room each shard has left for direct
 admission, what it admitted directly per shard, and which intents it sent.
+The store's memory of the pass's planning (``PlanSession``) is here too.
 What outlives a pass is the membership's (the leases held, the last
 heartbeat; service/planning/membership.py).
 """
@@ -14,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from service.ports import Lease
+from service.ports import Lease, PlanSession
 
 if TYPE_CHECKING:
     from service.planning.outbox import DirectAdmission
@@ -88,6 +89,10 @@ class PassState:
     # The leases a pass that does not queue ahead read for direct admission
     # (once, the first time the planner asks).
     leases: dict[int, Lease] | None = None
+    # What the store keeps between this pass's planning calls (its read of
+    # the plan, whether it holds the plan lease): asked of the store the first
+    # time the pass plans (``Store.plan_session``), never kept on the store.
+    session: PlanSession | None = None
 
     def report(self, at: datetime) -> TickReport:
         return TickReport(at, self.plan, self.dispatch)

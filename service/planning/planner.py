@@ -32,7 +32,14 @@ from domain.schedule import QuarantineComponent
 from service.planning.config import TickConfig
 from service.planning.due import DueSlots, PlannedSlots, Unplannable
 from service.planning.pass_state import PassState, PlanReport
-from service.ports import Clock, DueSchedule, Materialization, MaterializeOutcome, Store
+from service.ports import (
+    Clock,
+    DueSchedule,
+    Materialization,
+    MaterializeOutcome,
+    PlanSession,
+    Store,
+)
 from service.quarantine import quarantine_schedule
 
 # Builds a named tuple from its fields in order, at less than half the cost of
@@ -61,9 +68,10 @@ class Planner:
         through: datetime | None = None
         stopped: str | None = None  # the page token a pass out of budget stopped before
         budget = self.config.plan_budget
+        session = self._session(state)
         try:
             while report.stored < self.config.max_planned_per_pass:
-                page = self.store.due(horizon, self.config.page_size, token)
+                page = self.store.due(horizon, self.config.page_size, token, session=session)
                 self._plan_page(page.items, slots, state, until=horizon)
                 token = page.next_token
                 if token is None:
@@ -76,7 +84,7 @@ class Planner:
             else:
                 stopped = token  # at max_planned_per_pass: the next pass goes on from here
         finally:
-            self.store.planned_through(through, stopped)
+            self.store.planned_through(through, stopped, session=session)
         return report
 
     def plan_schedules(self, schedules: Sequence[DueSchedule], state: PassState) -> PlanReport:
@@ -116,7 +124,8 @@ class Planner:
                 asked.append(deadline())
             return self.clock.now() < asked[0] and report.stored < self.config.max_planned_per_pass
 
-        page = self.store.due_ahead(after, fill, self.config.page_size)
+        session = self._session(state)
+        page = self.store.due_ahead(after, fill, self.config.page_size, session=session)
         if page.items:
             try:
                 while time_left():
@@ -124,9 +133,12 @@ class Planner:
                     self._plan_page(page.items, slots, state, until=after)
                     if page.next_token is None:
                         break
-                    page = self.store.due_ahead(after, fill, self.config.page_size, page.next_token)
+                    page = self.store.due_ahead(
+                        after, fill, self.config.page_size, page.next_token, session=session
+                    )
             finally:
-                self.store.planned_through(None)  # what it chained; the cursor stays
+                # What it chained goes on pages; the cursor stays.
+                self.store.planned_through(None, session=session)
         if asked and not time_left():
             return
         crowd = self.store.chain_crowd(after, fill, self.config.crowd_min)
@@ -142,9 +154,10 @@ class Planner:
         token: str | None = None
         through: datetime | None = None
         stopped: str | None = None
+        session = self._session(state)
         try:
             while time_left():
-                page = self.store.due(crowd, self.config.page_size, token)
+                page = self.store.due(crowd, self.config.page_size, token, session=session)
                 state.plan.early += len(page.items)
                 self._plan_page(page.items, slots, state, until=crowd)
                 token = page.next_token
@@ -154,7 +167,13 @@ class Planner:
             else:
                 stopped = token
         finally:
-            self.store.planned_through(through, stopped)
+            self.store.planned_through(through, stopped, session=session)
+
+    def _session(self, state: PassState) -> PlanSession:
+        """The store's memory of this pass's planning, asked once a pass."""
+        if state.session is None:
+            state.session = self.store.plan_session()
+        return state.session
 
     def _plan_page(
         self,
@@ -196,11 +215,15 @@ class Planner:
             # A store that sends the intents before it advances the schedules
             # keeps no outbox entry for them (Store.materialize_sending).
             outcomes = self.store.materialize_sending(
-                batch, now, lambda runs: direct.send(state, runs, now), until=until
+                batch,
+                now,
+                lambda runs: direct.send(state, runs, now),
+                until=until,
+                session=state.session,
             )
         sent_by_store = outcomes is not None
         if outcomes is None:
-            outcomes = self.store.materialize(batch, now, until=until)
+            outcomes = self.store.materialize(batch, now, until=until, session=state.session)
         admitted: list[Run] = []
         skipped = expired = waiting = 0
         for (item, planned_slots, taken), outcome in zip(planned, outcomes, strict=True):

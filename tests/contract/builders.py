@@ -98,8 +98,9 @@ def plan_pass(
     written: list[str] = []
     token: str | None = None
     read = 0
+    session = store.plan_session()
     while True:
-        page = store.due(until, limit, token)
+        page = store.due(until, limit, token, session=session)
         batch = []
         for due in page.items:
             slots: list[Slot] = []
@@ -130,15 +131,15 @@ def plan_pass(
                     runs,
                 )
             )
-        for outcome in store.materialize(batch, now, until=until):
+        for outcome in store.materialize(batch, now, until=until, session=session):
             written += outcome.inserted
         token = page.next_token
         read += 1
         if token is None:
-            store.planned_through(until)
+            store.planned_through(until, session=session)
             return written
         if pages is not None and read >= pages:
-            store.planned_through(None, token)
+            store.planned_through(None, token, session=session)
             return written
 
 

@@ -21,6 +21,7 @@ from moto import mock_aws
 from adapters.definitions import DELIVERY_QUEUE, create_queues
 from adapters.dynamodb import items
 from adapters.dynamodb.local import create_store_tables
+from adapters.dynamodb.plan_log import DynamoPlanSession
 from adapters.dynamodb.store import PLAN_CURSOR, PLAN_LEASE, DynamoStore
 from adapters.sqs import SqsDeliveryQueue
 from domain.overview import ScheduleStatus, schedule_status
@@ -233,7 +234,8 @@ def test_a_pass_without_the_plan_lease_plans_nothing(world: World) -> None:
     world.passes(2)
     seed = world.create({"every": "PT1M", "start_at": "2026-12-01T08:03:00Z"})
     holder = world.store
-    assert holder._hold_plan()[0]
+    holding = holder.plan_session()
+    assert holder._hold_plan(holding)[0]
     other = DynamoStore(world.client, world.tables, due_shards=2)
     queue = world.ticker.dispatcher.queue
     late = Ticker(other, queue, world.clock, CONFIG, owner="tick-2")
@@ -246,7 +248,7 @@ def test_a_pass_without_the_plan_lease_plans_nothing(world: World) -> None:
     assert world.writes(world.tables.schedules) == 0
     assert _cursor(world) == cursor  # not moved, and still the holder's
     # The holder lets go; the next pass of the other plans where it stopped.
-    holder.planned_through(None)
+    holder.planned_through(None, session=holding)
     late.tick_once()
     assert len(world.slots(sid)) == len(before) + 1
     assert [at for at, _, _ in world.slots(seed)] == ["2026-12-01T08:03:00+00:00"]
@@ -259,12 +261,12 @@ def test_a_plan_lease_left_by_a_pass_that_died_is_taken_once_it_runs_out(
     sid = world.create({"every": "PT1M", "start_at": "2026-12-01T08:01:00Z"})
     world.passes(2)
     dead = DynamoStore(world.client, world.tables, due_shards=2)
-    assert dead._hold_plan()[0]  # and never lets go
+    assert dead._hold_plan(dead.plan_session())[0]  # and never lets go
     before = len(world.slots(sid))
     world.passes(1)
     assert len(world.slots(sid)) == before  # held: the chain waits
-    monkeypatch.setattr("adapters.dynamodb.store.PLAN_LEASE", timedelta(seconds=-1))
-    assert dead._hold_plan()[0]  # its lease, written as already run out
+    monkeypatch.setattr("adapters.dynamodb.plan_log.PLAN_LEASE", timedelta(seconds=-1))
+    assert dead._hold_plan(dead.plan_session())[0]  # its lease, written as already run out
     world.passes(1)
     assert len(world.slots(sid)) == before + 2
 
@@ -283,13 +285,14 @@ def _due_one_at_a_time(world: World) -> list[str]:
     until = world.clock.now() + CONFIG.lookahead
     seen: list[str] = []
     token = None
+    session = world.store.plan_session()
     for _ in range(10):
-        page = world.store.due(until, 1, token)
+        page = world.store.due(until, 1, token, session=session)
         seen += [due.schedule_id for due in page.items]
         token = page.next_token
         if token is None:
             break
-    world.store.planned_through(None)
+    world.store.planned_through(None, session=session)
     return seen
 
 
@@ -528,7 +531,8 @@ def test_a_hand_over_paged_after_another_holder_read_the_pages_is_put_back_on_it
     slow = world.store
     now = world.clock.now()
     horizon = now + CONFIG.lookahead
-    page = slow.due(horizon, 100)
+    session = slow.plan_session()
+    page = slow.due(horizon, 100, session=session)
     assert sid in {due.schedule_id for due in page.items}
     _expire_plan_lease(world)
     other_client = boto3.client("dynamodb", region_name="us-east-1")
@@ -542,7 +546,10 @@ def test_a_hand_over_paged_after_another_holder_read_the_pages_is_put_back_on_it
             return
         interleaved.append(True)
         world.ticker.planner._plan_page(
-            page.items, DueSlots(CONFIG, now, horizon), PassState(now), until=horizon
+            page.items,
+            DueSlots(CONFIG, now, horizon),
+            PassState(now, session=session),
+            until=horizon,
         )
 
     other_client.meta.events.register("before-call.dynamodb.BatchGetItem", slow_plans_now)
@@ -552,7 +559,7 @@ def test_a_hand_over_paged_after_another_holder_read_the_pages_is_put_back_on_it
     assert "due_key" not in world.head(sid)  # handed over: its next slot, 08:05, on a page
     assert items.from_iso(_cursor(world)["through"]) > utc("2026-12-01T08:05:00Z")
     # The first pass's let-go is refused: it puts the slot back on the HEAD.
-    slow.planned_through(horizon)
+    slow.planned_through(horizon, session=session)
     head = world.head(sid)
     assert "due_key" in head and head["next_due"] == "2026-12-01T08:05:00.000000Z"
     world.clock.advance(60)
@@ -589,3 +596,30 @@ def test_a_pass_that_dies_after_its_pages_before_the_cursor_loses_nothing(world:
         assert [s[0] for s in world.slots(sid)] == [
             f"2026-12-01T08:0{m}:00+00:00" for m in range(1, 7)
         ]
+
+
+def test_two_passes_through_one_store_never_see_each_others_state(world: World) -> None:
+    # What a pass keeps between its planning calls is its own session, held
+    # by its PassState: another pass through the same store object that ends
+    # in between lets go of nothing and moves nothing of the first one's.
+    world.passes(1)
+    sid = world.create({"every": "PT1M", "start_at": "2026-12-01T08:02:00Z"})
+    store = world.store
+    now = world.clock.now()
+    horizon = now + CONFIG.lookahead
+    first = PassState(now, session=store.plan_session())
+    second = PassState(now, session=store.plan_session())
+    page = store.due(horizon, 100, session=first.session)
+    assert [due.schedule_id for due in page.items] == [sid]
+    store.planned_through(horizon, session=second.session)
+    assert isinstance(first.session, DynamoPlanSession)
+    assert isinstance(second.session, DynamoPlanSession)
+    assert first.session.held and sid in first.session.heads_read
+    assert not second.session.held and second.session.heads_read == {}
+    assert _cursor(world).get("owner")  # the first pass still holds the plan lease
+    slots = DueSlots(CONFIG, now, now + CONFIG.fill)
+    world.ticker.planner._plan_page(page.items, slots, first, until=horizon)
+    store.planned_through(horizon, session=first.session)
+    assert "owner" not in _cursor(world)
+    assert items.from_iso(_cursor(world)["through"]) == horizon
+    assert [at for at, _, _ in world.slots(sid)][:1] == ["2026-12-01T08:02:00+00:00"]

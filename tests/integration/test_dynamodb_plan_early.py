@@ -110,9 +110,11 @@ def test_planning_early_stops_at_the_deadline_between_pages(client: Any) -> None
     ids = _at(world, SOON, 7)
     reads = world.store.due_ahead
 
-    def slow(after: datetime, until: datetime, limit: int, token: str | None = None) -> Any:
+    def slow(
+        after: datetime, until: datetime, limit: int, token: str | None = None, **kw: Any
+    ) -> Any:
         world.clock.advance(10)
-        page: Page[DueSchedule] = reads(after, until, limit, token)
+        page: Page[DueSchedule] = reads(after, until, limit, token, **kw)
         return page
 
     world.store.due_ahead = slow  # type: ignore[method-assign]

@@ -1,6 +1,7 @@
 """Each port of the DynamoDB adapter serves on its own, built from a client and
-the table names (moto): the run records and the leases and heartbeats, with no
-state of their own beyond their settings."""
+the table names (moto): the schedules, the run records and the leases and
+heartbeats, with no state of their own beyond their settings (and the
+schedules' cache of immutable versions)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from moto import mock_aws
 from adapters.dynamodb.leases import DynamoLeases
 from adapters.dynamodb.local import create_store_tables
 from adapters.dynamodb.run_records import DynamoRunRecords
+from adapters.dynamodb.schedules import DynamoSchedules
 from adapters.dynamodb.store import DynamoStore
 from adapters.dynamodb.tables import TableNames
 from domain.partition import Partitioning
@@ -29,6 +31,8 @@ PARTS = Partitioning(shards=4, bucket_s=60)
 # What a port object may hold: its client, the table names, its settings, and
 # the thread pool its concurrency setting allows (made on first use).
 HANDLE = {"client", "tables", "concurrency", "_executor", "_executor_lock"}
+# The schedules' settings and their caches of what immutable versions say.
+SCHEDULES = {"seal", "due_shards", "_versions", "_versions_lock", "_unreadable", "_zone_changes"}
 
 
 @dataclass
@@ -69,6 +73,34 @@ def test_the_ports_hold_a_client_table_names_and_settings_only(tables: Tables) -
 def _saved(tables: Tables, schedule_id: str) -> None:
     """The schedule, active at version 1: admission checks its HEAD."""
     DynamoStore(tables.client, tables.names).create(build_schedule(NOW, schedule_id=schedule_id))
+
+
+def test_the_store_keeps_nothing_of_a_planning_pass(tables: Tables) -> None:
+    # A pass's memory is the session it asks for, held by the pass; the
+    # store keeps its handle, settings, version caches and the name its
+    # passes take the plan lease as.
+    schedules = DynamoSchedules(tables.client, tables.names)
+    assert set(vars(schedules)) == HANDLE | SCHEDULES
+    store = DynamoStore(tables.client, tables.names)
+    settings = {"history_retention", "lease_shards", "_plan_owner"}
+    assert set(vars(store)) == HANDLE | SCHEDULES | settings
+    assert store.plan_session() is not store.plan_session()
+
+
+def test_schedules_alone_create_read_edit_and_pause(tables: Tables) -> None:
+    schedules = DynamoSchedules(tables.client, tables.names)
+    schedule = build_schedule(NOW)
+    created, fresh = schedules.create(schedule, "key-1")
+    assert fresh and created == schedule
+    assert schedules.create(schedule, "key-1") == (schedule, False)  # the same key: the first
+    assert schedules.get(schedule.schedule_id) == schedule
+    assert schedules.pause(schedule.schedule_id, "maintenance", NOW)
+    paused = schedules.head(schedule.schedule_id)
+    assert paused is not None and paused.state.paused
+    assert [v.version for v in schedules.versions(schedule.schedule_id, 10).items] == [1]
+    assert schedules.delete(schedule.schedule_id, NOW)
+    deleted = schedules.get(schedule.schedule_id)
+    assert deleted is not None and deleted.deleted_at == NOW
 
 
 def test_run_records_alone_write_read_admit_close_and_list(tables: Tables) -> None:

@@ -641,8 +641,9 @@ class DuetimeMachine(RuleBasedStateMachine):
         # indexes have caught up (a lagging index may not show what is due);
         # the question must not keep the plan lease the store may take for it.
         if not self.passes and self.backend.indexes_current():
-            nothing_due = not self.observer.due(started, 1).items
-            self.observer.planned_through(None)
+            asking = self.observer.plan_session()
+            nothing_due = not self.observer.due(started, 1, session=asking).items
+            self.observer.planned_through(None, session=asking)
             if nothing_due:
                 self.settled_at = started
         return True

@@ -14,7 +14,7 @@ import pytest
 from adapters.sqlite.store import SqliteStore
 from domain.run import PendingOccurrence, RunStatus
 from service.planning.pass_state import PassState
-from service.ports import Materialization, MaterializeOutcome
+from service.ports import Materialization, MaterializeOutcome, PlanSession
 from tests.conftest import FakeClock, World, definition, make_world, utc
 
 WEBHOOK = {"type": "webhook", "url": "https://example.com/hook"}
@@ -34,12 +34,17 @@ class CountingStore(SqliteStore):
         return super().admit(occurrences, now)
 
     def materialize(
-        self, batch: Sequence[Materialization], now: datetime, *, until: datetime | None = None
+        self,
+        batch: Sequence[Materialization],
+        now: datetime,
+        *,
+        until: datetime | None = None,
+        session: PlanSession | None = None,
     ) -> list[MaterializeOutcome]:
         if self.before_materialize is not None:
             hook, self.before_materialize = self.before_materialize, None
             hook()
-        return super().materialize(batch, now, until=until)
+        return super().materialize(batch, now, until=until, session=session)
 
 
 def _world(tmp_path: Path, clock: FakeClock, *, shards: int = 4, **config: object) -> World:

@@ -35,7 +35,7 @@ from domain.spec import slots_after
 from service.planning.config import TickConfig
 from service.planning.pass_state import DispatchReport
 from service.planning.ticker import Ticker
-from service.ports import Lease, Materialization, MaterializeOutcome
+from service.ports import Lease, Materialization, MaterializeOutcome, PlanSession
 from service.schedules import ScheduleService
 from tests.conftest import FakeClock, definition, utc
 
@@ -140,9 +140,14 @@ class RecordingStore(DynamoStore):
         return won
 
     def materialize(
-        self, batch: Sequence[Materialization], now: datetime, *, until: datetime | None = None
+        self,
+        batch: Sequence[Materialization],
+        now: datetime,
+        *,
+        until: datetime | None = None,
+        session: PlanSession | None = None,
     ) -> list[MaterializeOutcome]:
-        return self._record(batch, super().materialize(batch, now, until=until))
+        return self._record(batch, super().materialize(batch, now, until=until, session=session))
 
     def materialize_sending(
         self,
@@ -151,8 +156,11 @@ class RecordingStore(DynamoStore):
         send: Callable[[Sequence[Run]], Sequence[str]],
         *,
         until: datetime | None = None,
+        session: PlanSession | None = None,
     ) -> list[MaterializeOutcome]:
-        return self._record(batch, super().materialize_sending(batch, now, send, until=until))
+        return self._record(
+            batch, super().materialize_sending(batch, now, send, until=until, session=session)
+        )
 
     def _record(
         self, batch: Sequence[Materialization], outcomes: list[MaterializeOutcome]

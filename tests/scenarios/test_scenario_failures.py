@@ -207,11 +207,11 @@ class HookedStore(SqliteStore):
             hook()
         return super().admit(runs, now)
 
-    def materialize(self, batch, now, *, until=None):  # type: ignore[no-untyped-def]
+    def materialize(self, batch, now, *, until=None, session=None):  # type: ignore[no-untyped-def]
         if self.before_materialize is not None:
             hook, self.before_materialize = self.before_materialize, None
             hook()
-        return super().materialize(batch, now, until=until)
+        return super().materialize(batch, now, until=until, session=session)
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from adapters.dynamodb import items
-from adapters.dynamodb import store as store_module
+from adapters.dynamodb import plan_log as store_module
 from adapters.dynamodb.store import PAGE_UNITS_PER_S, DynamoStore, TableNames
 from tests.conftest import utc
 
@@ -94,7 +94,7 @@ def test_pages_are_written_no_faster_than_a_partition_takes_them(
         for m in range(60)
         for n in range(items.PAGE_ENTRIES * 2)
     ]
-    store._write_pages(entries)
+    store._write_pages(entries, store.plan_session())
     assert len(client.sent) == 120
     units = sum(units for _, _, units in client.sent)
     assert units > PAGE_UNITS_PER_S * 3
@@ -117,6 +117,6 @@ def test_pages_of_different_hours_do_not_wait_for_each_other(
     store, client = paced
     # One small page in each of 48 due hours: nothing waits.
     entries = [(MINUTE + timedelta(hours=h), "a", 1) for h in range(48)]
-    store._write_pages(entries)
+    store._write_pages(entries, store.plan_session())
     assert len({pk for _, pk, _ in client.sent}) == 48
     assert client.sent[-1][0] == 1000.0
