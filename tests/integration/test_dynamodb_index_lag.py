@@ -214,4 +214,4 @@ def test_a_due_entry_whose_head_no_longer_names_it_is_set_aside(world: World) ->
     world.service.pause(paused)
     world.passes(1)
     assert "due_key" not in head(handed)  # handed over
-    assert world.store._due_schedules(stale) == []
+    assert world.store._due_schedules(stale, world.store.plan_session()) == []
