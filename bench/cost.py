@@ -128,6 +128,7 @@ from handlers import watchdog as watchdog_handler  # noqa: E402
 from handlers import worker as worker_handler  # noqa: E402
 from handlers.api_models import definition_of as definition  # noqa: E402
 from handlers.settings import Settings  # noqa: E402
+from handlers.telemetry import PowertoolsTelemetry  # noqa: E402
 from handlers.tick_pass import run_tick  # noqa: E402
 from service.runs import RunWorker  # noqa: E402
 from service.schedules import ScheduleService  # noqa: E402
@@ -521,7 +522,7 @@ def measure(schedules: int, slots: int, batch_size: int = MAX_BATCH) -> dict[str
             Succeeds(),
             worker_clock,
             random.Random(0),
-            telemetry=worker_handler.PowertoolsTelemetry(),
+            telemetry=PowertoolsTelemetry(),
         )
         queue = SqsWorkQueue(sqs, settings.delivery_queue_url, settings.delivery_dlq_url)
 
@@ -676,7 +677,7 @@ def steady_state(
             Succeeds(),
             worker_clock,
             random.Random(0),
-            telemetry=worker_handler.PowertoolsTelemetry(),
+            telemetry=PowertoolsTelemetry(),
         )
         queue = SqsWorkQueue(sqs, settings.delivery_queue_url, settings.delivery_dlq_url)
         meter.phase = "first"  # the deployment's first pass sets the plan cursor
