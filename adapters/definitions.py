@@ -280,6 +280,10 @@ ENV_TICK_BUDGET_S = "DUETIME_TICK_BUDGET_S"
 ENV_ALLOW_PRIVATE_TARGETS = "DUETIME_ALLOW_PRIVATE_TARGETS"
 ENV_WORKER_FUNCTION = "DUETIME_WORKER_FUNCTION"
 ENV_SURGE_MIN = "DUETIME_SURGE_MIN"
+# Whether the tick plans early with the time its budget leaves ("true"/"false"),
+# and how many schedules next due at one instant make a crowd it plans early.
+ENV_PLAN_EARLY = "DUETIME_PLAN_EARLY"
+ENV_CROWD_MIN = "DUETIME_CROWD_MIN"
 ENV_SECRETS_PREFIX = "DUETIME_SECRETS_PREFIX"
 # Where webhook signing secrets live: adapters.secrets.STORE_KINDS.
 ENV_SECRET_STORE = "DUETIME_SECRET_STORE"
@@ -333,6 +337,8 @@ FUNCTION_ENV: dict[str, tuple[str, ...]] = {
         ENV_PLAN_BLOCK_S,
         ENV_DIRECT_WINDOW_S,
         ENV_TICK_BUDGET_S,
+        ENV_PLAN_EARLY,
+        ENV_CROWD_MIN,
         # With surges on: the worker function whose drains it starts, and from when.
         ENV_WORKER_FUNCTION,
         ENV_SURGE_MIN,

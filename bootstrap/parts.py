@@ -81,9 +81,11 @@ def tick_config(settings: Settings) -> TickConfig:
     """The pass of a deployment (AWS or local): it queues ahead, up to the
     lookahead, so it needs to run only once per lookahead less a margin. A crowd
     on the chain, which a pass with time to spare plans early, is as many
-    schedules at one instant as a surge starts for (``surgeMin``)."""
+    schedules at one instant as a surge starts for (``surgeMin``) unless
+    ``crowdMin`` says otherwise."""
     return TickConfig(
-        crowd_min=settings.surge_min,
+        crowd_min=settings.crowd_min or settings.surge_min,
+        plan_early=settings.plan_early,
         partitioning=partitioning(settings),
         lookahead=timedelta(seconds=settings.lookahead_s),
         plan_block=timedelta(seconds=settings.plan_block_s),

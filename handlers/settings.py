@@ -50,6 +50,11 @@ class Settings(BaseModel):
     # intents due in one second that earn a surge. No name: no surges.
     worker_function: str = ""
     surge_min: int = Field(default=DEFAULT_SURGE_MIN, ge=1)
+    # Whether a pass with time left in its budget plans early (seeds and crowds
+    # beyond the lookahead), and the schedules next due at one instant that make
+    # a crowd (None: ``surge_min``; a number above any instant's turns crowds off).
+    plan_early: bool = True
+    crowd_min: int | None = Field(default=None, ge=1)
     # Webhook signing secrets (adapters.secrets.aws_secret_store): items of the
     # table ``secrets_table`` ("dynamodb", reading the SSM parameters and then
     # the Secrets Manager secrets stored before), SSM parameters
@@ -118,6 +123,8 @@ class Settings(BaseModel):
             "allow_private_targets": d.ENV_ALLOW_PRIVATE_TARGETS,
             "worker_function": d.ENV_WORKER_FUNCTION,
             "surge_min": d.ENV_SURGE_MIN,
+            "plan_early": d.ENV_PLAN_EARLY,
+            "crowd_min": d.ENV_CROWD_MIN,
             "secrets_prefix": d.ENV_SECRETS_PREFIX,
             "secret_store": d.ENV_SECRET_STORE,
             "secrets_table": d.ENV_SECRETS_TABLE,

@@ -82,6 +82,12 @@ class Settings:
     # Intents due in one second that earn a surge: drains of the worker started
     # before the instant (service/planning/surge.py). 0 turns surges off.
     surge_min: int = DEFAULT_SURGE_MIN
+    # Whether the tick plans early with the time its budget leaves: seeds up to
+    # lookahead + block, and the chain up to the latest crowd there.
+    plan_early: bool = True
+    # Schedules next due at one instant that make a crowd the tick plans early
+    # (0: as many as surgeMin, or 200 with surges off).
+    crowd_min: int = 0
     # MaximumConcurrency of the worker's queue trigger: at most this many
     # worker invocations take batches from the delivery queue at once, so a
     # burst cannot take the account's whole unreserved concurrency (surge
@@ -93,6 +99,12 @@ class Settings:
     log_level: str = "INFO"
     log_retention_days: int = 30
     asset_dir: str = ""  # empty: build/lambda in the project
+
+    @property
+    def crowd(self) -> int:
+        """The schedules at one instant the tick plans early as a crowd: crowdMin,
+        else surgeMin, else (surges off) the default surgeMin."""
+        return self.crowd_min or self.surge_min or DEFAULT_SURGE_MIN
 
     def __post_init__(self) -> None:
         if not _STACK_NAME.match(self.stack_name):
@@ -135,6 +147,8 @@ class Settings:
             )
         if self.surge_min < 0:
             raise SettingError(f"{PREFIX}surgeMin: must be 0 (no surges) or more")
+        if self.crowd_min < 0:
+            raise SettingError(f"{PREFIX}crowdMin: must be 0 (as surgeMin) or more")
         for name, value in (
             ("shards", self.shards),
             ("bucketS", self.bucket_s),
@@ -225,6 +239,8 @@ class Settings:
                 "tickReservedConcurrency", _int, d.tick_reserved_concurrency
             ),
             surge_min=read("surgeMin", _int, d.surge_min),
+            plan_early=read("planEarly", _bool, d.plan_early),
+            crowd_min=read("crowdMin", _int, d.crowd_min),
             worker_max_concurrency=read("workerMaxConcurrency", _int, d.worker_max_concurrency),
             api_throttle_rate=read("apiThrottleRate", _int, d.api_throttle_rate),
             api_throttle_burst=read("apiThrottleBurst", _int, d.api_throttle_burst),

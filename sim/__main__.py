@@ -19,7 +19,13 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from sim.synth import synthesize, with_memory, with_surge_min, with_variables
+from sim.synth import (
+    environment_names,
+    synthesize,
+    with_memory,
+    with_surge_min,
+    with_variables,
+)
 
 # Dummy credentials only: nothing here may reach AWS. Set by main(), before any client exists.
 DUMMY_AWS_ENV = {
@@ -178,6 +184,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         "default): its share of a vCPU, a full one at 1769",
     )
     parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        dest="variables",
+        metavar="NAME=VALUE",
+        help="give every function whose template environment has the variable NAME the "
+        "value VALUE (e.g. DUETIME_PLAN_BLOCK_S=0): another setting, measured from the same "
+        "template; repeatable",
+    )
+    parser.add_argument(
         "--without",
         action="append",
         default=[],
@@ -208,6 +224,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--surge-min must be at least 1")
     if not 1 <= args.tick_interval <= 55:
         parser.error("--tick-interval must be between 1 and 55 seconds")
+    variables: dict[str, str] = {}
+    for pair in args.variables:
+        name, equals, value = pair.partition("=")
+        if not equals or not name.strip():
+            parser.error(f"--set {pair}: expected NAME=VALUE")
+        variables[name.strip()] = value
     from sim.adversity import without
 
     try:
@@ -238,6 +260,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         from adapters.definitions import ENV_LOOKAHEAD_S
 
         templates = with_variables(templates, {ENV_LOOKAHEAD_S: str(args.lookahead)})
+    if variables:
+        unknown = sorted(set(variables) - environment_names(templates))
+        if unknown:
+            parser.error(f"--set: no function of the template has {', '.join(unknown)}")
+        templates = with_variables(templates, variables)
     if args.tick_memory is not None:
         templates = with_memory(templates, "handlers.tick.handler", args.tick_memory)
     names = list(SCENARIO_NAMES) if args.scenario == "all" else [args.scenario]

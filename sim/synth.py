@@ -139,6 +139,17 @@ def with_variables(templates: dict[str, dict[str, Any]], values: dict[str, str])
     return changed
 
 
+def environment_names(templates: dict[str, dict[str, Any]]) -> set[str]:
+    """The environment variables any function of ``templates`` has (what ``--set`` may change)."""
+    return {
+        name
+        for template in templates.values()
+        for resource in template["Resources"].values()
+        if resource["Type"] == "AWS::Lambda::Function"
+        for name in resource["Properties"].get("Environment", {}).get("Variables", {})
+    }
+
+
 def with_memory(
     templates: dict[str, dict[str, Any]], handler: str, memory_mb: int
 ) -> dict[str, Any]:

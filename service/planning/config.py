@@ -65,6 +65,9 @@ class TickConfig:
     # which a pass with time to spare plans early (``Planner.plan_early``): by
     # default, as many as a surge starts for.
     crowd_min: int = DEFAULT_SURGE_MIN
+    # Off: a pass never plans early, whatever its block and budget (a switch to
+    # measure what planning early buys, docs/simulator.md).
+    plan_early: bool = True
 
     def __post_init__(self) -> None:
         if self.plan_block < timedelta(0):
@@ -97,6 +100,11 @@ class TickConfig:
     @property
     def plans_early(self) -> bool:
         """Whether a pass may plan seeds beyond its lookahead with the time its
-        budget leaves (``Planner.plan_early``): it queues ahead, fills a block
-        beyond the lookahead, and has a budget."""
-        return self.queue_ahead and self.plan_block > timedelta(0) and self.plan_budget is not None
+        budget leaves (``Planner.plan_early``): it is on, queues ahead, fills a
+        block beyond the lookahead, and has a budget."""
+        return (
+            self.plan_early
+            and self.queue_ahead
+            and self.plan_block > timedelta(0)
+            and self.plan_budget is not None
+        )

@@ -24,6 +24,21 @@ def test_a_crowd_on_the_chain_is_what_a_surge_starts_for() -> None:
     assert tick_config(Settings.from_env({d.ENV_SURGE_MIN: "40"})).crowd_min == 40
 
 
+def test_planning_early_and_crowds_have_their_own_switches() -> None:
+    default = tick_config(Settings.from_env({d.ENV_PLAN_BLOCK_S: "300"}))
+    assert default.plans_early and default.crowd_min == 200
+    off = Settings.from_env({d.ENV_PLAN_EARLY: "false", d.ENV_PLAN_BLOCK_S: "300"})
+    assert not tick_config(off).plans_early
+    crowd = Settings.from_env({d.ENV_CROWD_MIN: "5000", d.ENV_SURGE_MIN: "40"})
+    assert tick_config(crowd).crowd_min == 5000
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "many"])
+def test_a_bad_crowd_is_refused_by_name(value: str) -> None:
+    with pytest.raises(ValidationError, match="crowd_min"):
+        Settings.from_env({d.ENV_CROWD_MIN: value})
+
+
 def test_a_crowd_of_none_is_refused() -> None:
     from service.planning.config import TickConfig
 

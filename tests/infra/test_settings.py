@@ -79,6 +79,9 @@ def test_a_json_list_on_the_command_line_is_accepted() -> None:
         ("duetime:stackName", "1st"),
         ("duetime:surgeMin", -1),
         ("duetime:surgeMin", "lots"),
+        ("duetime:crowdMin", -1),
+        ("duetime:crowdMin", "many"),
+        ("duetime:planEarly", "sometimes"),
         ("duetime:tickMemoryMB", 127),
         ("duetime:tickMemoryMB", 10241),
         ("duetime:tickMemoryMB", "big"),
@@ -167,3 +170,12 @@ def test_a_block_the_queue_cannot_hold_back_is_refused_by_name(
 def test_the_tick_has_512_mb_unless_told() -> None:
     assert from_context({}).tick_memory_mb == 512
     assert from_context({"duetime:tickMemoryMB": "1769"}).tick_memory_mb == 1769
+
+
+def test_planning_early_and_its_crowd_are_settings() -> None:
+    assert from_context({}).plan_early is True
+    assert from_context({"duetime:planEarly": "false"}).plan_early is False
+    assert from_context({}).crowd == 200  # as surgeMin
+    assert from_context({"duetime:surgeMin": 40}).crowd == 40
+    assert from_context({"duetime:surgeMin": 0}).crowd == 200  # surges off: the default
+    assert from_context({"duetime:crowdMin": 5000, "duetime:surgeMin": 40}).crowd == 5000

@@ -87,3 +87,48 @@ def test_the_worker_cap_reaches_only_the_event_source_mapping() -> None:
     assert templates["S"]["Resources"]["Esm"]["Properties"]["ScalingConfig"] == {
         "MaximumConcurrency": 100
     }  # a copy
+
+
+def test_a_set_variable_reaches_the_functions_that_have_it() -> None:
+    from sim.synth import environment_names, with_variables
+
+    def fn(variables: dict[str, str]) -> dict[str, object]:
+        return {
+            "Type": "AWS::Lambda::Function",
+            "Properties": {"Environment": {"Variables": variables}},
+        }
+
+    templates = {
+        "S": {
+            "Resources": {
+                "Tick": fn({"DUETIME_PLAN_EARLY": "true", "DUETIME_LOOKAHEAD_S": "90"}),
+                "Worker": fn({"DUETIME_SECRET_STORE": "dynamodb"}),
+            }
+        }
+    }
+    assert "DUETIME_PLAN_EARLY" in environment_names(templates)
+    changed = with_variables(templates, {"DUETIME_PLAN_EARLY": "false"})
+    resources = changed["S"]["Resources"]
+    assert resources["Tick"]["Properties"]["Environment"]["Variables"] == {
+        "DUETIME_PLAN_EARLY": "false",
+        "DUETIME_LOOKAHEAD_S": "90",
+    }
+    assert "DUETIME_PLAN_EARLY" not in resources["Worker"]["Properties"]["Environment"]["Variables"]
+
+
+def test_set_is_refused_for_a_variable_no_function_has(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    template = {
+        "Resources": {
+            "Tick": {
+                "Type": "AWS::Lambda::Function",
+                "Properties": {"Environment": {"Variables": {"DUETIME_PLAN_EARLY": "true"}}},
+            }
+        }
+    }
+    monkeypatch.setattr("sim.__main__.synthesize", lambda: {"Duetime": template})
+    with pytest.raises(SystemExit) as exit_info:
+        main(["burst", "--set", "DUETIME_PLAN_ERLY=false"])
+    assert exit_info.value.code == 2
+    assert "--set: no function of the template has DUETIME_PLAN_ERLY" in capsys.readouterr().err
