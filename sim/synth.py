@@ -167,10 +167,12 @@ def with_memory(
 
 
 def with_surge_min(templates: dict[str, dict[str, Any]], surge_min: int) -> dict[str, Any]:
-    """The templates with every stack's ``surgeMin`` as its API and tick read it."""
-    from adapters.definitions import ENV_SURGE_MIN
+    """The templates with every stack's ``surgeMin`` as its API and tick read it,
+    and the tick's crowd with it, as synthesis resolves ``crowdMin`` left unset
+    (infra/settings.py ``crowd``)."""
+    from adapters.definitions import ENV_CROWD_MIN, ENV_SURGE_MIN
 
-    return with_variables(templates, {ENV_SURGE_MIN: str(surge_min)})
+    return with_variables(templates, {ENV_SURGE_MIN: str(surge_min), ENV_CROWD_MIN: str(surge_min)})
 
 
 if __name__ == "__main__":

@@ -180,9 +180,10 @@ def test_with_the_table_a_secret_is_one_get_item_and_the_signing_key(aws: None) 
 
     assert outcome.delivered, outcome
     assert receiver.signed_with(secret)
-    # The item's generation, then the key it is derived with (kept by the
-    # container for SIGNING_KEY_TTL_S after).
-    assert asked == ["dynamodb:GetItem", "secretsmanager:GetSecretValue"]
+    # The key the secret is derived with, read when the container's parts are
+    # built (its init phase; kept for SIGNING_KEY_TTL_S after), then the
+    # item's generation: nothing more at delivery.
+    assert asked == ["secretsmanager:GetSecretValue", "dynamodb:GetItem"]
 
 
 def test_a_schedule_made_on_ssm_before_the_table_still_gets_signed_deliveries(
@@ -196,7 +197,8 @@ def test_a_schedule_made_on_ssm_before_the_table_still_gets_signed_deliveries(
 
     assert outcome.delivered, outcome
     assert receiver.signed_with(old)
-    assert asked == ["dynamodb:GetItem", "ssm:GetParameter"]
+    # The signing key, read at init whatever the schedule's secret needs.
+    assert asked == ["secretsmanager:GetSecretValue", "dynamodb:GetItem", "ssm:GetParameter"]
 
 
 def test_a_schedule_moved_to_the_table_is_signed_with_its_new_secret(aws: None) -> None:
