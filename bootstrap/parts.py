@@ -12,6 +12,7 @@ import socket
 import uuid
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
+from functools import cached_property
 from pathlib import Path
 from typing import Final
 
@@ -26,6 +27,7 @@ from service.ports import Clock
 from service.run_views import RunViews
 from service.runs import RunReports
 from service.schedules import ScheduleService, TargetSupport
+from service.watchdog import Watchdog
 
 # The directory of the local stack's SQLite file, for the API handler run outside it.
 ENV_DATA_DIR: Final = "DUETIME_DATA_DIR"
@@ -52,6 +54,20 @@ class ApiServices:
     runs: RunReports | None = None
     views: RunViews | None = None
     address_policy: AddressPolicy = field(default_factory=AddressPolicy)
+
+    @cached_property
+    def run_views(self) -> RunViews:
+        """The run views the routes use: ``views``, or where none are wired,
+        listings over the schedule store (retry and dead letters answer 501)."""
+        if self.views is not None:
+            return self.views
+        schedules = self.schedules
+        return RunViews(schedules.store, None, schedules.clock, schedules.partitioning)
+
+    @cached_property
+    def watchdog(self) -> Watchdog:
+        """The watchdog as the API uses it: to record an acknowledgement."""
+        return Watchdog(self.schedules.store, self.schedules.clock)
 
 
 # What the SQLite stack's worker delivers to (bootstrap.local.build_sqlite_worker

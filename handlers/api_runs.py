@@ -26,7 +26,6 @@ from handlers.api_models import (
 from handlers.api_out import DeadLetterListOut, DeadLetterOut, RunListOut, RunOut
 from service.run_views import (
     InvalidListing,
-    RunViews,
 )
 from service.runs import RunReports
 
@@ -110,15 +109,6 @@ def _names(text: str | None, field: str, known: tuple[str, ...]) -> frozenset[st
     return frozenset(names)
 
 
-def _views(services: ApiServices) -> RunViews:
-    """The run views; where none are wired, listings over the schedule store
-    (retry and dead letters then answer 501)."""
-    if services.views is not None:
-        return services.views
-    schedules = services.schedules
-    return RunViews(schedules.store, None, schedules.clock, schedules.partitioning)
-
-
 def _run_listing(
     schedule_id: str | None,
     status: str | None,
@@ -137,7 +127,7 @@ def _run_listing(
     end = None if until is None else parse_instant(until, "until")
     if start is not None and end is not None and start >= end:
         raise InvalidListing("since", "must be before until")
-    page = _views(services).list(
+    page = services.run_views.list(
         schedule_id=schedule_id,
         statuses=statuses,
         kinds=kinds,
@@ -210,7 +200,7 @@ def retry_run(
 ) -> Response[RunOut]:
     del body  # no fields: an empty object or no body
     services = _services()
-    run = _views(services).retry(occurrence_id)
+    run = services.run_views.retry(occurrence_id)
     return Response(
         HTTPStatus.ACCEPTED,
         _JSON,
@@ -227,7 +217,7 @@ def retry_run(
 )
 def cancel_run(occurrence_id: str, body: Annotated[CancelRunIn | None, Body()] = None) -> RunOut:
     services = _services()
-    run = _views(services).cancel(occurrence_id, None if body is None else body.reason)
+    run = services.run_views.cancel(occurrence_id, None if body is None else body.reason)
     return _runs_body(services, (run,))[0]
 
 
@@ -240,7 +230,7 @@ def list_dead_letters(
     limit: Annotated[int, Query(ge=1, le=100, description="page size")] = 50,
     next_token: TokenQuery = None,
 ) -> DeadLetterListOut:
-    page = _views(_services()).dead_letter_page(limit, next_token)
+    page = _services().run_views.dead_letter_page(limit, next_token)
     return DeadLetterListOut(
         dead_letters=[
             DeadLetterOut(

@@ -43,7 +43,7 @@ from handlers.api_out import (
 from handlers.observability import logger
 from service import overview
 from service.schedules import local_time
-from service.watchdog import Watchdog, watch_component
+from service.watchdog import watch_component
 
 router = Router()  # type: ignore[no-untyped-call]  # (Powertools leaves it unannotated)
 
@@ -236,9 +236,7 @@ def acknowledge_schedule(
 ) -> ScheduleOut:
     services = _services()
     schedule = services.schedules.get(schedule_id)
-    Watchdog(services.schedules.store, services.schedules.clock).acknowledge(
-        schedule, None if body is None else body.note
-    )
+    services.watchdog.acknowledge(schedule, None if body is None else body.note)
     return _described(services, schedule)
 
 
