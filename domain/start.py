@@ -111,14 +111,11 @@ def decide_start(
     ``next_at``: the instant of the slot after this one in that spec (None:
     there is none), when the caller knows it (the planner has it at hand);
     by default the decision computes it, when ``latest_only`` needs it."""
-    if schedule is None or schedule.deleted:
-        return Verdict(RunStatus.CANCELLED, Reason.DELETED)
+    standing = decide_standing(slot, schedule)
+    if standing is not None:
+        return standing
     if slot.retried:
         return START
-    if schedule.paused:
-        return Verdict(RunStatus.SKIPPED, Reason.PAUSED)
-    if schedule.quarantined:
-        return Verdict(RunStatus.SKIPPED, QUARANTINED)
     if slot.kind is not RunKind.SCHEDULED:
         if slot.asked_at is None or policy.overdue is not Overdue.EXPIRE:
             return START
@@ -133,6 +130,21 @@ def decide_start(
     elif policy.overdue is Overdue.EXPIRE:
         return _expire(policy, slot.scheduled_at, now)
     return START
+
+
+def decide_standing(slot: Slot, schedule: ScheduleNow | None) -> Verdict | None:
+    """Rules 1 to 3, which need only the schedule's state: the run is cancelled
+    (its schedule gone or deleted) or skipped (paused, quarantined; not a
+    retried run), or None when the schedule lets it start."""
+    if schedule is None or schedule.deleted:
+        return Verdict(RunStatus.CANCELLED, Reason.DELETED)
+    if slot.retried:
+        return None
+    if schedule.paused:
+        return Verdict(RunStatus.SKIPPED, Reason.PAUSED)
+    if schedule.quarantined:
+        return Verdict(RunStatus.SKIPPED, QUARANTINED)
+    return None
 
 
 def _expire(policy: SchedulePolicy, due_at: datetime, now: datetime) -> Verdict:

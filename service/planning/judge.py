@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from domain.run import Reason, RunKind, RunStatus, Verdict
+from domain.run import RunKind, RunStatus, Verdict
 from domain.schedule import SchedulePolicy
 from domain.spec import ScheduleSpec
-from domain.start import ACTIVE, UNKNOWN, ScheduleNow, _Unknown, decide_start
+from domain.start import ACTIVE, UNKNOWN, ScheduleNow, _Unknown, decide_standing, decide_start
 from domain.start import Slot as StartSlot
 from service.ports import Closure, Store
 
@@ -51,11 +51,10 @@ def after_refusal(store: Store, occurrence_id: str, now: datetime) -> Closure | 
     run = store.get_run(occurrence_id)
     if run is None or run.status is not RunStatus.SCHEDULED:
         return None
-    schedule = store.get(run.schedule_id)
+    slot = StartSlot(run.kind, run.scheduled_at)
+    state = ScheduleNow.of(store.get(run.schedule_id))
     version = store.get_version(run.schedule_id, run.version)
-    if version is None:  # gone with its schedule, or never runnable
-        if schedule is None or schedule.deleted:
-            return Closure(occurrence_id, RunStatus.CANCELLED, Reason.DELETED)
-        return None
-    slot, state = StartSlot(run.kind, run.scheduled_at), ScheduleNow.of(schedule)
+    if version is None:  # gone with its schedule, or never runnable: its state alone decides
+        verdict = decide_standing(slot, state)
+        return None if verdict is None else closure(occurrence_id, verdict)
     return closure(occurrence_id, decide_start(slot, state, version.spec, version.policy, now))

@@ -9,7 +9,7 @@ import pytest
 from domain.run import Reason, RunKind, RunStatus
 from domain.schedule import QUARANTINED, Overdue, SchedulePolicy
 from domain.spec import parse_spec
-from domain.start import ACTIVE, ScheduleNow, Slot, decide_start, next_slot_at
+from domain.start import ACTIVE, ScheduleNow, Slot, decide_standing, decide_start, next_slot_at
 
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 EVERY_10S = parse_spec({"every": "PT10S"}, created_at=datetime(2026, 12, 1, tzinfo=UTC))
@@ -131,3 +131,19 @@ def test_a_retried_run_starts_unless_its_schedule_is_deleted() -> None:
 def test_a_slot_not_due_yet_is_left_to_start() -> None:
     ahead = decide_start(_slot(NOW + timedelta(seconds=40)), ACTIVE, EVERY_10S, LATEST, NOW)
     assert ahead.status is RunStatus.ADMITTED
+
+
+def test_the_schedule_state_alone_decides_rules_one_to_three() -> None:
+    # decide_standing is what decide_start checks first, and what the tick asks
+    # of a refused record whose version cannot be read.
+    paused = ScheduleNow(version=1, paused=True, deleted=False)
+    deleted = ScheduleNow(version=1, paused=False, deleted=True)
+    assert decide_standing(_slot(NOW), None) == decide_start(
+        _slot(NOW), None, EVERY_10S, CATCH_UP, NOW
+    )
+    cancelled = decide_standing(_slot(NOW, retried=True), deleted)
+    assert cancelled is not None and cancelled.reason is Reason.DELETED
+    skipped = decide_standing(_slot(NOW), paused)
+    assert skipped is not None and skipped.reason is Reason.PAUSED
+    assert decide_standing(_slot(NOW, retried=True), paused) is None
+    assert decide_standing(_slot(NOW), ACTIVE) is None
