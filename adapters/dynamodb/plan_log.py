@@ -18,7 +18,8 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
@@ -67,8 +68,11 @@ class DynamoPlanSession(PlanSession):
     # Where the plan pages' read starts for a horizon (the cursor's
     # ``through``; see ``due`` and ``planned_through``).
     floor: tuple[datetime, datetime | None] | None = None
-    # Whether this pass holds the plan lease (see ``_hold_plan``).
+    # Whether this pass holds the plan lease (see ``_hold_plan``), and who it
+    # is when it does: one name per pass, so two passes over one store object
+    # (overlapping invocations in one process) are two holders, not one.
     held: bool = False
+    owner: str = field(default_factory=lambda: f"plan-{uuid.uuid4().hex}")
     # The HEADs its ``due`` read consistently, used once by ``_head_mode``.
     heads_read: dict[str, dict[str, Any]] = field(default_factory=dict)
     # The next slots its chain carries, written as plan pages when it ends
@@ -104,9 +108,6 @@ class DynamoPlanLog(DynamoSchedules):
         DynamoSchedules.__init__(
             self, client, tables, due_shards=due_shards, concurrency=concurrency, seal=seal
         )
-        # Who this store's passes are when they hold the plan lease (fixed
-        # for the store's life, as its client is).
-        self._plan_owner = f"plan-{uuid.uuid4().hex}"
 
     def plan_session(self) -> DynamoPlanSession:
         return DynamoPlanSession()
@@ -120,6 +121,18 @@ class DynamoPlanLog(DynamoSchedules):
         if not isinstance(session, DynamoPlanSession):
             raise TypeError("not a plan session of a DynamoDB store")
         return session
+
+    @contextmanager
+    def _reading(self, session: PlanSession | None) -> Iterator[DynamoPlanSession]:
+        """The session of one planning read. A read outside a pass (no
+        session: a tool, a test) is a pass of its own: if it took the plan
+        lease it lets go when it ends, moving nothing."""
+        s = self._session(session)
+        try:
+            yield s
+        finally:
+            if session is None and s.held:
+                self._let_plan_go(s, None, None)
 
     def due(
         self,
@@ -145,7 +158,12 @@ class DynamoPlanLog(DynamoSchedules):
         after = str(_untoken(token)["due_key"]) if token else None
         if after is not None and after >= upper:
             return Page(())
-        s = self._session(session)
+        with self._reading(session) as s:
+            return self._due(s, until, limit, after, upper)
+
+    def _due(
+        self, s: DynamoPlanSession, until: datetime, limit: int, after: str | None, upper: str
+    ) -> Page[DueSchedule]:
         seeds = self._seeds(after, upper, after, limit)
         floor = self._chain_floor(until, s)
         chained = self._paged(floor, until, after, limit, s)
@@ -158,12 +176,7 @@ class DynamoPlanLog(DynamoSchedules):
                 return Page(())
             s.floor = (until, through)
             chained = self._paged(through, until, after, limit, s)
-        merged = sorted(seeds + chained, key=lambda item: str(it.value(item["due_key"])))
-        page = merged[:limit]
-        next_token = (
-            _token({"due_key": str(it.value(page[-1]["due_key"]))}) if len(merged) > limit else None
-        )
-        return Page(tuple(self._due_schedules(page, s)), next_token)
+        return self._due_page(seeds + chained, limit, s)
 
     def due_ahead(
         self,
@@ -188,10 +201,16 @@ class DynamoPlanLog(DynamoSchedules):
         past = str(_untoken(token)["due_key"]) if token else None
         if past is not None and past >= upper:
             return Page(())
-        s = self._session(session)
         merged = self._seeds(past or low, upper, past, limit)
-        if not merged or not (s.held or self._hold_plan(s)[0]):
-            return Page(())
+        with self._reading(session) as s:
+            if not merged or not (s.held or self._hold_plan(s)[0]):
+                return Page(())
+            return self._due_page(merged, limit, s)
+
+    def _due_page(
+        self, merged: list[dict[str, Any]], limit: int, s: DynamoPlanSession
+    ) -> Page[DueSchedule]:
+        """The first ``limit`` rows by ``due_key``, each checked against its HEAD."""
         merged.sort(key=lambda item: str(it.value(item["due_key"])))
         page = merged[:limit]
         next_token = (
@@ -403,7 +422,7 @@ class DynamoPlanLog(DynamoSchedules):
 
     def _hold_plan(self, s: DynamoPlanSession) -> tuple[bool, datetime | None]:
         """Take the plan lease (the cursor item's owner, for ``PLAN_LEASE``):
-        whether this store holds it now, and where the last holder's read
+        whether this pass holds it now, and where the last holder's read
         stopped. One holder at a time plans, so no pass moves the read past
         entries another pass is still writing; what this one read of the
         pages before is read again (a holder may have written since)."""
@@ -418,7 +437,7 @@ class DynamoPlanLog(DynamoSchedules):
                 ),
                 ExpressionAttributeNames={"#owner": "owner", "#held_until": "held_until"},
                 ExpressionAttributeValues={
-                    ":me": {"S": self._plan_owner},
+                    ":me": {"S": s.owner},
                     ":held_until": {"S": it.iso(now + PLAN_LEASE)},
                     ":now": {"S": it.iso(now)},
                 },
@@ -469,14 +488,14 @@ class DynamoPlanLog(DynamoSchedules):
         try:
             self._write_pages(entries, s)
         except BaseException:
-            if not self._let_plan_go(floor, None):
+            if not self._let_plan_go(s, floor, None):
                 self._rehome(s)
             raise
-        if not self._let_plan_go(floor, until, partial):
+        if not self._let_plan_go(s, floor, until, partial):
             self._rehome(s)
 
     def _rehome(self, s: DynamoPlanSession) -> None:
-        """This store's hold of the plan lease was broken: another pass took
+        """This pass's hold of the plan lease was broken: another pass took
         it (once it had run out) and may have read the pages, and moved the
         cursor, before this one's pages were written. Each schedule whose next
         slot this holder put on a page is put back on its HEAD at that slot
@@ -503,14 +522,18 @@ class DynamoPlanLog(DynamoSchedules):
         return None
 
     def _let_plan_go(
-        self, floor: datetime | None, until: datetime | None, partial: str | None = None
+        self,
+        s: DynamoPlanSession,
+        floor: datetime | None,
+        until: datetime | None,
+        partial: str | None = None,
     ) -> bool:
         """Let go of the plan lease, moving the cursor to ``until`` if given
         (and past ``floor``) and setting its ``partial`` (``_partial_after``);
-        False if the lease was no longer this store's."""
+        False if the lease was no longer this pass's."""
         through = _moved(floor, until)
         sets, removes = [], ["#owner", "#held_until"]
-        values: dict[str, Any] = {":me": {"S": self._plan_owner}}
+        values: dict[str, Any] = {":me": {"S": s.owner}}
         names = {"#owner": "owner", "#held_until": "held_until"}
         if partial is not None:
             names["#partial"] = "partial"

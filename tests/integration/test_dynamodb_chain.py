@@ -261,12 +261,13 @@ def test_a_plan_lease_left_by_a_pass_that_died_is_taken_once_it_runs_out(
     sid = world.create({"every": "PT1M", "start_at": "2026-12-01T08:01:00Z"})
     world.passes(2)
     dead = DynamoStore(world.client, world.tables, due_shards=2)
-    assert dead._hold_plan(dead.plan_session())[0]  # and never lets go
+    dead_pass = dead.plan_session()
+    assert dead._hold_plan(dead_pass)[0]  # and never lets go
     before = len(world.slots(sid))
     world.passes(1)
     assert len(world.slots(sid)) == before  # held: the chain waits
     monkeypatch.setattr("adapters.dynamodb.plan_log.PLAN_LEASE", timedelta(seconds=-1))
-    assert dead._hold_plan(dead.plan_session())[0]  # its lease, written as already run out
+    assert dead._hold_plan(dead_pass)[0]  # its lease, written as already run out
     world.passes(1)
     assert len(world.slots(sid)) == before + 2
 

@@ -77,14 +77,28 @@ def _saved(tables: Tables, schedule_id: str) -> None:
 
 def test_the_store_keeps_nothing_of_a_planning_pass(tables: Tables) -> None:
     # A pass's memory is the session it asks for, held by the pass; the
-    # store keeps its handle, settings, version caches and the name its
-    # passes take the plan lease as.
+    # store keeps its handle, settings and version caches.
     schedules = DynamoSchedules(tables.client, tables.names)
     assert set(vars(schedules)) == HANDLE | SCHEDULES
     store = DynamoStore(tables.client, tables.names)
-    settings = {"history_retention", "lease_shards", "_plan_owner"}
+    settings = {"history_retention", "lease_shards"}
     assert set(vars(store)) == HANDLE | SCHEDULES | settings
     assert store.plan_session() is not store.plan_session()
+
+
+def test_two_passes_over_one_store_are_two_holders_of_the_plan_lease(tables: Tables) -> None:
+    # Overlapping invocations in one process share the store object; each pass
+    # is its own holder, so the second plans nothing while the first holds.
+    store = DynamoStore(tables.client, tables.names)
+    first, second = store.plan_session(), store.plan_session()
+    until = NOW + timedelta(minutes=5)
+    store.due(until, 10, session=first)
+    assert store.due(until, 10, session=second).items == ()
+    assert first.held and not second.held
+    # When the first pass ends and lets go, the next one takes it.
+    store.planned_through(until, session=first)
+    store.due(until, 10, session=second)
+    assert second.held
 
 
 def test_schedules_alone_create_read_edit_and_pause(tables: Tables) -> None:
