@@ -99,11 +99,9 @@ OCCURRENCES = TableDefinition(
     ttl_attribute="expires_at_epoch",
 )
 
-# Leases (one item per shard: owner, epoch, expires_at, checkpoint) and
-# heartbeats (one item per component, overwritten; the tick processes are
-# members of one "tick/" item). Heartbeat items carry a TTL, so the verdicts
-# of deleted schedules and departed processes do not stay; lease items have
-# none.
+# Leases (one item per shard: owner, epoch, expires_at) and heartbeats (one
+# item per component, overwritten). Heartbeat items carry a TTL, so the
+# verdicts of deleted schedules do not stay; lease items have none.
 LEASES = TableDefinition(
     logical_id="Leases",
     env_var="DUETIME_LEASES_TABLE",

@@ -256,7 +256,7 @@ class Month:
 def admission_during_purge(
     finished: Sequence[Any], n: int, backlog_hours: int, rounds: int
 ) -> None:
-    """The tick admitting ``n`` due schedules (bench/admission.py's direct path),
+    """The tick admitting ``n`` due schedules (bench/admission.py's deployed pass),
     alone and while the janitor purges a backlog of old finished runs in a
     thread of the same process, as in the local stack."""
     from adapters.sqlite.janitor import Janitor
