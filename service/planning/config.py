@@ -49,10 +49,6 @@ class TickConfig:
     # its leases instead of being cut off at the function's timeout.
     plan_budget: timedelta | None = None
     admit_limit: int = 20_000  # per shard per pass
-    # Slots due less than this long ago when stored may be admitted by the
-    # write that stores them (service/planning/outbox.py, ``DirectAdmission``);
-    # zero turns direct admission of due slots off.
-    direct_window: timedelta = timedelta(seconds=60)
     # A block (hysteresis): a schedule is still selected when its next slot
     # falls within the lookahead, but then filled with every slot up to
     # lookahead + plan_block, so it is not selected again for about a block

@@ -108,6 +108,9 @@ def test_catch_up_is_bounded_per_pass_oldest_first(tmp_path: Path, clock: FakeCl
     ticker = world.ticker()
     first = ticker.tick_once()
     assert first.dispatch.admitted == 5
+    assert [i.scheduled_at for i in world.queue.sent] == sorted(
+        i.scheduled_at for i in world.queue.sent
+    )
     for _ in range(6):
         ticker.tick_once()
     # 08:01 to 08:31, each once: all due by now, and 08:31 queued ahead.
