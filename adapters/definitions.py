@@ -99,11 +99,9 @@ OCCURRENCES = TableDefinition(
     ttl_attribute="expires_at_epoch",
 )
 
-# Leases (one item per shard: owner, epoch, expires_at, checkpoint) and
-# heartbeats (one item per component, overwritten; the tick processes are
-# members of one "tick/" item). Heartbeat items carry a TTL, so the verdicts
-# of deleted schedules and departed processes do not stay; lease items have
-# none.
+# Leases (one item per shard: owner, epoch, expires_at) and heartbeats (one
+# item per component, overwritten). Heartbeat items carry a TTL, so the
+# verdicts of deleted schedules do not stay; lease items have none.
 LEASES = TableDefinition(
     logical_id="Leases",
     env_var="DUETIME_LEASES_TABLE",
@@ -275,7 +273,6 @@ ENV_SHARDS = "DUETIME_SHARDS"
 ENV_BUCKET_S = "DUETIME_BUCKET_S"
 ENV_LOOKAHEAD_S = "DUETIME_LOOKAHEAD_S"
 ENV_PLAN_BLOCK_S = "DUETIME_PLAN_BLOCK_S"
-ENV_DIRECT_WINDOW_S = "DUETIME_DIRECT_WINDOW_S"
 ENV_TICK_BUDGET_S = "DUETIME_TICK_BUDGET_S"
 ENV_ALLOW_PRIVATE_TARGETS = "DUETIME_ALLOW_PRIVATE_TARGETS"
 ENV_WORKER_FUNCTION = "DUETIME_WORKER_FUNCTION"
@@ -335,7 +332,6 @@ FUNCTION_ENV: dict[str, tuple[str, ...]] = {
         ENV_BUCKET_S,
         ENV_LOOKAHEAD_S,
         ENV_PLAN_BLOCK_S,
-        ENV_DIRECT_WINDOW_S,
         ENV_TICK_BUDGET_S,
         ENV_PLAN_EARLY,
         ENV_CROWD_MIN,

@@ -9,22 +9,15 @@ machine is shared and absolute rates drift. Peak memory of the tick, in a
 process of its own, shows that it pages: the traced Python peak should not
 grow with N.
 
-Two paths, each with its own ceiling:
+The path timed is the deployed pass (``queued``, the only one the tick has),
+a minute before 09:00: planned, admitted by the write that stores them, and
+enqueued to become visible at 09:00. Its ceiling is those same writes. (Until
+2026-12-05 the bench also timed a tick that admitted a slot only when due,
+``--path direct`` and ``--path ahead``; that mode is gone, docs/decisions.md.)
 
-- ``direct``: the schedules are due when the tick first sees them (created
-  moments before, or a lookahead shorter than the tick's period): planned,
-  admitted by the write that materializes them, and enqueued, in one pass.
-- ``ahead``: a pass a minute before 09:00 materialized them (untimed), as the
-  default 90 s lookahead does; timed is the dispatch at 09:00, which reads
-  them back from the pending index, admits, and enqueues.
-- ``queued``: the deployed pass (``TickConfig.queue_ahead``), timed a minute
-  before 09:00: planned, admitted by the write that stores them, and enqueued
-  to become visible at 09:00. Its ceiling is the direct one (the same writes).
-
-    .venv/bin/python bench/admission.py            # both paths, 10,000 and 100,000, 3 rounds
+    .venv/bin/python bench/admission.py            # 10,000 and 100,000, 3 rounds
     .venv/bin/python bench/admission.py --quick    # 2,000 and 10,000, 1 round
-    .venv/bin/python bench/admission.py --path direct --sizes 10000 --rounds 9
-    .venv/bin/python bench/admission.py --path queued --sizes 10000 --rounds 3
+    .venv/bin/python bench/admission.py --sizes 10000 --rounds 3
 
 The queue is an outbox table in the same database file (one INSERT per
 intent, batched), so "enqueued" means durably written, as the local stack's
@@ -49,7 +42,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from adapters.sqlite.rows import _RUN_INSERT, run_row
-from adapters.sqlite.run_records import _ADMIT, _MARK_SENT
+from adapters.sqlite.run_records import _MARK_SENT
 from adapters.sqlite.schedules import _MATERIALIZE, _SCHEDULE_COLUMNS
 from adapters.sqlite.store import SqliteStore
 from adapters.sqlite.tables import us
@@ -121,16 +114,9 @@ def seed(path: str, n: int) -> None:
     store.close()
 
 
-def run_tick(
-    path: str, n: int, *, trace: bool = False, ahead: bool = False, queued: bool = False
-) -> tuple[float, int, int]:
-    """One tick process: passes until every occurrence is admitted and enqueued.
-
-    By default the occurrences are planned, admitted and enqueued in the same
-    passes (they are due when the tick first sees them: direct admission).
-    With ``ahead``, an untimed pass a minute before 09:00 materializes them
-    (as the default 90 s lookahead does), and what is timed is the dispatch at
-    09:00: reading them back, admitting, enqueueing.
+def run_tick(path: str, n: int, *, trace: bool = False) -> tuple[float, int, int]:
+    """One tick process, a minute before 09:00: passes until every occurrence
+    is planned, admitted by the write that stores it, and enqueued.
 
     With ``trace``, peak memory is traced (which slows Python down: the timed
     runs do not trace)."""
@@ -139,16 +125,10 @@ def run_tick(
     config = TickConfig(
         partitioning=Partitioning(shards=16, bucket_s=60),
         lookahead=timedelta(seconds=90),
-        queue_ahead=queued,
     )
-    clock = FixedClock(DUE - timedelta(seconds=60) if queued else DUE + timedelta(seconds=1))
+    clock = FixedClock(DUE - timedelta(seconds=60))
     ticker = build_sqlite_ticker(store, queue, clock=clock, config=config, owner="bench")
     planned = admitted = 0
-    if ahead:
-        clock.at = DUE - timedelta(seconds=60)
-        planned = ticker.tick_once().plan.materialized
-        assert planned == n and queue.count == 0, (planned, queue.count)
-        clock.at = DUE + timedelta(seconds=1)
     if trace:
         tracemalloc.start()
     started = time.perf_counter()
@@ -241,59 +221,7 @@ def raw_ceiling(path: str, n: int, batch: int = 500) -> float:
     return elapsed
 
 
-def raw_ceiling_ahead(path: str, n: int, batch: int = 500) -> float:
-    """The raw ceiling of the dispatch path (``ahead``): the occurrences are
-    written waiting (untimed), then, a shard at a time as dispatch goes, in
-    batches of at most ``batch`` that end where a shard ends, the timed
-    statements: the conditional admission (still scheduled, and its schedule
-    active), the outbox insert and the pending-flag clear."""
-    store = SqliteStore(path)
-    db = store._db
-    queue = OutboxQueue(path)
-    parts = Partitioning(shards=16, bucket_s=60)
-    planned_at = DUE - timedelta(seconds=60)
-    now = DUE + timedelta(seconds=1)
-    due_us, next_us, now_us = us(DUE), us(DUE + timedelta(days=1)), us(now)
-    slot = Slot(DUE, DUE.replace(tzinfo=None))
-    heads, rows = [], []
-    for i in range(n):
-        sid = f"sch_bench{i:08d}"
-        heads.append((next_us, due_us, sid, 1, due_us))
-        run = new_occurrence(
-            sid,
-            1,
-            slot,
-            bucket=parts.placement(DUE, planned_at),
-            shard=parts.shard(sid),
-            materialized_at=planned_at,
-        )
-        rows.append(run_row(run))
-    with store._write():
-        db.executemany(_MATERIALIZE, heads)
-        db.executemany(_RUN_INSERT, rows)
-    by_shard = sorted(rows, key=lambda r: (r[9], r[5], r[0]))
-    admits = [(now_us, r[0]) for r in by_shard]
-    intents = [(r[0], repr(DeliveryIntent(r[0], r[2], r[3], DUE).to_dict())) for r in by_shard]
-    sent = [(now_us, r[0]) for r in by_shard]
-    started = time.perf_counter()
-    at = 0
-    while at < n:
-        shard = by_shard[at][9]
-        end = at
-        while end < n and end - at < batch and by_shard[end][9] == shard:
-            end += 1
-        db.execute("BEGIN IMMEDIATE")
-        db.executemany(_ADMIT, admits[at:end])
-        db.execute("COMMIT")
-        _enqueue_and_mark_sent(db, queue, intents[at:end], sent[at:end])
-        at = end
-    elapsed = time.perf_counter() - started
-    _check_all_sent(db, n)
-    store.close()
-    return elapsed
-
-
-def memory(n: int, *, ahead: bool = False, queued: bool = False) -> tuple[float, float, float]:
+def memory(n: int) -> tuple[float, float, float]:
     """Peak memory of one tick over N due, in a fresh process so that nothing
     else (seeding, earlier rounds) is counted: the tick's traced Python peak, and
     the process's peak RSS before and after the tick (MiB). RSS also holds
@@ -303,14 +231,7 @@ def memory(n: int, *, ahead: bool = False, queued: bool = False) -> tuple[float,
         db = str(Path(tmp) / "memory.db")
         seed(db, n)
         out = subprocess.run(
-            [
-                sys.executable,
-                __file__,
-                "--memory-child",
-                str(n),
-                db,
-                "ahead" if ahead else "queued" if queued else "direct",
-            ],
+            [sys.executable, __file__, "--memory-child", str(n), db],
             check=True,
             capture_output=True,
             text=True,
@@ -331,16 +252,15 @@ def _peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**10
 
 
-def _memory_child(n: int, db: str, path: str) -> None:
+def _memory_child(n: int, db: str) -> None:
     before = _peak_rss_mib()
-    _, traced, _ = run_tick(db, n, trace=True, ahead=path == "ahead", queued=path == "queued")
+    _, traced, _ = run_tick(db, n, trace=True)
     print(traced / 2**20, before, _peak_rss_mib())
 
 
-def measure(n: int, rounds: int, *, ahead: bool = False, queued: bool = False) -> dict[str, float]:
+def measure(n: int, rounds: int) -> dict[str, float]:
     """Rounds of tick and raw ceiling side by side on fresh files, alternating
     which goes first; the ratio is taken per round, then the median."""
-    ceiling = raw_ceiling_ahead if ahead else raw_ceiling
     ticks, ceilings, ratios = [], [], []
     for i in range(rounds):
         with tempfile.TemporaryDirectory() as tmp:
@@ -349,15 +269,15 @@ def measure(n: int, rounds: int, *, ahead: bool = False, queued: bool = False) -
             seed(tick_db, n)
             seed(raw_db, n)
             if i % 2:
-                raw_s = ceiling(raw_db, n)
-                tick_s = run_tick(tick_db, n, ahead=ahead, queued=queued)[0]
+                raw_s = raw_ceiling(raw_db, n)
+                tick_s = run_tick(tick_db, n)[0]
             else:
-                tick_s = run_tick(tick_db, n, ahead=ahead, queued=queued)[0]
-                raw_s = ceiling(raw_db, n)
+                tick_s = run_tick(tick_db, n)[0]
+                raw_s = raw_ceiling(raw_db, n)
         ticks.append(tick_s)
         ceilings.append(raw_s)
         ratios.append(raw_s / tick_s)
-    traced, rss_before, rss_after = memory(n, ahead=ahead, queued=queued)
+    traced, rss_before, rss_after = memory(n)
     tick_s = statistics.median(ticks)
     return {
         "n": n,
@@ -378,40 +298,29 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="2,000 and 10,000, one round")
     parser.add_argument("--rounds", type=int, default=None)
     parser.add_argument("--sizes", type=int, nargs="+", default=None)
-    parser.add_argument(
-        "--path",
-        choices=("direct", "ahead", "queued", "both"),
-        default="both",
-        help="direct: due when first planned; ahead: materialized a minute before, then "
-        "dispatched (default: both)",
-    )
-    parser.add_argument(
-        "--memory-child", nargs=3, metavar=("N", "DB", "PATH"), help=argparse.SUPPRESS
-    )
+    parser.add_argument("--memory-child", nargs=2, metavar=("N", "DB"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.memory_child:
-        n, db, path = args.memory_child
-        _memory_child(int(n), db, path)
+        n, db = args.memory_child
+        _memory_child(int(n), db)
         return
     sizes = args.sizes or ((2_000, 10_000) if args.quick else (10_000, 100_000))
     rounds = args.rounds or (1 if args.quick else 3)
-    paths = ("direct", "ahead") if args.path == "both" else (args.path,)
     print(
         f"admission on SQLite: one tick process, 16 shards; medians of {rounds} round(s), "
         "ratio = raw ceiling time / tick time per round (median, min-max)"
     )
     header = ("path", "schedules", "tick s", "occ/s", "raw occ/s", "ratio", "min-max", "traced")
     print("{:>6} {:>10} {:>7} {:>8} {:>9} {:>6} {:>9} {:>7} {:>13}".format(*header, "rss"))
-    for path in paths:
-        for n in sizes:
-            r = measure(n, rounds, ahead=path == "ahead", queued=path == "queued")
-            spread = f"{r['ratio_min']:.0%}-{r['ratio_max']:.0%}"
-            rss = f"{r['rss_before_mib']:.0f}->{r['rss_after_mib']:.0f}"
-            print(
-                f"{path:>6} {r['n']:>10,} {r['tick_s']:>7.2f} {r['tick_per_s']:>8,.0f} "
-                f"{r['raw_per_s']:>9,.0f} {r['ratio']:>6.0%} {spread:>9} "
-                f"{r['traced_mib']:>5.1f}Mi {rss:>11}Mi"
-            )
+    for n in sizes:
+        r = measure(n, rounds)
+        spread = f"{r['ratio_min']:.0%}-{r['ratio_max']:.0%}"
+        rss = f"{r['rss_before_mib']:.0f}->{r['rss_after_mib']:.0f}"
+        print(
+            f"{'queued':>6} {r['n']:>10,} {r['tick_s']:>7.2f} {r['tick_per_s']:>8,.0f} "
+            f"{r['raw_per_s']:>9,.0f} {r['ratio']:>6.0%} {spread:>9} "
+            f"{r['traced_mib']:>5.1f}Mi {rss:>11}Mi"
+        )
 
 
 if __name__ == "__main__":

@@ -105,9 +105,7 @@ def tick_config(settings: Settings) -> TickConfig:
         partitioning=partitioning(settings),
         lookahead=timedelta(seconds=settings.lookahead_s),
         plan_block=timedelta(seconds=settings.plan_block_s),
-        direct_window=timedelta(seconds=settings.direct_window_s),
         lease_ttl=timedelta(seconds=settings.lease_ttl_s),
-        queue_ahead=True,
         plan_budget=timedelta(seconds=settings.tick_budget_s) if settings.tick_budget_s else None,
     )
 

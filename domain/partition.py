@@ -5,15 +5,9 @@
   process, so it is never used).
 - ``bucket`` = floor(instant / bucket width), counted from the Unix epoch.
 
-An occurrence is placed in the bucket of ``max(scheduled_at, materialized_at)``,
-so one materialized late (a missed scan, a backfill, a trigger) lands in a
-bucket the dispatcher has not walked past yet.
-
-A dispatcher walks a shard's buckets from its *checkpoint*, the lowest bucket
-that may still hold pending work. It advances the checkpoint past bucket b
-only when b ended at least one bucket width plus a safety margin ago and holds
-nothing pending: a planner that read its clock inside bucket b commits within
-that time, or its write is refused by the schedule's condition and retried.
+An occurrence is placed in the bucket of ``max(scheduled_at, materialized_at)``.
+A dispatcher walks a shard's buckets from the earliest that holds pending work
+up to the bucket of its reach.
 """
 
 from __future__ import annotations
@@ -55,7 +49,6 @@ class Partitioning:
 
     shards: int = 16
     bucket_s: int = 60
-    safety_margin: timedelta = timedelta(seconds=30)
 
     def __post_init__(self) -> None:
         if self.shards < 1:
@@ -72,19 +65,3 @@ class Partitioning:
     def placement(self, scheduled_at: datetime, materialized_at: datetime) -> int:
         """The bucket an occurrence waits in: that of max(scheduled_at, materialized_at)."""
         return self.bucket(max(scheduled_at, materialized_at))
-
-    def first_open_bucket(self, now: datetime) -> int:
-        """The lowest bucket a write that starts now or later may still land in.
-
-        Every bucket below it ended at least one bucket width plus the margin
-        ago; a checkpoint may move past such a bucket once it holds nothing
-        pending.
-        """
-        return self.bucket(now - timedelta(seconds=self.bucket_s) - self.safety_margin)
-
-    def next_checkpoint(self, checkpoint: int, earliest_pending: int | None, now: datetime) -> int:
-        """Where the checkpoint may move: never past pending work nor an open bucket."""
-        limit = self.first_open_bucket(now)
-        if earliest_pending is not None:
-            limit = min(limit, earliest_pending)
-        return max(checkpoint, limit)

@@ -38,9 +38,6 @@ class Settings(BaseModel):
     # schedule's runs. 0: filled up to the lookahead. lookahead + block is at
     # most MAX_BLOCK_REACH_S (everything filled is queued with a delay).
     plan_block_s: int = Field(default=0, ge=0, le=MAX_BLOCK_REACH_S)
-    # Slots due less than this long ago when planned are admitted by the write
-    # that stores them (docs/decisions.md); 0 sends every slot through dispatch.
-    direct_window_s: int = Field(default=60, ge=0, le=3600)
     # How long ``run_tick`` repeats passes; the Lambda handler runs one pass
     # per invocation, and the stack sizes the tick's timeout from it.
     tick_budget_s: float = Field(default=50.0, ge=0)
@@ -117,7 +114,6 @@ class Settings(BaseModel):
             "bucket_s": d.ENV_BUCKET_S,
             "lookahead_s": d.ENV_LOOKAHEAD_S,
             "plan_block_s": d.ENV_PLAN_BLOCK_S,
-            "direct_window_s": d.ENV_DIRECT_WINDOW_S,
             "tick_budget_s": d.ENV_TICK_BUDGET_S,
             "lease_ttl_s": "DUETIME_LEASE_TTL_S",
             "allow_private_targets": d.ENV_ALLOW_PRIVATE_TARGETS,

@@ -39,7 +39,7 @@ def run_tick(
     fields: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Plan + dispatch passes until ``budget_s`` is used up (at least one pass),
-    then release the shards and the membership, also when a pass fails: the
+    then release the shards, also when a pass fails: the
     next invocation (here or in another container) takes every shard at once
     rather than waiting for these leases to expire."""
     logger()  # built first: a pass's own log lines (a quarantine) go through it
@@ -83,11 +83,6 @@ def run_tick(
                 logger().warning(
                     "dispatch stopped at its deadline: the next pass dispatches the rest",
                     extra={"admitted": report.dispatch.admitted},
-                )
-            if report.dispatch.checkpoint_refused:
-                logger().warning(
-                    "lease lost while dispatching",
-                    extra={"shards": report.dispatch.checkpoint_refused},
                 )
             if monotonic() + interval_s >= deadline:
                 break

@@ -71,7 +71,6 @@ class Settings:
     # this much further, so a frequent schedule is planned once a block, not
     # once a pass (docs/decisions.md, "A block"). lookahead + block <= 840 s.
     plan_block_s: int = 300
-    direct_window_s: int = 60
     tick_budget_s: int = 50
     # The tick's memory, hence its share of a vCPU (a full one at 1769 MB): a
     # planning pass's CPU is what bounds how many occurrences one pass plans.
@@ -132,8 +131,6 @@ class Settings:
                 f"{PREFIX}planBlockS: lookaheadS + planBlockS must be at most "
                 f"{MAX_BLOCK_REACH_S} seconds, got {self.lookahead_s} + {self.plan_block_s}"
             )
-        if not 0 <= self.direct_window_s <= 3600:
-            raise SettingError(f"{PREFIX}directWindowS: must be between 0 and 3600 seconds")
         if self.tick_reserved_concurrency < 0:
             raise SettingError(f"{PREFIX}tickReservedConcurrency: must be 0 or more")
         if (
@@ -232,7 +229,6 @@ class Settings:
             bucket_s=read("bucketS", _int, d.bucket_s),
             lookahead_s=read("lookaheadS", _int, d.lookahead_s),
             plan_block_s=read("planBlockS", _int, d.plan_block_s),
-            direct_window_s=read("directWindowS", _int, d.direct_window_s),
             tick_budget_s=read("tickBudgetS", _int, d.tick_budget_s),
             tick_memory_mb=read("tickMemoryMB", _int, d.tick_memory_mb),
             tick_reserved_concurrency=read(

@@ -469,7 +469,6 @@ class Lease:
     owner: str
     epoch: int
     expires_at: datetime
-    checkpoint: int | None = None  # the lowest bucket that may still hold pending work
 
     def live(self, now: datetime) -> bool:
         return self.expires_at > now
@@ -495,12 +494,7 @@ class LeaseStore(ABC):
 
     @abstractmethod
     def release(self, shard: int, owner: str, epoch: int, now: datetime) -> bool:
-        """Expire the lease now (keeping epoch and checkpoint). Condition: owner and epoch."""
-
-    @abstractmethod
-    def set_checkpoint(self, shard: int, owner: str, epoch: int, checkpoint: int) -> bool:
-        """Move the checkpoint. Condition: the lease has ``owner`` and ``epoch``,
-        and the checkpoint does not move backwards."""
+        """Expire the lease now (keeping its epoch). Condition: owner and epoch."""
 
     @abstractmethod
     def leases(self) -> list[Lease]:
@@ -514,19 +508,15 @@ class LeaseStore(ABC):
     def heartbeat(self, component: str) -> Heartbeat | None: ...
 
     @abstractmethod
-    def heartbeats(self, prefix: str) -> list[Heartbeat]:
-        """Every heartbeat whose component starts with ``prefix``, by component."""
-
-    @abstractmethod
     def heartbeats_of(self, components: Sequence[str]) -> dict[str, Heartbeat]:
-        """The heartbeats of these components (none with a "/") that exist, by
+        """The heartbeats of these components that exist, by
         component: one read for a page of them. It may miss a write of a moment
         ago (DynamoDB reads it eventually consistent): decide nothing on it that
         a conditional write (``beat_if``) does not check again."""
 
     @abstractmethod
     def beat_if(self, heartbeat: Heartbeat, expected_at: datetime | None) -> bool:
-        """Write ``heartbeat`` (a component without "/") only if its record is the
+        """Write ``heartbeat`` only if its record is the
         one last beaten at ``expected_at`` (None: there is no record). False when
         another writer changed it first; nothing is written then."""
 

@@ -589,13 +589,11 @@ def record_changes(before: Run, after: Run) -> tuple[dict[str, Any], list[str]]:
 
 def lease_from_item(item: Mapping[str, Any]) -> Lease:
     v = plain(item)
-    checkpoint = v.get("checkpoint")
     return Lease(
         shard=int(v["shard"]),
         owner=str(v["owner"]),
         epoch=int(v["epoch"]),
         expires_at=from_iso(v["expires_at"]),
-        checkpoint=None if checkpoint is None else int(checkpoint),
     )
 
 

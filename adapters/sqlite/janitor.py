@@ -8,8 +8,7 @@ janitor pass removes what no promise needs any more:
   theirs by TTL after the same 90 days by default), batched, never anything
   waiting, admitted, running or retrying (``SqliteStore.purge_history``);
 - dead letters that died more than the retention ago (``SqliteQueue.purge_dead``);
-- the membership heartbeats of tick processes that stopped (one per process
-  start) and the watchdog verdicts of deleted schedules;
+- the watchdog verdicts of deleted schedules;
 - command targets' output logs last written more than the retention ago
   (``logs``, adapters/targets/command.py), so a run's log goes with its record.
 
@@ -36,9 +35,6 @@ if TYPE_CHECKING:
 DEFAULT_RETENTION: Final = timedelta(days=90)  # as the AWS tables' TTL
 MIN_RETENTION: Final = timedelta(hours=1)
 MAX_RETENTION: Final = timedelta(days=3650)
-# A tick process's membership row counts while younger than the lease TTL (at
-# most an hour, handlers/settings.py); an older one is a process that stopped.
-MEMBER_STALE: Final = timedelta(hours=1)
 # How often the local stack runs a pass.
 JANITOR_INTERVAL_S: Final = 300.0
 _UNITS: Final = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -112,7 +108,6 @@ class Janitor:
 
     def run_once(self) -> JanitorReport:
         from service.alerts import ALERT_PREFIX
-        from service.planning.membership import MEMBER_PREFIX
         from service.watchdog import ACK_PREFIX, WATCH_PREFIX
 
         if isinstance(self.between_batches, _Pacer):
@@ -121,8 +116,7 @@ class Janitor:
         before = now - self.retention
         runs = self.store.purge_history(before, between_batches=self.between_batches)
         dead = self.queue.purge_dead(before)
-        beats = self.store.purge_heartbeats(MEMBER_PREFIX, now - MEMBER_STALE)
-        beats += self.store.purge_orphan_heartbeats(WATCH_PREFIX)
+        beats = self.store.purge_orphan_heartbeats(WATCH_PREFIX)
         beats += self.store.purge_orphan_heartbeats(ACK_PREFIX)
         beats += self.store.purge_orphan_heartbeats(ALERT_PREFIX)
         logs = 0 if self.logs is None else purge_logs(self.logs, before)

@@ -21,13 +21,13 @@ class SqliteLeases(Tables, LeaseStore):
         now_us = us(now)
         with self._write() as db:
             row = db.execute(
-                "INSERT INTO leases (shard, owner, epoch, expires_at, checkpoint) "
-                "VALUES (?, ?, 1, ?, NULL) ON CONFLICT (shard) DO UPDATE SET "
+                "INSERT INTO leases (shard, owner, epoch, expires_at) "
+                "VALUES (?, ?, 1, ?) ON CONFLICT (shard) DO UPDATE SET "
                 "epoch = CASE WHEN leases.owner = excluded.owner AND leases.expires_at > ? "
                 "THEN leases.epoch ELSE leases.epoch + 1 END, "
                 "owner = excluded.owner, expires_at = excluded.expires_at "
                 "WHERE leases.owner = excluded.owner OR leases.expires_at <= ? "
-                "RETURNING shard, owner, epoch, expires_at, checkpoint",
+                "RETURNING shard, owner, epoch, expires_at",
                 (shard, owner, us(now + ttl), now_us, now_us),
             ).fetchone()
         return None if row is None else _lease(row)
@@ -42,21 +42,8 @@ class SqliteLeases(Tables, LeaseStore):
                 == 1
             )
 
-    def set_checkpoint(self, shard: int, owner: str, epoch: int, checkpoint: int) -> bool:
-        with self._write() as db:
-            return (
-                db.execute(
-                    "UPDATE leases SET checkpoint = ? WHERE shard = ? AND owner = ? AND epoch = ? "
-                    "AND (checkpoint IS NULL OR checkpoint <= ?)",
-                    (checkpoint, shard, owner, epoch, checkpoint),
-                ).rowcount
-                == 1
-            )
-
     def leases(self) -> list[Lease]:
-        rows = self._read(
-            "SELECT shard, owner, epoch, expires_at, checkpoint FROM leases ORDER BY shard"
-        )
+        rows = self._read("SELECT shard, owner, epoch, expires_at FROM leases ORDER BY shard")
         return [_lease(r) for r in rows]
 
     def beat(self, heartbeat: Heartbeat) -> None:
@@ -65,17 +52,6 @@ class SqliteLeases(Tables, LeaseStore):
                 "INSERT INTO heartbeats VALUES (?, ?, ?) ON CONFLICT (component) DO UPDATE SET "
                 "at = excluded.at, detail = excluded.detail",
                 (heartbeat.component, us(heartbeat.at), json.dumps(dict(heartbeat.detail))),
-            )
-
-    def purge_heartbeats(self, prefix: str, stale_before: datetime) -> int:
-        """Remove the heartbeats under ``prefix`` last written before ``stale_before``
-        (a tick process that stopped leaves its membership row behind)."""
-        with self._write() as db:
-            return int(
-                db.execute(
-                    "DELETE FROM heartbeats WHERE substr(component, 1, ?) = ? AND at < ?",
-                    (len(prefix), prefix, us(stale_before)),
-                ).rowcount
             )
 
     def purge_orphan_heartbeats(self, prefix: str) -> int:
@@ -95,14 +71,6 @@ class SqliteLeases(Tables, LeaseStore):
         if not rows:
             return None
         return Heartbeat(component, from_us(rows[0][0]), json.loads(rows[0][1]))
-
-    def heartbeats(self, prefix: str) -> list[Heartbeat]:
-        rows = self._read(
-            "SELECT component, at, detail FROM heartbeats "
-            "WHERE substr(component, 1, ?) = ? ORDER BY component",
-            (len(prefix), prefix),
-        )
-        return [Heartbeat(r[0], from_us(r[1]), json.loads(r[2])) for r in rows]
 
     def heartbeats_of(self, components: Sequence[str]) -> dict[str, Heartbeat]:
         found: dict[str, Heartbeat] = {}
@@ -134,6 +102,4 @@ class SqliteLeases(Tables, LeaseStore):
 
 
 def _lease(row: Sequence[Any]) -> Lease:
-    return Lease(
-        shard=row[0], owner=row[1], epoch=row[2], expires_at=from_us(row[3]), checkpoint=row[4]
-    )
+    return Lease(shard=row[0], owner=row[1], epoch=row[2], expires_at=from_us(row[3]))

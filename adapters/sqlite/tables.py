@@ -109,8 +109,7 @@ CREATE TABLE IF NOT EXISTS leases (
     shard INTEGER PRIMARY KEY,
     owner TEXT NOT NULL,
     epoch INTEGER NOT NULL,
-    expires_at INTEGER NOT NULL,
-    checkpoint INTEGER
+    expires_at INTEGER NOT NULL
 );
 CREATE TABLE IF NOT EXISTS heartbeats (
     component TEXT PRIMARY KEY,

@@ -14,8 +14,8 @@ stack's interval locally) does, in order:
    closed by the start decision); ``outbox.DirectAdmission`` admits as it
    stores, in the shards dispatch says are ready.
 3. **Dispatch** (``dispatch.Dispatcher.dispatch``): in the shards this process
-   holds (``membership``: leases shared by heartbeat), admit or close the
-   pending records that are due, oldest first, and send the intents of the
+   leases when it has work there, admit or close the pending records due
+   within the ahead reach, oldest first, and send the intents of the
    admitted (``outbox``: sent, then marked sent).
 4. **Plan early** (``Planner.plan_early``), when the budget leaves time:
    seeds and crowded instants beyond the lookahead, so a crowd is planned

@@ -7,8 +7,12 @@ Three reaches, all measured from a pass's own ``now``:
 - the **fill** (lookahead + ``plan_block``) is how far a selected schedule's
   slots are stored, so a frequent schedule is selected again only about a
   block later (a block trades the reach of an edit for fewer plannings);
-- the **ahead** (the fill, with ``queue_ahead``) is how far before its due
+- the **ahead** (the fill, at most MAX_QUEUE_AHEAD) is how far before its due
   time a slot is admitted and its intent queued, held back by the queue.
+
+Every slot within the ahead is admitted when it is planned, or by dispatch
+when a pass meets it waiting, and its intent is sent with a delay up to its
+due second, so a deployment needs one pass a minute.
 """
 
 from __future__ import annotations
@@ -45,16 +49,6 @@ class TickConfig:
     # its leases instead of being cut off at the function's timeout.
     plan_budget: timedelta | None = None
     admit_limit: int = 20_000  # per shard per pass
-    # Slots due less than this long ago when stored may be admitted by the
-    # write that stores them (service/planning/outbox.py, ``DirectAdmission``);
-    # zero turns direct admission off.
-    direct_window: timedelta = timedelta(seconds=60)
-    # Queue ahead (what deployments run: one pass a minute): every slot within
-    # the lookahead (at most MAX_QUEUE_AHEAD) is admitted when it is planned,
-    # or by dispatch when that pass meets it waiting, and its intent is sent
-    # with a delay up to its due second. Off: a slot is admitted when it is
-    # due, which needs a pass every second or so.
-    queue_ahead: bool = False
     # A block (hysteresis): a schedule is still selected when its next slot
     # falls within the lookahead, but then filled with every slot up to
     # lookahead + plan_block, so it is not selected again for about a block
@@ -93,18 +87,11 @@ class TickConfig:
     def ahead(self) -> timedelta:
         """How far ahead of its due time a pass admits and queues a slot:
         everything it fills, block included (at most MAX_QUEUE_AHEAD)."""
-        if not self.queue_ahead:
-            return timedelta(0)
         return min(self.fill, MAX_QUEUE_AHEAD)
 
     @property
     def plans_early(self) -> bool:
         """Whether a pass may plan seeds beyond its lookahead with the time its
-        budget leaves (``Planner.plan_early``): it is on, queues ahead, fills a
-        block beyond the lookahead, and has a budget."""
-        return (
-            self.plan_early
-            and self.queue_ahead
-            and self.plan_block > timedelta(0)
-            and self.plan_budget is not None
-        )
+        budget leaves (``Planner.plan_early``): it is on, fills a block beyond
+        the lookahead, and has a budget."""
+        return self.plan_early and self.plan_block > timedelta(0) and self.plan_budget is not None

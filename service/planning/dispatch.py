@@ -1,32 +1,33 @@
-"""Dispatch: admit or close the pending records that are due, and send the admitted.
+"""Dispatch: admit or close the pending records due within the pass's reach, and send the admitted.
 
-For each shard it holds a lease on, a pass walks the buckets from where the
-shard's work starts and takes the pending records due by its reach, oldest
+Per shard, one read of its earliest pending bucket; only a shard with pending
+work due within the ``ahead`` reach is leased (``Dispatcher.lease``) and
+walked, from that bucket, taking the pending records due by the reach, oldest
 first, in batches, at most ``admit_limit`` per shard per pass (direct
-admissions included), so a long outage cannot flood the workers. Each record
-is admitted (the conditional ``scheduled -> admitted``) or closed, as the start
-decision says (service/planning/judge.py); the intents of the admitted are sent,
-then marked sent (service/planning/outbox.py). Admitted records never marked
-sent are sent again.
+admissions included), so a long outage cannot flood the workers. An idle pass
+takes no lease. Each record is admitted (the conditional ``scheduled ->
+admitted``) or closed, as the start decision says
+(service/planning/judge.py); the intents of the admitted are sent, held back
+until their due second, then marked sent (service/planning/outbox.py).
+Admitted records never marked sent are sent again.
 
-- **Due now** (a pass without queue ahead): every shard of the process's fair
-  share is walked from its checkpoint up to now, and the checkpoint then moves
-  as far as ``Partitioning.next_checkpoint`` allows, by a write fenced by the
-  lease epoch.
-- **Queue ahead**: one read of each shard's earliest pending bucket; only a
-  shard with pending work due within the ``ahead`` reach is leased and walked,
-  from that bucket, and no checkpoint is written. An idle pass takes no lease.
+**Leases.** Several tick processes may share the shards. A pass leases a shard
+only when it has work there (pending records due within its reach, or slots
+to admit as it stores them); another process meets the shard held and leaves
+it. A lease is fenced by its epoch (a number that only grows) and renewed once
+less than half its TTL is left, so a busy pass hardly writes it. The leases
+held are the one state that outlives a pass.
 """
 
 from __future__ import annotations
 
+import random
 from datetime import datetime
 
 from domain.run import PendingOccurrence, Run, RunStatus
 from domain.schedule import QUARANTINED, QuarantineComponent
 from service.planning import judge
 from service.planning.config import TickConfig
-from service.planning.membership import Membership
 from service.planning.outbox import DirectAdmission, send_intents
 from service.planning.pass_state import DispatchReport, PassState
 from service.ports import Clock, Closure, DeliveryQueue, Lease, Store
@@ -47,103 +48,77 @@ class Dispatcher:
         self.clock = clock
         self.config = config
         self.owner = owner
-        self.membership = Membership(store, clock, config, owner)
+        self.held: dict[int, Lease] = {}
+        # The order this process visits shards in: its own, so that processes
+        # starting together reach for different shards first.
+        self.order = list(range(config.partitioning.shards))
+        random.Random(owner).shuffle(self.order)
         # The planner admits as it stores only in shards this dispatcher says are ready.
         self.direct = DirectAdmission(store, queue, self._ready)
 
-    def acquire_leases(self, now: datetime) -> list[Lease]:
-        return self.membership.acquire_leases(now)
+    def lease(self, shard: int, now: datetime) -> Lease | None:
+        """This process's live lease on ``shard`` (taken or renewed when less
+        than half its TTL is left), or None when another process holds it."""
+        ttl = self.config.lease_ttl
+        held = self.held.get(shard)
+        if held is not None and held.expires_at - now > ttl / 2:
+            return held
+        lease = self.store.acquire(shard, self.owner, now, ttl)
+        if lease is None:
+            self.held.pop(shard, None)
+            return None
+        self.held[shard] = lease
+        return lease
 
     def release_all(self) -> None:
-        self.membership.release_all()
+        """Release every lease held, so the next process takes the shards at
+        once instead of waiting for the leases to expire."""
+        now = self.clock.now()
+        for lease in self.held.values():
+            self.store.release(lease.shard, lease.owner, lease.epoch, now)
+        self.held = {}
 
     def dispatch(self, state: PassState) -> DispatchReport:
         """Dispatch the shards this process holds (taking or renewing their
         leases) into the pass's report; no batch is started after the pass's
         ``deadline`` (what is left stays pending, for the next pass)."""
         now = self.clock.now()
-        if self.config.queue_ahead:
-            self._dispatch_ahead(now, state)
-        else:
-            leases = self.acquire_leases(now)
-            state.dispatch.shards = [lease.shard for lease in leases]
-            for lease in leases:
-                self._dispatch_shard(lease, now, state)
+        parts = self.config.partitioning
+        due_by = now + self.config.ahead
+        to_bucket = parts.bucket(due_by)
+        for shard in self.order:
+            if self._out_of_time(state):
+                break
+            earliest = self.store.earliest_pending_bucket(shard)
+            if earliest is None or earliest > to_bucket:
+                continue
+            if self.lease(shard, now) is None:
+                continue  # another process holds it; it dispatches the shard
+            state.dispatch.shards.append(shard)
+            self._walk(shard, earliest, to_bucket, due_by, now, state)
+        state.dispatch.shards.sort()
         return state.dispatch
 
     # --- readiness for direct admission -----------------------------------------------------
 
-    def _ready(self, state: PassState, shard: int) -> int:
+    def _ready(self, shard: int) -> int:
         """How many slots the planner may admit as it stores in ``shard`` this
         pass: ``admit_limit`` when the pass holds the shard and nothing pending
-        there is due (a backlog goes first, through dispatch), else none. Leases
-        are taken the first time the planner asks, so a pass with nothing due
-        to admit directly costs nothing more."""
+        there is due (a backlog goes first, through dispatch), else none. A
+        shard's lease is taken the first time the planner asks, so a pass with
+        nothing to admit directly costs nothing more."""
         now = self.clock.now()
         to_bucket = self.config.partitioning.bucket(now)
-        if self.config.queue_ahead:
-            if self.membership.lease(shard, now) is None:
-                return 0
-            start = self.store.earliest_pending_bucket(shard)
-            if start is None or start > to_bucket:
-                return self.config.admit_limit  # nothing pending is due
-        else:
-            if state.leases is None:
-                state.leases = {lease.shard: lease for lease in self.acquire_leases(now)}
-            lease = state.leases.get(shard)
-            if lease is None or not lease.live(now):
-                return 0
-            start = self._start_bucket(lease, now)
+        if self.lease(shard, now) is None:
+            return 0
+        start = self.store.earliest_pending_bucket(shard)
+        if start is None or start > to_bucket:
+            return self.config.admit_limit  # nothing pending is due
         if self.store.pending_due(shard, start, to_bucket, now, 1):
             return 0
         return self.config.admit_limit
 
     # --- walking ------------------------------------------------------------------------------
-
-    def _dispatch_ahead(self, now: datetime, state: PassState) -> None:
-        """Per shard, one read of its earliest pending bucket; only a shard with
-        pending work due within the ``ahead`` reach is leased and walked."""
-        parts = self.config.partitioning
-        due_by = now + self.config.ahead
-        to_bucket = parts.bucket(due_by)
-        for shard in self.membership.order:
-            if self._out_of_time(state):
-                return
-            earliest = self.store.earliest_pending_bucket(shard)
-            if earliest is None or earliest > to_bucket:
-                continue
-            lease = self.membership.lease(shard, now)
-            if lease is None:
-                continue  # another process holds it; it dispatches the shard
-            state.dispatch.shards.append(shard)
-            self._walk(shard, earliest, to_bucket, due_by, now, state)
-        state.dispatch.shards.sort()
-
-    def _start_bucket(self, lease: Lease, now: datetime) -> int:
-        """The bucket dispatch starts from: the lease's checkpoint, or for a
-        shard never checkpointed, the earliest pending one (or the first open)."""
-        if lease.checkpoint is not None:
-            return lease.checkpoint
-        parts = self.config.partitioning
-        earliest = self.store.earliest_pending_bucket(lease.shard)
-        start = parts.first_open_bucket(now)
-        return start if earliest is None else min(start, earliest)
-
-    def _dispatch_shard(self, lease: Lease, now: datetime, state: PassState) -> None:
-        parts = self.config.partitioning
-        shard = lease.shard
-        if not lease.live(now):
-            return  # lost it while stalled; acquire_leases decides again next pass
-        if self._out_of_time(state):
-            return  # the checkpoint stays: the next pass walks from it
-        checkpoint = self._start_bucket(lease, now)
-        self._walk(shard, checkpoint, parts.bucket(now), now, now, state)
-        earliest = self.store.earliest_pending_bucket(shard, checkpoint)
-        target = parts.next_checkpoint(checkpoint, earliest, now)
-        if target != lease.checkpoint and not self.store.set_checkpoint(
-            shard, self.owner, lease.epoch, target
-        ):
-            state.dispatch.checkpoint_refused.append(shard)
 
     def _walk(
         self,

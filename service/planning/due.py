@@ -7,11 +7,12 @@ A slot is stored as one of three things:
 - **closed**, when it is already due and the start decision does not admit it
   (superseded, expired): recorded at once, never sent;
 - **admitted**, when it may be admitted by the write that stores it: it is due
-  and was due less than ``direct_window`` ago, or it is not due yet but falls
-  within the pass's ``ahead`` reach (queue ahead: admitted as of its instant,
-  its intent held back by the queue until then);
-- **waiting**, otherwise: dispatch admits it when it comes due (or the write
-  could not admit it in this shard: ``DirectAdmission.room``).
+  and the start decision admits it, or it is not due yet but falls within the
+  pass's ``ahead`` reach (admitted as of its instant, its intent held back by
+  the queue until then);
+- **waiting**, otherwise (beyond the queue's reach, or its shard had no room
+  for it this pass: ``DirectAdmission.room``): dispatch admits it when a pass
+  meets it within reach.
 
 A step (one pass's plan, its planning early, one API call's ``PlanNow``)
 computes each slot list once and shares it between every schedule with the
@@ -67,7 +68,6 @@ class DueSlots:
         self.config = config
         self.now = now
         self.fill = fill
-        self.fresh_from = now - config.direct_window  # due after it: admitted as stored
         self.ahead_until = now + config.ahead  # not due, due by it: admitted ahead
         # Found by the ids of spec and policy (cheap; the SQLite store hands out one
         # object per stored text), else by their value. An entry holds the objects
@@ -132,7 +132,7 @@ class DueSlots:
                         skipped += 1
                     else:
                         expired += 1
-                elif slot.scheduled_at > self.fresh_from:
+                else:
                     admitted = OccurrenceMold(
                         slot, bucket=bucket, materialized_at=now, admitted_at=now
                     )

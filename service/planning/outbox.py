@@ -68,9 +68,7 @@ class DirectAdmission:
     admitted: ``ready`` says how many a shard may take in a pass (asked once
     per shard and pass; the room left is the pass's)."""
 
-    def __init__(
-        self, store: Store, queue: DeliveryQueue, ready: Callable[[PassState, int], int]
-    ) -> None:
+    def __init__(self, store: Store, queue: DeliveryQueue, ready: Callable[[int], int]) -> None:
         self.store = store
         self.queue = queue
         self.ready = ready
@@ -79,7 +77,7 @@ class DirectAdmission:
         """How many more occurrences the pass may admit directly in ``shard``."""
         room = state.room.get(shard)
         if room is None:
-            room = state.room[shard] = self.ready(state, shard)
+            room = state.room[shard] = self.ready(shard)
         return room
 
     def take(self, state: PassState, shard: int, count: int) -> None:

@@ -1,12 +1,11 @@
 """The state of one pass: made when the pass begins, dropped when it ends.
 
 Everything a pass learns or counts lives here, not on the long-lived planner,
-dispatcher or membership, so one pass cannot leak into the next: its reports,
+dispatcher, so one pass cannot leak into the next: its reports,
 the deadline of its dispatch, the room each shard has left for direct
 admission, what it admitted directly per shard, and which intents it sent.
 The store's memory of the pass's planning (``PlanSession``) is here too.
-What outlives a pass is the membership's (the leases held, the last
-heartbeat; service/planning/membership.py).
+What outlives a pass is the dispatcher's leases (service/planning/dispatch.py).
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from service.ports import Lease, PlanSession
+from service.ports import PlanSession
 
 if TYPE_CHECKING:
     from service.planning.outbox import DirectAdmission
@@ -48,7 +47,6 @@ class DispatchReport:
     skipped: int = 0
     expired: int = 0
     max_lag_s: float | None = None  # the largest admitted_at - scheduled_at this pass
-    checkpoint_refused: list[int] = field(default_factory=list)
     quarantined: list[str] = field(default_factory=list)  # schedule ids set aside
     out_of_time: bool = False  # stopped at its deadline with pending work left
 
@@ -86,9 +84,6 @@ class PassState:
     # Intents this pass sent: an index read just after they were marked sent
     # may still show them pending (DynamoDB's indexes are eventually consistent).
     sent: set[str] = field(default_factory=set)
-    # The leases a pass that does not queue ahead read for direct admission
-    # (once, the first time the planner asks).
-    leases: dict[int, Lease] | None = None
     # What the store keeps between this pass's planning calls (its read of
     # the plan, whether it holds the plan lease): asked of the store the first
     # time the pass plans (``Store.plan_session``), never kept on the store.

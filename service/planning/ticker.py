@@ -58,15 +58,14 @@ class Ticker:
     def tick_once(self) -> TickReport:
         config = self.config
         began = self.clock.now()
-        admits_directly = config.direct_window > timedelta(0) or config.queue_ahead
-        state = PassState(began, self.dispatcher.direct if admits_directly else None)
+        state = PassState(began, self.dispatcher.direct)
         plan = self.planner.plan(state)
         budget = config.plan_budget
         if budget is not None:
             # At least the overrun after the plan, which may end past the budget by a page.
             state.deadline = max(began + budget, self.clock.now()) + DISPATCH_OVERRUN
         dispatch = self.dispatcher.dispatch(state)
-        if admits_directly and config.plans_early and not plan.out_of_time:
+        if config.plans_early and not plan.out_of_time:
             self._plan_early(state)
         at = self.clock.now()
         self.store.beat(
@@ -101,7 +100,7 @@ class Ticker:
             self.planner.plan_early(state, deadline)
 
     def release(self) -> None:
-        """Give up the shards and the membership: the process stops ticking."""
+        """Give up the shards: the process stops ticking."""
         self.dispatcher.release_all()
 
     def ticks(self) -> Iterator[TickReport]:
@@ -133,7 +132,7 @@ class PlanNow:
         self.planner = Planner(store, clock, config)
         self.horizon = config.lookahead
         limit = config.admit_limit
-        self.direct = DirectAdmission(store, queue, lambda _state, _shard: limit)
+        self.direct = DirectAdmission(store, queue, lambda _shard: limit)
 
     def plan(self, schedule: DueSchedule) -> bool:
         """Plan one schedule's slots within the horizon now. True when

@@ -35,7 +35,6 @@ START = utc("2026-12-01T08:00:00Z")
 CONFIG = TickConfig(
     partitioning=Partitioning(shards=1, bucket_s=60),
     lookahead=timedelta(seconds=90),
-    queue_ahead=True,
 )
 WEBHOOK = {"type": "webhook", "url": "https://example.com/hook"}
 

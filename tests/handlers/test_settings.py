@@ -13,10 +13,10 @@ from handlers.settings import Settings
 
 
 def test_the_tick_takes_its_windows_from_the_environment() -> None:
-    settings = Settings.from_env({d.ENV_LOOKAHEAD_S: "120", d.ENV_DIRECT_WINDOW_S: "15"})
+    settings = Settings.from_env({d.ENV_LOOKAHEAD_S: "120", d.ENV_PLAN_BLOCK_S: "300"})
     config = tick_config(settings)
     assert config.lookahead == timedelta(seconds=120)
-    assert config.direct_window == timedelta(seconds=15)
+    assert config.plan_block == timedelta(seconds=300)
 
 
 def test_a_crowd_on_the_chain_is_what_a_surge_starts_for() -> None:
@@ -44,18 +44,6 @@ def test_a_crowd_of_none_is_refused() -> None:
 
     with pytest.raises(ValueError, match="crowd_min must be at least 1, got 0"):
         TickConfig(crowd_min=0)
-
-
-def test_defaults_and_zero_direct_window() -> None:
-    assert tick_config(Settings.from_env({})).direct_window == timedelta(seconds=60)
-    off = Settings.from_env({d.ENV_DIRECT_WINDOW_S: "0"})
-    assert tick_config(off).direct_window == timedelta(0)  # every slot through dispatch
-
-
-@pytest.mark.parametrize("value", ["-1", "3601", "soon"])
-def test_a_bad_direct_window_is_refused_naming_the_setting(value: str) -> None:
-    with pytest.raises(ValidationError, match="direct_window_s"):
-        Settings.from_env({d.ENV_DIRECT_WINDOW_S: value})
 
 
 def test_the_secret_store_comes_from_the_environment_and_defaults_to_ssm() -> None:

@@ -54,8 +54,7 @@ def test_one_invocation_admits_due_work_and_emits_heartbeat_and_lag(
             }
         )
     )
-    world.ticker().tick_once()
-    clock.set(utc("2026-12-01T08:01:03Z"))
+    clock.set(utc("2026-12-01T08:01:03Z"))  # the first pass since 08:00, 3 s after the slot
     result = handler({}, Context(remaining_ms=4000), service=world.ticker())
     assert result["passes"] == 1 and result["admitted"] == 1 and result["max_lag_s"] == 3.0
     assert world.queue.ids() == [f"{schedule.schedule_id}.v1.20261201T080100Z"]
@@ -86,8 +85,9 @@ def test_the_tick_loops_within_its_budget_with_one_heartbeat_per_pass(
 
     result = run_tick(world.ticker(), 10.0, sleep=sleep, monotonic=lambda: elapsed[0])
     assert result["passes"] == 10
-    assert result["admitted"] == 9  # one each second after the first
-    assert len(set(world.queue.ids())) == len(world.queue.ids()) == 9
+    # The lookahead's 90 queued ahead by the first pass, then one more each second.
+    assert result["admitted"] == 90 + 9
+    assert len(set(world.queue.ids())) == len(world.queue.ids()) == 90 + 9
     assert _metrics(capsys.readouterr().out)[Metric.TICK_HEARTBEAT] == [1.0] * 10
 
 
@@ -176,7 +176,7 @@ def test_deployments_queue_ahead_up_to_the_lookahead() -> None:
     from handlers.settings import Settings
 
     config = tick_config(Settings(lookahead_s=120))
-    assert config.queue_ahead and config.ahead == timedelta(seconds=120)
+    assert config.ahead == timedelta(seconds=120)
     # Never further ahead than a queue can hold a message back (SQS: 15 minutes).
     assert tick_config(Settings(lookahead_s=3600)).ahead == timedelta(seconds=900)
 
@@ -320,7 +320,7 @@ def test_a_pass_stops_dispatching_a_backlog_past_its_deadline_and_the_next_goes_
     from dataclasses import replace
 
     # Given five occurrences planned, waiting, and then two hours without a pass
-    world.config = replace(world.config, direct_window=timedelta(0), batch_size=2)
+    world.config = replace(world.config, batch_size=2)
     for n in range(5):
         world.schedules.create(
             definition(
@@ -332,6 +332,9 @@ def test_a_pass_stops_dispatching_a_backlog_past_its_deadline_and_the_next_goes_
                 }
             )
         )
+    other = world.ticker("tick-other")  # holds every shard, so the pass admits nothing
+    for shard in range(world.config.partitioning.shards):
+        assert other.dispatcher.lease(shard, clock.now()) is not None
     world.ticker().tick_once()
     assert world.queue.sent == []
     clock.advance(timedelta(hours=2))

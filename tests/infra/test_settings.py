@@ -52,7 +52,6 @@ def test_cdk_json_values_are_taken_as_they_are() -> None:
     assert settings.retain is False
     assert settings.targets_wildcard
     assert settings.tick_budget_s == 40
-    assert from_context({"duetime:directWindowS": 0}).direct_window_s == 0
 
 
 def test_a_json_list_on_the_command_line_is_accepted() -> None:
@@ -69,8 +68,6 @@ def test_a_json_list_on_the_command_line_is_accepted() -> None:
         ("duetime:tickBudgetS", 60),
         ("duetime:lookaheadS", 59),
         ("duetime:lookaheadS", 901),
-        ("duetime:directWindowS", -1),
-        ("duetime:directWindowS", 3601),
         ("duetime:alarmEmail", "not-an-address"),
         ("duetime:targetArns", ["arn:aws:s3:::bucket"]),
         ("duetime:targetArns", ["*", "arn:aws:sqs:eu-west-1:1:a"]),

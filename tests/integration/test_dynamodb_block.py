@@ -40,8 +40,8 @@ WEBHOOK = {"type": "webhook", "url": "https://example.com/hook"}
 PARTS = Partitioning(shards=2, bucket_s=60)
 LOOKAHEAD = timedelta(seconds=90)
 BLOCK = timedelta(seconds=300)
-BLOCKED = TickConfig(partitioning=PARTS, lookahead=LOOKAHEAD, plan_block=BLOCK, queue_ahead=True)
-UNBLOCKED = TickConfig(partitioning=PARTS, lookahead=LOOKAHEAD, queue_ahead=True)
+BLOCKED = TickConfig(partitioning=PARTS, lookahead=LOOKAHEAD, plan_block=BLOCK)
+UNBLOCKED = TickConfig(partitioning=PARTS, lookahead=LOOKAHEAD)
 EVERY_MINUTE = {"every": "PT1M", "start_at": "2026-12-01T08:01:00Z"}
 
 

@@ -37,7 +37,7 @@ from tests.conftest import FakeClock, definition, utc
 START = utc("2026-12-01T08:00:00Z")
 WEBHOOK = {"type": "webhook", "url": "https://example.com/hook"}
 PARTS = Partitioning(shards=2, bucket_s=60)
-CONFIG = TickConfig(partitioning=PARTS, lookahead=timedelta(seconds=90), queue_ahead=True)
+CONFIG = TickConfig(partitioning=PARTS, lookahead=timedelta(seconds=90))
 
 
 class World:
@@ -129,7 +129,7 @@ def test_an_idle_pass_writes_no_cursor_until_it_is_an_hour_behind(world: World) 
     world.passes(1)
     first = _cursor(world)
     assert "owner" not in first
-    # Then one write a pass, the tick process's membership heartbeat; none to
+    # Then one write a pass, the tick's heartbeat; none to
     # the cursor, for an hour.
     world.calls.clear()
     world.passes(60)
@@ -362,9 +362,7 @@ def test_schedules_planned_in_one_pass_share_one_plan_page(world: World) -> None
 def test_a_pass_reads_its_pages_once_however_many_pages_of_due_it_plans(world: World) -> None:
     ids = {world.create({"every": "PT1M", "start_at": "2026-12-01T08:01:00Z"}) for _ in range(5)}
     world.passes(2)  # handed over, then carried on by a page
-    small = TickConfig(
-        partitioning=PARTS, lookahead=timedelta(seconds=90), queue_ahead=True, page_size=1
-    )
+    small = TickConfig(partitioning=PARTS, lookahead=timedelta(seconds=90), page_size=1)
     world.ticker = Ticker(
         world.store, world.ticker.dispatcher.queue, world.clock, small, owner="tick-1"
     )

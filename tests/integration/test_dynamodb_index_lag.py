@@ -38,7 +38,6 @@ WEBHOOK = {"type": "webhook", "url": "https://example.com/hook"}
 CONFIG = TickConfig(
     partitioning=Partitioning(shards=2, bucket_s=60),
     lookahead=timedelta(seconds=90),
-    queue_ahead=True,
 )
 
 

@@ -44,7 +44,6 @@ DEPLOYED = TickConfig(
     partitioning=PARTS,
     lookahead=timedelta(seconds=90),
     plan_block=timedelta(seconds=300),
-    queue_ahead=True,
 )
 
 

@@ -160,14 +160,13 @@ def test_a_deadline_already_past_plans_nothing_early(client: Any) -> None:
     assert _statuses(world, ids) == []
 
 
-def test_a_pass_plans_early_only_when_it_queues_ahead_with_a_block_and_a_budget() -> None:
+def test_a_pass_plans_early_only_with_a_block_and_a_budget() -> None:
     def early(config: TickConfig) -> bool:
         return config.plans_early
 
     assert early(EARLY)
     assert not early(BLOCKED)  # no budget
     assert not early(replace(EARLY, plan_block=timedelta(0)))  # nothing beyond the lookahead
-    assert not early(replace(EARLY, queue_ahead=False))  # a slot waits to be due to be admitted
 
 
 # --- a pass that stops at its budget inside one instant of the chain ---------------------------

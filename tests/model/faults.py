@@ -49,7 +49,6 @@ STORE_WRITES = frozenset(
         "mark_sent",
         "acquire",
         "release",
-        "set_checkpoint",
         "beat",
     }
 )

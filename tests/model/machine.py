@@ -110,7 +110,6 @@ _TICK_CALLS = (
     "admit",
     "send_ahead",  # how the tick sends its intents
     "mark_sent",
-    "set_checkpoint",
     "materialize",
     "materialize_sending",
     "close_runs",

@@ -16,7 +16,6 @@ import json
 import random
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -84,7 +83,6 @@ class LocalStack:
 @pytest.fixture
 def stack(tmp_path: Path, clock: FakeClock) -> Iterator[LocalStack]:
     world = make_world(tmp_path / "d.db", clock)
-    world.config = replace(world.config, queue_ahead=True)
     made = LocalStack(world, clock, tmp_path / "d.db")
     yield made
     made.queue.close()

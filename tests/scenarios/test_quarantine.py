@@ -37,6 +37,7 @@ from tests.contract.conftest import STORES
 START = utc("2026-12-01T08:00:00Z")
 HOOK = {"type": "webhook", "url": "https://example.com/hook"}
 PARTS = Partitioning(shards=2, bucket_s=60)
+TTL = timedelta(seconds=30)  # a lease the other tick takes
 
 
 @pytest.fixture(params=sorted(STORES))
@@ -57,6 +58,12 @@ class Setup:
         body = {"name": cron, "spec": {"cron": cron, "time_zone": "UTC"}, "target": HOOK}
         schedule, _ = self.schedules.create(definition(body))
         return schedule
+
+    def hold_shards_elsewhere(self) -> None:
+        """Another tick holds every shard now, so this one stores what it plans
+        waiting, for dispatch to admit once those leases expire."""
+        for shard in range(PARTS.shards):
+            assert self.store.acquire(shard, "tick-other", self.clock.now(), TTL) is not None
 
     def head(self, schedule_id: str) -> Schedule:
         found = self.store.get(schedule_id)
@@ -101,13 +108,15 @@ def test_one_poisoned_schedule_does_not_stop_the_tick(
     assert quarantine is not None and quarantine.component is QuarantineComponent.PLAN
     assert quarantine.reason == "OverflowError: date value out of range"
     assert quarantine.at == START
+    # The healthy one is planned, admitted and queued ahead of its time.
     assert setup.statuses(healthy.schedule_id) == [
-        ("2026-12-01T08:01:00+00:00", RunStatus.SCHEDULED, None)
+        ("2026-12-01T08:01:00+00:00", RunStatus.ADMITTED, None)
     ]
-    # The next passes carry on: the healthy one runs, the poisoned one is left out.
+    assert [i.schedule_id for i in setup.queue.sent] == [healthy.schedule_id]
+    # The next passes carry on, the poisoned one left out.
     setup.clock.set(utc("2026-12-01T08:03:00Z"))
     later = setup.ticker.tick_once()
-    assert later.plan.quarantined == [] and later.dispatch.admitted == 1
+    assert later.plan.quarantined == []
     assert [i.schedule_id for i in setup.queue.sent] == [healthy.schedule_id]
     assert setup.statuses(poisoned.schedule_id) == []
     assert setup.head(healthy.schedule_id).quarantine is None
@@ -118,7 +127,8 @@ def test_dispatch_carries_on_past_an_occurrence_it_cannot_judge(
 ) -> None:
     healthy = setup.create("1 8 * * *")
     poisoned = setup.create("2 8 * * *")
-    setup.ticker.tick_once()  # both materialized, neither due yet
+    setup.hold_shards_elsewhere()
+    setup.ticker.tick_once()  # both stored waiting, neither due yet
     real = judge_module.decide_start
 
     def decide_start(slot: Any, *args: Any, **kw: Any) -> Any:
@@ -189,7 +199,7 @@ def test_an_edit_lifts_the_quarantine_and_the_tick_plans_it_again(
     assert edited.quarantine is None and edited.version == 2
     setup.ticker.tick_once()
     assert setup.statuses(poisoned.schedule_id) == [
-        ("2026-12-01T08:03:00+00:00", RunStatus.SCHEDULED, None)
+        ("2026-12-01T08:03:00+00:00", RunStatus.ADMITTED, None)
     ]
 
 
@@ -205,7 +215,7 @@ def test_pause_and_resume_lift_the_quarantine(
     assert resumed.quarantine is None and not resumed.state.paused
     setup.ticker.tick_once()
     assert setup.statuses(poisoned.schedule_id) == [
-        ("2026-12-01T08:02:00+00:00", RunStatus.SCHEDULED, None)
+        ("2026-12-01T08:02:00+00:00", RunStatus.ADMITTED, None)
     ]
 
 
@@ -289,7 +299,7 @@ def test_a_failing_store_quarantines_no_one(setup: Setup, monkeypatch: pytest.Mo
         raise sqlite3.OperationalError("database is locked")
 
     with monkeypatch.context() as patch:
-        patch.setattr(setup.store, "pending_due", broken)
+        patch.setattr(setup.store, "earliest_pending_bucket", broken)
         with pytest.raises(sqlite3.OperationalError):
             setup.ticker.tick_once()
     with monkeypatch.context() as patch:

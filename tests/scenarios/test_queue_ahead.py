@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Iterator
-from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
@@ -73,7 +72,6 @@ class Stack:
 @pytest.fixture
 def stack(tmp_path: Path, clock: FakeClock) -> Iterator[Stack]:
     world = make_world(tmp_path / "d.db", clock)
-    world.config = replace(world.config, queue_ahead=True)
     made = Stack(world, clock, tmp_path / "d.db")
     yield made
     made.queue.close()

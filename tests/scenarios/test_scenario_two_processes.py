@@ -119,5 +119,6 @@ def test_two_processes_ticking_one_file_admit_each_occurrence_once(tmp_path: Pat
         assert due == expected  # nothing lost, no second copy
         assert all(r.status is RunStatus.ADMITTED for r in runs if r.scheduled_at <= now)
         assert {r.occurrence_id for r in runs if r.scheduled_at <= now} <= set(sent)
-    # Each process admitted and sent some of the work: they shared the shards.
-    assert all(r["sent"] for r in results)
+    # Between them they sent every intent once at least; which one sent what is
+    # whichever leased the shard first.
+    assert any(r["sent"] for r in results)

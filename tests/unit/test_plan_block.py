@@ -23,18 +23,14 @@ EVERY_MINUTE = {"every": "PT1M", "start_at": "2026-12-01T08:01:00Z"}
 
 
 def test_the_default_block_is_none_and_fills_up_to_the_lookahead() -> None:
-    config = TickConfig(queue_ahead=True)
+    config = TickConfig()
     assert config.plan_block == timedelta(0)
     assert config.fill == config.lookahead == config.ahead
 
 
 def test_everything_a_block_fills_is_admitted_and_queued_ahead() -> None:
     config = TickConfig(lookahead=timedelta(seconds=90), plan_block=timedelta(seconds=300))
-    assert config.ahead == timedelta(0)  # not queueing ahead: admitted when due
-    queued = TickConfig(
-        lookahead=timedelta(seconds=90), plan_block=timedelta(seconds=300), queue_ahead=True
-    )
-    assert queued.fill == queued.ahead == timedelta(seconds=390)
+    assert config.fill == config.ahead == timedelta(seconds=390)
 
 
 def test_a_negative_block_is_refused() -> None:
@@ -83,7 +79,6 @@ def _planned(tmp_path: Path, block: timedelta) -> tuple[list[str], list[str]]:
         partitioning=Partitioning(shards=4, bucket_s=60),
         lookahead=timedelta(seconds=90),
         plan_block=block,
-        queue_ahead=True,
     )
     service = ScheduleService(
         world.store,

@@ -72,13 +72,7 @@ def test_shards_are_stable_and_buckets_floor_the_instant() -> None:
     assert bucket_of(datetime(1969, 12, 31, 23, 59, 59, tzinfo=UTC), 60) == -1
 
 
-def test_a_late_occurrence_is_placed_at_its_materialization_and_checkpoints_wait() -> None:
-    parts = Partitioning(shards=4, bucket_s=60, safety_margin=timedelta(seconds=30))
+def test_a_late_occurrence_is_placed_at_its_materialization() -> None:
+    parts = Partitioning(shards=4, bucket_s=60)
     scheduled = NOW - timedelta(hours=6)
     assert parts.placement(scheduled, NOW) == parts.bucket(NOW)
-    # At 09:00 the buckets of 08:58 and later may still receive writes.
-    assert parts.first_open_bucket(NOW) == parts.bucket(NOW - timedelta(seconds=90))
-    b = parts.bucket(NOW)
-    assert parts.next_checkpoint(b - 100, None, NOW) == b - 2
-    assert parts.next_checkpoint(b - 100, b - 50, NOW) == b - 50
-    assert parts.next_checkpoint(b, b - 50, NOW) == b  # never backwards

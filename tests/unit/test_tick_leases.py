@@ -1,4 +1,5 @@
-"""An idle tick reads but hardly writes: leases are renewed at half their TTL."""
+"""A tick leases a shard only when it has work there, and renews its lease at
+half its TTL: an idle pass takes no lease, a busy one hardly writes one."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from domain.partition import Partitioning
 from service.planning.config import TickConfig
 from service.planning.ticker import Ticker
 from service.ports import Heartbeat, Lease
-from tests.conftest import FakeClock, FakeQueue
+from service.schedules import ScheduleService
+from tests.conftest import FakeClock, FakeQueue, definition
 
 
 class CountingStore(SqliteStore):
@@ -38,36 +40,44 @@ def store(tmp_path: Path) -> Iterator[CountingStore]:
     store.close()
 
 
-def test_leases_are_renewed_once_half_their_ttl_has_passed(
+def test_an_idle_pass_takes_no_lease_and_beats_once(store: CountingStore, clock: FakeClock) -> None:
+    config = TickConfig(partitioning=Partitioning(shards=4))
+    ticker = Ticker(store, FakeQueue(), clock, config, owner="tick-a")
+    for _ in range(10):
+        report = ticker.tick_once()
+        assert report.dispatch.shards == []
+        clock.advance(1)
+    assert store.acquires == 0 and store.leases() == []
+    assert store.beats == 10  # the tick's heartbeat, once a pass
+
+
+def test_a_busy_shards_lease_is_renewed_once_half_its_ttl_has_passed(
     store: CountingStore, clock: FakeClock
 ) -> None:
-    config = TickConfig(partitioning=Partitioning(shards=4), lease_ttl=timedelta(seconds=30))
+    config = TickConfig(partitioning=Partitioning(shards=1), lease_ttl=timedelta(seconds=30))
+    ScheduleService(store, clock, config.partitioning).create(
+        definition(
+            {
+                "name": "every second",
+                "spec": {"every": "PT1S"},
+                "target": {"type": "webhook", "url": "https://example.com/hook"},
+            }
+        )
+    )
     ticker = Ticker(store, FakeQueue(), clock, config, owner="tick-a")
     ticker.tick_once()
-    assert store.acquires == 4  # taken on the first pass
-    first = {lease.shard: lease.expires_at for lease in store.leases()}
+    assert store.acquires == 1  # taken on the first pass, which had slots to admit
+    [first] = store.leases()
 
     for _ in range(14):  # one pass a second, for 14 s: more than half the TTL left
         clock.advance(1)
-        report = ticker.tick_once()
-        assert report.dispatch.shards == [0, 1, 2, 3]
-    assert store.acquires == 4
-    assert {lease.shard: lease.expires_at for lease in store.leases()} == first
+        assert ticker.tick_once().dispatch.admitted == 1  # one more slot within reach
+    assert store.acquires == 1
+    assert store.leases() == [first]
 
-    clock.advance(2)  # 16 s in: less than half left, so each is renewed
+    clock.advance(2)  # 16 s in: less than half left, so it is renewed
     ticker.tick_once()
-    assert store.acquires == 8
-    assert all(lease.expires_at == clock.now() + timedelta(seconds=30) for lease in store.leases())
-
-
-def test_membership_is_beaten_every_quarter_ttl(store: CountingStore, clock: FakeClock) -> None:
-    config = TickConfig(partitioning=Partitioning(shards=1), lease_ttl=timedelta(seconds=20))
-    ticker = Ticker(store, FakeQueue(), clock, config, owner="tick-a")
-    member_beats = []
-    for _ in range(11):
-        before = store.beats
-        ticker.tick_once()
-        member_beats.append(store.beats - before)
-        clock.advance(1)
-    # Each pass writes the tick heartbeat; the member heartbeat only every 5 s.
-    assert member_beats == [2, 1, 1, 1, 1, 2, 1, 1, 1, 1, 2]
+    assert store.acquires == 2
+    [renewed] = store.leases()
+    assert renewed.epoch == first.epoch
+    assert renewed.expires_at == clock.now() + timedelta(seconds=30)
