@@ -597,10 +597,9 @@ class DynamoPlanLog(DynamoSchedules):
         the line it found at its take (while still past the cursor) or else
         the next line past the new ``through`` (``_next_line``), and every line
         this holding wrote; None (not known) when neither is known."""
-        moved = through is not None and (floor is None or through > floor)
         line = s.line_at_take
-        if moved and (line is None or line <= through):
-            assert through is not None
+        moves = through is not None and (floor is None or through > floor)
+        if moves and through is not None and (line is None or line <= through):
             line = self._next_line(through, s)
         if line is None:
             return None
