@@ -916,13 +916,14 @@ def breakdown_report(rows: Sequence[Mapping[str, Any]]) -> str:
             out.append(f"  {n:8.3f} {rru:7.3f} {wru:7.3f}  {label}")
         totals = [sum(v[i] for v in row["breakdown"]["per_run"].values()) for i in range(3)]
         out.append(f"  {totals[0]:8.3f} {totals[1]:7.3f} {totals[2]:7.3f}  total (Leases included)")
-    if rows:
+    for block_s in sorted({row["block_s"] for row in rows}):
         out += [
             "",
-            "An idle pass, by request and call site (the same in every row)",
+            f"An idle pass, by request and call site (block {block_s} s; the tick rows above"
+            " leave it out of every pass)",
             f"  {'requests':>8} {'RRU':>7} {'WRU':>7}  request @ call site",
         ]
-        idle = rows[0]["breakdown"]["idle_pass"]
+        idle = next(row for row in rows if row["block_s"] == block_s)["breakdown"]["idle_pass"]
         for label, (n, rru, wru) in sorted(idle.items(), key=lambda kv: -kv[1][1]):
             out.append(f"  {n:8.3f} {rru:7.3f} {wru:7.3f}  {label}")
     return "\n".join(out)
