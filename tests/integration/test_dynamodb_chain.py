@@ -410,6 +410,39 @@ def test_a_pass_reads_no_plan_page_until_the_cursor_says_a_line_is_due(world: Wo
     ]
 
 
+def test_a_cursor_left_owned_by_a_holder_that_never_let_go_is_not_trusted(
+    world: World,
+) -> None:
+    # Given an hourly schedule carried on a page, and a cursor left by a holder
+    # that died after writing pages but before its let-go: its owner is still
+    # there, its lease ran out, and its next_line does not count what it wrote.
+    sid = world.create({"every": "PT1H", "start_at": "2026-12-01T08:01:00Z"})
+    world.passes(2)
+    world.client.update_item(
+        TableName=world.tables.leases,
+        Key=items.attrs({"pk": PLAN_CURSOR}),
+        UpdateExpression="SET #owner = :other, #held_until = :past, #line = :late",
+        ExpressionAttributeNames={
+            "#owner": "owner",
+            "#held_until": "held_until",
+            "#line": "next_line",
+        },
+        ExpressionAttributeValues={
+            ":other": {"S": "plan-dead"},
+            ":past": {"S": "2026-12-01T08:02:30.000000Z"},
+            ":late": {"S": "2026-12-01T12:00:00.000000Z"},
+        },
+    )
+    # When the passes up to the next slot run.
+    world.passes(60)
+    # Then the slot is planned: the pages were read, the stale bound ignored.
+    assert [s[0] for s in world.slots(sid)] == [
+        "2026-12-01T08:01:00+00:00",
+        "2026-12-01T09:01:00+00:00",
+    ]
+    assert _cursor(world)["next_line"] == "2026-12-01T10:01:00.000000Z"
+
+
 def test_the_pages_are_read_page_by_page_without_a_repeat(world: World) -> None:
     ids = {world.create({"every": "PT1M", "start_at": "2026-12-01T08:01:00Z"}) for _ in range(3)}
     world.passes(2)  # the second pass carried them on: next slots 08:03
