@@ -41,9 +41,11 @@ invocations print (EMF); CloudWatch bills a metric for the hours it
 receives data.
 
 The tick queues intents ahead of their time (DelaySeconds); moto's SQS delays
-run on the wall clock, not on this script's clock, so the run phase sends
-them without the delay (the same SendMessageBatch requests) and runs the
-worker on a clock a lookahead later, where every intent is due.
+run on the wall clock, not on this script's clock, so the run phase holds
+each intent in the script until its due second, then sends it (without the
+delay) and runs the worker on a clock set to that second: every slot runs at
+its own time, as the queue would release it (``_Held``). Each steady-state
+row also prints its requests and units a run by request and call site.
 
     .venv/bin/python bench/cost.py                      # 100 schedules x 3 slots
     .venv/bin/python bench/cost.py --schedules 50 --slots 2
@@ -82,6 +84,7 @@ from collections import Counter, defaultdict
 from collections.abc import Collection, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from types import FrameType
 from typing import Any, Final
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -260,6 +263,50 @@ def write_units(size: int) -> int:
     return max(1, math.ceil(size / KB))
 
 
+# --- where a request comes from ----------------------------------------------------------------
+
+_ROOT: Final = str(Path(__file__).resolve().parent.parent) + os.sep
+# The store's generic request helpers: a call site names the method that called them.
+_HELPERS: Final = frozenset(
+    {
+        "_query",
+        "_query_page",
+        "_batch_get",
+        "_update",
+        "_update_op",
+        "_put_new",
+        "_transact",
+        "_each",
+        "one",
+        "many",
+        "_one",
+    }
+)
+
+
+def call_site() -> str:
+    """The product code that made the request in flight: the innermost store
+    method (not a generic request helper) and the innermost service or handler
+    function above it, as ``service.fn > adapter.fn``."""
+    frame: FrameType | None = sys._getframe(1)
+    adapter: str | None = None
+    caller: str | None = None
+    while frame is not None:
+        path = frame.f_code.co_filename
+        name = frame.f_code.co_name
+        if path.startswith(_ROOT) and not name.startswith("<"):
+            where = path[len(_ROOT) :]
+            module = Path(where).stem
+            if where.startswith("adapters" + os.sep):
+                if adapter is None and name not in _HELPERS:
+                    adapter = f"{module}.{name}"
+            elif where.startswith(("service" + os.sep, "handlers" + os.sep)):
+                caller = f"{module}.{name}"
+                break
+        frame = frame.f_back
+    return " > ".join(part for part in (caller, adapter) if part) or "?"
+
+
 class Meter:
     """Counts requests and capacity units, by phase, service and operation."""
 
@@ -274,6 +321,11 @@ class Meter:
         # The same write units by (phase, where): a table's name, or "<table>/index/<name>".
         self.write_units: defaultdict[tuple[str, str], float] = defaultdict(float)
         self.largest_item = 0
+        # Per (phase, request): requests, read units and write units, where a
+        # request is "<operation> <table[/index/name]> [strong|eventual] @ <call site>".
+        self.by_request: defaultdict[tuple[str, str], list[float]] = defaultdict(
+            lambda: [0.0, 0.0, 0.0]
+        )
         # Per thread (the worker runs a batch's records at once): the request in
         # flight's consistency, and the items a DynamoDB write in flight
         # touches, as they were before it.
@@ -322,6 +374,8 @@ class Meter:
         if model.service_model.service_name != "dynamodb":
             return
         self._local.consistent = bool(params.get("ConsistentRead", False))
+        self._local.site = call_site()
+        self._local.params = params
         # BatchGetItem asks for consistency per table.
         self._local.batch_consistent = {
             table: bool(spec.get("ConsistentRead", False))
@@ -344,15 +398,42 @@ class Meter:
         failed = "Error" in parsed and bool(parsed["Error"].get("Code"))
         if service == "sqs":
             self.units[(self.phase, "sqs")] += 1  # every payload here is far below 64 KB
+            self.by_request[(self.phase, f"sqs {operation}")][0] += 1
             return
         if service != "dynamodb":
             return
         pending, self._local.pending = getattr(self._local, "pending", []), []
+        label = self._label(operation, getattr(self._local, "params", {}), bool(pending))
+        self._local.label = label
+        self.by_request[(self.phase, label)][0] += 1
         if pending:
             for table, key, mult, old in pending:
                 self._count_write(table, key, old, mult, failed)
             return
         self._count_read(operation, parsed)
+
+    def _table(self, name: str) -> str:
+        definition = self.definitions.get(name)
+        return definition.logical_id if definition is not None else name
+
+    def _label(self, operation: str, params: Mapping[str, Any], writes: bool) -> str:
+        """``<operation> <tables> [strong|eventual] @ <call site>``."""
+        if "TableName" in params:
+            names = [params["TableName"]]
+        elif operation == "TransactWriteItems":
+            names = [next(iter(op.values()))["TableName"] for op in params["TransactItems"]]
+        else:
+            names = list(params.get("RequestItems", {}))
+        where = "+".join(sorted({self._table(n) for n in names}))
+        if params.get("IndexName"):
+            where += f"/index/{params['IndexName']}"
+        if not writes:
+            if operation == "BatchGetItem":
+                consistent = any(getattr(self._local, "batch_consistent", {}).values())
+            else:
+                consistent = getattr(self._local, "consistent", False)
+            where += " strong" if consistent else " eventual"
+        return f"{operation} {where} @ {getattr(self._local, 'site', '?')}"
 
     def _count_write(
         self, table: str, key: Any, old: dict[str, Any] | None, mult: int, failed: bool
@@ -362,6 +443,8 @@ class Meter:
         self.largest_item = max(self.largest_item, size)
         definition = self.definitions[table]
         self.units[(self.phase, "wru")] += write_units(size) * mult
+        request = getattr(self._local, "label", "?")
+        self.by_request[(self.phase, request)][2] += write_units(size) * mult
         self.writes[(self.phase, definition.logical_id)] += write_units(size) * mult
         if str(key.get("pk", {}).get("S", "")).startswith(PAGE_PREFIX):
             self.writes[(self.phase, f"{definition.logical_id}.pages")] += write_units(size) * mult
@@ -391,6 +474,9 @@ class Meter:
                 writes = 1 if index.projection == "ALL" else 0
             self.units[(self.phase, "wru")] += writes * write_units(projected)
             if writes:
+                self.by_request[(self.phase, f"{request} -> index {index.name}")][2] += (
+                    writes * write_units(projected)
+                )
                 label = f"{definition.logical_id}.{index.name}"
                 self.writes[(self.phase, label)] += writes * write_units(projected)
                 where = f"{table}/index/{index.name}"
@@ -400,20 +486,21 @@ class Meter:
         # A strongly consistent read costs a unit per 4 KB, an eventually
         # consistent one half that.
         factor = 1.0 if getattr(self._local, "consistent", False) else 0.5
+        units = 0.0
         if operation == "GetItem":
             size = item_size(parsed.get("Item"))
-            self.units[(self.phase, "rru")] += factor * max(1, math.ceil(size / READ_UNIT_BYTES))
+            units = factor * max(1, math.ceil(size / READ_UNIT_BYTES))
         elif operation == "BatchGetItem":
             for table, items in parsed.get("Responses", {}).items():
                 consistent = getattr(self._local, "batch_consistent", {})
                 per_table = 1.0 if consistent.get(table, True) else 0.5
                 for item in items:
-                    self.units[(self.phase, "rru")] += per_table * max(
-                        1, math.ceil(item_size(item) / READ_UNIT_BYTES)
-                    )
+                    units += per_table * max(1, math.ceil(item_size(item) / READ_UNIT_BYTES))
         elif operation in ("Query", "Scan"):
             size = sum(item_size(item) for item in parsed.get("Items", []))
-            self.units[(self.phase, "rru")] += factor * max(1, math.ceil(size / READ_UNIT_BYTES))
+            units = factor * max(1, math.ceil(size / READ_UNIT_BYTES))
+        self.units[(self.phase, "rru")] += units
+        self.by_request[(self.phase, getattr(self._local, "label", "?"))][1] += units
 
 
 # --- the run ---------------------------------------------------------------------------------
@@ -453,6 +540,34 @@ class _Undelayed(SqsDeliveryQueue):
         return self.send_batch(intents)
 
 
+class _Held(SqsDeliveryQueue):
+    """The tick's queue in the steady state: each intent is held here until its
+    due second and then sent (``release``), as SQS's DelaySeconds would hold
+    it, so the worker runs every slot at its own time. A worker that met a
+    block's slots all at once would find all but the last overdue and record
+    them superseded (``latest_only``): one write instead of two, and no call."""
+
+    def __init__(self, client: Any, queue_url: str) -> None:
+        super().__init__(client, queue_url)
+        self.held: list[DeliveryIntent] = []
+
+    def send_ahead(
+        self, intents: Sequence[DeliveryIntent], now: datetime, early: Collection[datetime] = ()
+    ) -> list[str]:
+        self.held.extend(intents)
+        return []
+
+    def release(self, until: datetime) -> list[tuple[datetime, list[DeliveryIntent]]]:
+        """The held intents due by ``until``, by due second, earliest first."""
+        due = [i for i in self.held if i.scheduled_at <= until]
+        due.sort(key=lambda i: i.scheduled_at)
+        self.held = [i for i in self.held if i.scheduled_at > until]
+        groups: dict[datetime, list[DeliveryIntent]] = {}
+        for intent in due:
+            groups.setdefault(intent.scheduled_at.replace(microsecond=0), []).append(intent)
+        return sorted(groups.items())
+
+
 def measure(schedules: int, slots: int, batch_size: int = MAX_BATCH) -> dict[str, Any]:
     with mock_aws():
         dynamodb = boto3.client("dynamodb", region_name="us-east-1")
@@ -481,11 +596,9 @@ def measure(schedules: int, slots: int, batch_size: int = MAX_BATCH) -> dict[str
         service = ScheduleService(
             store, clock, Partitioning(shards=settings.shards, bucket_s=settings.bucket_s)
         )
-        ticker = Ticker(
-            store, _Undelayed(sqs, settings.delivery_queue_url), clock,
-            tick_config(settings), owner="bench",
-        )  # fmt: skip
-        worker_clock = BenchClock(T0 + timedelta(seconds=settings.lookahead_s))
+        held = _Held(sqs, settings.delivery_queue_url)
+        ticker = Ticker(store, held, clock, tick_config(settings), owner="bench")
+        worker_clock = BenchClock(T0)
         # One idle tick invocation before any schedule exists: the dispatcher's fixed
         # work (index reads, heartbeat), one pass, as deployed; after the
         # deployment's first pass, which sets the plan cursor (uncounted).
@@ -535,37 +648,41 @@ def measure(schedules: int, slots: int, batch_size: int = MAX_BATCH) -> dict[str
         # are its own phase: Lambda makes those calls, the account pays them).
         for _ in range(slots + 1):
             clock.advance(60)
-            worker_clock.advance(60)
             meter.phase = "tick"
             with contextlib.redirect_stdout(io.StringIO()):
                 run_tick(ticker, 0.0, sleep=lambda s: None)
-            while True:
-                meter.phase = "esm"
-                answer = sqs.receive_message(
-                    QueueUrl=settings.delivery_queue_url,
-                    MaxNumberOfMessages=batch_size,
-                    MessageSystemAttributeNames=["ApproximateReceiveCount"],
-                )
-                messages = answer.get("Messages", [])
-                if not messages:
-                    break
-                event = {"Records": [_record(m) for m in messages]}
-                meter.phase = "worker"
-                with contextlib.redirect_stdout(worker_logs):
-                    result = worker_handler.handler(event, None, worker=worker, queue=queue)
-                invocations += 1
-                batch_sizes.append(len(messages))
-                failed = {f["itemIdentifier"] for f in result.get("batchItemFailures", [])}
-                done = [m for m in messages if m["MessageId"] not in failed]
-                meter.phase = "esm"
-                if done:
-                    sqs.delete_message_batch(
+            # Each second's intents reach the worker at that second, until the next pass.
+            for at, intents in held.release(clock.now() + timedelta(seconds=60)):
+                meter.phase = "tick"
+                held.send_batch(intents)
+                worker_clock.at = max(worker_clock.at, at)
+                while True:
+                    meter.phase = "esm"
+                    answer = sqs.receive_message(
                         QueueUrl=settings.delivery_queue_url,
-                        Entries=[
-                            {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]}
-                            for i, m in enumerate(done)
-                        ],
+                        MaxNumberOfMessages=batch_size,
+                        MessageSystemAttributeNames=["ApproximateReceiveCount"],
                     )
+                    messages = answer.get("Messages", [])
+                    if not messages:
+                        break
+                    event = {"Records": [_record(m) for m in messages]}
+                    meter.phase = "worker"
+                    with contextlib.redirect_stdout(worker_logs):
+                        result = worker_handler.handler(event, None, worker=worker, queue=queue)
+                    invocations += 1
+                    batch_sizes.append(len(messages))
+                    failed = {f["itemIdentifier"] for f in result.get("batchItemFailures", [])}
+                    done = [m for m in messages if m["MessageId"] not in failed]
+                    meter.phase = "esm"
+                    if done:
+                        sqs.delete_message_batch(
+                            QueueUrl=settings.delivery_queue_url,
+                            Entries=[
+                                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]}
+                                for i, m in enumerate(done)
+                            ],
+                        )
         elapsed = time.perf_counter() - started
         meter.phase = "setup"
         runs = sum(
@@ -637,8 +754,8 @@ def steady_state(
     with a plan block of ``block_s``: a warm-up hands every schedule from its
     HEAD to its chain (a block's length and a slot), then passes a minute for
     at least 60 minutes and three slots, each followed by the worker running
-    what it queued (on a clock a lookahead and a block later, where every
-    intent is due). Tick units less as many idle passes, plus the worker's.
+    what it queued, each intent at its due second (``_Held``). Tick units
+    less as many idle passes, plus the worker's.
 
     The schedules start together (they come due in the same minutes and so
     share plan pages), or with ``spread`` evenly over the cadence, whole
@@ -668,10 +785,9 @@ def steady_state(
         clock = BenchClock(T0)
         store = DynamoStore(dynamodb, tables, lease_shards=settings.shards)
         service = ScheduleService(store, clock, config.partitioning)
-        ticker = Ticker(
-            store, _Undelayed(sqs, settings.delivery_queue_url), clock, config, owner="steady"
-        )
-        worker_clock = BenchClock(T0 + config.fill)
+        held = _Held(sqs, settings.delivery_queue_url)
+        ticker = Ticker(store, held, clock, config, owner="steady")
+        worker_clock = BenchClock(T0)
         worker = RunWorker(
             DynamoRunStore(DynamoStore(dynamodb, tables, lease_shards=settings.shards)),
             Succeeds(),
@@ -708,18 +824,26 @@ def steady_state(
             ran = 0
             for _ in range(count):
                 clock.advance(60)
-                worker_clock.advance(60)
                 meter.phase = phase
                 with contextlib.redirect_stdout(io.StringIO()):
                     run_tick(ticker, 0.0, sleep=lambda s: None)
-                ran += _drain(sqs, settings.delivery_queue_url, worker, queue, meter, batch_size)
+                # Until the next pass, each second's intents reach the worker at that second.
+                for at, intents in held.release(clock.now() + timedelta(seconds=60)):
+                    meter.phase = phase  # the tick's sends
+                    held.send_batch(intents)
+                    worker_clock.at = max(worker_clock.at, at)
+                    ran += _drain(
+                        sqs, settings.delivery_queue_url, worker, queue, meter, batch_size
+                    )
             return ran
 
         fill_s = config.fill.total_seconds()
         passes(math.ceil((fill_s + every_s) / 60) + 2, "warm")
-        for key in list(meter.units):
-            if key[0] in ("tick", "worker", "esm"):
-                del meter.units[key]
+        # The worker's and the poller's requests of the warm-up are not the run phase's.
+        for counted in (meter.units, meter.by_request):
+            for key in list(counted):
+                if key[0] in ("tick", "worker", "esm"):
+                    del counted[key]
         count = max(60, 3 * every_s // 60)
         runs = passes(count, "tick")
         wru = meter.units[("tick", "wru")] + meter.units[("worker", "wru")]
@@ -728,6 +852,7 @@ def steady_state(
         tick_writes = {w: n for (ph, w), n in meter.writes.items() if ph == "tick"}
         leases = tick_writes.get("Leases", 0.0)
         return {
+            "breakdown": request_breakdown(meter, count, runs),
             "every_s": every_s,
             "block_s": block_s,
             "spread": spread,
@@ -744,6 +869,65 @@ def steady_state(
             "lease_wru_per_pass": leases / count,
             "rru": rru / runs if runs else float("nan"),
         }
+
+
+def request_breakdown(meter: Meter, passes: int, runs: int) -> dict[str, Any]:
+    """Per request kind and call site: requests, read units and write units a
+    run (the run phase's passes less as many idle passes, the worker's, the
+    event source mapping's), and the same a pass for the idle pass."""
+    idle_passes = 1  # the idle phase is one pass
+    idle = {label: list(v) for (ph, label), v in meter.by_request.items() if ph == "idle"}
+    per_run: dict[str, list[float]] = {}
+    for (phase, label), values in meter.by_request.items():
+        if phase not in ("tick", "worker", "esm"):
+            continue
+        row = per_run.setdefault(f"{phase:<6} {label}", [0.0, 0.0, 0.0])
+        less = idle.get(label) if phase == "tick" else None
+        for i, v in enumerate(values):
+            row[i] += v - (passes * less[i] / idle_passes if less else 0.0)
+    for label, values in idle.items():
+        if not any(k == ("tick", label) for k in meter.by_request):
+            row = per_run.setdefault(f"tick   {label}", [0.0, 0.0, 0.0])
+            for i, v in enumerate(values):
+                row[i] -= passes * v / idle_passes
+    return {
+        "per_run": {
+            k: [v / runs for v in vs]
+            for k, vs in per_run.items()
+            if runs and any(abs(v) > 1e-9 for v in vs)
+        },
+        "idle_pass": idle,
+    }
+
+
+def breakdown_report(rows: Sequence[Mapping[str, Any]]) -> str:
+    """Each steady row's requests and units a run, by request and call site."""
+    out: list[str] = []
+    for row in rows:
+        start = "spread" if row["spread"] else "together"
+        out += [
+            "",
+            f"Per run, by request and call site: every {row['every_s']} s, {start}, "
+            f"block {row['block_s']} s ({row['runs']} runs, {row['passes']} passes; tick rows "
+            "less as many idle passes)",
+            f"  {'requests':>8} {'RRU':>7} {'WRU':>7}  phase  request @ call site",
+        ]
+        items = sorted(row["breakdown"]["per_run"].items(), key=lambda kv: -kv[1][1] - kv[1][2])
+        for label, (n, rru, wru) in items:
+            out.append(f"  {n:8.3f} {rru:7.3f} {wru:7.3f}  {label}")
+        totals = [sum(v[i] for v in row["breakdown"]["per_run"].values()) for i in range(3)]
+        out.append(f"  {totals[0]:8.3f} {totals[1]:7.3f} {totals[2]:7.3f}  total (Leases included)")
+    for block_s in sorted({row["block_s"] for row in rows}):
+        out += [
+            "",
+            f"An idle pass, by request and call site (block {block_s} s; the tick rows above"
+            " leave it out of every pass)",
+            f"  {'requests':>8} {'RRU':>7} {'WRU':>7}  request @ call site",
+        ]
+        idle = next(row for row in rows if row["block_s"] == block_s)["breakdown"]["idle_pass"]
+        for label, (n, rru, wru) in sorted(idle.items(), key=lambda kv: -kv[1][1]):
+            out.append(f"  {n:8.3f} {rru:7.3f} {wru:7.3f}  {label}")
+    return "\n".join(out)
 
 
 def steady_report(rows: Sequence[Mapping[str, Any]], r: Mapping[str, Any], block_s: int) -> str:
@@ -1481,6 +1665,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             for block, spread in ((0, False), (block_s, False), (block_s, True))
         ]
         print(steady_report(rows, modelled, block_s))
+        print(breakdown_report(rows))
     return 0
 
 

@@ -201,14 +201,22 @@ class ScheduleStore(ABC):
         carries on returns none, the default: it plans nothing early."""
         return Page(())
 
-    def chain_crowd(self, after: datetime, until: datetime, least: int) -> datetime | None:
+    def chain_crowd(
+        self,
+        after: datetime,
+        until: datetime,
+        least: int,
+        *,
+        session: PlanSession | None = None,
+    ) -> datetime | None:
         """The latest instant in ``(after, until]`` that at least ``least`` of the
         schedules a pass carries on (its chain) are next due at, and that no pass
         has read yet; None if there is none. A pass with time to spare then reads
         the chain up to it (``due(instant)``, ``planned_through``) ahead of its
         lookahead (``Planner.plan_early``), so the 10,000 slots of a daily 09:00
-        are planned over the passes that see them coming. A store with no chain
-        has no crowd, the default."""
+        are planned over the passes that see them coming. ``session``: the
+        pass's (None: a call on its own). A store with no chain has no crowd,
+        the default."""
         return None
 
     @abstractmethod

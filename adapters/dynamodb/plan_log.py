@@ -8,6 +8,11 @@ lease (``C#plan`` in the leases table) plans; it reads the pages from the
 cursor's ``through`` (and ``partial``) to its horizon, consistently, and
 moves the cursor in its let-go, conditioned on still owning the lease.
 Every row it plans from is checked against its HEAD, read consistently.
+
+The cursor also says where the next page line is (``next_line``: no line has
+a next slot between ``through`` and it), kept by each holder's let-go, so a
+pass whose horizon falls before it reads no page (docs/decisions.md, "A pass
+reads the plan pages only when the cursor says a line is due").
 """
 
 from __future__ import annotations
@@ -59,6 +64,33 @@ PAGE_STALE: Final = timedelta(hours=1)
 _log = logging.getLogger("duetime")
 
 
+@dataclass(frozen=True)
+class _Cursor:
+    """The plan cursor item, as planning reads it."""
+
+    through: datetime | None  # the last complete holder's horizon
+    partial: str | None  # the due_key up to which a holder out of time planned
+    # No page line has a next slot in (through, next_line); None: not known.
+    next_line: datetime | None
+    owned: bool  # a holder took the plan lease and has not let it go
+
+    @classmethod
+    def of(cls, item: Mapping[str, Any] | None) -> _Cursor:
+        line = None if item is None else item.get("next_line")
+        return cls(
+            _through(item),
+            _partial(item),
+            None if line is None else it.from_iso(str(it.value(line))),
+            item is not None and "owner" in item,
+        )
+
+    def quiet_until(self) -> datetime | None:
+        """Before when no page line can be due, if the cursor says so: its
+        ``next_line``, unless a holder has not let go (it may have written
+        lines its let-go would have counted)."""
+        return None if self.owned else self.next_line
+
+
 @dataclass(eq=False)
 class DynamoPlanSession(PlanSession):
     """What one pass of the DynamoDB planner keeps between its calls: made by
@@ -85,6 +117,15 @@ class DynamoPlanSession(PlanSession):
     key_floor: str | None = None
     # The pages it read, by their range, as sorted (due_key, entry) pairs.
     pages_read: tuple[tuple[datetime, datetime], list[tuple[str, dict[str, Any]]]] | None = None
+    # The cursor as this pass last saw it: read once per horizon
+    # (``_chain_floor``), or as its own let-go left it; ``chain_crowd`` uses it.
+    cursor: _Cursor | None = None
+    # The cursor's ``next_line`` as this holding took it, when the holder before
+    # let go (so it is true); None: not known.
+    line_at_take: datetime | None = None
+    # The upper bound of the last range this holding read, and the earliest
+    # line past it in the minutes it read (None: none there).
+    beyond: tuple[datetime, datetime | None] | None = None
     # Materialization runs a batch's schedules in a thread pool.
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -166,16 +207,23 @@ class DynamoPlanLog(DynamoSchedules):
     ) -> Page[DueSchedule]:
         seeds = self._seeds(after, upper, after, limit)
         floor = self._chain_floor(until, s)
-        chained = self._paged(floor, until, after, limit, s)
+        # The pages are read only when the cursor cannot say that no line is
+        # due by the horizon; before the take, not even then when it says one is.
+        quiet = s.line_at_take if s.held else s.cursor.quiet_until() if s.cursor else None
+        line_due = quiet is not None and quiet <= until
+        chained: list[dict[str, Any]] = []
+        if quiet is None or (s.held and line_due):
+            chained = self._paged(floor, until, after, limit, s)
         if not s.held:
             stale = floor is None or floor < until - PAGE_STALE
-            if not (seeds or chained or stale):
+            if not (seeds or chained or stale or line_due):
                 return Page(())
             held, through = self._hold_plan(s)
             if not held:
                 return Page(())
             s.floor = (until, through)
-            chained = self._paged(through, until, after, limit, s)
+            if s.line_at_take is None or s.line_at_take <= until:
+                chained = self._paged(through, until, after, limit, s)
         return self._due_page(seeds + chained, limit, s)
 
     def due_ahead(
@@ -218,28 +266,45 @@ class DynamoPlanLog(DynamoSchedules):
         )
         return Page(tuple(self._due_schedules(page, s)), next_token)
 
-    def chain_crowd(self, after: datetime, until: datetime, least: int) -> datetime | None:
+    def chain_crowd(
+        self,
+        after: datetime,
+        until: datetime,
+        least: int,
+        *,
+        session: PlanSession | None = None,
+    ) -> datetime | None:
         """The latest instant in ``(after, until]`` with at least ``least`` chain
         entries that no pass has read yet (past the cursor's ``through`` and
         ``partial``): counted from the plan pages, without reading a HEAD.
         Entries of a schedule since edited or paused count too; ``due`` sets
-        them aside. An idle pass pays a consistent read of the cursor and one
-        of the due hour's pages."""
+        them aside. The cursor is the pass's (``session``: as its planning read
+        or left it), else read; when it says no line is due by ``until``, no
+        page is read. The pages are read eventually consistent: a crowd is a
+        reason to plan early, which ``due`` then does on its own consistent
+        reads; one a moment old is found by the next pass."""
         if least < 1:
             raise ValueError("least must be at least 1")
-        answer = self.client.get_item(
-            TableName=self.tables.leases, Key=it.attrs({"pk": PLAN_CURSOR}), ConsistentRead=True
-        )
-        cursor = answer.get("Item")
-        through = _through(cursor)
+        known = session.cursor if isinstance(session, DynamoPlanSession) else None
+        if known is None:
+            answer = self.client.get_item(
+                TableName=self.tables.leases,
+                Key=it.attrs({"pk": PLAN_CURSOR}),
+                ConsistentRead=True,
+            )
+            known = _Cursor.of(answer.get("Item"))
+        through = known.through
         low = after if through is None else max(after, through)
         if low >= until:
             return None
+        quiet = known.quiet_until()
+        if quiet is not None and quiet > until:
+            return None
         past = f"{it.iso(low)}#{it.KEY_CEILING}"
-        if (partial := _partial(cursor)) is not None:
+        if (partial := known.partial) is not None:
             past = max(past, partial)
         counts: Counter[datetime] = Counter()
-        for key, entry in self._read_pages(low, until):
+        for key, entry in self._read_pages(low, until, consistent=False)[0]:
             if key > past:
                 counts[it.from_iso(str(it.value(entry["next_due"])))] += 1
         crowded = [at for at, count in counts.items() if count >= least]
@@ -264,14 +329,19 @@ class DynamoPlanLog(DynamoSchedules):
             return []  # the cursor is past this horizon (a pass read the chain ahead)
         past = max((k for k in (after, s.key_floor) if k is not None), default=None)
         if s.pages_read is None or s.pages_read[0] != (low, until):
-            s.pages_read = ((low, until), self._read_pages(low, until))
+            lines, beyond = self._read_pages(low, until)
+            s.pages_read = ((low, until), lines)
+            s.beyond = (until, beyond)
         return _past(s.pages_read[1], past, limit)
 
-    def _read_pages(self, low: datetime, upper: datetime) -> list[tuple[str, dict[str, Any]]]:
+    def _read_pages(
+        self, low: datetime, upper: datetime, *, consistent: bool = True
+    ) -> tuple[list[tuple[str, dict[str, Any]]], datetime | None]:
         """Every entry of the plan pages with a next slot in ``(low, upper]``,
         once each, in ``due_key`` order: a query of each due hour's partition
         between the two minutes, read consistently (the last holder wrote
-        them before it let the plan lease go)."""
+        them before it let the plan lease go); and the earliest line after
+        ``upper`` in the minutes read (``upper``'s own), if any."""
         first, last = it.page_minute(low), it.page_minute(upper)
         hours = []
         hour = first.replace(minute=0)
@@ -287,12 +357,13 @@ class DynamoPlanLog(DynamoSchedules):
                         "TableName": self.tables.occurrences,
                         "KeyConditionExpression": "pk = :pk AND sk BETWEEN :low AND :high",
                         "ExpressionAttributeValues": {":pk": {"S": it.page_pk(hour)}, **bounds},
-                        "ConsistentRead": True,
+                        "ConsistentRead": consistent,
                     }
                 )
             )
 
         found: dict[tuple[str, int], dict[str, Any]] = {}
+        beyond: datetime | None = None
         for items in self._each(one, hours):
             for item in items:
                 for at, schedule_id, version in it.page_entries(item):
@@ -300,7 +371,41 @@ class DynamoPlanLog(DynamoSchedules):
                         found[(it.due_key(at, schedule_id), version)] = _chain_entry(
                             at, schedule_id, version
                         )
-        return [(key[0], found[key]) for key in sorted(found)]
+                    elif at > upper and (beyond is None or at < beyond):
+                        beyond = at
+        return [(key[0], found[key]) for key in sorted(found)], beyond
+
+    def _next_line(self, after: datetime, s: DynamoPlanSession) -> datetime | None:
+        """A bound below every page line with a next slot after ``after`` (the
+        cursor's new ``through``), for a holder that read the pages up to it:
+        the earliest line past it in the minutes it read, else the minute of
+        the first page item of a later minute (a query of one item in the
+        rest of ``after``'s hour, then one in the next hour), else the end of
+        the next hour. None when this holding did not read up to ``after``."""
+        if s.beyond is None or s.beyond[0] != after:
+            return None
+        if s.beyond[1] is not None:
+            return s.beyond[1]
+        hour = after.replace(minute=0, second=0, microsecond=0)
+        for partition, start in (
+            (hour, f"{it.iso(it.page_minute(after))}#{it.KEY_CEILING}"),
+            (hour + timedelta(hours=1), None),
+        ):
+            values: dict[str, Any] = {":pk": {"S": it.page_pk(partition)}}
+            condition = "pk = :pk"
+            if start is not None:
+                values[":start"] = {"S": start}
+                condition += " AND sk > :start"
+            answer = self.client.query(
+                TableName=self.tables.occurrences,
+                KeyConditionExpression=condition,
+                ExpressionAttributeValues=values,
+                ConsistentRead=True,
+                Limit=1,
+            )
+            for item in answer.get("Items", []):
+                return it.from_iso(str(it.value(item["sk"])).split("#", 1)[0])
+        return hour + timedelta(hours=2)
 
     def _write_pages(
         self, entries: Sequence[tuple[datetime, str, int]], s: DynamoPlanSession
@@ -412,10 +517,10 @@ class DynamoPlanLog(DynamoSchedules):
         answer = self.client.get_item(
             TableName=self.tables.leases, Key=it.attrs({"pk": PLAN_CURSOR}), ConsistentRead=True
         )
-        item = answer.get("Item")
-        floor = _through(item)
+        cursor = s.cursor = _Cursor.of(answer.get("Item"))
+        floor = cursor.through
         s.floor = (until, floor)
-        s.key_floor = _partial(item)
+        s.key_floor = cursor.partial
         with s.lock:
             s.heads_read.clear()  # a new horizon: what was read before is old
         return floor
@@ -441,7 +546,7 @@ class DynamoPlanLog(DynamoSchedules):
                     ":held_until": {"S": it.iso(now + PLAN_LEASE)},
                     ":now": {"S": it.iso(now)},
                 },
-                ReturnValues="ALL_NEW",
+                ReturnValues="ALL_OLD",
             )
         except ClientError as error:
             if not _failed_condition(error):
@@ -449,10 +554,15 @@ class DynamoPlanLog(DynamoSchedules):
             return False, None
         s.held = True
         s.pages_read = None
+        s.beyond = None
         with s.lock:
             s.paged_entries = []
-        s.key_floor = _partial(answer.get("Attributes"))
-        return True, _through(answer.get("Attributes"))
+        before = s.cursor = _Cursor.of(answer.get("Attributes"))
+        s.key_floor = before.partial
+        # True only if the holder before let go: one that did not may have
+        # written lines its let-go would have counted.
+        s.line_at_take = before.quiet_until()
+        return True, before.through
 
     def planned_through(
         self,
@@ -491,8 +601,30 @@ class DynamoPlanLog(DynamoSchedules):
             if not self._let_plan_go(s, floor, None):
                 self._rehome(s)
             raise
-        if not self._let_plan_go(s, floor, until, partial):
+        line = self._line_after(floor, through, s)
+        if not self._let_plan_go(s, floor, until, partial, line):
             self._rehome(s)
+            return
+        left = partial if partial is not None else s.key_floor
+        kept = through if through is not None else s.cursor.through if s.cursor else None
+        s.cursor = _Cursor(kept, left or None, line, owned=False)
+
+    def _line_after(
+        self, floor: datetime | None, through: datetime | None, s: DynamoPlanSession
+    ) -> datetime | None:
+        """The cursor's ``next_line`` once this holder lets go: the earliest of
+        the line it found at its take (while still past the cursor) or else
+        the next line past the new ``through`` (``_next_line``), and every line
+        this holding wrote; None (not known) when neither is known."""
+        line = s.line_at_take
+        moves = through is not None and (floor is None or through > floor)
+        if moves and through is not None and (line is None or line <= through):
+            line = self._next_line(through, s)
+        if line is None:
+            return None
+        with s.lock:
+            written = [at for at, _, _ in s.paged_entries]
+        return min([line, *written])
 
     def _rehome(self, s: DynamoPlanSession) -> None:
         """This pass's hold of the plan lease was broken: another pass took
@@ -527,14 +659,21 @@ class DynamoPlanLog(DynamoSchedules):
         floor: datetime | None,
         until: datetime | None,
         partial: str | None = None,
+        line: datetime | None = None,
     ) -> bool:
         """Let go of the plan lease, moving the cursor to ``until`` if given
-        (and past ``floor``) and setting its ``partial`` (``_partial_after``);
-        False if the lease was no longer this pass's."""
+        (and past ``floor``), setting its ``partial`` (``_partial_after``) and
+        its ``next_line`` (None: removed, not known); False if the lease was
+        no longer this pass's."""
         through = _moved(floor, until)
         sets, removes = [], ["#owner", "#held_until"]
         values: dict[str, Any] = {":me": {"S": s.owner}}
-        names = {"#owner": "owner", "#held_until": "held_until"}
+        names = {"#owner": "owner", "#held_until": "held_until", "#line": "next_line"}
+        if line is not None:
+            sets.append("#line = :line")
+            values[":line"] = {"S": it.iso(line)}
+        else:
+            removes.append("#line")
         if partial is not None:
             names["#partial"] = "partial"
             if partial:

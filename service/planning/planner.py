@@ -141,7 +141,7 @@ class Planner:
                 self.store.planned_through(None, session=session)
         if asked and not time_left():
             return
-        crowd = self.store.chain_crowd(after, fill, self.config.crowd_min)
+        crowd = self.store.chain_crowd(after, fill, self.config.crowd_min, session=session)
         if crowd is not None and time_left():
             self._plan_chain(crowd, slots, state, time_left)
 

@@ -383,6 +383,65 @@ def test_a_pass_reads_its_pages_once_however_many_pages_of_due_it_plans(world: W
         assert instants == [f"2026-12-01T08:0{m}:00+00:00" for m in range(1, 4)]
 
 
+def test_a_pass_reads_no_plan_page_until_the_cursor_says_a_line_is_due(world: World) -> None:
+    # Given an hourly schedule carried on a page (its next slot an hour on).
+    sid = world.create({"every": "PT1H", "start_at": "2026-12-01T08:01:00Z"})
+    world.passes(2)
+    page_reads: list[str] = []
+
+    def count(params: Any, **_: Any) -> None:
+        pk = params["ExpressionAttributeValues"].get(":pk", {}).get("S", "")
+        if pk.startswith(items.PAGE_PREFIX):
+            page_reads.append(pk)
+
+    world.client.meta.events.register("before-parameter-build.dynamodb.Query", count)
+    # When the passes of the hour in between run.
+    world.passes(50)  # 08:02 to 08:51, horizons up to 08:52:30
+    # Then none reads a page: the cursor says its next line is at 09:01.
+    assert page_reads == []
+    assert _cursor(world)["next_line"] == "2026-12-01T09:01:00.000000Z"
+    # And the pass whose horizon reaches it plans the slot, on time.
+    world.passes(10)
+    assert page_reads
+    assert [s[0] for s in world.slots(sid)] == [
+        "2026-12-01T08:01:00+00:00",
+        "2026-12-01T09:01:00+00:00",
+    ]
+
+
+def test_a_cursor_left_owned_by_a_holder_that_never_let_go_is_not_trusted(
+    world: World,
+) -> None:
+    # Given an hourly schedule carried on a page, and a cursor left by a holder
+    # that died after writing pages but before its let-go: its owner is still
+    # there, its lease ran out, and its next_line does not count what it wrote.
+    sid = world.create({"every": "PT1H", "start_at": "2026-12-01T08:01:00Z"})
+    world.passes(2)
+    world.client.update_item(
+        TableName=world.tables.leases,
+        Key=items.attrs({"pk": PLAN_CURSOR}),
+        UpdateExpression="SET #owner = :other, #held_until = :past, #line = :late",
+        ExpressionAttributeNames={
+            "#owner": "owner",
+            "#held_until": "held_until",
+            "#line": "next_line",
+        },
+        ExpressionAttributeValues={
+            ":other": {"S": "plan-dead"},
+            ":past": {"S": "2026-12-01T08:02:30.000000Z"},
+            ":late": {"S": "2026-12-01T12:00:00.000000Z"},
+        },
+    )
+    # When the passes up to the next slot run.
+    world.passes(60)
+    # Then the slot is planned: the pages were read, the stale bound ignored.
+    assert [s[0] for s in world.slots(sid)] == [
+        "2026-12-01T08:01:00+00:00",
+        "2026-12-01T09:01:00+00:00",
+    ]
+    assert _cursor(world)["next_line"] == "2026-12-01T10:01:00.000000Z"
+
+
 def test_the_pages_are_read_page_by_page_without_a_repeat(world: World) -> None:
     ids = {world.create({"every": "PT1M", "start_at": "2026-12-01T08:01:00Z"}) for _ in range(3)}
     world.passes(2)  # the second pass carried them on: next slots 08:03
@@ -400,8 +459,11 @@ def test_pages_that_cannot_be_written_move_no_cursor_and_the_next_pass_plans_aga
     with pytest.raises(RuntimeError, match="plan pages"):
         world.ticker.tick_once()
     # The pass wrote its slot, but not where the chain goes next: the cursor
-    # stays, and the plan lease is let go.
-    assert _cursor(world) == cursor
+    # stays, and the plan lease is let go; where the next line is, it no
+    # longer claims to know (some of the pages may have been written).
+    after = _cursor(world)
+    assert "next_line" not in after
+    assert after == {k: v for k, v in cursor.items() if k != "next_line"}
     world.clock.advance(60)
     pages.failing = False
     world.passes(3)
