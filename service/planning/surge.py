@@ -11,7 +11,7 @@ ten seconds to start. A surge starts the capacity before the instant instead:
   so no key is hot) in a ``LoadLedger``.
 - **The trigger.** After its pass, the tick reads the ledger for the seconds
   before its next invocation (``Surges.run``). A second with at least
-  ``surge_min`` intents gets ``ceil(count / per_drain)`` drains, invoked
+  ``surge_min`` intents gets ``ceil(count / PER_DRAIN)`` drains, invoked
   asynchronously ``lead_s`` before it (waiting inside the tick's invocation for
   that moment: the next invocation would be too late), each claimed once in
   the ledger so two overlapping passes do not both start it.
@@ -43,10 +43,21 @@ from service.ports import HOLD, Clock, DeliveryQueue, second_of
 # What the event source mapping starts within a second or so on its own (five
 # batches of ten, a few rounds): fewer intents due in one second get no surge.
 DEFAULT_SURGE_MIN: Final = 200
-# Messages one drain takes: each costs the worker about 11 ms of CPU at 448 MB
-# before its attempt is recorded started (docs/simulator.md), so 25 start
-# within about 0.3 s of the instant.
-PER_DRAIN: Final = 25
+# The worker's CPU for one message before its target is called, at 448 MB: four
+# requests (the run with its schedule, the version, the attempt's start, the
+# webhook's secret) of about 5.7 ms each (docs/simulator.md). A drain's messages
+# share its container's one CPU share, so the last of n it received together
+# starts about n times this after they became visible.
+START_CPU_S: Final = 0.023
+# What a drain may take beyond its even share of a second: some drains start late
+# or not at all (an invoke refused, an event held back), and the others take theirs.
+SHARE_MARGIN: Final = 1.2
+# How long after the instant the last message a drain takes may wait for that CPU.
+DRAIN_START_S: Final = 0.42
+# Messages one drain is started for: with the margin, at most 18 a drain, the last
+# of which starts about 0.4 s after the instant (25 a drain, 30 with the margin,
+# started the last 0.76 s after it; docs/decisions.md, "A drain's share").
+PER_DRAIN: Final = math.floor(DRAIN_START_S / (SHARE_MARGIN * START_CPU_S))
 # How long a drain takes from the invoke to being ready: Lambda's async queue,
 # a cold start with its clients built at init (0.36 s of CPU), and a margin.
 DRAIN_READY_S: Final = 1.5
@@ -270,7 +281,7 @@ class Surges:
             report.waited_s += wait
         if second <= self.clock.now() or not self.ledger.claim(second, self.owner):
             return
-        limit = math.ceil(1.2 * count / drains)
+        limit = math.ceil(SHARE_MARGIN * count / drains)
         report.refused += self.invoke([drain_event(second, limit) for _ in range(drains)])
         report.started += 1
         report.drains += drains

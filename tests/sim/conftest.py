@@ -111,7 +111,7 @@ def burst_one_worker(templates: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 @pytest.fixture(scope="session")
 def burst_surge(templates: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """A burst of 100 in a stack whose surges start at 20 intents a second: four drains."""
+    """A burst of 100 in a stack whose surges start at 20 intents a second: seven drains."""
     return _run(
         "burst", with_surge_min(templates, 20), count=100, hours=200 / 3600, tick_interval_s=25
     )
