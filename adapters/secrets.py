@@ -10,9 +10,10 @@ Three stores for AWS, the same contract:
   (one Secrets Manager secret, ``SigningKey``, that only the API and worker
   roles may read) and a generation number kept as one item of a DynamoDB
   table of its own (``adapters.definitions.WEBHOOK_SECRETS``): the table
-  holds nothing that signs. A read is one strongly consistent ``GetItem``
-  (one read unit) and, once an hour per container, one ``GetSecretValue``;
-  the default of the CDK stack (``duetime:secretStore``);
+  holds nothing that signs. A read is one eventually consistent ``GetItem``
+  (half a read unit; a strong one follows only when it finds nothing) and,
+  once an hour per container, one ``GetSecretValue``; the default of the CDK
+  stack (``duetime:secretStore``);
 - ``SsmSecretStore`` keeps it as an SSM SecureString parameter named
   ``<path>/<schedule_id>``: no per-secret monthly cost (standard parameters),
   but each read and write is a KMS request, and at its default throughput SSM
@@ -354,10 +355,14 @@ class DynamoSecretStore:
     adds one to the generation in one ``UpdateItem`` and removes any
     ``secret`` attribute. An item of earlier releases, ``secret`` in clear,
     is still read as it is until its schedule's next ``put``
-    (docs/deploy.md, "Signing secrets at rest"). A ``get`` is strongly
-    consistent, because the API stores a schedule's secret moments before
-    its first delivery may be signed. Errors (throttling, no permission) are
-    raised as botocore raised them.
+    (docs/deploy.md, "Signing secrets at rest"). A ``get`` reads eventually
+    consistent (half a read unit) and, only when that finds no item, once more
+    strongly: the API stores a new schedule's secret moments before its first
+    delivery may be signed, so a missing item may be one not yet replicated.
+    A stale read after a rotation answers the previous generation for at most
+    the replication lag, well within the overlap receivers already allow
+    (the worker's cache keeps a secret 5 minutes, docs/webhooks.md). Errors
+    (throttling, no permission) are raised as botocore raised them.
     """
 
     KEY: Final = WEBHOOK_SECRETS.partition_key.name
@@ -390,16 +395,20 @@ class DynamoSecretStore:
         return derive_secret(master, schedule_id, generation)
 
     def get(self, schedule_id: str) -> str:
-        answer = self._client.get_item(
-            TableName=self._table, Key=self._key(schedule_id), ConsistentRead=True
-        )
-        item = answer.get("Item") or {}
+        item = self._item(schedule_id, consistent=False) or self._item(schedule_id, consistent=True)
         if self.GENERATION in item:
             return derive_secret(self._master(), schedule_id, int(item[self.GENERATION]["N"]))
         if self.PLAIN in item:
             value: str = item[self.PLAIN]["S"]
             return value
         raise SecretNotFound(schedule_id)
+
+    def _item(self, schedule_id: str, *, consistent: bool) -> dict[str, Any]:
+        answer = self._client.get_item(
+            TableName=self._table, Key=self._key(schedule_id), ConsistentRead=consistent
+        )
+        item: dict[str, Any] = answer.get("Item") or {}
+        return item
 
     def delete(self, schedule_id: str) -> None:
         # Deleting a missing item succeeds: nothing to catch.
