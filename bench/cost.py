@@ -1560,8 +1560,8 @@ def report(m: dict[str, Any], infra: dict[str, Any], r: dict[str, Any]) -> str:
         "  lifetime on a warm worker, at most once a run (each cold worker reads it again).",
         f"  Secrets Manager: ${SECRETS_MANAGER_SECRET_PER_MONTH:.2f} a secret a month, "
         f"${SECRETS_MANAGER_PER_10K_CALLS:.2f} per 10,000 GetSecretValue.",
-        f"  DynamoDB table (the default): a strongly consistent GetItem, one read unit "
-        f"(${DYNAMODB_PER_MILLION_RRU:.3f} a million), no fee.",
+        "  DynamoDB table (the default): an eventually consistent GetItem, half a read unit "
+        f"(${DYNAMODB_PER_MILLION_RRU / 2:.4f} a million), no fee.",
         "  SSM standard parameter: no fee, GetParameter free at standard",
         f"  throughput, ${KMS_PER_10K_REQUESTS:.2f} per 10,000 KMS decrypts; higher throughput "
         f"adds ${SSM_HIGHER_THROUGHPUT_PER_10K:.2f} per 10,000",
