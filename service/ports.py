@@ -78,7 +78,7 @@ class Materialization(NamedTuple):
     ``next_due`` and ``last_materialized_at`` are set and each occurrence is
     inserted unless its business key (or occurrence id) is already taken: a
     duplicate slot is skipped, not an error. ``occurrences`` are in order of
-    ``scheduled_at``; an adapter that writes them one by one advances
+    ``scheduled_at``; an adapter that writes them one by one may advance
     ``next_due`` to each following occurrence's instant as it goes (and to
     ``next_due`` after the last), so a crash halfway leaves a consistent state.
 
