@@ -75,11 +75,6 @@ class DynamoRunRecords(DynamoTables, OccurrenceStore):
         super().__init__(client, tables, concurrency=concurrency)
         self.history_retention = history_retention
 
-    def _put_occurrence(self, run: Run) -> bool:
-        """Write one occurrence (``_write_occurrence``, not sending); True if
-        this call wrote its record."""
-        return self._write_occurrence(run, sending=False)[0]
-
     def _write_occurrence(
         self, run: Run, *, sending: bool, extra: Mapping[str, Any] | None = None
     ) -> tuple[bool, Run | None]:
@@ -269,7 +264,7 @@ class DynamoRunRecords(DynamoTables, OccurrenceStore):
         )
 
     def insert(self, runs: Sequence[Run]) -> list[str]:
-        return [run.occurrence_id for run in runs if self._put_occurrence(run)]
+        return [r.occurrence_id for r in runs if self._write_occurrence(r, sending=False)[0]]
 
     def get_run(self, occurrence_id: str) -> Run | None:
         key = it.record_key_of(occurrence_id)
