@@ -15,7 +15,7 @@ the time the writers need to make them:
   ``N * r / (tick_processes * requests_in_flight / request_s)``. Planning
   reads the HEAD and puts the record (admitted and stamped sent, out of the
   outbox): the HEAD of a steady schedule is not written (``DynamoStore.
-  materialize_sending``); the send itself is a queue request, batched, and
+  materialize``, then ``advance``); the send itself is a queue request, batched, and
   is not counted, which shortens the phase (a bound above);
 - the pass ends by writing its schedules' next slots as plan pages, all of
   one due hour under one key, at most ``page_units_per_s`` a second to a key
@@ -155,7 +155,7 @@ def occurrence_writes(
     tomorrow = at + timedelta(days=1)
     # The planner's chain: the record names its schedule's next slot, which
     # the pass's plan pages carry (``page_writes``); the HEAD is not written
-    # (``DynamoStore.materialize_sending``, a steady schedule).
+    # (``DynamoStore.materialize`` and ``advance``, a steady schedule).
     chain = it.attrs({"next_due": it.iso(tomorrow)})
     # Stored admitted and stamped sent, out of the outbox (``_write_occurrence``).
     stored = replace(run, status=RunStatus.ADMITTED, admitted_at=at, sent_at=at, pending=False)

@@ -28,7 +28,7 @@ from domain.spec import spec_zone_name
 from domain.targets import Target
 from service.planning.config import TickConfig
 from service.planning.ticker import Ticker
-from service.ports import DeliveryQueue, Materialization, MaterializeOutcome, PlanSession
+from service.ports import DeliveryQueue, Materialization, Materialized, PlanSession
 from service.run_ports import NoTelemetry, QueueMessage
 from service.runs import RunWorker
 from service.schedules import ScheduleService
@@ -129,14 +129,14 @@ class TickStore(SqliteStore):
         *,
         until: datetime | None = None,
         session: PlanSession | None = None,
-    ) -> list[MaterializeOutcome]:
+    ) -> Materialized:
         if batch and self.before_write is not None:
             hook, self.before_write = self.before_write, None
             hook(batch)
-        outcomes = super().materialize(batch, now, until=until, session=session)
-        for outcome in outcomes:
+        stored = super().materialize(batch, now, until=until, session=session)
+        for outcome in stored.outcomes:  # final: SQLite holds no advance
             self.written.extend(outcome.inserted)
-        return outcomes
+        return stored
 
 
 @dataclass

@@ -13,7 +13,7 @@ adapter that made them reads back.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Final, Generic, NamedTuple, Protocol, TypeVar
@@ -78,7 +78,7 @@ class Materialization(NamedTuple):
     ``next_due`` and ``last_materialized_at`` are set and each occurrence is
     inserted unless its business key (or occurrence id) is already taken: a
     duplicate slot is skipped, not an error. ``occurrences`` are in order of
-    ``scheduled_at``; an adapter that writes them one by one advances
+    ``scheduled_at``; an adapter that writes them one by one may advance
     ``next_due`` to each following occurrence's instant as it goes (and to
     ``next_due`` after the last), so a crash halfway leaves a consistent state.
 
@@ -106,11 +106,24 @@ class MaterializeOutcome(NamedTuple):
     inserted: tuple[str, ...] = ()  # occurrence ids written
 
 
+class Materialized(NamedTuple):
+    """What ``materialize`` stored: one outcome per item (final unless
+    ``held``), the admitted records whose intents the caller sends
+    (``to_send``), and the store's own note of the advances it holds until
+    ``advance`` (None: it holds none). A record of ``to_send`` is in the
+    outbox (``pending``: marked sent once sent) or out of it (put in it if
+    its send fails, before ``advance``)."""
+
+    outcomes: list[MaterializeOutcome]
+    to_send: tuple[Run, ...] = ()
+    held: object = None
+
+
 class PlanSession:
     """What one planning pass keeps between its calls to the store, made by
     ``ScheduleStore.plan_session`` when the pass begins and handed back to
     every planning call of that pass (``due``, ``due_ahead``, ``materialize``,
-    ``materialize_sending``, ``planned_through``); dropped when it ends. A
+    ``planned_through``); dropped when it ends. A
     store keeps none of it: two passes through one store never see each
     other's. The base keeps nothing (a store whose planning needs no memory
     between calls, such as SQLite's, returns it and ignores it)."""
@@ -279,7 +292,7 @@ class ScheduleStore(ABC):
         *,
         until: datetime | None = None,
         session: PlanSession | None = None,
-    ) -> list[MaterializeOutcome]:
+    ) -> Materialized:
         """Apply each materialization under its own condition (see Materialization).
 
         One outcome per item, in order. The items are independent: one that
@@ -288,7 +301,23 @@ class ScheduleStore(ABC):
         pass, e.g. the API planning at the call): a store may carry a
         schedule whose ``next_due`` falls after it on its last occurrence
         instead of advancing the schedule (see ``planned_through``).
+
+        The records stored ``admitted`` (and any found admitted, never sent
+        nor started) are returned to send (``Materialized.to_send``). Each is
+        in the outbox (``pending``), or its schedule is not advanced past it
+        until ``advance``: whatever happens before, a later pass or dispatch
+        sends it again.
         """
+
+    def advance(self, stored: Materialized, sent: Collection[str]) -> list[MaterializeOutcome]:
+        """Advance the schedules ``materialize`` held (``stored.held``), now that
+        the intents of ``stored.to_send`` were sent (``sent``: the ids that
+        were) and the others put in the outbox: the final outcomes. A
+        schedule that moved meanwhile is not advanced, and its records that no
+        other planner covered are withdrawn (one whose intent was sent is
+        closed, so its worker finds it ended). The default: a store that holds
+        nothing."""
+        return stored.outcomes
 
     def planned_through(
         self,
@@ -305,28 +334,6 @@ class ScheduleStore(ABC):
         written ahead (which carry their schedule's next slot) starts its
         next read after ``until``, or after the token's place; the default
         does nothing."""
-        return None
-
-    def materialize_sending(
-        self,
-        batch: Sequence[Materialization],
-        now: datetime,
-        send: Callable[[Sequence[Run]], Sequence[str]],
-        *,
-        until: datetime | None = None,
-        session: PlanSession | None = None,
-    ) -> list[MaterializeOutcome] | None:
-        """``materialize``, sending the intents of the occurrences it stores
-        ``admitted`` (with ``send``, which returns the ids it could not send)
-        before it advances their schedule, or None when this store does not
-        (the default): the caller then materializes, sends and marks sent.
-
-        A store that does needs no outbox entry for an intent that was sent:
-        a crash before the advance leaves ``next_due`` where it was, the next
-        pass plans the slot again, finds it stored, not started and not in
-        the outbox, and sends it again (an intent may be sent twice). Only an
-        intent whose send failed enters the outbox, before the advance.
-        """
         return None
 
 
@@ -463,6 +470,13 @@ class OccurrenceStore(ABC):
         """Clear pending and stamp ``sent_at`` on records no longer ``scheduled``.
 
         Records still ``scheduled`` are left alone. Returns how many changed.
+        """
+
+    @abstractmethod
+    def into_outbox(self, runs: Sequence[Run]) -> int:
+        """Put back in the outbox (``pending``, no ``sent_at``) admitted records
+        stored out of it whose intent could not be sent, for dispatch to send.
+        Condition: admitted, no attempt, not pending. Returns how many changed.
         """
 
 

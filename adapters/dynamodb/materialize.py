@@ -5,16 +5,19 @@ a plan page).
 For each schedule: a consistent read of the HEAD (nothing is written for a
 schedule that moved), the occurrences, then the HEAD's advance conditioned
 on version, ``next_due`` and active. Refused, it withdraws the occurrences it
-wrote (deleted unless a dispatcher changed them in between). A record stored
-admitted by ``materialize_sending`` is not put in the outbox: its intent is
-sent before its schedule's HEAD advances, and only a failed send puts it
-there (a crash before the advance leaves the slot to be planned, found and
-sent again).
+wrote (deleted unless a dispatcher changed them in between).
+
+A schedule whose occurrences are admitted as they are stored writes them
+out of the outbox, stamped sent, and ``materialize`` returns them to send,
+holding the batch's pages and advances: the caller sends, puts the intents
+that failed in the outbox, then calls ``advance``. A crash before the advance
+leaves the slots to be planned again, found unsent and returned to send
+again. An intent sent costs no outbox entry and no mark-sent write.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Final
@@ -22,9 +25,10 @@ from typing import Any, Final
 from adapters.dynamodb import items as it
 from adapters.dynamodb.plan_log import _CHAIN, _SEED, DynamoPlanLog, DynamoPlanSession
 from adapters.dynamodb.run_records import DynamoRunRecords
-from domain.run import Run
+from domain.run import Run, RunStatus
 from service.ports import (
     Materialization,
+    Materialized,
     MaterializeOutcome,
     PlanSession,
 )
@@ -42,11 +46,10 @@ CHAIN_TTL_MARGIN: Final = timedelta(days=7)
 @dataclass
 class _Stored:
     """What one chunk of a materialization stored: the occurrences this call
-    wrote, the runs whose intents to send, and the ids of those sent."""
+    wrote, and the runs whose intents to send."""
 
     written: list[Run] = field(default_factory=list)
     to_send: list[Run] = field(default_factory=list)
-    sent: set[str] = field(default_factory=set)
     # The HEAD is to be advanced after the chunk (False: the chain carries on,
     # on a plan page, and the HEAD is not written).
     advance: bool = True
@@ -59,8 +62,18 @@ class _Stored:
         return tuple(run.occurrence_id for run in self.written)
 
 
+@dataclass(frozen=True)
+class _Held:
+    """A batch stored whose pages and advances wait for ``advance``."""
+
+    batch: Sequence[Materialization]
+    stored: list[MaterializeOutcome | _Stored | None]
+    until: datetime | None
+    session: DynamoPlanSession
+
+
 class DynamoMaterializer(DynamoPlanLog, DynamoRunRecords):
-    """``materialize`` and ``materialize_sending``: store, (send,) advance."""
+    """``materialize`` and ``advance``: store, (the caller sends,) advance."""
 
     def materialize(
         self,
@@ -69,47 +82,22 @@ class DynamoMaterializer(DynamoPlanLog, DynamoRunRecords):
         *,
         until: datetime | None = None,
         session: PlanSession | None = None,
-    ) -> list[MaterializeOutcome]:
-        return self._materialize_batch(batch, now, None, until, self._session(session))
-
-    def materialize_sending(
-        self,
-        batch: Sequence[Materialization],
-        now: datetime,
-        send: Callable[[Sequence[Run]], Sequence[str]],
-        *,
-        until: datetime | None = None,
-        session: PlanSession | None = None,
-    ) -> list[MaterializeOutcome]:
-        """Store every schedule's occurrences, send the intents of the
-        admitted ones in one call, put the few whose send failed in the
-        outbox, then advance the HEADs that need it: an occurrence admitted
-        as it is stored costs no outbox entry and no mark-sent write (see
-        ``Store.materialize_sending`` for why a crash loses nothing)."""
-        return self._materialize_batch(batch, now, send, until, self._session(session))
-
-    def _materialize_batch(
-        self,
-        batch: Sequence[Materialization],
-        now: datetime,
-        send: Callable[[Sequence[Run]], Sequence[str]] | None,
-        until: datetime | None,
-        session: DynamoPlanSession,
-    ) -> list[MaterializeOutcome]:
-        """Store every schedule's occurrences (and send their intents, with
-        ``send``), write the plan page of the seeds handed to their chain,
-        then advance the HEADs that need it. A schedule carried on by its
-        chain (``_chained``) writes no HEAD: its next slot is queued for the
-        pass's pages. A seed's next slot is on a page before its HEAD leaves
-        the ``due`` index, so a crash in between leaves it in both, never in
-        neither. A schedule with more occurrences than one advance covers (a
-        backlog) is materialized chunk by chunk on its HEAD."""
+    ) -> Materialized:
+        """Store every schedule's occurrences, then (at once, or in ``advance``
+        when some intents are to be sent first) write the plan page of the
+        seeds handed to their chain and advance the HEADs that need it. A
+        schedule carried on by its chain (``_chained``) writes no HEAD: its
+        next slot is queued for the pass's pages. A schedule with more
+        occurrences than one advance covers (a backlog) admitting none is
+        materialized chunk by chunk on its HEAD (``_materialize_one``)."""
+        s = self._session(session)
 
         def store(item: Materialization) -> MaterializeOutcome | _Stored | None:
-            chained = self._chained(item, until, session)
-            if not chained and len(item.occurrences) > OCCURRENCES_PER_ADVANCE:
-                return self._materialize_one(item, now, send, session if until else None)
-            mode = self._head_mode(item, session if until else None)
+            sending = any(run.status is RunStatus.ADMITTED for run in item.occurrences)
+            chained = self._chained(item, until, s)
+            if not (chained or sending) and len(item.occurrences) > OCCURRENCES_PER_ADVANCE:
+                return self._materialize_one(item, s if until else None)
+            mode = self._head_mode(item, s if until else None)
             if mode is None:
                 return None
             if not chained:
@@ -117,10 +105,8 @@ class DynamoMaterializer(DynamoPlanLog, DynamoRunRecords):
                     item.schedule_id, item.expected_version, item.expected_next_due
                 ):
                     return None
-                return self._store_chunk(list(item.occurrences), sending=send is not None)
-            stored = self._store_chunk(
-                list(item.occurrences), sending=send is not None, chain=_chain_fields(item)
-            )
+                return self._store_chunk(item.occurrences, sending=sending)
+            stored = self._store_chunk(item.occurrences, sending=sending, chain=_chain_fields(item))
             entry = (
                 None
                 if item.next_due is None
@@ -129,40 +115,48 @@ class DynamoMaterializer(DynamoPlanLog, DynamoRunRecords):
             if mode == _CHAIN:
                 stored.advance = False
                 if entry is not None:
-                    with session.lock:
-                        session.page_entries.append(entry)
+                    with s.lock:
+                        s.page_entries.append(entry)
             else:
                 stored.page = entry
             return stored
 
-        stored = self._each(store, batch)
-        chunks = [s for s in stored if isinstance(s, _Stored)]
-        if send is not None:
-            self._send_or_outbox(chunks, send)
-        self._write_pages([chunk.page for chunk in chunks if chunk.page is not None], session)
+        held = _Held(batch, self._each(store, batch), until, s)
+        to_send = tuple(run for r in held.stored if isinstance(r, _Stored) for run in r.to_send)
+        if not to_send:
+            return Materialized(self._advance_batch(held, ()))
+        outcomes = [_outcome(item, r) for item, r in zip(batch, held.stored, strict=True)]
+        return Materialized(outcomes, to_send, held)
+
+    def advance(self, stored: Materialized, sent: Collection[str]) -> list[MaterializeOutcome]:
+        if stored.held is None:
+            return stored.outcomes
+        if not isinstance(stored.held, _Held):
+            raise TypeError("not a materialization of a DynamoDB store")
+        return self._advance_batch(stored.held, sent)
+
+    def _advance_batch(self, held: _Held, sent: Collection[str]) -> list[MaterializeOutcome]:
+        """Write the plan page of the seeds handed to their chain, then advance
+        the HEADs: a seed's next slot is on a page before its HEAD leaves the
+        ``due`` index, so a crash in between leaves it in both, never in
+        neither."""
+        pages = [r.page for r in held.stored if isinstance(r, _Stored) and r.page is not None]
+        self._write_pages(pages, held.session)
 
         def advance(
             pair: tuple[Materialization, MaterializeOutcome | _Stored | None],
         ) -> MaterializeOutcome:
             item, result = pair
-            if result is None:
-                return MaterializeOutcome(item.schedule_id, False)
-            if isinstance(result, MaterializeOutcome):
-                return result
-            if not result.advance:
-                return MaterializeOutcome(item.schedule_id, True, result.inserted)
+            if not isinstance(result, _Stored) or not result.advance:
+                return _outcome(item, result)
+            chained = self._chained(item, held.until, held.session)
             if self._advance(
-                item,
-                item.expected_next_due,
-                item.next_due,
-                item.last_materialized_at,
-                now,
-                chained=self._chained(item, until, session),
+                item, item.expected_next_due, item.next_due, item.last_materialized_at, chained
             ):
-                return MaterializeOutcome(item.schedule_id, True, result.inserted)
-            return self._refused(item, result, ())
+                return _outcome(item, result)
+            return self._refused(item, result, (), sent)
 
-        return self._each(advance, list(zip(batch, stored, strict=True)))
+        return self._each(advance, list(zip(held.batch, held.stored, strict=True)))
 
     def _chained(self, item: Materialization, until: datetime | None, s: DynamoPlanSession) -> bool:
         """Whether the item's schedule is carried on by its chain (its next
@@ -232,59 +226,37 @@ class DynamoMaterializer(DynamoPlanLog, DynamoRunRecords):
         last = len(runs) - 1
         for index, run in enumerate(runs):
             extra = chain if index == last else None
-            if sending:
-                written, to_send = self._write_occurrence(run, sending=True, extra=extra)
-            elif extra is None:
-                written, to_send = self._put_occurrence(run), None
-            else:
-                written, to_send = self._write_occurrence(run, sending=False, extra=extra)[0], None
+            written, to_send = self._write_occurrence(run, sending=sending, extra=extra)
             if written:
                 stored.written.append(run)
             if to_send is not None:
                 stored.to_send.append(to_send)
         return stored
 
-    def _send_or_outbox(
-        self, chunks: Sequence[_Stored], send: Callable[[Sequence[Run]], Sequence[str]]
-    ) -> None:
-        """Send the chunks' intents in one call; the ones that failed enter
-        the outbox, for dispatch to send again. Both before any advance: a
-        crash in between leaves the slots to be planned again."""
-        runs = [run for chunk in chunks for run in chunk.to_send]
-        if not runs:
-            return
-        failed = set(send(runs))
-        for chunk in chunks:
-            chunk.sent = {r.occurrence_id for r in chunk.to_send} - failed
-        self._each(self._into_outbox, [run for run in runs if run.occurrence_id in failed])
-
     def _refused(
-        self, item: Materialization, chunk: _Stored, inserted: Sequence[str]
+        self, item: Materialization, chunk: _Stored, inserted: Sequence[str], sent: Collection[str]
     ) -> MaterializeOutcome:
         """The advance was refused (the schedule moved meanwhile): withdraw
         the occurrences this call wrote that no other planner's advance
-        covered. Kept: those another planner covered."""
+        covered (closing those whose intent was ``sent``). Kept: those
+        another planner covered."""
         uncovered = self._uncovered(item.schedule_id, chunk.written)
-        self._withdraw(uncovered, sent=chunk.sent)
+        self._withdraw(uncovered, sent=sent)
         kept = [*inserted, *(r.occurrence_id for r in chunk.written if r not in uncovered)]
         return MaterializeOutcome(item.schedule_id, False, tuple(kept))
 
     def _materialize_one(
-        self,
-        item: Materialization,
-        now: datetime,
-        send: Callable[[Sequence[Run]], Sequence[str]] | None,
-        s: DynamoPlanSession | None,
+        self, item: Materialization, s: DynamoPlanSession | None
     ) -> MaterializeOutcome:
-        """A backlog, on the HEAD, chunk by chunk: write a chunk's occurrences
-        (with ``send``, send its admitted intents), then advance the HEAD on
-        the materialization's condition: an idempotent sequence, not a
-        transaction. A crash between the two leaves occurrences ahead of
-        ``next_due``; the next pass plans the same slots again, finds them
-        written and advances. When an advance is refused (the schedule moved
-        meanwhile), the occurrences this call wrote for it, and no other
-        planner's advance covered, are withdrawn. A schedule its chain
-        carries is put back on its HEAD first."""
+        """A backlog admitting nothing, on the HEAD, chunk by chunk: write a
+        chunk's occurrences, then advance the HEAD on the materialization's
+        condition: an idempotent sequence, not a transaction. A crash between
+        the two leaves occurrences ahead of ``next_due``; the next pass plans
+        the same slots again, finds them written and advances. When an
+        advance is refused (the schedule moved meanwhile), the occurrences
+        this call wrote for it, and no other planner's advance covered, are
+        withdrawn. A schedule its chain carries is put back on its HEAD
+        first."""
         mode = self._head_mode(item, s)
         if mode is None:
             return MaterializeOutcome(item.schedule_id, False)
@@ -303,13 +275,10 @@ class DynamoMaterializer(DynamoPlanLog, DynamoRunRecords):
             # yet written, so a crash halfway leaves a consistent schedule.
             next_due = item.next_due if last else chunks[index + 1][0].scheduled_at
             last_at = item.last_materialized_at if last else chunk[-1].scheduled_at
-            stored = self._store_chunk(chunk, sending=send is not None)
-            if send is not None:
-                self._send_or_outbox([stored], send)
-            written = stored.written
-            if not self._advance(item, expected_due, next_due, last_at, now):
-                return self._refused(item, stored, inserted)
-            inserted += [run.occurrence_id for run in written]
+            stored = self._store_chunk(chunk, sending=False)
+            if not self._advance(item, expected_due, next_due, last_at):
+                return self._refused(item, stored, inserted, ())
+            inserted += stored.inserted
             assert next_due is not None or last
             if next_due is not None:
                 expected_due = next_due
@@ -337,8 +306,6 @@ class DynamoMaterializer(DynamoPlanLog, DynamoRunRecords):
         expected_due: datetime,
         next_due: datetime | None,
         last_at: datetime | None,
-        now: datetime,
-        *,
         chained: bool = False,
     ) -> bool:
         """Move the HEAD from ``expected_due`` to ``next_due``; ``chained``:
@@ -364,6 +331,15 @@ class DynamoMaterializer(DynamoPlanLog, DynamoRunRecords):
             )
             is not None
         )
+
+
+def _outcome(
+    item: Materialization, result: MaterializeOutcome | _Stored | None
+) -> MaterializeOutcome:
+    """The outcome of an item stored (and advanced, if it had to be)."""
+    if isinstance(result, _Stored):
+        return MaterializeOutcome(item.schedule_id, True, result.inserted)
+    return result or MaterializeOutcome(item.schedule_id, False)
 
 
 def _chain_fields(item: Materialization) -> dict[str, Any]:

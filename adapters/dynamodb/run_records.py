@@ -75,11 +75,6 @@ class DynamoRunRecords(DynamoTables, OccurrenceStore):
         super().__init__(client, tables, concurrency=concurrency)
         self.history_retention = history_retention
 
-    def _put_occurrence(self, run: Run) -> bool:
-        """Write one occurrence (``_write_occurrence``, not sending); True if
-        this call wrote its record."""
-        return self._write_occurrence(run, sending=False)[0]
-
     def _write_occurrence(
         self, run: Run, *, sending: bool, extra: Mapping[str, Any] | None = None
     ) -> tuple[bool, Run | None]:
@@ -91,9 +86,9 @@ class DynamoRunRecords(DynamoTables, OccurrenceStore):
         occurrence or by another version's. A slot whose wall time another
         instant may hold (``_slot_taken``) is looked up first.
 
-        With ``sending`` (the caller sends the intents before it advances the
-        HEAD), an admitted occurrence is written out of the outbox, stamped
-        sent: the send follows. A record found already written for this very
+        With ``sending`` (the caller sends the intents before the HEAD
+        advances), an admitted occurrence is written out of the outbox,
+        stamped sent: the send follows. A record found already written for this very
         occurrence, admitted, not started and out of the outbox was stored by
         a pass that died before its advance (or by a planner racing this
         one): its intent is sent again (``sending``) or it is put in the
@@ -127,7 +122,7 @@ class DynamoRunRecords(DynamoTables, OccurrenceStore):
         elif old is not None and _unsent(old):
             found = it.run_from_item(old)
         if found is not None and not sending:
-            self._into_outbox(found)
+            self.into_outbox([found])
             return written, None
         return written, (run if written and direct else found)
 
@@ -269,7 +264,7 @@ class DynamoRunRecords(DynamoTables, OccurrenceStore):
         )
 
     def insert(self, runs: Sequence[Run]) -> list[str]:
-        return [run.occurrence_id for run in runs if self._put_occurrence(run)]
+        return [r.occurrence_id for r in runs if self._write_occurrence(r, sending=False)[0]]
 
     def get_run(self, occurrence_id: str) -> Run | None:
         key = it.record_key_of(occurrence_id)
@@ -542,32 +537,38 @@ class DynamoRunRecords(DynamoTables, OccurrenceStore):
             )
         )
 
-    def _into_outbox(self, run: Run) -> None:
+    def into_outbox(self, runs: Sequence[Run]) -> int:
+        return sum(self._each(self._into_outbox, runs))
+
+    def _into_outbox(self, run: Run) -> bool:
         """A record stored admitted whose intent could not be sent: into the
         outbox (unless it started, or is there already)."""
-        self._update(
-            self.tables.occurrences,
-            it.record_key_of_run(run),
-            set_={
-                "outbox_key": it.outbox_key(run.bucket, run.scheduled_at, run.occurrence_id),
-                "pending_shard": run.shard,
-            },
-            remove=("sent_at",),
-            condition=(
-                "#occurrence_id = :occurrence_id AND #status = :admitted AND "
-                "#attempts = :zero AND attribute_not_exists(#outbox_key)"
-            ),
-            names={
-                "#occurrence_id": "occurrence_id",
-                "#status": "status",
-                "#attempts": "attempts",
-                "#outbox_key": "outbox_key",
-            },
-            values={
-                ":occurrence_id": {"S": run.occurrence_id},
-                ":admitted": {"S": RunStatus.ADMITTED.value},
-                ":zero": {"N": "0"},
-            },
+        return (
+            self._update(
+                self.tables.occurrences,
+                it.record_key_of_run(run),
+                set_={
+                    "outbox_key": it.outbox_key(run.bucket, run.scheduled_at, run.occurrence_id),
+                    "pending_shard": run.shard,
+                },
+                remove=("sent_at",),
+                condition=(
+                    "#occurrence_id = :occurrence_id AND #status = :admitted AND "
+                    "#attempts = :zero AND attribute_not_exists(#outbox_key)"
+                ),
+                names={
+                    "#occurrence_id": "occurrence_id",
+                    "#status": "status",
+                    "#attempts": "attempts",
+                    "#outbox_key": "outbox_key",
+                },
+                values={
+                    ":occurrence_id": {"S": run.occurrence_id},
+                    ":admitted": {"S": RunStatus.ADMITTED.value},
+                    ":zero": {"N": "0"},
+                },
+            )
+            is not None
         )
 
 

@@ -35,6 +35,10 @@ _MARK_SENT = (
     "UPDATE occurrences SET pending = 0, sent_at = ? "
     "WHERE occurrence_id = ? AND pending = 1 AND status != 'scheduled'"
 )
+_INTO_OUTBOX = (
+    "UPDATE occurrences SET pending = 1, sent_at = NULL "
+    "WHERE occurrence_id = ? AND pending = 0 AND status = 'admitted' AND attempts = 0"
+)
 
 
 class SqliteRunRecords(Tables, OccurrenceStore):
@@ -153,4 +157,9 @@ class SqliteRunRecords(Tables, OccurrenceStore):
         now_us = us(now)
         with self._write() as db:
             cursor = db.executemany(_MARK_SENT, [(now_us, oid) for oid in occurrence_ids])
+            return int(cursor.rowcount)
+
+    def into_outbox(self, runs: Sequence[Run]) -> int:
+        with self._write() as db:
+            cursor = db.executemany(_INTO_OUTBOX, [(run.occurrence_id,) for run in runs])
             return int(cursor.rowcount)

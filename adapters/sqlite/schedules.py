@@ -18,6 +18,7 @@ from typing import Any
 
 from adapters.sqlite.rows import _RUN_INSERT, run_row
 from adapters.sqlite.tables import EPOCH, US, Tables, opt_us, page_token, read_token, us
+from domain.run import Run, RunStatus
 from domain.schedule import (
     Quarantine,
     QuarantineComponent,
@@ -35,6 +36,7 @@ from domain.schedule import (
 from service.ports import (
     DueSchedule,
     Materialization,
+    Materialized,
     MaterializeOutcome,
     Page,
     PlanSession,
@@ -439,9 +441,11 @@ class SqliteSchedules(Tables, ScheduleStore):
         *,
         until: datetime | None = None,
         session: PlanSession | None = None,
-    ) -> list[MaterializeOutcome]:
+    ) -> Materialized:
+        """Each schedule's advance and records in one transaction: an admitted
+        record is stored in the outbox (pending), so nothing is held."""
         if not batch:
-            return []
+            return Materialized([])
         epoch, micro = EPOCH, US  # once per schedule planned: no calls
         heads = [
             (
@@ -454,6 +458,7 @@ class SqliteSchedules(Tables, ScheduleStore):
             for item in batch
         ]
         rows = [run_row(run) for item in batch for run in item.occurrences]
+        admitted = RunStatus.ADMITTED
         with self._write() as db:
             # The common case, every condition holding and no slot taken, as two
             # executemany calls; if any row did not change, undo them and decide
@@ -466,7 +471,7 @@ class SqliteSchedules(Tables, ScheduleStore):
                 db.execute("RELEASE materialize")
                 # One outcome per schedule, made without the named tuple's __new__.
                 new = tuple.__new__
-                return [
+                outcomes = [
                     new(
                         MaterializeOutcome,
                         (
@@ -477,9 +482,12 @@ class SqliteSchedules(Tables, ScheduleStore):
                     )
                     for item in batch
                 ]
+                to_send = [r for item in batch for r in item.occurrences if r.status is admitted]
+                return Materialized(outcomes, tuple(to_send))
             db.execute("ROLLBACK TO materialize")
             db.execute("RELEASE materialize")
-            outcomes: list[MaterializeOutcome] = []
+            outcomes = []
+            sending: list[Run] = []
             at = 0
             for item, head in zip(batch, heads, strict=True):
                 item_rows = rows[at : at + len(item.occurrences)]
@@ -487,10 +495,15 @@ class SqliteSchedules(Tables, ScheduleStore):
                 if db.execute(_MATERIALIZE, head).rowcount != 1:
                     outcomes.append(MaterializeOutcome(item.schedule_id, False))
                     continue
-                inserted = tuple(
-                    run.occurrence_id
+                inserted = [
+                    run
                     for run, row in zip(item.occurrences, item_rows, strict=True)
                     if db.execute(_RUN_INSERT, row).rowcount == 1
+                ]
+                sending += [run for run in inserted if run.status is admitted]
+                outcomes.append(
+                    MaterializeOutcome(
+                        item.schedule_id, True, tuple(r.occurrence_id for r in inserted)
+                    )
                 )
-                outcomes.append(MaterializeOutcome(item.schedule_id, True, inserted))
-            return outcomes
+            return Materialized(outcomes, tuple(sending))

@@ -12,9 +12,11 @@ record's unique keys make the insert happen once at most) rather than read back
 from the pending index later. Only in shards that are ready for it (held by
 this pass and with no due backlog: a backlog goes first, through dispatch,
 oldest first), within the shard's ``admit_limit``. Then the intents are sent
-and marked sent as dispatch does; a store that sends as it stores
-(``Store.materialize_sending``, DynamoDB) sends them before it advances their
-schedules, so they need no outbox entry and no mark-sent write.
+(``DirectAdmission.send``) before the store advances their schedules
+(``Store.advance``): a record the store put in the outbox (SQLite) is marked
+sent as dispatch does; one it stored out of it, its schedule's advance held
+(DynamoDB), needs no mark-sent write and enters the outbox only if its send
+failed.
 """
 
 from __future__ import annotations
@@ -83,21 +85,23 @@ class DirectAdmission:
     def take(self, state: PassState, shard: int, count: int) -> None:
         state.room[shard] -= count
 
-    def deliver(self, state: PassState, runs: list[Run], now: datetime, *, sent: bool) -> None:
-        """Count the occurrences just admitted (and stored), and send their
-        intents unless the store sent them as it stored them (``sent``)."""
+    def send(self, state: PassState, runs: Sequence[Run], now: datetime) -> set[str]:
+        """Send the intents of records just stored admitted (``Materialized.to_send``):
+        those sent leave the outbox, those whose send failed enter it. The ids sent."""
+        failed = set(send_only(self.queue, runs, now, state.dispatch))
+        self.store.into_outbox([r for r in runs if r.occurrence_id in failed and not r.pending])
+        sent = {r.occurrence_id for r in runs} - failed
+        marked = [r.occurrence_id for r in runs if r.pending and r.occurrence_id in sent]
+        if marked:
+            self.store.mark_sent(marked, now)
+        state.sent.update(sent)
+        return sent
+
+    def count(self, state: PassState, runs: list[Run], now: datetime) -> None:
+        """Count the occurrences just admitted (and stored)."""
         spent = state.spent
         for run in runs:
             spent[run.shard] = spent.get(run.shard, 0) + 1
         # All admitted at ``now``: the oldest has the largest lag.
         state.dispatch.admitted += len(runs)
         state.dispatch.note_lag((now - min(r.scheduled_at for r in runs)).total_seconds())
-        if not sent:
-            send_intents(self.store, self.queue, runs, now, state)
-
-    def send(self, state: PassState, runs: Sequence[Run], now: datetime) -> list[str]:
-        """Send these intents now (for a store that sends as it stores,
-        ``Store.materialize_sending``); the ids that could not be sent."""
-        failed = send_only(self.queue, runs, now, state.dispatch)
-        state.sent.update(r.occurrence_id for r in runs if r.occurrence_id not in failed)
-        return failed

@@ -5,15 +5,21 @@ A pass reads the schedules whose next slot falls within its lookahead
 fill (service/planning/due.py says which, and as what) with the advance of its
 ``next_due``, in one conditional write per schedule (version, ``next_due``,
 active; batched by the store). The order of one page is **store, send,
-advance**:
+outbox, advance**:
 
 1. each schedule's slots are computed (a schedule whose slots cannot be is
    quarantined; the page goes on);
-2. the page is written (``Store.materialize``), or, when some slots are
-   admitted as they are stored, written sending (``Store.materialize_sending``:
-   the store sends their intents before it advances the schedules);
-3. what was admitted is counted and, unless the store sent it, sent and marked
-   sent (``DirectAdmission.deliver``).
+2. the page is written (``Store.materialize``), which returns the records it
+   admitted as it stored them, each in the outbox or with its schedule's
+   advance held;
+3. their intents are sent, the ones sent out of the outbox marked sent and
+   the ones that failed put in it (``DirectAdmission.send``);
+4. the store advances the schedules it held (``Store.advance``), and what was
+   admitted is counted.
+
+A crash before 4 leaves every admitted record in the outbox or its schedule
+where it was, so the slot is sent again by dispatch or by the next pass that
+plans it: an intent may be sent twice, a run is never lost.
 
 A pass stops at its ``plan_budget`` (what is left is selected by the next
 pass) and tells the store how far it read (``Store.planned_through``). With
@@ -27,7 +33,7 @@ from datetime import datetime
 from typing import Final
 
 from domain.partition import shard_of
-from domain.run import Run, RunStatus
+from domain.run import Run
 from domain.schedule import QuarantineComponent
 from service.planning.config import TickConfig
 from service.planning.due import DueSlots, PlannedSlots, Unplannable
@@ -36,7 +42,6 @@ from service.ports import (
     Clock,
     DueSchedule,
     Materialization,
-    MaterializeOutcome,
     PlanSession,
     Store,
 )
@@ -183,12 +188,12 @@ class Planner:
         *,
         until: datetime | None = None,
     ) -> None:
-        """Plan one page, in the order store, send, advance (see the module's
-        docstring); ``until``: the pass's selection horizon, when the page is one
+        """Plan one page, in the order store, send, outbox, advance (see the
+        module's docstring); ``until``: the pass's selection horizon, when the page is one
         of ``due(until)`` (see ``Store.materialize``)."""
         report, direct, now = state.plan, state.direct, slots.now
         report.schedules += len(schedules)
-        planned: list[tuple[Materialization, PlannedSlots, int]] = []
+        planned: list[tuple[Materialization, PlannedSlots]] = []
         for schedule in schedules:
             # One schedule whose slots cannot be computed is quarantined;
             # the page, and the pass, carry on with the others.
@@ -209,49 +214,34 @@ class Planner:
                 planned.append(made)
         if not planned:
             return
-        batch = [p[0] for p in planned]
-        outcomes: list[MaterializeOutcome] | None = None
-        if direct is not None and any(p[2] for p in planned):
-            # A store that sends the intents before it advances the schedules
-            # keeps no outbox entry for them (Store.materialize_sending).
-            outcomes = self.store.materialize_sending(
-                batch,
-                now,
-                lambda runs: direct.send(state, runs, now),
-                until=until,
-                session=state.session,
-            )
-        sent_by_store = outcomes is not None
-        if outcomes is None:
-            outcomes = self.store.materialize(batch, now, until=until, session=state.session)
-        admitted: list[Run] = []
+        stored = self.store.materialize(
+            [p[0] for p in planned], now, until=until, session=state.session
+        )
+        sent: set[str] = set()
+        if stored.to_send:
+            assert direct is not None  # nothing is admitted without it
+            sent = direct.send(state, stored.to_send, now)
+        outcomes = self.store.advance(stored, sent)
         skipped = expired = waiting = 0
-        for (item, planned_slots, taken), outcome in zip(planned, outcomes, strict=True):
+        for (_, planned_slots), outcome in zip(planned, outcomes, strict=True):
             if not outcome.applied:
                 report.conflicts += 1
             skipped += planned_slots.skipped
             expired += planned_slots.expired
             waiting += planned_slots.waiting
-            if not taken or not outcome.inserted:
-                continue
-            runs = item.occurrences
-            if taken != len(runs):
-                runs = tuple([r for r in runs if r.status is RunStatus.ADMITTED])
-            if len(outcome.inserted) != len(item.occurrences):  # some slots were taken
-                inserted = set(outcome.inserted)
-                runs = tuple([r for r in runs if r.occurrence_id in inserted])
-            admitted += runs
         report.skipped += skipped
         report.expired += expired
         report.materialized += waiting
-        if admitted and direct is not None:
-            direct.deliver(state, admitted, now, sent=sent_by_store)
+        if stored.to_send and direct is not None:
+            inserted = {i for outcome in outcomes for i in outcome.inserted}
+            admitted = [r for r in stored.to_send if r.occurrence_id in inserted]
+            if admitted:
+                direct.count(state, admitted, now)
 
     def _materialization(
         self, schedule: DueSchedule, slots: DueSlots, state: PassState
-    ) -> tuple[Materialization, PlannedSlots, int] | None:
-        """What to write for one schedule, the slots it was planned from, and how
-        many of its occurrences it admits as it stores them."""
+    ) -> tuple[Materialization, PlannedSlots] | None:
+        """What to write for one schedule, and the slots it was planned from."""
         schedule_id, number, next_due, _, _ = schedule
         planned = slots.of(schedule)
         if not planned.slots:
@@ -285,4 +275,4 @@ class Planner:
                 tuple(runs),
             ),
         )
-        return item, planned, taken
+        return item, planned

@@ -82,7 +82,7 @@ def materialize_next(store: Store, schedule_id: str, now: datetime = NOW) -> Run
     schedule = store.get(schedule_id)
     assert schedule is not None and schedule.next_due is not None
     run = build_occurrence(schedule, now, PARTS)
-    [outcome] = store.materialize([materialization(schedule, run)], now)
+    [outcome] = store.materialize([materialization(schedule, run)], now).outcomes
     assert outcome.applied and outcome.inserted == (run.occurrence_id,)
     return run
 
@@ -131,7 +131,7 @@ def plan_pass(
                     runs,
                 )
             )
-        for outcome in store.materialize(batch, now, until=until, session=session):
+        for outcome in store.materialize(batch, now, until=until, session=session).outcomes:
             written += outcome.inserted
         token = page.next_token
         read += 1

@@ -1,7 +1,7 @@
 """The planning side of the schedule port (``ScheduleStore`` in service/ports.py),
 on every store: what a pass reads (``due``, ``due_ahead``, ``chain_crowd``),
-what it writes (``materialize``, ``materialize_sending``) and how it ends
-(``planned_through``). A store may keep more than the port asks (seeds, a
+what it writes (``materialize``, then ``advance`` once what it admitted was
+sent) and how it ends (``planned_through``). A store may keep more than the port asks (seeds, a
 chain, a cursor); these tests hold each to what the port promises a planner.
 """
 
@@ -16,14 +16,17 @@ import pytest
 
 import domain.schedule as schedule_module
 from domain.errors import InvalidSchedule
-from domain.run import Run, RunStatus
-from domain.schedule import QuarantineComponent
+from domain.run import DeliveryIntent, Run, RunStatus
+from domain.schedule import QuarantineComponent, Schedule
+from service.planning.outbox import DirectAdmission
+from service.planning.pass_state import PassState
 from service.ports import DueSchedule, Materialization, Store
-from tests.conftest import build_occurrence, build_schedule, utc
+from tests.conftest import FakeQueue, build_occurrence, build_schedule, utc
 from tests.contract.builders import (
     NOW,
     PARTS,
     Opener,
+    created_with_runs,
     materialization,
     materialize_next,
     next_version,
@@ -187,7 +190,7 @@ def test_materialize_is_refused_when_the_schedule_changed(store: Store, change: 
             materialization(other, other_run),
         ],
         NOW,
-    )
+    ).outcomes
     assert [(o.schedule_id, o.applied) for o in outcomes] == [
         (schedule.schedule_id, False),
         (other.schedule_id, True),
@@ -223,7 +226,7 @@ def test_a_business_key_holds_one_occurrence_across_versions(store: Store) -> No
             )
         ],
         NOW,
-    )
+    ).outcomes
     assert outcome.applied and outcome.inserted == ()
     assert store.get_by_business_key(run.business_key) == run
     assert store.insert([twin]) == []
@@ -236,7 +239,7 @@ def test_occurrences_at_the_end_of_time_are_stored_and_read_back(store: Store) -
     schedule = build_schedule(NOW, spec={"at": "9999-12-31T23:59:59Z"})
     store.create(schedule)
     run = build_occurrence(schedule, NOW, PARTS)
-    [outcome] = store.materialize([materialization(schedule, run, next_due=None)], NOW)
+    [outcome] = store.materialize([materialization(schedule, run, next_due=None)], NOW).outcomes
     assert outcome.applied and outcome.inserted == (run.occurrence_id,)
     found = store.get_run(run.occurrence_id)
     assert found is not None and found.scheduled_at == utc("9999-12-31T23:59:59Z")
@@ -256,11 +259,15 @@ def test_an_occurrence_is_stored_as_given_admitted_or_closed(store: Store) -> No
         pending=False,
         finished_at=NOW,
     )
-    outcomes = store.materialize(
+    stored = store.materialize(
         [materialization(admitted_one, admitted), materialization(skipped_one, skipped)], NOW
     )
+    assert [r.occurrence_id for r in stored.to_send] == [admitted.occurrence_id]
+    outcomes = store.advance(stored, {admitted.occurrence_id})
     assert [o.inserted for o in outcomes] == [(admitted.occurrence_id,), (skipped.occurrence_id,)]
-    assert store.get_run(admitted.occurrence_id) == admitted
+    found = store.get_run(admitted.occurrence_id)
+    assert found is not None and found.status is RunStatus.ADMITTED
+    assert found.admitted_at == admitted.admitted_at
     assert store.get_run(skipped.occurrence_id) == skipped
 
 
@@ -360,46 +367,120 @@ def test_chain_crowd_names_only_an_instant_enough_planned_schedules_are_next_due
     assert store.chain_crowd(after, utc("2026-12-01T08:02:59Z"), 1) is None
 
 
-def test_materialize_sending_sends_what_it_admits_or_leaves_it_all_to_the_caller(
+# --- what a planner admits as it stores: store, send, outbox, advance ------------------------
+
+
+class _Queue(FakeQueue):
+    """A queue that cannot send the intents of ``refused`` (it says so)."""
+
+    def __init__(self, refused: Sequence[str] = ()) -> None:
+        super().__init__()
+        self.refused = set(refused)
+
+    def send_batch(self, intents: Sequence[DeliveryIntent]) -> list[str]:
+        failed = [i.occurrence_id for i in intents if i.occurrence_id in self.refused]
+        super().send_batch([i for i in intents if i.occurrence_id not in self.refused])
+        return failed
+
+
+def _admitting(store: Store, count: int, *, paused: int = 0) -> tuple[list[Schedule], list[Run]]:
+    """``count`` new schedules (the last ``paused`` of them paused), each with
+    its next slot admitted as it would be stored."""
+    schedules = [build_schedule(NOW) for _ in range(count)]
+    for schedule in schedules:
+        store.create(schedule)
+    for schedule in schedules[count - paused :]:
+        store.pause(schedule.schedule_id, None, NOW)
+    return schedules, [build_occurrence(s, NOW, PARTS).admitted(NOW) for s in schedules]
+
+
+def _pending(store: Store, run: Run) -> list[str]:
+    later = run.scheduled_at + timedelta(minutes=1)
+    return [
+        p.occurrence_id for p in store.pending_due(run.shard, run.bucket, run.bucket, later, 10)
+    ]
+
+
+def test_what_is_admitted_as_stored_is_sent_the_failed_send_waits_in_the_outbox(
     store: Store,
 ) -> None:
-    sent_ok, send_fails, paused = build_schedule(NOW), build_schedule(NOW), build_schedule(NOW)
-    for schedule in (sent_ok, send_fails, paused):
-        store.create(schedule)
-    store.pause(paused.schedule_id, None, NOW)
-    runs = [build_occurrence(s, NOW, PARTS).admitted(NOW) for s in (sent_ok, send_fails, paused)]
-    sends: list[list[str]] = []
-
-    def send(batch: Sequence[Run]) -> Sequence[str]:
-        sends.append([r.occurrence_id for r in batch])
-        return [runs[1].occurrence_id]  # its send failed
-
-    outcomes = store.materialize_sending(
-        [materialization(s, r) for s, r in zip((sent_ok, send_fails, paused), runs, strict=True)],
-        NOW,
-        send,
+    # The planner's order: store, send, outbox for what failed, advance.
+    schedules, runs = _admitting(store, 3, paused=1)
+    queue = _Queue(refused=[runs[1].occurrence_id])
+    stored = store.materialize(
+        [materialization(s, r) for s, r in zip(schedules, runs, strict=True)], NOW
     )
-    if outcomes is None:  # this store does not send: it wrote nothing
-        assert sends == []
-        for schedule, run in zip((sent_ok, send_fails, paused), runs, strict=True):
-            assert store.get_run(run.occurrence_id) is None
-            head = store.get(schedule.schedule_id)
-            assert head is not None and head.next_due == schedule.next_due
-        return
+    # The paused one is not written, so not returned to send.
+    assert sorted(r.occurrence_id for r in stored.to_send) == sorted(
+        r.occurrence_id for r in runs[:2]
+    )
+    state = PassState(NOW)
+    sent = DirectAdmission(store, queue, lambda shard: 10).send(state, stored.to_send, NOW)
+    assert sent == {runs[0].occurrence_id}
+    outcomes = store.advance(stored, sent)
     assert [(o.applied, o.inserted) for o in outcomes] == [
         (True, (runs[0].occurrence_id,)),
         (True, (runs[1].occurrence_id,)),
         (False, ()),
     ]
-    assert sorted(id_ for batch in sends for id_ in batch) == sorted(
-        r.occurrence_id for r in runs[:2]
-    )
-    for schedule in (sent_ok, send_fails):
+    for schedule in schedules[:2]:
         head = store.get(schedule.schedule_id)
         assert head is not None and head.next_due == schedule.next_due + timedelta(days=1)
     assert store.get_run(runs[2].occurrence_id) is None
-    # The one whose send failed waits in the outbox (pending) for a later pass.
-    failed = runs[1]
-    later = failed.scheduled_at + timedelta(minutes=1)
-    pending = store.pending_due(failed.shard, failed.bucket, failed.bucket, later, 10)
-    assert failed.occurrence_id in [p.occurrence_id for p in pending]
+    # The one sent is out of the outbox; the one whose send failed waits in it.
+    assert [i.occurrence_id for i in queue.sent] == [runs[0].occurrence_id]
+    assert runs[0].occurrence_id not in _pending(store, runs[0])
+    assert _pending(store, runs[1]) == [runs[1].occurrence_id]
+    unsent = store.get_run(runs[1].occurrence_id)
+    assert unsent is not None and unsent.pending and unsent.sent_at is None
+
+
+def test_until_advance_each_admitted_record_is_in_the_outbox_or_its_schedule_stays(
+    reopen: Opener,
+) -> None:
+    # A pass that dies after storing, before its send, outbox or advance:
+    # every admitted record is in the outbox (dispatch sends it), or its
+    # schedule was not advanced, so the next pass plans the slot again and
+    # is given it to send again. Sent at least once either way.
+    store = reopen()
+    schedules, runs = _admitting(store, 2)
+    batch = [materialization(s, r) for s, r in zip(schedules, runs, strict=True)]
+    stored = store.materialize(batch, NOW)
+    assert {r.occurrence_id for r in stored.to_send} == {r.occurrence_id for r in runs}
+    restarted = reopen()  # nothing of the dead pass is kept
+    for schedule, record in zip(schedules, stored.to_send, strict=True):
+        head = restarted.get(schedule.schedule_id)
+        assert head is not None
+        if record.pending:
+            assert record.occurrence_id in _pending(restarted, record)
+        else:
+            assert head.next_due == schedule.next_due
+    # The next pass plans the same slots: what is not in the outbox is
+    # returned to send again, and then the schedules advance.
+    again = restarted.materialize(batch, NOW)
+    waiting = {r.occurrence_id for r in stored.to_send if r.pending}
+    assert {r.occurrence_id for r in again.to_send} == {
+        r.occurrence_id for r in runs if r.occurrence_id not in waiting
+    }
+    restarted.advance(again, {r.occurrence_id for r in again.to_send})
+    for schedule in schedules:
+        head = restarted.get(schedule.schedule_id)
+        assert head is not None and head.next_due == schedule.next_due + timedelta(days=1)
+
+
+def test_into_outbox_puts_back_only_an_admitted_record_not_started_and_out_of_it(
+    store: Store,
+) -> None:
+    schedules, runs = _admitting(store, 1)
+    stored = store.materialize([materialization(schedules[0], runs[0])], NOW)
+    store.advance(stored, set())
+    [record] = stored.to_send
+    if record.pending:  # stored in the outbox: nothing to put back
+        assert store.into_outbox([record]) == 0
+        assert store.mark_sent([record.occurrence_id], NOW) == 1
+    assert store.into_outbox([record]) == 1
+    assert store.into_outbox([record]) == 0  # already there
+    assert _pending(store, record) == [record.occurrence_id]
+    waiting, _ = created_with_runs(store, "2026-12-01T08:05:00Z")
+    [scheduled] = store.runs(waiting, 1).items
+    assert store.into_outbox([scheduled]) == 0  # not admitted

@@ -121,7 +121,7 @@ def test_a_materialization_longer_than_one_advance_is_written_in_order(
             )
         ],
         NOW,
-    )
+    ).outcomes
     assert outcome.applied
     assert outcome.inserted == tuple(r.occurrence_id for r in runs if r is not runs[60])
     head = store.get(sid)
@@ -138,7 +138,7 @@ def test_a_schedule_that_moved_gets_nothing_written(store: DynamoStore) -> None:
     assert store.pause(schedule.schedule_id, "maintenance", NOW)
     [outcome] = store.materialize(
         [Materialization(schedule.schedule_id, 1, schedule.next_due, None, None, (run,))], NOW
-    )
+    ).outcomes
     assert not outcome.applied and outcome.inserted == ()
     assert store.get_run(run.occurrence_id) is None
     assert store.get_by_business_key(run.business_key) is None
@@ -211,7 +211,7 @@ def test_an_occurrence_is_one_record_by_instant_written_by_one_conditional_put(
     calls = _operations(client)
     [outcome] = store.materialize(
         [Materialization(schedule.schedule_id, 1, schedule.next_due, None, None, (run,))], NOW
-    )
+    ).outcomes
     assert outcome.applied and outcome.inserted == (run.occurrence_id,)
     assert "TransactWriteItems" not in calls
     assert calls.count("PutItem") == 1 and calls.count("UpdateItem") == 1
@@ -339,17 +339,17 @@ def test_a_schedule_that_moves_while_its_occurrences_are_written_gets_them_withd
     store.create(schedule)
     sid = schedule.schedule_id
     run = _run(sid, "2026-12-01T09:00:00Z")
-    put = store._put_occurrence
+    put = store._write_occurrence
 
-    def put_then_pause(written: Run) -> bool:
-        done = put(written)
+    def put_then_pause(written: Run, **kwargs: Any) -> tuple[bool, Run | None]:
+        done = put(written, **kwargs)
         assert store.pause(sid, "paused meanwhile", NOW)
         return done
 
-    monkeypatch.setattr(store, "_put_occurrence", put_then_pause)
+    monkeypatch.setattr(store, "_write_occurrence", put_then_pause)
     [outcome] = store.materialize(
         [Materialization(sid, 1, schedule.next_due, None, None, (run,))], NOW
-    )
+    ).outcomes
     assert not outcome.applied and outcome.inserted == ()
     assert store.get_run(run.occurrence_id) is None
     assert _items(client, store, sid) == {}
@@ -391,17 +391,17 @@ def test_a_planner_that_loses_the_advance_keeps_the_occurrences_the_winner_found
     run = _run(sid, "2026-12-01T09:00:00Z")
     plan = Materialization(sid, 1, schedule.next_due, None, run.scheduled_at, (run,))
     winner = DynamoStore(client, store.tables)
-    put = store._put_occurrence
+    put = store._write_occurrence
     outcomes = []
 
-    def put_then_other_planner(written: Run) -> bool:
-        done = put(written)
+    def put_then_other_planner(written: Run, **kwargs: Any) -> tuple[bool, Run | None]:
+        done = put(written, **kwargs)
         # The other planner finds the record written and advances first.
-        outcomes.extend(winner.materialize([plan], NOW))
+        outcomes.extend(winner.materialize([plan], NOW).outcomes)
         return done
 
-    monkeypatch.setattr(store, "_put_occurrence", put_then_other_planner)
-    [lost] = store.materialize([plan], NOW)
+    monkeypatch.setattr(store, "_write_occurrence", put_then_other_planner)
+    [lost] = store.materialize([plan], NOW).outcomes
     assert outcomes == [(sid, True, ())]
     # Not applied, but the occurrence it wrote stays, and is reported as its own.
     assert lost == (sid, False, (run.occurrence_id,))
@@ -428,7 +428,7 @@ def test_a_pause_closes_a_record_the_outbox_index_does_not_show_yet(
     assert closed is not None and closed.status is RunStatus.SKIPPED and not closed.pending
 
 
-# --- sending as it stores (materialize_sending): no outbox entry for a sent intent ----
+# --- admitted as it stores: out of the outbox, the advance held until sent ----
 
 
 def _plan_admitted(store: DynamoStore, at: str) -> tuple[str, Run, Materialization]:
@@ -440,83 +440,55 @@ def _plan_admitted(store: DynamoStore, at: str) -> tuple[str, Run, Materializati
     return sid, run, plan
 
 
-class _Sender:
-    """Records what it is asked to send; ``fail`` names ids it cannot send."""
-
-    def __init__(self, fail: frozenset[str] = frozenset()) -> None:
-        self.fail = fail
-        self.sent: list[list[str]] = []
-
-    def __call__(self, runs: Any) -> list[str]:
-        self.sent.append([r.occurrence_id for r in runs])
-        return [r.occurrence_id for r in runs if r.occurrence_id in self.fail]
-
-
-def test_an_occurrence_admitted_as_it_is_stored_is_sent_before_the_advance_and_not_outboxed(
+def test_an_occurrence_admitted_as_it_is_stored_holds_its_advance_and_stays_out_of_the_outbox(
     client: Any, store: DynamoStore
 ) -> None:
     sid, run, plan = _plan_admitted(store, "2026-12-01T08:01:00Z")
-    advanced_when_sent: list[Any] = []
-    sender = _Sender()
-
-    def send(runs: Any) -> list[str]:
-        head = store.get(sid)
-        advanced_when_sent.append(head and head.next_due)
-        return sender(runs)
-
-    [outcome] = store.materialize_sending([plan], NOW, send)
-    assert outcome == (sid, True, (run.occurrence_id,))
-    assert sender.sent == [[run.occurrence_id]]
-    assert advanced_when_sent == [plan.expected_next_due]  # sent before the advance
+    stored = store.materialize([plan], NOW)
+    assert [r.occurrence_id for r in stored.to_send] == [run.occurrence_id]
+    head = store.get(sid)
+    assert head is not None and head.next_due == plan.expected_next_due  # held
     record = _items(client, store, sid)[items.record_sort_key(run.scheduled_at)]
     assert "outbox_key" not in record and "pending_shard" not in record
-    stored = store.get_run(run.occurrence_id)
-    assert stored is not None and stored.status is RunStatus.ADMITTED and not stored.pending
-    assert stored.sent_at == NOW
+    [outcome] = store.advance(stored, {run.occurrence_id})
+    assert outcome == (sid, True, (run.occurrence_id,))
+    head = store.get(sid)
+    assert head is not None and head.next_due is None
+    found = store.get_run(run.occurrence_id)
+    assert found is not None and found.status is RunStatus.ADMITTED and not found.pending
+    assert found.sent_at == NOW
 
 
-def test_an_intent_that_could_not_be_sent_is_put_in_the_outbox_before_the_advance(
-    store: DynamoStore,
-) -> None:
-    _, run, plan = _plan_admitted(store, "2026-12-01T08:01:00Z")
-    [outcome] = store.materialize_sending([plan], NOW, _Sender(frozenset({run.occurrence_id})))
-    assert outcome.applied
-    stored = store.get_run(run.occurrence_id)
-    assert stored is not None and stored.pending and stored.sent_at is None
-    [waiting] = store.pending_due(run.shard, run.bucket, run.bucket, run.scheduled_at, 10)
-    assert waiting.occurrence_id == run.occurrence_id
-
-
-def test_a_pass_that_died_before_its_advance_sends_the_intent_again_when_it_plans_the_slot(
+def test_a_pass_that_died_before_its_advance_is_given_the_intent_to_send_again(
     store: DynamoStore,
 ) -> None:
     sid, run, plan = _plan_admitted(store, "2026-12-01T08:01:00Z")
-    # The dead pass stored the occurrence (and may have sent it), not the advance.
-    store._store_chunk([run], sending=True)
-    head = store.get(sid)
-    assert head is not None and head.next_due == plan.expected_next_due
-    sender = _Sender()
-    [outcome] = store.materialize_sending([plan], NOW, sender)
+    store.materialize([plan], NOW)  # the dead pass: stored, maybe sent, not advanced
+    again = store.materialize([plan], NOW)
+    assert [r.occurrence_id for r in again.to_send] == [run.occurrence_id]  # at least once
+    [outcome] = store.advance(again, {run.occurrence_id})
     assert outcome == (sid, True, ())  # not written by this call
-    assert sender.sent == [[run.occurrence_id]]  # but sent again: at least once
 
 
 def test_a_plain_materialization_finding_an_unsent_occurrence_puts_it_in_the_outbox(
     store: DynamoStore,
 ) -> None:
     _, run, plan = _plan_admitted(store, "2026-12-01T08:01:00Z")
-    store._store_chunk([run], sending=True)  # stored by a pass that died before sending
-    [outcome] = store.materialize([plan], NOW)
+    store.materialize([plan], NOW)  # stored by a pass that died before sending
+    waiting = replace(run, status=RunStatus.SCHEDULED, admitted_at=None)
+    stored = store.materialize([plan._replace(occurrences=(waiting,))], NOW)
+    assert stored.to_send == () and stored.held is None
+    [outcome] = stored.outcomes
     assert outcome.applied
-    stored = store.get_run(run.occurrence_id)
-    assert stored is not None and stored.pending
-    [waiting] = store.pending_due(run.shard, run.bucket, run.bucket, run.scheduled_at, 10)
-    assert waiting.occurrence_id == run.occurrence_id
+    found = store.get_run(run.occurrence_id)
+    assert found is not None and found.pending
+    [pending] = store.pending_due(run.shard, run.bucket, run.bucket, run.scheduled_at, 10)
+    assert pending.occurrence_id == run.occurrence_id
 
 
 def test_a_started_occurrence_found_again_is_not_sent_again(store: DynamoStore) -> None:
     _, run, plan = _plan_admitted(store, "2026-12-01T08:01:00Z")
-    store._store_chunk([run], sending=True)
+    store.materialize([plan], NOW)
     store.client.update_item(
         TableName=store.tables.occurrences,
         Key=items.record_key_of_run(run),
@@ -524,21 +496,19 @@ def test_a_started_occurrence_found_again_is_not_sent_again(store: DynamoStore) 
         ExpressionAttributeNames={"#s": "status"},
         ExpressionAttributeValues={":running": {"S": "running"}, ":one": {"N": "1"}},
     )
-    sender = _Sender()
-    [outcome] = store.materialize_sending([plan], NOW, sender)
-    assert outcome.applied and sender.sent == []
+    stored = store.materialize([plan], NOW)
+    assert stored.to_send == ()
+    [outcome] = stored.outcomes
+    assert outcome.applied
 
 
 def test_a_sent_occurrence_whose_schedule_moved_before_the_advance_is_closed_and_frees_its_slot(
     client: Any, store: DynamoStore
 ) -> None:
     sid, run, plan = _plan_admitted(store, "2026-12-01T08:01:00Z")
-
-    def send_then_pause(runs: Any) -> list[str]:
-        assert store.pause(sid, "paused meanwhile", NOW)
-        return []
-
-    [outcome] = store.materialize_sending([plan], NOW, send_then_pause)
+    stored = store.materialize([plan], NOW)
+    assert store.pause(sid, "paused meanwhile", NOW)
+    [outcome] = store.advance(stored, {run.occurrence_id})
     assert not outcome.applied and outcome.inserted == ()
     # Its intent is on its way: the worker finds it ended, not missing.
     closed = store.get_run(run.occurrence_id)
@@ -551,6 +521,42 @@ def test_a_sent_occurrence_whose_schedule_moved_before_the_advance_is_closed_and
     assert store.get_by_business_key(run.business_key) == again
     head = store.get(sid)
     assert head is not None and head.next_due == plan.expected_next_due
+
+
+def test_an_unsent_occurrence_whose_schedule_moved_before_the_advance_is_deleted(
+    store: DynamoStore,
+) -> None:
+    sid, run, plan = _plan_admitted(store, "2026-12-01T08:01:00Z")
+    stored = store.materialize([plan], NOW)
+    assert store.into_outbox(stored.to_send) == 1  # its send failed
+    assert store.pause(sid, "paused meanwhile", NOW)
+    [outcome] = store.advance(stored, set())
+    assert not outcome.applied
+    assert store.get_run(run.occurrence_id) is None
+    assert store.pending_due(run.shard, run.bucket, run.bucket, run.scheduled_at, 10) == []
+
+
+def test_a_backlog_admitting_its_slots_holds_one_advance_for_all_of_them(
+    store: DynamoStore,
+) -> None:
+    schedule = build_schedule(NOW, spec={"every": "PT1M", "start_at": "2026-12-01T08:00:00Z"})
+    store.create(schedule)
+    assert schedule.next_due is not None
+    sid, first = schedule.schedule_id, schedule.next_due
+    count = OCCURRENCES_PER_ADVANCE + 11
+    runs = tuple(
+        _run(sid, (first + timedelta(minutes=i)).isoformat()).admitted(NOW) for i in range(count)
+    )
+    following = first + timedelta(minutes=count)
+    plan = Materialization(sid, 1, first, following, runs[-1].scheduled_at, runs)
+    stored = store.materialize([plan], NOW)
+    assert len(stored.to_send) == count
+    head = store.get(sid)
+    assert head is not None and head.next_due == first  # none advanced before the send
+    [outcome] = store.advance(stored, {r.occurrence_id for r in runs})
+    assert outcome.applied and len(outcome.inserted) == count
+    head = store.get(sid)
+    assert head is not None and head.next_due == following
 
 
 def test_records_of_two_schedules_at_one_instant_are_both_dispatched(

@@ -111,7 +111,8 @@ _TICK_CALLS = (
     "send_ahead",  # how the tick sends its intents
     "mark_sent",
     "materialize",
-    "materialize_sending",
+    "advance",
+    "into_outbox",
     "close_runs",
     "acquire",
     "release",
@@ -552,7 +553,7 @@ class DuetimeMachine(RuleBasedStateMachine):
     @rule(
         first=st.sampled_from(["tick-a", "tick-b"]),
         at=st.integers(1, 8),
-        method=st.sampled_from([None, "due", "materialize", "materialize_sending", "admit"]),
+        method=st.sampled_from([None, "due", "materialize", "advance", "admit"]),
     )
     def overlapping_ticks(self, first: str, at: int, method: str | None) -> None:
         """Two passes at once: the other dispatcher runs a whole pass in the

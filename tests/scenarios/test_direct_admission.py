@@ -15,7 +15,7 @@ import pytest
 from adapters.sqlite.store import SqliteStore
 from domain.run import PendingOccurrence, RunStatus
 from service.planning.pass_state import PassState
-from service.ports import Materialization, MaterializeOutcome, PlanSession
+from service.ports import Materialization, Materialized, PlanSession
 from tests.conftest import FakeClock, World, definition, make_world, utc
 
 WEBHOOK = {"type": "webhook", "url": "https://example.com/hook"}
@@ -41,7 +41,7 @@ class CountingStore(SqliteStore):
         *,
         until: datetime | None = None,
         session: PlanSession | None = None,
-    ) -> list[MaterializeOutcome]:
+    ) -> Materialized:
         if self.before_materialize is not None:
             hook, self.before_materialize = self.before_materialize, None
             hook()

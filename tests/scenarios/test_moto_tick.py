@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import threading
 import uuid
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -30,12 +30,12 @@ from adapters.dynamodb.local import create_store_tables
 from adapters.dynamodb.store import DynamoStore, TableNames
 from adapters.sqs import SqsDeliveryQueue
 from domain.partition import Partitioning
-from domain.run import DeliveryIntent, PendingOccurrence, Run, RunStatus
+from domain.run import DeliveryIntent, PendingOccurrence, RunStatus
 from domain.spec import slots_after
 from service.planning.config import TickConfig
 from service.planning.pass_state import DispatchReport
 from service.planning.ticker import Ticker
-from service.ports import Lease, Materialization, MaterializeOutcome, PlanSession
+from service.ports import Lease, Materialized, MaterializeOutcome
 from service.schedules import ScheduleService
 from tests.conftest import FakeClock, definition, utc
 
@@ -139,35 +139,10 @@ class RecordingStore(DynamoStore):
         self.admitted += won
         return won
 
-    def materialize(
-        self,
-        batch: Sequence[Materialization],
-        now: datetime,
-        *,
-        until: datetime | None = None,
-        session: PlanSession | None = None,
-    ) -> list[MaterializeOutcome]:
-        return self._record(batch, super().materialize(batch, now, until=until, session=session))
-
-    def materialize_sending(
-        self,
-        batch: Sequence[Materialization],
-        now: datetime,
-        send: Callable[[Sequence[Run]], Sequence[str]],
-        *,
-        until: datetime | None = None,
-        session: PlanSession | None = None,
-    ) -> list[MaterializeOutcome]:
-        return self._record(
-            batch, super().materialize_sending(batch, now, send, until=until, session=session)
-        )
-
-    def _record(
-        self, batch: Sequence[Materialization], outcomes: list[MaterializeOutcome]
-    ) -> list[MaterializeOutcome]:
-        for item, outcome in zip(batch, outcomes, strict=True):
-            direct = {r.occurrence_id for r in item.occurrences if r.status is RunStatus.ADMITTED}
-            self.admitted += [i for i in outcome.inserted if i in direct]
+    def advance(self, stored: Materialized, sent: Collection[str]) -> list[MaterializeOutcome]:
+        outcomes = super().advance(stored, sent)
+        inserted = {i for outcome in outcomes for i in outcome.inserted}
+        self.admitted += [r.occurrence_id for r in stored.to_send if r.occurrence_id in inserted]
         return outcomes
 
 

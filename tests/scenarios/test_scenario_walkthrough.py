@@ -70,7 +70,7 @@ def test_moving_a_schedule_between_zones_keeps_tomorrows_occurrence_and_makes_no
     planned = old_dispatcher.planner._materialization(stale_head, slots, PassState(clock.now()))
     assert planned is not None
     stale = planned[0]
-    [outcome] = world.store.materialize([stale], clock.now())
+    [outcome] = world.store.materialize([stale], clock.now()).outcomes
     assert not outcome.applied
     # ... and both dispatchers tick.
     old_dispatcher.tick_once()
