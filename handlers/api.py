@@ -1,9 +1,10 @@
 """The HTTP API: API Gateway REST proxy events in, JSON out.
 
 Each route is decorators, parse, one use case call, and a mapping of the
-result to a response model; the routes live in ``api_schedules`` and
-``api_runs``. Every error the use cases raise becomes an HTTP response in one
-place, ``api_errors``, as ``{"error": {"code", "message", "field"}}``. A refused request writes
+result to a response model; the routes live in ``api_schedules``,
+``api_schedule_actions``, ``api_runs`` and ``api_reports``. Every error the
+use cases raise becomes an HTTP response in one place, ``api_errors``, as
+``{"error": {"code", "message", "field"}}``. A refused request writes
 nothing: validation happens before any use case runs, and each use case
 refuses before it writes.
 
@@ -38,7 +39,13 @@ from bootstrap.parts import (
 )
 from domain.targets import TARGET_TYPES
 from domain.timeparse import format_instant
-from handlers import api_errors, api_runs, api_schedules
+from handlers import (
+    api_errors,
+    api_reports,
+    api_runs,
+    api_schedule_actions,
+    api_schedules,
+)
 from handlers.api_common import _JSON, MAX_BODY_BYTES, _responses, services_of
 from handlers.api_edge import (
     MAX_JSON_DEPTH,
@@ -58,7 +65,9 @@ API_VERSION: Final = "1"
 
 app = APIGatewayRestResolver(enable_validation=True)
 app.include_router(api_schedules.router)
+app.include_router(api_schedule_actions.router)
 app.include_router(api_runs.router)
+app.include_router(api_reports.router)
 app.include_router(api_errors.router)
 
 
