@@ -46,7 +46,13 @@ from handlers import (
     api_schedule_actions,
     api_schedules,
 )
-from handlers.api_common import _JSON, MAX_BODY_BYTES, _responses, services_of
+from handlers.api_common import (
+    _JSON,
+    MAX_BODY_BYTES,
+    SERVICES,
+    _responses,
+    current_services,
+)
 from handlers.api_edge import (
     MAX_JSON_DEPTH,
     early_refusal,
@@ -73,12 +79,12 @@ app.include_router(api_errors.router)
 
 @app.get("/health", summary="Liveness", responses=_responses(200, HealthOut, "the API answers"))
 def health() -> HealthOut:
-    return HealthOut(status="ok", time=format_instant(services_of(app).schedules.clock.now()))
+    return HealthOut(status="ok", time=format_instant(current_services().schedules.clock.now()))
 
 
 @app.get("/openapi.json", include_in_schema=False)
 def openapi() -> Response[Any]:
-    support = services_of(app).schedules.target_support
+    support = current_services().schedules.target_support
     return Response(HTTPStatus.OK, _JSON, openapi_json(None if support is None else support.types))
 
 
@@ -170,13 +176,13 @@ def handler(
         refusal = proxy_response(unknown)
         return {**refusal, "body": ""} if head else refusal
     services = service or _default_services()
-    app.context["services"] = services
+    serving = SERVICES.set(services)
     addresses = WEBHOOK_ADDRESSES.set(services.address_policy)
     try:
         answer = app.resolve(event, context)
     finally:
         WEBHOOK_ADDRESSES.reset(addresses)
-        app.context.pop("services", None)
+        SERVICES.reset(serving)
     if head:
         answer = {**answer, "body": "", "isBase64Encoded": False}
     return answer

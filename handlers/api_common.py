@@ -1,14 +1,15 @@
 """What the route modules share: documented answers, the services of the
-request, and runs as the API shows them."""
+request, schedules and runs as the API shows them (from the service's views),
+and the paging query parameters."""
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from datetime import datetime
 from http import HTTPStatus
 from typing import Annotated, Any, Final
 
 from aws_lambda_powertools.event_handler import content_types
-from aws_lambda_powertools.event_handler.api_gateway import BaseRouter
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from pydantic import BaseModel
@@ -71,10 +72,16 @@ def _responses(
     return out
 
 
-def services_of(router: BaseRouter) -> ApiServices:
-    """The services the handler put in the request's context."""
-    services: ApiServices = router.context["services"]
-    return services
+# The services of the request being answered, set by ``handlers.api.handler``
+# for each call: a context variable, not the resolver's context, which a router
+# shares with whichever resolver included it last (the simulator loads a copy
+# of the API module per Lambda container, each including the same routers).
+SERVICES: ContextVar[ApiServices] = ContextVar("api_services")
+
+
+def current_services() -> ApiServices:
+    """The services the handler set for the request being answered."""
+    return SERVICES.get()
 
 
 def schedule_body(

@@ -7,7 +7,7 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body
 
-from handlers.api_common import _responses, _run_body, services_of
+from handlers.api_common import _responses, _run_body, current_services
 from handlers.api_errors import NotAvailable
 from handlers.api_models import CompleteIn, ProgressIn
 from handlers.api_out import RunOut
@@ -17,7 +17,7 @@ router = Router()  # type: ignore[no-untyped-call]  # (Powertools leaves it unan
 
 
 def _reports() -> RunReports:
-    reports = services_of(router).runs
+    reports = current_services().runs
     if reports is None:
         raise NotAvailable("run progress and completion are not available in this deployment")
     return reports
@@ -30,7 +30,7 @@ def _reports() -> RunReports:
 )
 def report_progress(occurrence_id: str, body: Annotated[ProgressIn, Body()]) -> RunOut:
     run = _reports().progress(occurrence_id, body.run_token, body.progress)
-    return _run_body(services_of(router), run)
+    return _run_body(current_services(), run)
 
 
 @router.post(
@@ -46,4 +46,4 @@ def complete_run(occurrence_id: str, body: Annotated[CompleteIn, Body()]) -> Run
         result=body.result,
         error=body.error,
     )
-    return _run_body(services_of(router), run)
+    return _run_body(current_services(), run)

@@ -10,7 +10,6 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body
 
-from bootstrap.parts import ApiServices
 from handlers.api_common import (
     _JSON,
     LimitQuery,
@@ -18,7 +17,7 @@ from handlers.api_common import (
     _responses,
     _run_body,
     _runs_body,
-    services_of,
+    current_services,
 )
 from handlers.api_models import CancelRunIn, RetryRunIn
 from handlers.api_out import DeadLetterListOut, RunListOut, RunOut, dead_letter_out
@@ -36,14 +35,10 @@ from service.run_views import RunFilters
 router = Router()  # type: ignore[no-untyped-call]  # (Powertools leaves it unannotated)
 
 
-def _services() -> ApiServices:
-    return services_of(router)
-
-
 def _run_listing(
     schedule_id: str | None, filters: RunFilters, limit: int, next_token: str | None
 ) -> RunListOut:
-    services = _services()
+    services = current_services()
     page = services.run_views.list(
         schedule_id=schedule_id, filters=filters, limit=limit, token=next_token
     )
@@ -67,7 +62,8 @@ def list_runs(
     limit: LimitQuery = 50,
     next_token: TokenQuery = None,
 ) -> RunListOut:
-    _services().schedules.get(schedule_id)  # a deleted one: 404 naming GET /runs?schedule_id=
+    # A deleted schedule: 404 naming GET /runs?schedule_id=
+    current_services().schedules.get(schedule_id)
     filters = RunFilters.parse(status, kind, since, until, order, include)
     return _run_listing(schedule_id, filters, limit, next_token)
 
@@ -102,7 +98,7 @@ def retry_run(
     occurrence_id: str, body: Annotated[RetryRunIn | None, Body()] = None
 ) -> Response[RunOut]:
     del body  # no fields: an empty object or no body
-    services = _services()
+    services = current_services()
     run = services.run_views.retry(occurrence_id)
     return Response(
         HTTPStatus.ACCEPTED,
@@ -119,7 +115,7 @@ def retry_run(
     responses=_responses(200, RunOut, "the run, cancelled", 409, 501),
 )
 def cancel_run(occurrence_id: str, body: Annotated[CancelRunIn | None, Body()] = None) -> RunOut:
-    services = _services()
+    services = current_services()
     run = services.run_views.cancel(occurrence_id, None if body is None else body.reason)
     return _run_body(services, run)
 
@@ -133,7 +129,7 @@ def list_dead_letters(
     limit: LimitQuery = 50,
     next_token: TokenQuery = None,
 ) -> DeadLetterListOut:
-    page = _services().run_views.dead_letter_page(limit, next_token)
+    page = current_services().run_views.dead_letter_page(limit, next_token)
     return DeadLetterListOut(
         dead_letters=[dead_letter_out(letter) for letter in page.items],
         next_token=page.next_token,
@@ -146,5 +142,5 @@ def list_dead_letters(
     responses=_responses(200, RunOut, "the run"),
 )
 def get_run(occurrence_id: str) -> RunOut:
-    services = _services()
+    services = current_services()
     return _run_body(services, services.schedules.run(occurrence_id))

@@ -11,7 +11,6 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body
 
-from bootstrap.parts import ApiServices
 from handlers.api_common import (
     _JSON,
     LimitQuery,
@@ -19,9 +18,9 @@ from handlers.api_common import (
     _responses,
     _run_body,
     _runs_body,
+    current_services,
     described_body,
     schedule_body,
-    services_of,
 )
 from handlers.api_models import AcknowledgeIn, BackfillIn, EmptyIn, PauseIn
 from handlers.api_out import (
@@ -37,10 +36,6 @@ from service import overview
 router = Router()  # type: ignore[no-untyped-call]  # (Powertools leaves it unannotated)
 
 
-def _services() -> ApiServices:
-    return services_of(router)
-
-
 @router.get(
     "/schedules/<schedule_id>/versions",
     summary="A schedule's versions, oldest first, each with what it changed",
@@ -49,7 +44,7 @@ def _services() -> ApiServices:
 def list_versions(
     schedule_id: str, limit: LimitQuery = 50, next_token: TokenQuery = None
 ) -> VersionListOut:
-    page = overview.versions(_services().schedules.store, schedule_id, limit, next_token)
+    page = overview.versions(current_services().schedules.store, schedule_id, limit, next_token)
     return VersionListOut(
         versions=[version_out(view.version, view.changed) for view in page.items],
         next_token=page.next_token,
@@ -62,7 +57,7 @@ def list_versions(
     responses=_responses(200, VersionOut, "the version as it was saved"),
 )
 def get_version(schedule_id: str, number: int) -> VersionOut:
-    view = overview.version(_services().schedules.store, schedule_id, number)
+    view = overview.version(current_services().schedules.store, schedule_id, number)
     return version_out(view.version, view.changed)
 
 
@@ -74,7 +69,7 @@ def get_version(schedule_id: str, number: int) -> VersionOut:
 def acknowledge_schedule(
     schedule_id: str, body: Annotated[AcknowledgeIn | None, Body()] = None
 ) -> ScheduleOut:
-    services = _services()
+    services = current_services()
     schedule = services.schedules.get(schedule_id)
     services.watchdog.acknowledge(schedule, None if body is None else body.note)
     return described_body(services, schedule)
@@ -86,7 +81,7 @@ def acknowledge_schedule(
     responses=_responses(200, ScheduleOut, "the paused schedule"),
 )
 def pause_schedule(schedule_id: str, body: Annotated[PauseIn | None, Body()] = None) -> ScheduleOut:
-    services = _services()
+    services = current_services()
     schedule = services.schedules.pause(schedule_id, None if body is None else body.note)
     return schedule_body(services, schedule)
 
@@ -97,7 +92,7 @@ def pause_schedule(schedule_id: str, body: Annotated[PauseIn | None, Body()] = N
     responses=_responses(200, ScheduleOut, "the active schedule", 409),
 )
 def resume_schedule(schedule_id: str) -> ScheduleOut:
-    services = _services()
+    services = current_services()
     return schedule_body(services, services.schedules.resume(schedule_id))
 
 
@@ -110,7 +105,7 @@ def resume_schedule(schedule_id: str) -> ScheduleOut:
 )
 def rotate_secret(schedule_id: str, body: Annotated[EmptyIn | None, Body()] = None) -> ScheduleOut:
     del body  # no fields: an empty object or no body
-    services = _services()
+    services = current_services()
     schedule = services.schedules.get(schedule_id)
     secret = services.signing_secrets.rotate(schedule)
     return schedule_body(services, schedule, webhook_secret=secret)
@@ -125,7 +120,7 @@ def trigger_schedule(
     schedule_id: str, body: Annotated[EmptyIn | None, Body()] = None
 ) -> Response[RunOut]:
     del body  # no fields: an empty object or no body
-    services = _services()
+    services = current_services()
     run = services.schedules.trigger(schedule_id)
     return Response(
         HTTPStatus.CREATED,
@@ -144,7 +139,7 @@ def trigger_schedule(
     ),
 )
 def backfill_schedule(schedule_id: str, body: Annotated[BackfillIn, Body()]) -> BackfillOut:
-    services = _services()
+    services = current_services()
     start_at, end_at = body.range
     runs = services.schedules.backfill(schedule_id, start_at, end_at, dry_run=body.dry_run)
     return BackfillOut(

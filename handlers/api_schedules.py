@@ -10,25 +10,20 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body
 
-from bootstrap.parts import ApiServices
 from handlers.api_common import (
     _JSON,
     LimitQuery,
     TokenQuery,
     _responses,
+    current_services,
     described_body,
     schedule_body,
-    services_of,
 )
 from handlers.api_headers import IdempotencyKeyHeader, IfMatchHeader, etag, expected_version
 from handlers.api_models import ScheduleIn
 from handlers.api_out import ScheduleListOut, ScheduleOut
 
 router = Router()  # type: ignore[no-untyped-call]  # (Powertools leaves it unannotated)
-
-
-def _services() -> ApiServices:
-    return services_of(router)
 
 
 @router.post(
@@ -39,7 +34,7 @@ def _services() -> ApiServices:
 def create_schedule(
     body: Annotated[ScheduleIn, Body()], idempotency_key: IdempotencyKeyHeader = None
 ) -> Response[ScheduleOut]:
-    services = _services()
+    services = current_services()
     schedule, created = services.schedules.create(body.definition(), idempotency_key)
     secret = services.signing_secrets.on_create(schedule, created)
     headers = {"Location": f"/schedules/{schedule.schedule_id}", "ETag": etag(schedule)}
@@ -59,7 +54,7 @@ def create_schedule(
     responses=_responses(200, ScheduleListOut, "one page; pass next_token for the next"),
 )
 def list_schedules(limit: LimitQuery = 50, next_token: TokenQuery = None) -> ScheduleListOut:
-    services = _services()
+    services = current_services()
     page = services.schedules.list_schedules(limit, next_token)
     return ScheduleListOut(
         schedules=[schedule_body(services, schedule) for schedule in page.items],
@@ -73,7 +68,7 @@ def list_schedules(limit: LimitQuery = 50, next_token: TokenQuery = None) -> Sch
     responses=_responses(200, ScheduleOut, "the schedule; ETag is its version"),
 )
 def get_schedule(schedule_id: str) -> Response[ScheduleOut]:
-    services = _services()
+    services = current_services()
     schedule = services.schedules.get(schedule_id)
     return Response(
         HTTPStatus.OK, _JSON, described_body(services, schedule), headers={"ETag": etag(schedule)}
@@ -88,7 +83,7 @@ def get_schedule(schedule_id: str) -> Response[ScheduleOut]:
 def edit_schedule(
     schedule_id: str, body: Annotated[ScheduleIn, Body()], if_match: IfMatchHeader = None
 ) -> Response[ScheduleOut]:
-    services = _services()
+    services = current_services()
     schedule = services.schedules.edit(schedule_id, expected_version(if_match), body.definition())
     secret = services.signing_secrets.on_edit(schedule)
     return Response(
@@ -105,7 +100,7 @@ def edit_schedule(
     responses=_responses(200, ScheduleOut, "the deleted schedule"),
 )
 def delete_schedule(schedule_id: str) -> ScheduleOut:
-    services = _services()
+    services = current_services()
     schedule = services.schedules.delete(schedule_id)
     services.signing_secrets.forget(schedule_id)
     return schedule_body(services, schedule)
