@@ -149,7 +149,7 @@ def start_receiver(workdir: Path) -> tuple[subprocess.Popen[bytes], int, Path]:
 def worker_process_main(db: str, offset_s: float, workers: int, cpu_file: str) -> None:
     from adapters.sqlite.secrets import SqliteSecretStore
     from bootstrap.local import build_sqlite_worker
-    from handlers.worker_local import SQLITE_RECEIVE_BATCH, run_worker_loop
+    from cli.worker_pool import SQLITE_RECEIVE_BATCH, run_worker_loop
 
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
@@ -332,8 +332,8 @@ def one_round(
     from adapters.sqlite.secrets import SqliteSecretStore
     from adapters.sqlite.tables import from_us
     from bootstrap.local import build_sqlite_ticker, build_sqlite_worker
+    from cli.worker_pool import SQLITE_RECEIVE_BATCH, run_worker_loop
     from handlers.settings import Settings
-    from handlers.worker_local import SQLITE_RECEIVE_BATCH, run_worker_loop
 
     with tempfile.TemporaryDirectory(prefix="duetime-burst-") as tmp:
         workdir = Path(tmp)

@@ -32,8 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from adapters.secrets import InMemorySecretStore
 from bootstrap.local import build_sqlite_services
 from cli.console import Forwarder, SigningClient, console_page
+from cli.local_http import ApiServer
 from handlers.api import handler
-from handlers.local_http import ApiServer
 from handlers.settings import Settings
 
 

@@ -57,7 +57,7 @@ class _FormerHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
     def _serve(self) -> None:
-        from handlers.local_http import READ_LIMIT, from_response, to_event
+        from cli.local_http import READ_LIMIT, from_response, to_event
 
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(min(length, READ_LIMIT)) if length > 0 else b""
@@ -99,8 +99,8 @@ def serve(kind: str) -> None:
     """Serve the API on a free port, print it, and stop when stdin closes."""
     from adapters.secrets import InMemorySecretStore
     from bootstrap.local import build_sqlite_services
+    from cli.local_http import ApiServer
     from handlers.api import handler
-    from handlers.local_http import ApiServer
     from handlers.settings import Settings
 
     with tempfile.TemporaryDirectory() as directory:

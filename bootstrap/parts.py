@@ -16,7 +16,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Final
 
-from adapters.secrets import SecretStore
+from adapters.secrets import SecretStore, new_secret, put_first
 from adapters.targets.addresses import AddressPolicy
 from domain.partition import Partitioning
 from handlers.settings import Settings
@@ -27,6 +27,7 @@ from service.ports import Clock
 from service.run_views import RunViews
 from service.runs import RunReports
 from service.schedules import ScheduleService, TargetSupport
+from service.signing_secrets import SigningSecrets
 from service.watchdog import Watchdog
 
 # The directory of the local stack's SQLite file, for the API handler run outside it.
@@ -63,6 +64,11 @@ class ApiServices:
             return self.views
         schedules = self.schedules
         return RunViews(schedules.store, None, schedules.clock, schedules.partitioning)
+
+    @cached_property
+    def signing_secrets(self) -> SigningSecrets:
+        """The webhook schedules' signing secrets over ``secrets``."""
+        return SigningSecrets(self.secrets, put_first, new_secret)
 
     @cached_property
     def watchdog(self) -> Watchdog:

@@ -11,7 +11,7 @@ credentials (found the way the AWS CLI finds them). Beside the files it
 answers ``/console/preview``: the next runs of a schedule form, from the domain.
 
 It refuses what a web page on another site could send it, exactly as the
-local stack does (handlers/local_http.py): a ``Host`` other than the address
+local stack does (cli/local_http.py): a ``Host`` other than the address
 served (421), an ``Origin`` other than its own or ``Sec-Fetch-Site``
 cross-site/same-site (403). Anything else it does not forward: 404.
 """
@@ -325,8 +325,8 @@ def _stop_on_sigterm() -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from cli.local_http import ApiServer
     from cli.supervisor import log
-    from handlers.local_http import ApiServer
 
     url = _check_url(args.api_url)
     _check_credentials(args.region)

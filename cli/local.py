@@ -324,8 +324,8 @@ class LocalStack:
 
     def _start_api(self) -> None:
         from cli.console import console_page
+        from cli.local_http import ApiServer
         from handlers import api
-        from handlers.local_http import ApiServer
 
         def call(event: dict[str, Any], context: Any) -> dict[str, Any]:
             return api.handler(event, context, service=services)
@@ -411,7 +411,7 @@ class LocalStack:
     def _worker_loop(self) -> Callable[[], None]:
         from bootstrap.aws import build_aws_worker
         from bootstrap.local import build_sqlite_worker
-        from handlers.worker_local import SQLITE_RECEIVE_BATCH, run_worker_loop
+        from cli.worker_pool import SQLITE_RECEIVE_BATCH, run_worker_loop
         from service.run_ports import HELD_VISIBILITY_S
 
         batch = 10  # SQS's most

@@ -1,9 +1,10 @@
 """The HTTP API: API Gateway REST proxy events in, JSON out.
 
 Each route is decorators, parse, one use case call, and a mapping of the
-result to a response model; the routes live in ``api_schedules`` and
-``api_runs``. Every error the use cases raise becomes an HTTP response in one
-place, ``api_errors``, as ``{"error": {"code", "message", "field"}}``. A refused request writes
+result to a response model; the routes live in ``api_schedules``,
+``api_schedule_actions``, ``api_runs`` and ``api_reports``. Every error the
+use cases raise becomes an HTTP response in one place, ``api_errors``, as
+``{"error": {"code", "message", "field"}}``. A refused request writes
 nothing: validation happens before any use case runs, and each use case
 refuses before it writes.
 
@@ -38,8 +39,20 @@ from bootstrap.parts import (
 )
 from domain.targets import TARGET_TYPES
 from domain.timeparse import format_instant
-from handlers import api_errors, api_runs, api_schedules
-from handlers.api_common import _JSON, MAX_BODY_BYTES, _responses, services_of
+from handlers import (
+    api_errors,
+    api_reports,
+    api_runs,
+    api_schedule_actions,
+    api_schedules,
+)
+from handlers.api_common import (
+    _JSON,
+    MAX_BODY_BYTES,
+    SERVICES,
+    _responses,
+    current_services,
+)
 from handlers.api_edge import (
     MAX_JSON_DEPTH,
     early_refusal,
@@ -58,18 +71,20 @@ API_VERSION: Final = "1"
 
 app = APIGatewayRestResolver(enable_validation=True)
 app.include_router(api_schedules.router)
+app.include_router(api_schedule_actions.router)
 app.include_router(api_runs.router)
+app.include_router(api_reports.router)
 app.include_router(api_errors.router)
 
 
 @app.get("/health", summary="Liveness", responses=_responses(200, HealthOut, "the API answers"))
 def health() -> HealthOut:
-    return HealthOut(status="ok", time=format_instant(services_of(app).schedules.clock.now()))
+    return HealthOut(status="ok", time=format_instant(current_services().schedules.clock.now()))
 
 
 @app.get("/openapi.json", include_in_schema=False)
 def openapi() -> Response[Any]:
-    support = services_of(app).schedules.target_support
+    support = current_services().schedules.target_support
     return Response(HTTPStatus.OK, _JSON, openapi_json(None if support is None else support.types))
 
 
@@ -161,13 +176,13 @@ def handler(
         refusal = proxy_response(unknown)
         return {**refusal, "body": ""} if head else refusal
     services = service or _default_services()
-    app.context["services"] = services
+    serving = SERVICES.set(services)
     addresses = WEBHOOK_ADDRESSES.set(services.address_policy)
     try:
         answer = app.resolve(event, context)
     finally:
         WEBHOOK_ADDRESSES.reset(addresses)
-        app.context.pop("services", None)
+        SERVICES.reset(serving)
     if head:
         answer = {**answer, "body": "", "isBase64Encoded": False}
     return answer

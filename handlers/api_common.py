@@ -1,21 +1,25 @@
 """What the route modules share: documented answers, the services of the
-request, and runs as the API shows them."""
+request, schedules and runs as the API shows them (from the service's views),
+and the paging query parameters."""
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from datetime import datetime
 from http import HTTPStatus
 from typing import Annotated, Any, Final
 
 from aws_lambda_powertools.event_handler import content_types
-from aws_lambda_powertools.event_handler.api_gateway import BaseRouter
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from pydantic import BaseModel
 
+from adapters.targets.signing import shown_secret
 from bootstrap.parts import ApiServices
+from domain.schedule import Schedule
 from domain.spec import ScheduleSpec
-from handlers.api_out import ErrorOut, RunOut, run_out
+from handlers.api_out import ErrorOut, RunOut, ScheduleOut, WatchOut, run_out, schedule_view_out
+from service import overview
 from service.errors import (
     ScheduleNotFound,
 )
@@ -68,10 +72,37 @@ def _responses(
     return out
 
 
-def services_of(router: BaseRouter) -> ApiServices:
-    """The services the handler put in the request's context."""
-    services: ApiServices = router.context["services"]
-    return services
+# The services of the request being answered, set by ``handlers.api.handler``
+# for each call: a context variable, not the resolver's context, which a router
+# shares with whichever resolver included it last (the simulator loads a copy
+# of the API module per Lambda container, each including the same routers).
+SERVICES: ContextVar[ApiServices] = ContextVar("api_services")
+
+
+def current_services() -> ApiServices:
+    """The services the handler set for the request being answered."""
+    return SERVICES.get()
+
+
+def schedule_body(
+    services: ApiServices, schedule: Schedule, *, webhook_secret: str | None = None
+) -> ScheduleOut:
+    """A schedule as the routes answer it, with a signing secret shown once."""
+    view = overview.shown(services.schedules, schedule, NEXT_OCCURRENCES)
+    shown = None if webhook_secret is None else shown_secret(webhook_secret)
+    return schedule_view_out(view, shown)
+
+
+def described_body(services: ApiServices, schedule: Schedule) -> ScheduleOut:
+    """A schedule as GET /schedules/{id} shows it: with its watch verdict, its
+    recent runs and what is still planned under an older version."""
+    seen = overview.described(services.schedules, schedule, NEXT_OCCURRENCES)
+    body = schedule_view_out(seen.view)
+    if seen.watch is not None:
+        body.watch = WatchOut.model_validate(dict(seen.watch))
+    body.recent_runs = _runs_body(services, seen.recent_runs)
+    body.planned_under_older_versions = _runs_body(services, seen.planned_under_older_versions)
+    return body
 
 
 def _local(spec: ScheduleSpec, instant: datetime) -> datetime:
@@ -94,6 +125,10 @@ def _runs_body(services: ApiServices, runs: tuple[Any, ...]) -> list[RunOut]:
     return out
 
 
+def _run_body(services: ApiServices, run: Any) -> RunOut:
+    return _runs_body(services, (run,))[0]
+
+
 TokenQuery = Annotated[
     str | None,
     Query(
@@ -107,3 +142,4 @@ TokenQuery = Annotated[
         pattern=NEXT_TOKEN_PATTERN,
     ),
 ]
+LimitQuery = Annotated[int, Query(ge=1, le=100, description="page size")]

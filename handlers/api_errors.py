@@ -43,6 +43,7 @@ from service.run_views import (
     RetryUnavailable,
 )
 from service.runs import RunTokenRefused
+from service.signing_secrets import NoWebhookTarget, SecretsUnavailable
 from service.watchdog import NothingToAcknowledge
 
 # --- errors the API itself raises -------------------------------------------------------
@@ -54,14 +55,6 @@ class PreconditionRequired(DuetimeError):
 
 class NotAvailable(DuetimeError):
     """A route this deployment has no adapter for yet (HTTP 501)."""
-
-
-class NoWebhookTarget(DuetimeError):
-    """A webhook-only operation on a schedule whose target is not a webhook (HTTP 409)."""
-
-    def __init__(self, schedule_id: str) -> None:
-        super().__init__(f"schedule {schedule_id!r} has no webhook target, so no signing secret")
-        self.schedule_id = schedule_id
 
 
 class BadHeader(DuetimeError):
@@ -133,6 +126,7 @@ ERRORS: Final[dict[type[Exception], Answer]] = {
     CancelUnavailable: Answer(501, "not_available"),
     DeadLettersUnavailable: Answer(501, "not_available"),
     RetryUnavailable: Answer(501, "not_available"),
+    SecretsUnavailable: Answer(501, "not_available"),
     # The schedule is stored; a retried create (same Idempotency-Key) or an
     # edit gives it its secret once the store has room.
     SecretStoreFull: Answer(503, "secret_store_full"),

@@ -20,6 +20,9 @@ from domain.targets import Target, target_to_dict
 from domain.timeparse import (
     format_instant,
 )
+from service.overview import ScheduleView
+from service.run_views import DeadLetter
+from service.schedules import local_time
 
 Instant = Annotated[
     str,
@@ -358,6 +361,19 @@ def schedule_out(
     )
 
 
+def schedule_view_out(view: ScheduleView, webhook_secret: str | None = None) -> ScheduleOut:
+    """A schedule as ``overview.shown`` sees it, in its zone's local times."""
+    spec = view.schedule.current.spec
+    return schedule_out(
+        view.schedule,
+        [item.slot for item in view.upcoming],
+        lambda instant: local_time(spec, instant),
+        status=view.status.value,
+        dst_notes=[item.dst_note for item in view.upcoming],
+        webhook_secret=webhook_secret,
+    )
+
+
 def target_out(target: Target) -> TargetOut:
     """A target as answers show it: a webhook's header names, never their values."""
     data = target_to_dict(target)
@@ -475,6 +491,18 @@ class DeadLetterOut(_Out):
 class DeadLetterListOut(_Out):
     dead_letters: list[DeadLetterOut]
     next_token: str | None
+
+
+def dead_letter_out(letter: DeadLetter) -> DeadLetterOut:
+    return DeadLetterOut(
+        id=letter.id,
+        occurrence_id=letter.occurrence_id,
+        schedule_id=letter.schedule_id,
+        reason=letter.reason,
+        dead_lettered_at=_instant(letter.dead_lettered_at),
+        receive_count=letter.receive_count,
+        body=letter.body,
+    )
 
 
 RunOut.model_rebuild()

@@ -1,6 +1,6 @@
 """A delivery intent message: its body, its run, and the decision applied to
 the message (a retry, a dead letter, a delete). The Lambda worker, the local
-stack's worker pool (handlers/worker_local.py) and ``duetime demo`` share it.
+stack's worker pool (cli/worker_pool.py) and ``duetime demo`` share it.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ failed and comes back). The clients are built once per container.
   comes back after the queue's visibility timeout.
 
 The local stack's worker loop (threads over the SQLite queue, or SQS over
-the emulator) applies the same decisions: handlers/worker_local.py.
+the emulator) applies the same decisions: cli/worker_pool.py.
 
 Every attempt is one JSON log line (occurrence_id, schedule_id, attempt,
 status, duration_s, late_by_s, and error and status_code when there is one)

@@ -8,9 +8,10 @@ never a scan of its whole history.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Final
+from typing import Any, Final
 
 from domain.errors import DuetimeError, InvalidSchedule
 from domain.explain import slot_note
@@ -21,6 +22,8 @@ from domain.spec import Slot, spec_zone_name
 from domain.timezones import load_zone
 from service.errors import UnknownPageToken, schedule_gone
 from service.ports import Page, RunQuery, Store
+from service.schedules import ScheduleService
+from service.watchdog import watch_component
 
 RECENT_RUNS: Final = 5
 # How many of a schedule's newest records are read to find its recent runs and
@@ -54,6 +57,53 @@ class ScheduleOverview:
     status: ScheduleStatus
     recent_runs: tuple[Run, ...]  # newest first, planned future ones left out
     planned_under_older_versions: tuple[Run, ...]  # oldest first
+
+
+@dataclass(frozen=True)
+class ScheduleView:
+    """A schedule as an answer shows it: ``next_due`` as a person reads it
+    (the next slot that will run, queued or not), its next slots not planned
+    yet, each with its DST note, and its status."""
+
+    schedule: Schedule
+    upcoming: tuple[UpcomingOccurrence, ...]
+    status: ScheduleStatus
+
+
+@dataclass(frozen=True)
+class DescribedView:
+    """A schedule as its own page shows it: the view, the watchdog's verdict
+    (its detail, None before the first), its recent runs and what is still
+    planned under an older version."""
+
+    view: ScheduleView
+    watch: Mapping[str, Any] | None
+    recent_runs: tuple[Run, ...]
+    planned_under_older_versions: tuple[Run, ...]
+
+
+def shown(schedules: ScheduleService, schedule: Schedule, count: int) -> ScheduleView:
+    """The schedule with its next ``count`` slots not planned yet."""
+    slots = schedules.next_occurrences(schedule, count)
+    next_due = next_to_run(schedules.store, schedule, schedules.clock.now())
+    return ScheduleView(
+        replace(schedule, next_due=next_due),
+        tuple(upcoming_occurrences(schedule, slots)),
+        status(schedule, schedules.clock.now()),
+    )
+
+
+def described(schedules: ScheduleService, schedule: Schedule, count: int) -> DescribedView:
+    """``shown``, with the watch verdict and the schedule's runs (``overview``)."""
+    view = shown(schedules, schedule, count)
+    verdict = schedules.store.heartbeat(watch_component(schedule.schedule_id))
+    seen = overview(schedules.store, schedule, schedules.clock.now())
+    return DescribedView(
+        view,
+        None if verdict is None else verdict.detail,
+        seen.recent_runs,
+        seen.planned_under_older_versions,
+    )
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ from domain.errors import DuetimeError
 from domain.identity import utc_text
 from domain.partition import Partitioning
 from domain.run import DeliveryIntent, Reason, Run, RunKind, RunStatus
+from domain.timeparse import parse_instant
 from service.errors import RunNotFound, ScheduleNotFound, UnknownPageToken
 from service.ports import Clock, DeliveryQueue, Page, RunQuery, Store
 from service.run_ports import RETRYABLE, RunStore
@@ -73,6 +74,58 @@ class InvalidListing(DuetimeError):
         super().__init__(f"{field}: {reason}")
         self.field = field
         self.reason = reason
+
+
+STATUS_NAMES: Final = tuple(status.value for status in RunStatus)
+KIND_NAMES: Final = tuple(kind.value for kind in RunKind)
+
+
+@dataclass(frozen=True)
+class RunFilters:
+    """What a listing is narrowed to, read once from its query's text; since
+    before until (``InvalidListing`` otherwise)."""
+
+    statuses: frozenset[RunStatus] = frozenset()
+    kinds: frozenset[RunKind] = frozenset()
+    since: datetime | None = None
+    until: datetime | None = None
+    newest_first: bool = True
+    include_planned: bool = False
+
+    def __post_init__(self) -> None:
+        if self.since is not None and self.until is not None and self.since >= self.until:
+            raise InvalidListing("since", "must be before until")
+
+    @classmethod
+    def parse(
+        cls,
+        status: str | None,
+        kind: str | None,
+        since: str | None,
+        until: str | None,
+        order: str = "newest",
+        include: str | None = None,
+    ) -> RunFilters:
+        """Comma-separated statuses and kinds, two instants (since before
+        until), ``oldest`` first or not, ``planned`` included or not;
+        ``InvalidListing`` naming the first that cannot be used."""
+        statuses = frozenset(RunStatus(s) for s in _names(status, "status", STATUS_NAMES))
+        kinds = frozenset(RunKind(k) for k in _names(kind, "kind", KIND_NAMES))
+        start = None if since is None else parse_instant(since, "since")
+        end = None if until is None else parse_instant(until, "until")
+        return cls(statuses, kinds, start, end, order != "oldest", include == "planned")
+
+
+def _names(text: str | None, field: str, known: tuple[str, ...]) -> frozenset[str]:
+    """A comma-separated list of names, each one of ``known`` (refused naming ``field``)."""
+    if text is None:
+        return frozenset()
+    names = [part.strip() for part in text.split(",")]
+    for name in names:
+        if name not in known:
+            shown = repr(name) if name else "an empty name"
+            raise InvalidListing(field, f"{shown} is not one of {', '.join(known)}")
+    return frozenset(names)
 
 
 @dataclass(frozen=True)
@@ -130,25 +183,19 @@ class RunViews:
         self,
         *,
         schedule_id: str | None = None,
-        statuses: frozenset[RunStatus] = frozenset(),
-        kinds: frozenset[RunKind] = frozenset(),
-        since: datetime | None = None,
-        until: datetime | None = None,
-        newest_first: bool = True,
-        include_planned: bool = False,
+        filters: RunFilters = RunFilters(),
         limit: int = 50,
         token: str | None = None,
     ) -> Page[Run]:
         """Runs of one schedule (which must exist, deleted or not) or of all."""
+        since, until = filters.since, filters.until
         if schedule_id is not None:
             schedule = self.store.get(schedule_id)
             if schedule is None:
                 raise ScheduleNotFound(schedule_id)
         if not 1 <= limit <= MAX_PAGE:
             raise InvalidListing("limit", f"must be 1-{MAX_PAGE}")
-        if since is not None and until is not None and since >= until:
-            raise InvalidListing("since", "must be before until")
-        if not include_planned:
+        if not filters.include_planned:
             # Planned: scheduled_at still in the future.
             now_bound = self.clock.now() + _EPSILON
             until = now_bound if until is None else min(until, now_bound)
@@ -156,11 +203,11 @@ class RunViews:
                 return Page(())
         query = RunQuery(
             schedule_id=schedule_id,
-            statuses=statuses,
-            kinds=kinds,
+            statuses=filters.statuses,
+            kinds=filters.kinds,
             since=since,
             until=until,
-            newest_first=newest_first,
+            newest_first=filters.newest_first,
         )
         try:
             return self.store.find_runs(query, limit, token)

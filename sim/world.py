@@ -655,7 +655,7 @@ class Simulation:
         body: Any = None,
         headers: dict[str, str] | None = None,
     ) -> tuple[int, Any]:
-        from handlers.local_http import to_event
+        from cli.local_http import to_event
 
         data = b"" if body is None else json.dumps(body).encode()
         event = to_event(

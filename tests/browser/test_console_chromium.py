@@ -260,7 +260,7 @@ def test_sections_an_api_does_not_serve_say_so_and_the_rest_shows(
     stack: str, hooks: Hooks, browser: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from cli.console import Forwarder, SigningClient, console_page
-    from handlers.local_http import ApiServer
+    from cli.local_http import ApiServer
 
     # Given an API without versions (an older one) and without a dead-letter listing
     # (as on AWS), in front of the stack.

@@ -28,8 +28,8 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
 
+from cli.local_http import from_response, to_event
 from handlers.api import ApiServices, build_services, handler
-from handlers.local_http import from_response, to_event
 from handlers.settings import Settings
 
 pytestmark = pytest.mark.fuzz
@@ -59,7 +59,7 @@ CONFIG = {
 
 def _event(environ: dict[str, Any]) -> dict[str, Any]:
     """The API Gateway REST proxy event for one WSGI request, made as the local
-    server makes it (``handlers.local_http.to_event``)."""
+    server makes it (``cli.local_http.to_event``)."""
     # WSGI hands the path over decoded, as latin-1 text of its bytes.
     path = str(environ.get("PATH_INFO") or "/").encode("latin-1").decode("utf-8", "replace")
     query = str(environ.get("QUERY_STRING") or "")

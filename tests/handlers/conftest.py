@@ -11,9 +11,9 @@ import pytest
 
 from adapters.secrets import InMemorySecretStore
 from adapters.sqlite.store import SqliteStore
+from cli.local_http import ApiServer
 from cli.main import main
 from handlers.api import ApiServices, handler
-from handlers.local_http import ApiServer
 from service.schedules import ScheduleService
 from tests.conftest import FakeClock
 from tests.handlers.cli_driver import Run

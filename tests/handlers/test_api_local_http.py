@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
+from cli.local_http import READ_LIMIT, ApiServer, from_response, refusal, to_event
 from handlers.api import MAX_BODY_BYTES
-from handlers.local_http import READ_LIMIT, ApiServer, from_response, refusal, to_event
 
 REPORT = {
     "name": "sales report",

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from cli.local_http import ApiServer
 from cli.main import main
-from handlers.local_http import ApiServer
 
 
 @pytest.fixture

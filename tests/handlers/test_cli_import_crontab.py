@@ -17,9 +17,9 @@ from adapters.sqlite.store import SqliteStore
 from adapters.targets.jobs import load_jobs
 from cli.client import ApiClient
 from cli.crontab import parse_crontab
+from cli.local_http import ApiServer
 from cli.main import main
 from handlers.api import ApiServices, handler
-from handlers.local_http import ApiServer
 from service.schedules import ScheduleService, TargetSupport
 from tests.conftest import FakeClock
 from tests.handlers.cli_driver import Run

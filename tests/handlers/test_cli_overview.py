@@ -15,9 +15,9 @@ import pytest
 
 from adapters.secrets import InMemorySecretStore
 from adapters.sqlite.store import SqliteStore
+from cli.local_http import ApiServer
 from cli.main import main
 from handlers.api import ApiServices, build_services, handler
-from handlers.local_http import ApiServer
 from service.watchdog import Watchdog
 from tests.conftest import FakeClock, utc
 from tests.handlers.test_api_describe import SETTINGS, fail_run, tick

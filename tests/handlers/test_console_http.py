@@ -19,8 +19,8 @@ import pytest
 
 from cli import console
 from cli.console import Forwarder, SigningClient, console_page
+from cli.local_http import ApiServer
 from handlers.api import openapi_json
-from handlers.local_http import ApiServer
 
 ROOT = Path(__file__).resolve().parents[2]
 FILES = ROOT / "cli" / "console_files"

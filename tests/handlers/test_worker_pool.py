@@ -21,10 +21,10 @@ import pytest
 
 from adapters.sqlite.queue import SqliteQueue
 from adapters.sqlite.runs import SqliteRunStore
+from cli.worker_pool import WorkerPool
 from domain.delivery import Delivery, Outcome
 from domain.run import DeliveryIntent, RunStatus
 from domain.targets import Target, WebhookTarget
-from handlers.worker_local import WorkerPool
 from service.runs import RunWorker, WorkerConfig
 from tests.conftest import FakeClock, World, definition, utc
 

@@ -14,8 +14,8 @@ from typing import Any
 from adapters.sqlite.queue import SqliteQueue
 from adapters.sqlite.runs import SqliteRunStore
 from adapters.sqlite.store import SqliteStore
+from cli.worker_pool import run_worker_loop
 from domain.run import DeliveryIntent, Run, RunStatus
-from handlers.worker_local import run_worker_loop
 from service.runs import RunWorker
 from tests.conftest import World
 from tests.scenarios.test_delivery_webhook import (
