@@ -15,9 +15,11 @@ left, a pass plans up to the early reach (``TickConfig.reach``):
    due at), as a pass reads it up to its horizon.
 
 A crowded instant is so planned over the passes that see it coming. A schedule
-planned early is filled up to the early reach, so an edit of it reaches the
-slots after that; a schedule no crowd holds is planned by the lookahead alone.
-The whole of it is turned off by ``TickConfig.plan_early`` (``planEarly``).
+planned early gets its slots up to the instant being planned (the last next
+slot of a page of seeds, the crowd), no further: a frequent schedule just
+created or edited gets one or a few, and is then planned by the lookahead, so
+an edit lands within the lookahead and the schedule's next slot after it. The
+whole of it is turned off by ``TickConfig.plan_early`` (``planEarly``).
 """
 
 from __future__ import annotations
@@ -71,7 +73,6 @@ class PlanEarly:
         report, config = state.plan, self.config
         now = self.clock.now()
         after, reach = now + config.lookahead, now + config.reach
-        slots = DueSlots(config, now, reach)
         asked: list[datetime] = []
 
         def time_left() -> bool:
@@ -85,6 +86,8 @@ class PlanEarly:
             try:
                 while time_left():
                     report.early += len(page.items)
+                    last = max(s.next_due for s in page.items)
+                    slots = DueSlots(config, now, last)
                     self.planner._plan_page(page.items, slots, state, until=after)
                     if page.next_token is None:
                         break
@@ -98,14 +101,15 @@ class PlanEarly:
             return
         crowd = self.store.chain_crowd(after, reach, config.crowd_min, session=session)
         if crowd is not None and time_left():
-            self._plan_chain(crowd, slots, state, time_left)
+            self._plan_chain(crowd, DueSlots(config, now, crowd), state, time_left)
 
     def _plan_chain(
         self, crowd: datetime, slots: DueSlots, state: PassState, time_left: Callable[[], bool]
     ) -> None:
         """Read the chain ahead of the lookahead, up to ``crowd``, as a pass reads
-        it up to its horizon: the store's cursor moves to ``crowd`` once every page
-        is planned, or keeps the place of a pass out of time."""
+        it up to its horizon, each schedule's slots up to ``crowd``: the store's
+        cursor moves to ``crowd`` once every page is planned, or keeps the place
+        of a pass out of time."""
         token: str | None = None
         through: datetime | None = None
         stopped: str | None = None
