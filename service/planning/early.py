@@ -1,25 +1,18 @@
 """Planning early: a pass with time left in its budget plans beyond its lookahead.
 
-A pass plans what falls within its lookahead (``planner``). An instant at which
-thousands of slots are due (10,000 one-offs created 15 minutes ahead, a daily
-09:00 across thousands of schedules) is more than one pass can store and queue
-within its budget: planned only by the pass whose lookahead it enters, the rest
-waits for the next pass and starts late (docs/decisions.md, "Planning early
-stands; the plan block goes"). So after its own plan and dispatch, with budget
-left, a pass plans up to the early reach (``TickConfig.reach``):
-
-1. **seeds** (``Store.due_ahead``): schedules whose next slot a create, edit or
-   resume set and no pass planned yet, a page at a time;
-2. then **the chain ahead**, up to the latest crowd in that reach
-   (``Store.chain_crowd``: an instant at least ``crowd_min`` schedules are next
-   due at), as a pass reads it up to its horizon.
-
-A crowded instant is so planned over the passes that see it coming. A schedule
-planned early gets its slots up to the instant being planned (the last next
-slot of a page of seeds, the crowd), no further: a frequent schedule just
-created or edited gets one or a few, and is then planned by the lookahead, so
-an edit lands within the lookahead and the schedule's next slot after it. The
-whole of it is turned off by ``TickConfig.plan_early`` (``planEarly``).
+An instant at which thousands of slots are due (one-offs created minutes
+ahead, a daily 09:00 across thousands of schedules) is more than the one pass
+whose lookahead it enters can store and queue within its budget; the rest
+would start late. So after its plan and dispatch, with budget left, a pass
+plans up to the early reach (``TickConfig.reach``): **seeds**
+(``Store.due_ahead``: next slots a create, edit or resume set and no pass
+planned), then **the chain** up to the latest crowd there
+(``Store.chain_crowd``: an instant at least ``crowd_min`` schedules are next
+due at). A schedule planned early gets its slots up to the instant planned
+(a page of seeds' last, the crowd), no further, so an edit of a frequent
+schedule still lands within the lookahead and its next slot. Off with
+``TickConfig.plan_early`` (docs/decisions.md, "Planning early stands; the
+plan block goes").
 """
 
 from __future__ import annotations
