@@ -53,9 +53,8 @@ row also prints its requests and units a run by request and call site.
 
 ``--every SECONDS`` (repeatable) adds the steady state per cadence: schedules
 of that cadence, after a warm-up that hands every one to its chain, over many
-passes, DynamoDB write and read units a run, without a plan block and with
-the block the stack deploys (``infra.settings.Settings.plan_block_s``), side
-by side; $ a million runs all in adds the main run's SQS, Lambda and logs a
+passes, DynamoDB write and read units a run, with the schedules due together
+and spread; $ a million runs all in adds the main run's SQS, Lambda and logs a
 run to each cadence's DynamoDB.
 
 Prices are list prices (us-east-1, on demand, no free tier) as read on the
@@ -544,7 +543,7 @@ class _Held(SqsDeliveryQueue):
     """The tick's queue in the steady state: each intent is held here until its
     due second and then sent (``release``), as SQS's DelaySeconds would hold
     it, so the worker runs every slot at its own time. A worker that met a
-    block's slots all at once would find all but the last overdue and record
+    schedule's queued slots all at once would find all but the last overdue and record
     them superseded (``latest_only``): one write instead of two, and no call."""
 
     def __init__(self, client: Any, queue_url: str) -> None:
@@ -748,11 +747,11 @@ def _drain(
 
 
 def steady_state(
-    every_s: int, block_s: int, schedules: int, batch_size: int, *, spread: bool = False
+    every_s: int, schedules: int, batch_size: int, *, spread: bool = False
 ) -> dict[str, Any]:
-    """DynamoDB units a run at steady state, for schedules every ``every_s``
-    with a plan block of ``block_s``: a warm-up hands every schedule from its
-    HEAD to its chain (a block's length and a slot), then passes a minute for
+    """DynamoDB units a run at steady state, for schedules every ``every_s``,
+    planned as the stack plans (planning early on): a warm-up hands every
+    schedule from its HEAD to its chain (a reach and a slot), then passes a minute for
     at least 60 minutes and three slots, each followed by the worker running
     what it queued, each intent at its due second (``_Held``). Tick units
     less as many idle passes, plus the worker's.
@@ -779,7 +778,7 @@ def steady_state(
             leases_table=tables.leases,
             delivery_queue_url=urls["DUETIME_DELIVERY_QUEUE_URL"],
             delivery_dlq_url=urls["DUETIME_DELIVERY_DLQ_URL"],
-            plan_block_s=block_s,
+            plan_early=True,  # as the stack deploys it
         )
         config = tick_config(settings)
         clock = BenchClock(T0)
@@ -837,7 +836,7 @@ def steady_state(
                     )
             return ran
 
-        fill_s = config.fill.total_seconds()
+        fill_s = config.reach.total_seconds()
         passes(math.ceil((fill_s + every_s) / 60) + 2, "warm")
         # The worker's and the poller's requests of the warm-up are not the run phase's.
         for counted in (meter.units, meter.by_request):
@@ -854,7 +853,6 @@ def steady_state(
         return {
             "breakdown": request_breakdown(meter, count, runs),
             "every_s": every_s,
-            "block_s": block_s,
             "spread": spread,
             "schedules": schedules,
             "passes": count,
@@ -907,9 +905,8 @@ def breakdown_report(rows: Sequence[Mapping[str, Any]]) -> str:
         start = "spread" if row["spread"] else "together"
         out += [
             "",
-            f"Per run, by request and call site: every {row['every_s']} s, {start}, "
-            f"block {row['block_s']} s ({row['runs']} runs, {row['passes']} passes; tick rows "
-            "less as many idle passes)",
+            f"Per run, by request and call site: every {row['every_s']} s, {start} "
+            f"({row['runs']} runs, {row['passes']} passes; tick rows less as many idle passes)",
             f"  {'requests':>8} {'RRU':>7} {'WRU':>7}  phase  request @ call site",
         ]
         items = sorted(row["breakdown"]["per_run"].items(), key=lambda kv: -kv[1][1] - kv[1][2])
@@ -917,29 +914,29 @@ def breakdown_report(rows: Sequence[Mapping[str, Any]]) -> str:
             out.append(f"  {n:8.3f} {rru:7.3f} {wru:7.3f}  {label}")
         totals = [sum(v[i] for v in row["breakdown"]["per_run"].values()) for i in range(3)]
         out.append(f"  {totals[0]:8.3f} {totals[1]:7.3f} {totals[2]:7.3f}  total (Leases included)")
-    for block_s in sorted({row["block_s"] for row in rows}):
+    if rows:
         out += [
             "",
-            f"An idle pass, by request and call site (block {block_s} s; the tick rows above"
-            " leave it out of every pass)",
+            "An idle pass, by request and call site (the tick rows above leave it out of"
+            " every pass)",
             f"  {'requests':>8} {'RRU':>7} {'WRU':>7}  request @ call site",
         ]
-        idle = next(row for row in rows if row["block_s"] == block_s)["breakdown"]["idle_pass"]
+        idle = rows[0]["breakdown"]["idle_pass"]
         for label, (n, rru, wru) in sorted(idle.items(), key=lambda kv: -kv[1][1]):
             out.append(f"  {n:8.3f} {rru:7.3f} {wru:7.3f}  {label}")
     return "\n".join(out)
 
 
-def steady_report(rows: Sequence[Mapping[str, Any]], r: Mapping[str, Any], block_s: int) -> str:
-    """The steady state per cadence, without a block and with the deployed one."""
+def steady_report(rows: Sequence[Mapping[str, Any]], r: Mapping[str, Any]) -> str:
+    """The steady state per cadence, the schedules due together and spread."""
     others = sum(
         v for k, v in r["dollars"].items() if not k.startswith("DynamoDB")
     )  # SQS, Lambda, logs a run, from the main run
     out = [
         "",
         f"Steady state per cadence (measured; {rows[0]['schedules']} schedules each, "
-        f"after a warm-up; lookahead {Settings().lookahead_s} s; block as deployed: {block_s} s)",
-        f"  {'cadence':<16} {'start':<8} {'block':>6} {'runs':>5} {'WRU/run':>8} "
+        f"after a warm-up; lookahead {Settings().lookahead_s} s)",
+        f"  {'cadence':<16} {'start':<8} {'runs':>5} {'WRU/run':>8} "
         f"{'next/run':>9} {'pages/run':>10} {'RRU/run':>8} {'$/M all in':>11} "
         f"{'Leases WRU/pass':>16}",
     ]
@@ -953,7 +950,7 @@ def steady_report(rows: Sequence[Mapping[str, Any]], r: Mapping[str, Any], block
         )
         start = "spread" if row["spread"] else "together"
         out.append(
-            f"  {name:<16} {start:<8} {row['block_s']:>4} s {row['runs']:>5} {row['wru']:>8.2f} "
+            f"  {name:<16} {start:<8} {row['runs']:>5} {row['wru']:>8.2f} "
             f"{row['next_per_run']:>9.2f} {row['pages_per_run']:>10.2f} {row['rru']:>8.2f} "
             f"{dollars:>11.2f} {row['lease_wru_per_pass']:>16.2f}"
         )
@@ -1656,15 +1653,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     print(report(measured, infra, modelled))
     if args.every:
-        from infra.settings import Settings as StackSettings
-
-        block_s = StackSettings().plan_block_s
         rows = [
-            steady_state(every, block, args.steady_schedules, infra["worker_batch"], spread=spread)
+            steady_state(every, args.steady_schedules, infra["worker_batch"], spread=spread)
             for every in args.every
-            for block, spread in ((0, False), (block_s, False), (block_s, True))
+            for spread in (False, True)
         ]
-        print(steady_report(rows, modelled, block_s))
+        print(steady_report(rows, modelled))
         print(breakdown_report(rows))
     return 0
 

@@ -9,7 +9,7 @@ Each figure comes from the bench or simulator run that owns it, each in a proces
 of its own (but the cost model, which runs in this one), one after the other:
 
 - ``bench/cost.py --every 60 --every 300 --every 3600``: $ per million batched
-  webhook runs all in, at steady state with the deployed plan block, the dearest
+  webhook runs all in, at steady state as the stack plans, the dearest
   of those cadences (schedules due together or spread; at most $3.00), and the
   idle month's compute, DynamoDB and SQS (at most $1.00) and the same with the
   webhook signing key (at most $1.50);
@@ -102,7 +102,6 @@ def _shown(command: list[str]) -> str:
 
 def cost(quick: bool) -> list[Row]:
     from bench import cost as bench
-    from infra.settings import Settings as StackSettings
 
     schedules, slots = (20, 2) if quick else (100, 3)
     cadences = (60,) if quick else CADENCES
@@ -111,14 +110,11 @@ def cost(quick: bool) -> list[Row]:
     )
     began = time.perf_counter()
     _, infra, r = bench.run_model(schedules, slots)
-    # Steady state, the deployed block, schedules due together (batched) and spread:
+    # Steady state, as the stack plans, schedules due together (batched) and spread:
     # what bench/cost.py --every prints as "$/M all in".
     others = sum(v for k, v in r["dollars"].items() if not k.startswith("DynamoDB"))
-    block_s = StackSettings().plan_block_s
     steady = {
-        (every, spread): bench.steady_state(
-            every, block_s, 20, infra["worker_batch"], spread=spread
-        )
+        (every, spread): bench.steady_state(every, 20, infra["worker_batch"], spread=spread)
         for every in cadences
         for spread in (False, True)
     }

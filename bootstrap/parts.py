@@ -110,7 +110,6 @@ def tick_config(settings: Settings) -> TickConfig:
         plan_early=settings.plan_early,
         partitioning=partitioning(settings),
         lookahead=timedelta(seconds=settings.lookahead_s),
-        plan_block=timedelta(seconds=settings.plan_block_s),
         lease_ttl=timedelta(seconds=settings.lease_ttl_s),
         plan_budget=timedelta(seconds=settings.tick_budget_s) if settings.tick_budget_s else None,
     )

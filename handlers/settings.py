@@ -4,20 +4,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Final, Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from adapters import definitions as d
 from domain.alerts import DEFAULT_MIN_INTERVAL
-from service.planning.config import BLOCK_MARGIN, MAX_QUEUE_AHEAD
 from service.planning.surge import DEFAULT_SURGE_MIN
 
 if TYPE_CHECKING:  # the tick and the watchdog, which read these settings, deliver nothing
     from adapters.targets.addresses import AddressPolicy
-
-# The longest lookahead + block a deployment may set (see ``TickConfig``).
-MAX_BLOCK_REACH_S: Final = int((MAX_QUEUE_AHEAD - BLOCK_MARGIN).total_seconds())
 
 
 class Settings(BaseModel):
@@ -33,11 +29,6 @@ class Settings(BaseModel):
     shards: int = Field(default=16, ge=1, le=1024)
     bucket_s: int = Field(default=60, ge=1, le=3600)
     lookahead_s: int = Field(default=90, ge=0, le=7 * 86400)
-    # A schedule selected by the lookahead is filled this much further
-    # (``TickConfig.plan_block``): one planning covers several of a frequent
-    # schedule's runs. 0: filled up to the lookahead. lookahead + block is at
-    # most MAX_BLOCK_REACH_S (everything filled is queued with a delay).
-    plan_block_s: int = Field(default=0, ge=0, le=MAX_BLOCK_REACH_S)
     # How long ``run_tick`` repeats passes; the Lambda handler runs one pass
     # per invocation, and the stack sizes the tick's timeout from it.
     tick_budget_s: float = Field(default=50.0, ge=0)
@@ -48,9 +39,11 @@ class Settings(BaseModel):
     worker_function: str = ""
     surge_min: int = Field(default=DEFAULT_SURGE_MIN, ge=1)
     # Whether a pass with time left in its budget plans early (seeds and crowds
-    # beyond the lookahead), and the schedules next due at one instant that make
-    # a crowd (None: ``surge_min``; a number above any instant's turns crowds off).
-    plan_early: bool = True
+    # beyond the lookahead; service/planning/early.py), and the schedules next
+    # due at one instant that make a crowd (None: ``surge_min``; a number above
+    # any instant's turns crowds off). Off unless set: the stack sets it (on by
+    # default); the local store keeps no seeds apart nor a chain to plan early.
+    plan_early: bool = False
     crowd_min: int | None = Field(default=None, ge=1)
     # Webhook signing secrets (adapters.secrets.aws_secret_store): items of the
     # table ``secrets_table`` ("dynamodb", reading the SSM parameters and then
@@ -73,16 +66,6 @@ class Settings(BaseModel):
     alert_min_interval_s: int = Field(
         default=int(DEFAULT_MIN_INTERVAL.total_seconds()), ge=1, le=7 * 86400
     )
-
-    @model_validator(mode="after")
-    def _block_within_the_queue_delay(self) -> Settings:
-        if self.plan_block_s and self.lookahead_s + self.plan_block_s > MAX_BLOCK_REACH_S:
-            raise ValueError(
-                f"plan_block_s: lookahead_s + plan_block_s must be at most {MAX_BLOCK_REACH_S} s "
-                f"(SQS holds a message back at most {int(MAX_QUEUE_AHEAD.total_seconds())} s), "
-                f"got {self.lookahead_s} + {self.plan_block_s}"
-            )
-        return self
 
     @model_validator(mode="after")
     def _dynamodb_secrets_need_their_table(self) -> Settings:
@@ -113,7 +96,6 @@ class Settings(BaseModel):
             "shards": d.ENV_SHARDS,
             "bucket_s": d.ENV_BUCKET_S,
             "lookahead_s": d.ENV_LOOKAHEAD_S,
-            "plan_block_s": d.ENV_PLAN_BLOCK_S,
             "tick_budget_s": d.ENV_TICK_BUDGET_S,
             "lease_ttl_s": "DUETIME_LEASE_TTL_S",
             "allow_private_targets": d.ENV_ALLOW_PRIVATE_TARGETS,

@@ -18,9 +18,6 @@ from domain.alerts import DEFAULT_MIN_INTERVAL
 from service.planning.surge import DEFAULT_SURGE_MIN
 
 PREFIX: Final = "duetime:"
-# The longest lookahead + plan block: SQS's 900 s DelaySeconds less a 60 s
-# margin (service.planning.config.BLOCK_MARGIN; infra does not import the service).
-MAX_BLOCK_REACH_S: Final = 840
 
 # Target ARNs the worker may call. "*" is the documented wildcard: any Lambda
 # function, SQS queue or EventBridge bus in any account the resource policies
@@ -67,10 +64,6 @@ class Settings:
     shards: int = 16
     bucket_s: int = 60
     lookahead_s: int = 90
-    # A schedule the tick selects (next slot within the lookahead) is filled
-    # this much further, so a frequent schedule is planned once a block, not
-    # once a pass (docs/decisions.md, "A block"). lookahead + block <= 840 s.
-    plan_block_s: int = 300
     tick_budget_s: int = 50
     # The tick's memory, hence its share of a vCPU (a full one at 1769 MB): a
     # planning pass's CPU is what bounds how many occurrences one pass plans.
@@ -82,7 +75,8 @@ class Settings:
     # before the instant (service/planning/surge.py). 0 turns surges off.
     surge_min: int = DEFAULT_SURGE_MIN
     # Whether the tick plans early with the time its budget leaves: seeds up to
-    # lookahead + block, and the chain up to the latest crowd there.
+    # 300 s beyond the lookahead, and the chain up to the latest crowd there
+    # (service/planning/early.py).
     plan_early: bool = True
     # Schedules next due at one instant that make a crowd the tick plans early
     # (0: as many as surgeMin, or 200 with surges off).
@@ -122,15 +116,6 @@ class Settings:
             # The tick plans once a minute what falls due before the next pass and
             # queues it with SQS's DelaySeconds, at most 15 minutes.
             raise SettingError(f"{PREFIX}lookaheadS: must be between 60 and 900 seconds")
-        if self.plan_block_s < 0:
-            raise SettingError(f"{PREFIX}planBlockS: must be 0 or more seconds")
-        if self.plan_block_s and self.lookahead_s + self.plan_block_s > MAX_BLOCK_REACH_S:
-            # Everything filled is queued with DelaySeconds (at most 900 s),
-            # with a margin for the pass's own time.
-            raise SettingError(
-                f"{PREFIX}planBlockS: lookaheadS + planBlockS must be at most "
-                f"{MAX_BLOCK_REACH_S} seconds, got {self.lookahead_s} + {self.plan_block_s}"
-            )
         if self.tick_reserved_concurrency < 0:
             raise SettingError(f"{PREFIX}tickReservedConcurrency: must be 0 or more")
         if (
@@ -228,7 +213,6 @@ class Settings:
             shards=read("shards", _int, d.shards),
             bucket_s=read("bucketS", _int, d.bucket_s),
             lookahead_s=read("lookaheadS", _int, d.lookahead_s),
-            plan_block_s=read("planBlockS", _int, d.plan_block_s),
             tick_budget_s=read("tickBudgetS", _int, d.tick_budget_s),
             tick_memory_mb=read("tickMemoryMB", _int, d.tick_memory_mb),
             tick_reserved_concurrency=read(

@@ -129,8 +129,8 @@ def next_to_run(store: Store, schedule: Schedule, now: datetime) -> datetime | N
     ``now``: the earliest occurrence already created for it (planned ahead,
     admitted and queued, or waiting, under whichever version created it),
     else the first slot not created yet (``next_due``, which is what the
-    store keeps: with a lookahead, and more with a plan block, it can be
-    minutes after slots already queued). One read of the schedule's records
+    store keeps: with a lookahead, and more for a schedule planned early, it
+    can be minutes after slots already queued). One read of the schedule's records
     from ``now`` on, and only when something is planned past ``now``. A
     paused, quarantined or ended schedule shows ``next_due`` as stored."""
     if not schedule.active or schedule.quarantine is not None:

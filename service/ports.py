@@ -209,9 +209,10 @@ class ScheduleStore(ABC):
     ) -> Page[DueSchedule]:
         """Seeds with ``after < next_due <= until``, by (next_due, schedule_id): the
         active schedules whose next slot a create, edit or resume set and no pass
-        has planned yet, which a pass with time to spare plans early (``Planner.
-        plan_early``). A store that keeps no seeds apart from the schedules a pass
-        carries on returns none, the default: it plans nothing early."""
+        has planned yet, which a pass with time to spare plans early
+        (``early.PlanEarly``). A store that keeps no seeds apart from the
+        schedules a pass carries on returns none, the default: it plans
+        nothing early."""
         return Page(())
 
     def chain_crowd(
@@ -226,7 +227,7 @@ class ScheduleStore(ABC):
         schedules a pass carries on (its chain) are next due at, and that no pass
         has read yet; None if there is none. A pass with time to spare then reads
         the chain up to it (``due(instant)``, ``planned_through``) ahead of its
-        lookahead (``Planner.plan_early``), so the 10,000 slots of a daily 09:00
+        lookahead (``early.PlanEarly``), so the 10,000 slots of a daily 09:00
         are planned over the passes that see them coming. ``session``: the
         pass's (None: a call on its own). A store with no chain has no crowd,
         the default."""

@@ -190,7 +190,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         dest="variables",
         metavar="NAME=VALUE",
         help="give every function whose template environment has the variable NAME the "
-        "value VALUE (e.g. DUETIME_PLAN_BLOCK_S=0): another setting, measured from the same "
+        "value VALUE (e.g. DUETIME_PLAN_EARLY=false): another setting, measured from the same "
         "template; repeatable",
     )
     parser.add_argument(

@@ -239,9 +239,9 @@ class DynamoPlanLog(DynamoSchedules):
         until]`` (no cursor: a seed stays in the index until it is planned).
         Only for the holder of the plan lease, taken here when there is a seed
         to plan: a seed planned early goes on the chain, so a frequent schedule
-        is selected again by the lookahead and filled a block, not planned
-        early a slot a pass; ``planned_through(None)`` writes what it chained
-        and lets the lease go. Another pass holding it: none."""
+        is selected again by the lookahead, not planned early a slot a pass;
+        ``planned_through(None)`` writes what it chained and lets the lease
+        go. Another pass holding it: none."""
         if limit < 1:
             raise ValueError("limit must be at least 1")
         low = f"{it.iso(after)}#{it.KEY_CEILING}"

@@ -8,7 +8,7 @@ stack's interval locally) does, in order:
    store's memory of its planning (``Store.plan_session``). It is dropped
    when the pass ends.
 2. **Plan** (``planner.Planner.plan``): read the schedules whose next slot
-   falls within the lookahead and store their slots up to the fill, with the
+   falls within the lookahead and store their slots up to it, with the
    advance of ``next_due``, a page at a time, in the order store, send,
    advance. ``due`` says what each slot is stored as (waiting, admitted, or
    closed by the start decision); ``outbox.DirectAdmission`` admits as it
@@ -17,9 +17,9 @@ stack's interval locally) does, in order:
    leases when it has work there, admit or close the pending records due
    within the ahead reach, oldest first, and send the intents of the
    admitted (``outbox``: sent, then marked sent).
-4. **Plan early** (``Planner.plan_early``), when the budget leaves time:
-   seeds and crowded instants beyond the lookahead, so a crowd is planned
-   over the passes that see it coming.
+4. **Plan early** (``early.PlanEarly``), when the budget leaves time:
+   seeds and crowded instants beyond the lookahead, up to the early reach,
+   so a crowd is planned over the passes that see it coming.
 5. **Beat** the tick's heartbeat and return the report; the tick handler
    then starts the surges due before its next invocation (``surge``).
 

@@ -1,18 +1,16 @@
 """The settings of planning and dispatch (``TickConfig``) and the bounds they obey.
 
-Three reaches, all measured from a pass's own ``now``:
+Two reaches, both measured from a pass's own ``now``:
 
-- the **lookahead** selects: a schedule whose next slot falls within it is
-  planned by the pass;
-- the **fill** (lookahead + ``plan_block``) is how far a selected schedule's
-  slots are stored, so a frequent schedule is selected again only about a
-  block later (a block trades the reach of an edit for fewer plannings);
-- the **ahead** (the fill, at most MAX_QUEUE_AHEAD) is how far before its due
-  time a slot is admitted and its intent queued, held back by the queue.
+- the **lookahead** selects and fills: a schedule whose next slot falls within
+  it is planned by the pass, with every slot up to it;
+- the **early reach** (the lookahead + EARLY_REACH, bounded by the queue) is how
+  far a pass with time left in its budget plans early (``early.PlanEarly``):
+  seeds and crowded instants beyond the lookahead.
 
-Every slot within the ahead is admitted when it is planned, or by dispatch
-when a pass meets it waiting, and its intent is sent with a delay up to its
-due second, so a deployment needs one pass a minute.
+Every slot within reach is admitted when it is planned, or by dispatch when a
+pass meets it waiting, and its intent is sent with a delay up to its due
+second, so a deployment needs one pass a minute.
 """
 
 from __future__ import annotations
@@ -28,10 +26,14 @@ from service.ports import MAX_DELAY
 # The longest a queue holds a message back before it becomes visible (SQS's
 # DelaySeconds is at most 15 minutes): a slot further ahead waits unadmitted.
 MAX_QUEUE_AHEAD: Final = MAX_DELAY
-# What a block leaves of MAX_QUEUE_AHEAD unused: a pass's sends happen after
-# its ``now``, and a clock read late by this much still queues every slot it
-# filled with a delay the queue honours.
-BLOCK_MARGIN: Final = timedelta(seconds=60)
+# How far beyond the lookahead a pass plans early, at most: a crowded instant
+# is planned over the passes of these minutes, not by the one whose lookahead
+# it enters (docs/decisions.md, "Planning early stands; the plan block goes").
+EARLY_REACH: Final = timedelta(seconds=300)
+# What the early reach leaves of MAX_QUEUE_AHEAD unused: a pass's sends happen
+# after its ``now``, and a clock read late by this much still queues every slot
+# it planned early with a delay the queue honours.
+SEND_MARGIN: Final = timedelta(seconds=60)
 
 
 @dataclass(frozen=True)
@@ -49,49 +51,37 @@ class TickConfig:
     # its leases instead of being cut off at the function's timeout.
     plan_budget: timedelta | None = None
     admit_limit: int = 20_000  # per shard per pass
-    # A block (hysteresis): a schedule is still selected when its next slot
-    # falls within the lookahead, but then filled with every slot up to
-    # lookahead + plan_block, so it is not selected again for about a block
-    # and one planning (one chain entry, one schedule read) covers several
-    # runs. Zero: filled up to the lookahead, as selected.
-    plan_block: timedelta = timedelta(0)
     # How many schedules of the chain next due at one instant make it a crowd,
-    # which a pass with time to spare plans early (``Planner.plan_early``): by
+    # which a pass with time to spare plans early (``early.PlanEarly``): by
     # default, as many as a surge starts for.
     crowd_min: int = DEFAULT_SURGE_MIN
-    # Off: a pass never plans early, whatever its block and budget (a switch to
-    # measure what planning early buys, docs/simulator.md).
+    # Off: a pass never plans early, whatever its budget (a switch to measure
+    # what planning early buys, docs/simulator.md).
     plan_early: bool = True
 
     def __post_init__(self) -> None:
-        if self.plan_block < timedelta(0):
-            raise ValueError(f"plan_block must not be negative, got {self.plan_block}")
         if self.crowd_min < 1:
             raise ValueError(f"crowd_min must be at least 1, got {self.crowd_min}")
-        if self.plan_block > timedelta(0):
-            reach = self.lookahead + self.plan_block
-            if reach > MAX_QUEUE_AHEAD - BLOCK_MARGIN:
-                longest = (MAX_QUEUE_AHEAD - BLOCK_MARGIN).total_seconds()
-                raise ValueError(
-                    f"lookahead + plan_block must be at most {longest:g} s (the queue holds a "
-                    f"message back {MAX_QUEUE_AHEAD.total_seconds():g} s at most, less a "
-                    f"{BLOCK_MARGIN.total_seconds():g} s margin), got {reach.total_seconds():g} s"
-                )
 
     @property
-    def fill(self) -> timedelta:
-        """How far ahead of a pass a schedule it selects is filled."""
-        return self.lookahead + self.plan_block
+    def reach(self) -> timedelta:
+        """How far ahead of a pass planning reaches: the lookahead, and when a
+        pass plans early (on, with a budget), up to EARLY_REACH beyond it (the
+        queue's bound less SEND_MARGIN at most; never short of the lookahead)."""
+        if not self.plan_early or self.plan_budget is None:
+            return self.lookahead
+        early = min(self.lookahead + EARLY_REACH, MAX_QUEUE_AHEAD - SEND_MARGIN)
+        return max(self.lookahead, early)
 
     @property
     def ahead(self) -> timedelta:
         """How far ahead of its due time a pass admits and queues a slot:
-        everything it fills, block included (at most MAX_QUEUE_AHEAD)."""
-        return min(self.fill, MAX_QUEUE_AHEAD)
+        everything planning reaches (at most MAX_QUEUE_AHEAD)."""
+        return min(self.reach, MAX_QUEUE_AHEAD)
 
     @property
     def plans_early(self) -> bool:
-        """Whether a pass may plan seeds beyond its lookahead with the time its
-        budget leaves (``Planner.plan_early``): it is on, fills a block beyond
-        the lookahead, and has a budget."""
-        return self.plan_early and self.plan_block > timedelta(0) and self.plan_budget is not None
+        """Whether a pass may plan beyond its lookahead with the time its budget
+        leaves (``early.PlanEarly``): it is on, has a budget, and the queue's
+        bound leaves room beyond the lookahead."""
+        return self.reach > self.lookahead

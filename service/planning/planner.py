@@ -23,12 +23,12 @@ plans it: an intent may be sent twice, a run is never lost.
 
 A pass stops at its ``plan_budget`` (what is left is selected by the next
 pass) and tells the store how far it read (``Store.planned_through``). With
-time left after dispatch, it plans early (``plan_early``).
+time left after dispatch, it plans early (service/planning/early.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Final
 
@@ -64,11 +64,11 @@ class Planner:
         with the pass's direct admission, admit what may be admitted as stored."""
         report = state.plan
         now = self.clock.now()
-        # Selected by the lookahead, filled up to the block beyond it; the
-        # store's read cursor (``until``, ``planned_through``) is the selection
-        # horizon: a chain entry past it is read by a later pass.
+        # Selected and filled by the lookahead; the store's read cursor
+        # (``until``, ``planned_through``) is this horizon: a chain entry past
+        # it is read by a later pass.
         horizon = now + self.config.lookahead
-        slots = DueSlots(self.config, now, now + self.config.fill)
+        slots = DueSlots(self.config, now, horizon)
         token: str | None = None
         through: datetime | None = None
         stopped: str | None = None  # the page token a pass out of budget stopped before
@@ -96,83 +96,13 @@ class Planner:
         """Plan these schedules now, as a pass would (the API, after a create,
         edit or resume whose next slot falls within the lookahead): the ones
         whose ``next_due`` is beyond it are left to the tick. A schedule
-        selected is filled with its block, as a pass fills it."""
+        selected is filled up to the lookahead, as a pass fills it."""
         now = self.clock.now()
         horizon = now + self.config.lookahead
         due = [s for s in schedules if s.next_due <= horizon]
         if due:
-            self._plan_page(due, DueSlots(self.config, now, now + self.config.fill), state)
+            self._plan_page(due, DueSlots(self.config, now, horizon), state)
         return state.plan
-
-    def plan_early(self, state: PassState, deadline: Callable[[], datetime]) -> None:
-        """What a pass does with the time its own plan and dispatch left, until
-        ``deadline()`` (asked once, when there is something to plan): it plans
-        seeds (``Store.due_ahead``: schedules whose next slot a create, edit or
-        resume set and no pass planned yet) that fall after the lookahead but
-        within the fill, a page at a time, then reads the chain ahead, up to
-        the latest crowd in that reach (``Store.chain_crowd``: an instant that
-        at least ``crowd_min`` schedules are next due at, such as a daily 09:00
-        across thousands of them). A schedule planned here is filled as a pass
-        fills one it selects, so an edit reaches the same slots as before; what
-        changes is that a crowded instant is planned over the several passes
-        that see it coming rather than by the one or two whose lookahead it
-        falls in. A frequent schedule alone is still selected by the lookahead
-        and filled a block at a time."""
-        report = state.plan
-        now = self.clock.now()
-        after, fill = now + self.config.lookahead, now + self.config.fill
-        slots = DueSlots(self.config, now, fill)
-        asked: list[datetime] = []
-
-        def time_left() -> bool:
-            if not asked:
-                asked.append(deadline())
-            return self.clock.now() < asked[0] and report.stored < self.config.max_planned_per_pass
-
-        session = self._session(state)
-        page = self.store.due_ahead(after, fill, self.config.page_size, session=session)
-        if page.items:
-            try:
-                while time_left():
-                    report.early += len(page.items)
-                    self._plan_page(page.items, slots, state, until=after)
-                    if page.next_token is None:
-                        break
-                    page = self.store.due_ahead(
-                        after, fill, self.config.page_size, page.next_token, session=session
-                    )
-            finally:
-                # What it chained goes on pages; the cursor stays.
-                self.store.planned_through(None, session=session)
-        if asked and not time_left():
-            return
-        crowd = self.store.chain_crowd(after, fill, self.config.crowd_min, session=session)
-        if crowd is not None and time_left():
-            self._plan_chain(crowd, slots, state, time_left)
-
-    def _plan_chain(
-        self, crowd: datetime, slots: DueSlots, state: PassState, time_left: Callable[[], bool]
-    ) -> None:
-        """Read the chain ahead of the lookahead, up to ``crowd``, as a pass reads
-        it up to its horizon: the store's cursor moves to ``crowd`` once every page
-        is planned, or keeps the place of a pass out of time."""
-        token: str | None = None
-        through: datetime | None = None
-        stopped: str | None = None
-        session = self._session(state)
-        try:
-            while time_left():
-                page = self.store.due(crowd, self.config.page_size, token, session=session)
-                state.plan.early += len(page.items)
-                self._plan_page(page.items, slots, state, until=crowd)
-                token = page.next_token
-                if token is None:
-                    through = crowd
-                    break
-            else:
-                stopped = token
-        finally:
-            self.store.planned_through(through, stopped, session=session)
 
     def _session(self, state: PassState) -> PlanSession:
         """The store's memory of this pass's planning, asked once a pass."""

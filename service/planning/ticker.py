@@ -1,8 +1,8 @@
 """One pass end to end (``Ticker``), and one schedule planned at an API call (``PlanNow``).
 
 A pass begins a ``PassState``, plans, dispatches, plans early with the time
-its budget leaves, beats the tick's heartbeat and returns its report; the state
-is dropped with it. The tick handler loops over passes.
+its budget leaves (``early``), beats the tick's heartbeat and returns its
+report; the state is dropped with it. The tick handler loops over passes.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Final
 from domain.run import Run
 from service.planning.config import TickConfig
 from service.planning.dispatch import Dispatcher
+from service.planning.early import PlanEarly
 from service.planning.outbox import DirectAdmission, send_intents
 from service.planning.pass_state import DispatchReport, PassState, TickReport
 from service.planning.planner import Planner
@@ -46,10 +47,7 @@ class Ticker:
         self.config = config or TickConfig()
         self.planner = Planner(store, clock, self.config)
         self.dispatcher = Dispatcher(store, queue, clock, self.config, owner)
-        # Given now and a deadline, the moment before which planning early must
-        # end (the first surge the invocation has to start after its pass);
-        # None: only the plan budget bounds it.
-        self.quiet_until = quiet_until
+        self.early = PlanEarly(self.planner, quiet_until=quiet_until)
 
     @property
     def owner(self) -> str:
@@ -65,8 +63,8 @@ class Ticker:
             # At least the overrun after the plan, which may end past the budget by a page.
             state.deadline = max(began + budget, self.clock.now()) + DISPATCH_OVERRUN
         dispatch = self.dispatcher.dispatch(state)
-        if config.plans_early and not plan.out_of_time:
-            self._plan_early(state)
+        if not plan.out_of_time:
+            self.early.plan(state)
         at = self.clock.now()
         self.store.beat(
             Heartbeat(
@@ -81,23 +79,6 @@ class Ticker:
             )
         )
         return state.report(at)
-
-    def _plan_early(self, state: PassState) -> None:
-        """With its own plan and dispatch done inside the budget, the pass plans
-        seeds beyond its lookahead (``Planner.plan_early``) for what is left of
-        the budget, and not past the first surge it must start after."""
-        budget = self.config.plan_budget
-        if budget is None:
-            return
-        end = state.began + budget
-
-        def deadline() -> datetime:
-            if self.quiet_until is None:
-                return end
-            return min(end, self.quiet_until(self.clock.now(), end))
-
-        if self.clock.now() < end:
-            self.planner.plan_early(state, deadline)
 
     def release(self) -> None:
         """Give up the shards: the process stops ticking."""

@@ -1,8 +1,8 @@
 """``next_due`` in a schedule's answer is the next slot that will run: with a
-lookahead, and more with a plan block, slots are created (admitted and
-queued) ahead, and the first slot not created yet can be minutes after
-them. On both stores (SQLite, and DynamoDB on moto), with and without a
-block, through the handler as each deployment builds it."""
+lookahead, and more for a schedule planned early, slots are created
+(admitted and queued) ahead, and the first slot not created yet can be
+minutes after them. On both stores (SQLite, and DynamoDB on moto), with and
+without planning early, through the handler as each deployment builds it."""
 
 from __future__ import annotations
 
@@ -29,12 +29,12 @@ WEBHOOK = {"type": "webhook", "url": "https://example.com/hook"}
 EVERY_MINUTE = {"every": "PT1M", "start_at": "2026-12-01T08:01:00Z"}
 
 
-@pytest.fixture(params=["sqlite-0", "sqlite-300", "dynamodb-0", "dynamodb-300"])
+@pytest.fixture(params=["sqlite-local", "sqlite-early", "dynamodb-local", "dynamodb-early"])
 def deployment(
     request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock
 ) -> Iterator[tuple[ApiServices, Settings]]:
-    kind, block = str(request.param).split("-")
-    settings = Settings(shards=2, plan_block_s=int(block))
+    kind, planning = str(request.param).split("-")
+    settings = Settings(shards=2, plan_early=planning == "early")
     if kind == "sqlite":
         built = build_services(
             settings, data_dir=tmp_path, clock=clock, secrets=InMemorySecretStore()
@@ -87,7 +87,7 @@ def test_next_due_is_the_next_slot_that_will_run_even_when_slots_are_queued_ahea
     assert status == 201
     sid = created["id"]
     ticker = Ticker(services.schedules.store, FakeQueue(), clock, tick_config(settings), owner="t")
-    ticker.tick_once()  # 08:00: 08:01 (and with the block up to 08:06) created, queued
+    ticker.tick_once()  # 08:00: 08:01 (and planning early, 08:02) created, queued
     stored = services.schedules.store.get(sid)
     assert stored is not None and stored.next_due is not None
     assert stored.next_due > utc("2026-12-01T08:01:00Z")  # the store's: the first not created

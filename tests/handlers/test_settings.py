@@ -13,10 +13,10 @@ from handlers.settings import Settings
 
 
 def test_the_tick_takes_its_windows_from_the_environment() -> None:
-    settings = Settings.from_env({d.ENV_LOOKAHEAD_S: "120", d.ENV_PLAN_BLOCK_S: "300"})
+    settings = Settings.from_env({d.ENV_LOOKAHEAD_S: "120", d.ENV_PLAN_EARLY: "true"})
     config = tick_config(settings)
     assert config.lookahead == timedelta(seconds=120)
-    assert config.plan_block == timedelta(seconds=300)
+    assert config.reach == timedelta(seconds=420)  # planning early, 300 s beyond
 
 
 def test_a_crowd_on_the_chain_is_what_a_surge_starts_for() -> None:
@@ -25,9 +25,9 @@ def test_a_crowd_on_the_chain_is_what_a_surge_starts_for() -> None:
 
 
 def test_planning_early_and_crowds_have_their_own_switches() -> None:
-    default = tick_config(Settings.from_env({d.ENV_PLAN_BLOCK_S: "300"}))
-    assert default.plans_early and default.crowd_min == 200
-    off = Settings.from_env({d.ENV_PLAN_EARLY: "false", d.ENV_PLAN_BLOCK_S: "300"})
+    on = tick_config(Settings.from_env({d.ENV_PLAN_EARLY: "true"}))
+    assert on.plans_early and on.crowd_min == 200
+    off = Settings.from_env({d.ENV_PLAN_EARLY: "false"})
     assert not tick_config(off).plans_early
     crowd = Settings.from_env({d.ENV_CROWD_MIN: "5000", d.ENV_SURGE_MIN: "40"})
     assert tick_config(crowd).crowd_min == 5000

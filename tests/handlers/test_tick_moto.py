@@ -225,7 +225,7 @@ def test_the_aws_ticker_counts_its_sends_and_sends_a_surges_second_early(
     assert not isinstance(plain.dispatcher.queue, LoadRecordingQueue)
     assert getattr(plain.dispatcher.queue, "align_s", None) == TICK_ALIGN_S
     assert tick_handler._container_surges is None
-    assert plain.quiet_until is None  # planning early is bounded by the budget alone
+    assert plain.early.quiet_until is None  # planning early is bounded by the budget alone
 
 
 def test_the_aws_ticker_plans_early_until_a_margin_before_the_first_surge(
@@ -244,18 +244,18 @@ def test_the_aws_ticker_plans_early_until_a_margin_before_the_first_surge(
         delivery_queue_url="https://sqs.us-east-1.amazonaws.com/123456789012/delivery",
         worker_function="duetime-worker",
         surge_min=30,
-        plan_block_s=300,  # the stack's
+        plan_early=True,  # the stack's
     )
     ticker = tick_handler.container_ticker(settings)
-    assert ticker.quiet_until is not None and ticker.config.plans_early
+    assert ticker.early.quiet_until is not None and ticker.config.plans_early
     now = datetime.now(UTC).replace(microsecond=0)
     until = now + timedelta(seconds=50)
-    assert ticker.quiet_until(now, until) == until  # an empty ledger: no surge ahead
+    assert ticker.early.quiet_until(now, until) == until  # an empty ledger: no surge ahead
     # What the pass counted and has not written yet bounds it.
     second = now + timedelta(seconds=30)
     ticker.dispatcher.queue.pending[second] = 100  # type: ignore[attr-defined]
     moment = second - timedelta(seconds=lead_s(drains_for(100)) + EARLY_MARGIN_S)
-    assert ticker.quiet_until(now, until) == moment
+    assert ticker.early.quiet_until(now, until) == moment
 
     # A ledger that cannot be read bounds nothing, and says so.
     surges = tick_handler._container_surges
@@ -265,5 +265,5 @@ def test_the_aws_ticker_plans_early_until_a_margin_before_the_first_surge(
         raise ConnectionError("ledger down")
 
     monkeypatch.setattr(surges.ledger, "read", unreadable)
-    assert ticker.quiet_until(now, until) == until
+    assert ticker.early.quiet_until(now, until) == until
     assert "load ledger not read" in caplog.text

@@ -187,12 +187,16 @@ def test_the_worker_outlives_its_longest_target_call_and_the_time_to_record_it(
 
 
 @pytest.mark.parametrize("name", ["api", "tick"])
-def test_the_tick_and_the_api_plan_with_the_same_block(template: dict[str, Any], name: str) -> None:
-    from adapters.definitions import ENV_LOOKAHEAD_S, ENV_PLAN_BLOCK_S
+def test_the_tick_and_the_api_plan_with_the_same_lookahead(
+    template: dict[str, Any], name: str
+) -> None:
+    from adapters.definitions import ENV_LOOKAHEAD_S, ENV_PLAN_EARLY
 
     _, fn = function(template, HANDLERS[name])
     env = fn["Properties"]["Environment"]["Variables"]
-    assert (env[ENV_LOOKAHEAD_S], env[ENV_PLAN_BLOCK_S]) == ("90", "300")
+    assert env[ENV_LOOKAHEAD_S] == "90"
+    # Only the tick plans early (the API plans one schedule, up to the lookahead).
+    assert env.get(ENV_PLAN_EARLY) == ("true" if name == "tick" else None)
 
 
 def test_a_drain_lambda_could_not_start_within_a_minute_is_dropped_not_retried(

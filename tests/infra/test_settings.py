@@ -138,32 +138,6 @@ def test_secrets_manager_keeps_its_wider_prefix_alphabet() -> None:
     assert Settings.from_context(context.get).webhook_secrets_prefix == "team+a/hooks/"
 
 
-def test_the_deployed_tick_plans_a_block_of_300_seconds_unless_told() -> None:
-    assert from_context({}).plan_block_s == 300
-    assert from_context({"duetime:planBlockS": "0"}).plan_block_s == 0
-    assert from_context({"duetime:planBlockS": 600, "duetime:lookaheadS": 240}).plan_block_s == 600
-
-
-@pytest.mark.parametrize(
-    ("context", "message"),
-    [
-        ({"duetime:planBlockS": -1}, "duetime:planBlockS: must be 0 or more"),
-        ({"duetime:planBlockS": "soon"}, "duetime:planBlockS: expected an integer"),
-        (
-            {"duetime:planBlockS": 751},
-            r"duetime:planBlockS: lookaheadS \+ planBlockS must be at most 840 seconds, "
-            r"got 90 \+ 751",
-        ),
-        ({"duetime:lookaheadS": 600}, r"planBlockS: lookaheadS \+ planBlockS"),
-    ],
-)
-def test_a_block_the_queue_cannot_hold_back_is_refused_by_name(
-    context: dict[str, Any], message: str
-) -> None:
-    with pytest.raises(SettingError, match=message):
-        from_context(context)
-
-
 def test_the_tick_has_512_mb_unless_told() -> None:
     assert from_context({}).tick_memory_mb == 512
     assert from_context({"duetime:tickMemoryMB": "1769"}).tick_memory_mb == 1769

@@ -678,7 +678,7 @@ def test_two_passes_through_one_store_never_see_each_others_state(world: World) 
     assert first.session.held and sid in first.session.heads_read
     assert not second.session.held and second.session.heads_read == {}
     assert _cursor(world).get("owner")  # the first pass still holds the plan lease
-    slots = DueSlots(CONFIG, now, now + CONFIG.fill)
+    slots = DueSlots(CONFIG, now, horizon)
     world.ticker.planner._plan_page(page.items, slots, first, until=horizon)
     store.planned_through(horizon, session=first.session)
     assert "owner" not in _cursor(world)

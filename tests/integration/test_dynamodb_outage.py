@@ -1,5 +1,6 @@
 """Overdue policies after an outage on DynamoDB (moto), as deployed: a pass a
-minute plans a block ahead, every slot admitted and queued with a delay.
+minute plans its lookahead ahead (and early, with its budget), every slot
+admitted and queued with a delay.
 
 Stopped for 2 minutes (no pass, no worker), the deployment comes back to
 every intent that became visible meanwhile. The worker asks the start
@@ -43,7 +44,7 @@ PARTS = Partitioning(shards=2, bucket_s=60)
 DEPLOYED = TickConfig(
     partitioning=PARTS,
     lookahead=timedelta(seconds=90),
-    plan_block=timedelta(seconds=300),
+    plan_budget=timedelta(seconds=50),
 )
 
 
@@ -129,7 +130,7 @@ def test_after_a_two_minute_outage_latest_only_delivers_one_run_per_schedule(
     deployment: Deployment,
 ) -> None:
     # Given every-10 s and every-20 s schedules under latest_only, deployed
-    # and running for two minutes (each pass plans up to 6.5 minutes ahead)
+    # and running for two minutes (each pass plans up to 90 s ahead)
     ten = deployment.create("PT10S", {})
     twenty = deployment.create("PT20S", {})
     deployment.minute()
@@ -156,6 +157,8 @@ def test_after_a_two_minute_outage_expire_ends_what_is_beyond_its_window(
     deployment.minute()
     before = deployment.delivered(sid)
     deployment.clock.advance(120)  # 08:01:00 -> 08:03:00: 08:01:00 ... 08:03:00 due
+    deployment.work()
+    deployment.ticker.tick_once()  # the slots not queued before the outage
     deployment.work()
     # Late by at most 30 s (08:02:30 ... 08:03:00) run; the 9 before expire.
     assert deployment.delivered(sid) == before + 4

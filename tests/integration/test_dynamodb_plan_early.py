@@ -1,11 +1,12 @@
 """Planning early on DynamoDB (moto): a pass that has done its own plan and
 dispatch within its budget plans seeds (HEADs that name a next slot no pass
-planned yet) beyond its lookahead, up to lookahead + block, with what is left
-of the budget, so a crowded instant is planned over several passes.
+planned yet) beyond its lookahead, up to the early reach (300 s beyond it),
+with what is left of the budget, so a crowded instant is planned over several
+passes.
 
-The world is the plan block's (tests/integration/test_dynamodb_block.py): the
-real planner and worker over moto, a queue that holds each intent until its
-due second.
+The world is tests/integration/test_dynamodb_queued_ahead.py's: the real
+planner and worker over moto, a queue that holds each intent until its due
+second.
 """
 
 from __future__ import annotations
@@ -23,12 +24,12 @@ from domain.run import RunStatus
 from service.planning.config import TickConfig
 from service.ports import DueSchedule, Page
 from tests.conftest import utc
-from tests.integration.test_dynamodb_block import BLOCKED, EVERY_MINUTE, World
+from tests.integration.test_dynamodb_queued_ahead import DEPLOYED, EVERY_MINUTE, World
 
-BUDGET = timedelta(seconds=50)
-EARLY = replace(BLOCKED, plan_budget=BUDGET)
+EARLY = DEPLOYED
+NO_BUDGET = replace(DEPLOYED, plan_budget=None)
 # Beyond the 90 s lookahead (so neither the API call nor the pass's own plan
-# takes it), within lookahead + block (6.5 minutes) of 08:00.
+# takes it), within the early reach (6.5 minutes) of 08:00.
 SOON = "2026-12-01T08:05:00Z"
 
 
@@ -65,7 +66,7 @@ def test_a_pass_with_time_to_spare_plans_seeds_beyond_its_lookahead(client: Any)
 
 
 def test_without_a_budget_a_pass_plans_only_its_lookahead(client: Any) -> None:
-    world = World(client, BLOCKED)
+    world = World(client, NO_BUDGET)
     ids = _at(world, SOON, 3)
     report = world.ticker.tick_once()
     assert report.plan.early == 0
@@ -74,7 +75,7 @@ def test_without_a_budget_a_pass_plans_only_its_lookahead(client: Any) -> None:
     assert _statuses(world, ids) == [RunStatus.SUCCEEDED] * 3
 
 
-def test_a_seed_beyond_lookahead_and_block_waits_for_a_later_pass(client: Any) -> None:
+def test_a_seed_beyond_the_early_reach_waits_for_a_later_pass(client: Any) -> None:
     world = World(client, EARLY)
     [far] = _at(world, "2026-12-01T08:07:00Z", 1)  # 7 minutes: past the 6.5 minute reach
     report = world.ticker.tick_once()
@@ -85,23 +86,23 @@ def test_a_seed_beyond_lookahead_and_block_waits_for_a_later_pass(client: Any) -
     assert _statuses(world, [far]) == [RunStatus.ADMITTED]
 
 
-def test_planning_early_keeps_a_frequent_schedule_to_one_next_entry_a_block(client: Any) -> None:
-    # The API call leaves the schedule a seed (its HEAD names the slot after
-    # the block it filled); planned early once, it goes on the chain, and the
-    # lookahead selects it from then on, a block at a time.
-    written, advanced = {}, {}
-    for name, config in (("blocked", BLOCKED), ("early", EARLY)):
-        world = World(client, config, name)
-        sid = world.create(EVERY_MINUTE)
-        world.minutes(30)
-        written[name] = world.next_entries
-        advanced[name] = world.calls[("UpdateItem", world.tables.schedules)]
-        instants = [s[0] for s in world.slots(sid)]
-        assert len(instants) == len(set(instants))
-        assert len(world.called()) == len(set(world.called())) == 29
-    assert written["early"] <= written["blocked"] + 1, written
-    # Not planned early once a pass either (each would advance its HEAD).
-    assert advanced["early"] <= advanced["blocked"] + 1, advanced
+def test_planning_early_gives_a_frequent_seed_only_its_next_slot(client: Any) -> None:
+    # The API call plans 08:01 and leaves the schedule a seed (its HEAD names
+    # 08:02, beyond the pass's lookahead): planned early, it gets that slot and
+    # no more, and the lookahead selects it from then on, a slot a pass.
+    world = World(client, EARLY)
+    sid = world.create(EVERY_MINUTE)
+    assert world.ticker.tick_once().plan.early == 1
+    assert [s[0] for s in world.slots(sid)] == [
+        utc("2026-12-01T08:01:00Z"),
+        utc("2026-12-01T08:02:00Z"),
+    ]
+    world.work_until(world.clock.now() + timedelta(seconds=60))
+    world.minutes(29)
+    instants = [s[0] for s in world.slots(sid)]
+    assert len(instants) == len(set(instants))
+    assert max(instants) <= world.clock.now() + timedelta(seconds=90)
+    assert len(world.called()) == len(set(world.called())) == 29
 
 
 def test_planning_early_stops_at_the_deadline_between_pages(client: Any) -> None:
@@ -120,14 +121,14 @@ def test_planning_early_stops_at_the_deadline_between_pages(client: Any) -> None
     world.store.due_ahead = slow  # type: ignore[method-assign]
     began = world.clock.now()
     # When the first surge after the pass leaves it 15 s
-    world.ticker.quiet_until = lambda now, until: began + timedelta(seconds=15)
+    world.ticker.early.quiet_until = lambda now, until: began + timedelta(seconds=15)
     report = world.ticker.tick_once()
     # Then the first page is planned (read at +10 s) and the second (read at
     # +20 s, past the deadline) is left to the next pass
     assert report.plan.early == 2
     assert len([s for s in _statuses(world, ids) if s is RunStatus.ADMITTED]) == 2
     # And the next pass, with no deadline of its own, plans the rest
-    world.ticker.quiet_until = None
+    world.ticker.early.quiet_until = None
     world.store.due_ahead = reads  # type: ignore[method-assign]
     assert world.ticker.tick_once().plan.early == 5
     assert _statuses(world, ids) == [RunStatus.ADMITTED] * 7
@@ -142,7 +143,7 @@ def test_no_seed_to_plan_early_asks_for_no_deadline(client: Any) -> None:
         asked.append(now)
         return until
 
-    world.ticker.quiet_until = quiet_until
+    world.ticker.early.quiet_until = quiet_until
     world.minutes(3)
     assert asked == []
     _at(world, "2026-12-01T08:08:00Z", 1)
@@ -155,18 +156,18 @@ def test_no_seed_to_plan_early_asks_for_no_deadline(client: Any) -> None:
 def test_a_deadline_already_past_plans_nothing_early(client: Any) -> None:
     world = World(client, EARLY)
     ids = _at(world, SOON, 2)
-    world.ticker.quiet_until = lambda now, until: now
+    world.ticker.early.quiet_until = lambda now, until: now
     assert world.ticker.tick_once().plan.early == 0
     assert _statuses(world, ids) == []
 
 
-def test_a_pass_plans_early_only_with_a_block_and_a_budget() -> None:
+def test_a_pass_plans_early_only_when_on_and_with_a_budget() -> None:
     def early(config: TickConfig) -> bool:
         return config.plans_early
 
     assert early(EARLY)
-    assert not early(BLOCKED)  # no budget
-    assert not early(replace(EARLY, plan_block=timedelta(0)))  # nothing beyond the lookahead
+    assert not early(NO_BUDGET)
+    assert not early(replace(EARLY, plan_early=False))
 
 
 # --- a pass that stops at its budget inside one instant of the chain ---------------------------
@@ -236,7 +237,7 @@ def test_a_crowd_on_the_chain_is_planned_by_the_first_pass_that_reaches_it(clien
     # are on the chain, and a crowd is five
     world = World(client, replace(EARLY, crowd_min=5))
     ids = [world.create(HOURLY) for _ in range(12)]
-    world.minutes(57)  # passes up to 08:56, whose lookahead + block ends at 09:02:30
+    world.minutes(57)  # passes up to 08:56, whose early reach ends at 09:02:30
     assert _on_the_hour(world, ids, "08:03") == [RunStatus.SUCCEEDED] * 12
     assert _on_the_hour(world, ids, "09:03") == []
     # When the pass at 08:57 runs (its reach, 09:03:30, takes in the crowd)
@@ -287,13 +288,13 @@ def test_a_crowd_planned_out_of_time_is_finished_by_the_next_pass(client: Any) -
 
     world.store.due = slow  # type: ignore[method-assign]
     began = world.clock.now()
-    world.ticker.quiet_until = lambda now, until: began + timedelta(seconds=12)
+    world.ticker.early.quiet_until = lambda now, until: began + timedelta(seconds=12)
     # When the pass at 08:57 plans two pages before its deadline
     first = world.ticker.tick_once().plan.early
     assert 0 < first < 12
     assert len(_on_the_hour(world, ids, "09:03")) == first
     # Then the next pass goes on after them, and plans the rest once
-    world.ticker.quiet_until = None
+    world.ticker.early.quiet_until = None
     world.clock.set(began + timedelta(seconds=60))
     assert world.ticker.tick_once().plan.early == 12 - first
     assert _on_the_hour(world, ids, "09:03") == [RunStatus.ADMITTED] * 12

@@ -86,8 +86,8 @@ def two_stacks(templates: dict[str, dict[str, Any]]) -> dict[str, Any]:
 def mixed(templates: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """10 schedules for 6 minutes and 10 seconds, ten tick passes per invocation.
 
-    The tick that plans the schedules' second block runs at 6:00, and its requests take
-    simulated time (CPU and round trips): the extra 10 s let it end inside the run."""
+    The tick that runs at 6:00 plans too, and its requests take simulated time (CPU
+    and round trips): the extra 10 s let it end inside the run."""
     return _run("mixed-day", templates, hours=(360 + 10) / 3600, scale=0.01, tick_interval_s=5)
 
 

@@ -496,7 +496,7 @@ def test_the_tick_plans_a_burst_beyond_its_lookahead_with_its_time_to_spare(
     burst_tick_surge: dict[str, Any],
 ) -> None:
     """The burst is created 200 s before its instant: beyond the 90 s lookahead but
-    within lookahead + block (390 s), so the first pass after it plans every one of
+    within the early reach (390 s), so the first pass after it plans every one of
     them early, in the deployed stack (its plan lease, the ``due`` index, IAM
     enforced), instead of leaving them to the pass whose lookahead reaches them."""
     planning = burst_tick_surge["tick_planning"]
