@@ -3,6 +3,7 @@ If-Match, and the ETag every answer about one schedule carries."""
 
 from __future__ import annotations
 
+import re
 from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Header
@@ -30,6 +31,11 @@ IfMatchHeader = Annotated[
     ),
 ]
 
+# The pattern of the document, with the digits named; ASCII digits only.
+_IF_MATCH = re.compile(
+    IF_MATCH_PATTERN.replace("[0-9]{1,12}", "(?P<version>[0-9]{1,12})"), re.ASCII
+)
+
 
 def etag(schedule: Schedule) -> str:
     return f'"{schedule.version}"'
@@ -41,7 +47,10 @@ def expected_version(if_match: str | None) -> int:
         raise PreconditionRequired(
             "an edit needs If-Match: <version>, the version you read (GET the schedule first)"
         )
-    text = if_match.strip().removeprefix("W/").strip('"')
-    if not (text.isascii() and text.isdigit()) or not 1 <= len(text) <= 12:
+    # Exactly what the API document says (IF_MATCH_PATTERN), around the spaces
+    # a header value may carry: ``""3""`` or ``"3`` plus a letter are refused,
+    # not read as version 3.
+    found = _IF_MATCH.fullmatch(if_match.strip())
+    if found is None:
         raise BadHeader("If-Match", f'{if_match!r} is not a schedule version such as "3"')
-    return int(text)
+    return int(found.group("version"))

@@ -314,6 +314,18 @@ def test_an_if_match_with_a_non_ascii_digit_is_400_and_changes_nothing(api: Api)
     assert api.snapshot() == before
 
 
+@pytest.mark.parametrize("if_match", ['""1""', '"1"x', "W/W/1", "1 1", "v1", '"1""'])
+def test_an_if_match_outside_the_documented_pattern_is_400_and_changes_nothing(
+    api: Api, if_match: str
+) -> None:
+    created = api.create().body
+    before = api.snapshot()
+    answer = api.call("PUT", f"/schedules/{created['id']}", REPORT, headers={"If-Match": if_match})
+    assert answer.status == 400, answer.body
+    assert answer.error["code"] == "invalid_header"
+    assert api.snapshot() == before
+
+
 def test_a_null_body_where_a_schedule_is_needed_is_422(api: Api, unchanged: None) -> None:
     answer = api.call("POST", "/schedules", raw="null")
     assert answer.status == 422, answer.body
