@@ -15,7 +15,16 @@ from datetime import datetime
 from adapters.sqlite import run_listing
 from adapters.sqlite.retention import refuse_purged_backfill
 from adapters.sqlite.rows import _KIND, _RUN_COLUMNS, _RUN_INSERT, _STATUS, run_from_row, run_row
-from adapters.sqlite.tables import EPOCH, US, Tables, each_or_all, page_token, read_token, us
+from adapters.sqlite.tables import (
+    ACTIVE_SQL,
+    EPOCH,
+    US,
+    Tables,
+    each_or_all,
+    page_token,
+    read_token,
+    us,
+)
 from domain.run import PendingOccurrence, Run, RunStatus
 from service.ports import Closure, OccurrenceStore, Page, RunQuery
 
@@ -24,8 +33,7 @@ from service.ports import Closure, OccurrenceStore, Page, RunQuery
 _ADMIT = (
     "UPDATE occurrences SET status = 'admitted', admitted_at = ? "
     "WHERE occurrence_id = ? AND status = 'scheduled' AND EXISTS ("
-    "SELECT 1 FROM schedules s WHERE s.schedule_id = occurrences.schedule_id "
-    "AND s.paused = 0 AND s.deleted_at IS NULL AND s.quarantine IS NULL)"
+    f"SELECT 1 FROM schedules s WHERE s.schedule_id = occurrences.schedule_id AND {ACTIVE_SQL})"
 )
 _CLOSE = (
     "UPDATE occurrences SET status = ?, reason = ?, finished_at = ?, pending = 0 "

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters.sqlite.rows import _RUN_INSERT, run_row
-from adapters.sqlite.tables import EPOCH, US, Tables, opt_us, page_token, read_token, us
+from adapters.sqlite.tables import ACTIVE_SQL, EPOCH, US, Tables, opt_us, page_token, read_token, us
 from domain.run import Run, RunStatus
 from domain.schedule import (
     Quarantine,
@@ -52,9 +52,8 @@ _log = logging.getLogger("duetime")
 # Materialization's condition: the schedule is still at the version and next_due
 # the planner read, and active.
 _MATERIALIZE = (
-    "UPDATE schedules SET next_due = ?, last_materialized_at = ? "
-    "WHERE schedule_id = ? AND version = ? AND next_due = ? "
-    "AND paused = 0 AND deleted_at IS NULL AND quarantine IS NULL"
+    "UPDATE schedules AS s SET next_due = ?, last_materialized_at = ? "
+    f"WHERE schedule_id = ? AND version = ? AND next_due = ? AND {ACTIVE_SQL}"
 )
 # A schedule head joined with its current version: one query, no second read.
 _HEAD_SELECT = (
@@ -327,8 +326,7 @@ class SqliteSchedules(Tables, ScheduleStore):
             "SELECT s.schedule_id, s.version, s.next_due, v.spec, v.policy "
             "FROM schedules s JOIN schedule_versions v "
             "ON v.schedule_id = s.schedule_id AND v.version = s.version "
-            "WHERE s.paused = 0 AND s.deleted_at IS NULL "
-            "AND s.next_due IS NOT NULL AND s.next_due <= ? AND s.quarantine IS NULL "
+            f"WHERE {ACTIVE_SQL} AND s.next_due IS NOT NULL AND s.next_due <= ? "
             "AND (s.next_due, s.schedule_id) > (?, ?) "
             "ORDER BY s.next_due, s.schedule_id LIMIT ?",
             (us(until), after[0], after[1], limit + 1),

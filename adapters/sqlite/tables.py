@@ -35,6 +35,11 @@ from typing import Any
 
 from adapters.sqlite.database import Database
 
+# A schedule that may be planned and admitted: not paused, deleted or
+# quarantined (its version is compared where the statement has one). The SQL
+# of ``domain.start.decide_standing``'s rules, for a schedules row aliased ``s``.
+ACTIVE_SQL = "s.paused = 0 AND s.deleted_at IS NULL AND s.quarantine IS NULL"
+
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 US = timedelta(microseconds=1)
 
