@@ -246,19 +246,9 @@ class DynamoRunRecords(DynamoTables, OccurrenceStore):
                     "finished_at": it.iso(datetime.now(UTC)),
                 },
                 remove=OUTBOX_ATTRIBUTES,
-                condition=(
-                    "#occurrence_id = :occurrence_id AND #status = :admitted AND #attempts = :zero"
-                ),
-                names={
-                    "#occurrence_id": "occurrence_id",
-                    "#status": "status",
-                    "#attempts": "attempts",
-                },
-                values={
-                    ":occurrence_id": {"S": run.occurrence_id},
-                    ":admitted": {"S": RunStatus.ADMITTED.value},
-                    ":zero": {"N": "0"},
-                },
+                condition=_UNSTARTED,
+                names=_UNSTARTED_NAMES,
+                values=_unstarted_values(run),
             )
             is not None
         )
@@ -552,24 +542,30 @@ class DynamoRunRecords(DynamoTables, OccurrenceStore):
                     "pending_shard": run.shard,
                 },
                 remove=("sent_at",),
-                condition=(
-                    "#occurrence_id = :occurrence_id AND #status = :admitted AND "
-                    "#attempts = :zero AND attribute_not_exists(#outbox_key)"
-                ),
-                names={
-                    "#occurrence_id": "occurrence_id",
-                    "#status": "status",
-                    "#attempts": "attempts",
-                    "#outbox_key": "outbox_key",
-                },
-                values={
-                    ":occurrence_id": {"S": run.occurrence_id},
-                    ":admitted": {"S": RunStatus.ADMITTED.value},
-                    ":zero": {"N": "0"},
-                },
+                condition=f"{_UNSTARTED} AND attribute_not_exists(#outbox_key)",
+                names={**_UNSTARTED_NAMES, "#outbox_key": "outbox_key"},
+                values=_unstarted_values(run),
             )
             is not None
         )
+
+
+# A record stored admitted that no worker has started: what a withdrawal
+# closes and what a failed send puts back in the outbox.
+_UNSTARTED: Final = "#occurrence_id = :occurrence_id AND #status = :admitted AND #attempts = :zero"
+_UNSTARTED_NAMES: Final = {
+    "#occurrence_id": "occurrence_id",
+    "#status": "status",
+    "#attempts": "attempts",
+}
+
+
+def _unstarted_values(run: Run) -> dict[str, Any]:
+    return {
+        ":occurrence_id": {"S": run.occurrence_id},
+        ":admitted": {"S": RunStatus.ADMITTED.value},
+        ":zero": {"N": "0"},
+    }
 
 
 def _unsent(record: Mapping[str, Any]) -> bool:
