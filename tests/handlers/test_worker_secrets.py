@@ -197,8 +197,14 @@ def test_a_schedule_made_on_ssm_before_the_table_still_gets_signed_deliveries(
 
     assert outcome.delivered, outcome
     assert receiver.signed_with(old)
-    # The signing key, read at init whatever the schedule's secret needs.
-    assert asked == ["secretsmanager:GetSecretValue", "dynamodb:GetItem", "ssm:GetParameter"]
+    # The signing key, read at init whatever the schedule's secret needs; the
+    # table's item, eventually then (not found) strongly; then the old store.
+    assert asked == [
+        "secretsmanager:GetSecretValue",
+        "dynamodb:GetItem",
+        "dynamodb:GetItem",
+        "ssm:GetParameter",
+    ]
 
 
 def test_a_schedule_moved_to_the_table_is_signed_with_its_new_secret(aws: None) -> None:
