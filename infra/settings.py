@@ -18,6 +18,12 @@ from domain.alerts import DEFAULT_MIN_INTERVAL
 from service.planning.surge import DEFAULT_SURGE_MIN
 
 PREFIX: Final = "duetime:"
+# Settings of earlier releases that mean nothing now: refused by name, so a
+# deployment that relied on one learns it at synthesis, not from behaviour.
+RETIRED: Final = {
+    "planBlockS": "the plan block is gone: a pass fills up to its lookahead",
+    "directWindowS": "the tick has one admission mode, queued ahead",
+}
 
 # Target ARNs the worker may call. "*" is the documented wildcard: any Lambda
 # function, SQS queue or EventBridge bus in any account the resource policies
@@ -194,6 +200,9 @@ class Settings:
             value = get(PREFIX + name)
             return default if value is None else parse(PREFIX + name, value)
 
+        for name, why in RETIRED.items():
+            if get(PREFIX + name) is not None:
+                raise SettingError(f"{PREFIX}{name}: no longer a setting ({why}); remove it")
         d = cls()
         return cls(
             stack_name=read("stackName", _str, d.stack_name),

@@ -93,6 +93,12 @@ def test_bad_values_are_refused_naming_the_setting(key: str, value: Any) -> None
         from_context({key: value})
 
 
+@pytest.mark.parametrize("key", ["duetime:planBlockS", "duetime:directWindowS"])
+def test_a_retired_setting_is_refused_naming_it(key: str) -> None:
+    with pytest.raises(SettingError, match=f"{key}: no longer a setting"):
+        from_context({key: 300})
+
+
 def test_webhook_secrets_go_to_the_table_unless_another_store_is_chosen() -> None:
     assert Settings.from_context(lambda _: None).secret_store == "dynamodb"
     assert Settings.from_context({"duetime:secretStore": "SSM"}.get).secret_store == "ssm"
