@@ -9,7 +9,7 @@ from datetime import datetime
 from http import HTTPStatus
 from typing import Annotated, Any, Final
 
-from aws_lambda_powertools.event_handler import content_types
+from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from pydantic import BaseModel
@@ -127,6 +127,13 @@ def _runs_body(services: ApiServices, runs: tuple[Any, ...]) -> list[RunOut]:
 
 def _run_body(services: ApiServices, run: Any) -> RunOut:
     return _runs_body(services, (run,))[0]
+
+
+def run_answer(status: HTTPStatus, services: ApiServices, run: Any) -> Response[RunOut]:
+    """A run made or admitted again by this call, with where to read it."""
+    return Response(
+        status, _JSON, _run_body(services, run), headers={"Location": f"/runs/{run.occurrence_id}"}
+    )
 
 
 TokenQuery = Annotated[

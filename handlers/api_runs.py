@@ -11,13 +11,13 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body
 
 from handlers.api_common import (
-    _JSON,
     LimitQuery,
     TokenQuery,
     _responses,
     _run_body,
     _runs_body,
     current_services,
+    run_answer,
 )
 from handlers.api_models import CancelRunIn, RetryRunIn
 from handlers.api_out import DeadLetterListOut, RunListOut, RunOut, dead_letter_out
@@ -100,12 +100,7 @@ def retry_run(
     del body  # no fields: an empty object or no body
     services = current_services()
     run = services.run_views.retry(occurrence_id)
-    return Response(
-        HTTPStatus.ACCEPTED,
-        _JSON,
-        _run_body(services, run),
-        headers={"Location": f"/runs/{run.occurrence_id}"},
-    )
+    return run_answer(HTTPStatus.ACCEPTED, services, run)
 
 
 @router.post(

@@ -12,14 +12,13 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body
 
 from handlers.api_common import (
-    _JSON,
     LimitQuery,
     TokenQuery,
     _responses,
-    _run_body,
     _runs_body,
     current_services,
     described_body,
+    run_answer,
     schedule_body,
 )
 from handlers.api_models import AcknowledgeIn, BackfillIn, EmptyIn, PauseIn
@@ -122,12 +121,7 @@ def trigger_schedule(
     del body  # no fields: an empty object or no body
     services = current_services()
     run = services.schedules.trigger(schedule_id)
-    return Response(
-        HTTPStatus.CREATED,
-        _JSON,
-        _run_body(services, run),
-        headers={"Location": f"/runs/{run.occurrence_id}"},
-    )
+    return run_answer(HTTPStatus.CREATED, services, run)
 
 
 @router.post(
