@@ -109,8 +109,14 @@ def build_aws_services(
             from adapters.dynamodb.load import DynamoLoadLedger
 
             ledger = DynamoLoadLedger(store.client, settings.occurrences_table)
+            # Every intent an API call queues ahead goes early (its delay rounded
+            # down, the worker holds it until its time): a call cannot see whether
+            # its second is crowded, and rounded up it would start up to a second late.
             delivery = LoadRecordingQueue(
-                queue, ledger, on_error=_reported(on_ledger_error, "ledger_not_written")
+                queue,
+                ledger,
+                on_error=_reported(on_ledger_error, "ledger_not_written"),
+                early_min=1,
             )
         planning = PlanNow(store, delivery, clock, tick_config(settings))
     dead: DeadLetters | None = None  # without the DLQ's URL, dead letters answer 501
