@@ -57,7 +57,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from sim.aws import Account, Actor
+from sim.aws import Account, Actor, charges_time
 from sim.engine import Engine, FunctionTimedOut, Process
 from sim.iam import RolePolicy, role_policy
 from sim.template import Stack
@@ -92,12 +92,6 @@ ACCOUNT_CONCURRENCY = 1000
 def cpu_factor(memory_mb: int) -> float:
     """How many times longer CPU work takes at ``memory_mb`` than on one full core."""
     return max(1.0, FULL_VCPU_MB / memory_mb)
-
-
-def charges_time(source: str) -> bool:
-    """Whether an invocation from ``source`` is charged its cold start and its requests'
-    CPU and latency: all but the API's (see the module's docstring)."""
-    return source != "api"
 
 
 @dataclass
