@@ -9,7 +9,9 @@ the emulator, ``duetime demo``, the deployment simulator and the benchmarks.
 - ``bootstrap.local``: over one SQLite file (store, queue, secrets), for one
   machine;
 - ``bootstrap.parts``: what both build (``ApiServices``, the tick's
-  configuration from the settings) and the names of the planner they use.
+  configuration from the settings) and the names of the planner they use;
+- ``bootstrap.api``: the API's use cases over the one or the other
+  (``build_services``: SQLite given a data directory, else DynamoDB).
 
 Nothing here reads the environment or the clock at import; each builder
 imports its adapters when called, so a Lambda function loads only its own.

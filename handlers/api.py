@@ -29,14 +29,8 @@ from typing import Any, Final
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 
-from bootstrap.parts import (
-    ENV_DATA_DIR,
-    SQLITE_FILE,
-    SQLITE_TARGETS,
-    ApiServices,
-    build_services,
-    sqlite_targets,
-)
+from bootstrap.api import ENV_DATA_DIR, build_services
+from bootstrap.parts import SQLITE_FILE, SQLITE_TARGETS, ApiServices, sqlite_targets
 from domain.targets import TARGET_TYPES
 from domain.timeparse import format_instant
 from handlers import (
