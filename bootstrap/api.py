@@ -12,7 +12,7 @@ from typing import Final
 from adapters.secrets import SecretStore
 from adapters.targets.addresses import AddressPolicy
 from bootstrap.parts import ApiServices
-from handlers.settings import Settings
+from bootstrap.settings import Settings
 from service.ports import Clock
 from service.schedules import TargetSupport
 

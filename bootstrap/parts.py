@@ -17,8 +17,8 @@ from typing import Final
 
 from adapters.secrets import SecretStore, new_secret, put_first
 from adapters.targets.addresses import AddressPolicy
+from bootstrap.settings import Settings
 from domain.partition import Partitioning
-from handlers.settings import Settings
 from service.planning.config import TickConfig
 from service.planning.pass_state import TickReport
 from service.planning.ticker import PlanNow, Ticker
