@@ -4,6 +4,8 @@ Every entry point asks it for its parts instead of wiring adapters itself:
 the Lambda handlers (in their init phase), ``duetime local`` over SQLite or
 the emulator, ``duetime demo``, the deployment simulator and the benchmarks.
 
+- ``bootstrap.settings``: what a deployment decides (``Settings``), read
+  from the environment; every builder takes it;
 - ``bootstrap.aws``: over DynamoDB, SQS, the secret and sealing stores and
   the AWS targets, from a deployment's ``Settings``;
 - ``bootstrap.local``: over one SQLite file (store, queue, secrets), for one
