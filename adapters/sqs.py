@@ -30,7 +30,7 @@ TICK_ALIGN_S: Final = 0.5
 
 
 class QueueSettings(Protocol):
-    """What ``from_settings`` reads (the handlers' Settings has it)."""
+    """What ``from_settings`` reads (``bootstrap.settings.Settings`` has it)."""
 
     @property
     def delivery_queue_url(self) -> str: ...

@@ -34,8 +34,8 @@ from adapters.definitions import DELIVERY_QUEUE, create_queues  # noqa: E402
 from adapters.dynamodb.local import create_store_tables  # noqa: E402
 from adapters.secrets import InMemorySecretStore  # noqa: E402
 from bootstrap.aws import build_aws_services, build_aws_ticker  # noqa: E402
+from bootstrap.settings import Settings  # noqa: E402
 from handlers.api_models import definition_of as definition  # noqa: E402
-from handlers.settings import Settings  # noqa: E402
 
 T0 = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
 

@@ -332,8 +332,8 @@ def one_round(
     from adapters.sqlite.secrets import SqliteSecretStore
     from adapters.sqlite.tables import from_us
     from bootstrap.local import build_sqlite_ticker, build_sqlite_worker
+    from bootstrap.settings import Settings
     from cli.worker_pool import SQLITE_RECEIVE_BATCH, run_worker_loop
-    from handlers.settings import Settings
 
     with tempfile.TemporaryDirectory(prefix="duetime-burst-") as tmp:
         workdir = Path(tmp)
@@ -461,11 +461,11 @@ def parts(n: int) -> None:
     from adapters.sqlite.secrets import SqliteSecretStore
     from adapters.targets import AddressPolicy, WebhookSender
     from bootstrap.local import build_sqlite_ticker, build_sqlite_worker
+    from bootstrap.settings import Settings
     from domain.delivery import Delivery, Outcome
     from domain.run import RunStatus
     from domain.targets import WebhookTarget
     from handlers.intents import handle_message
-    from handlers.settings import Settings
 
     class AtOnce:
         def deliver(self, target: Any, delivery: Any, *, timeout_s: float) -> Outcome:

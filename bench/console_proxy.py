@@ -31,10 +31,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from adapters.secrets import InMemorySecretStore
 from bootstrap.local import build_sqlite_services
+from bootstrap.settings import Settings
 from cli.console import Forwarder, SigningClient, console_page
 from cli.local_http import ApiServer
 from handlers.api import handler
-from handlers.settings import Settings
 
 
 class _Clock:

@@ -121,7 +121,9 @@ from adapters.secrets import SECRET_CACHE_TTL_S  # noqa: E402
 from adapters.sqs import SqsDeliveryQueue  # noqa: E402
 from adapters.sqs_worker import SqsWorkQueue  # noqa: E402
 from adapters.targets.addresses import AddressPolicy  # noqa: E402
+from adapters.telemetry import PowertoolsTelemetry  # noqa: E402
 from bootstrap.parts import Ticker, tick_config  # noqa: E402
+from bootstrap.settings import Settings  # noqa: E402
 from domain.delivery import Delivery, Outcome  # noqa: E402
 from domain.partition import Partitioning  # noqa: E402
 from domain.run import DeliveryIntent  # noqa: E402
@@ -129,8 +131,6 @@ from domain.targets import Target  # noqa: E402
 from handlers import watchdog as watchdog_handler  # noqa: E402
 from handlers import worker as worker_handler  # noqa: E402
 from handlers.api_models import definition_of as definition  # noqa: E402
-from handlers.settings import Settings  # noqa: E402
-from handlers.telemetry import PowertoolsTelemetry  # noqa: E402
 from handlers.tick_pass import run_tick  # noqa: E402
 from service.runs import RunWorker  # noqa: E402
 from service.schedules import ScheduleService  # noqa: E402

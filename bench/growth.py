@@ -44,12 +44,12 @@ from adapters.sqlite.rows import _RUN_COLUMNS, _RUN_INSERT
 from adapters.sqlite.store import SqliteStore
 from adapters.sqlite.tables import us
 from bootstrap.local import build_sqlite_ticker, build_sqlite_worker
+from bootstrap.settings import Settings
 from domain.delivery import Outcome
 from domain.identity import occurrence_id
 from domain.partition import Partitioning
 from domain.run import DeliveryIntent
 from handlers.api_models import definition_of as definition
-from handlers.settings import Settings
 from service.run_ports import NoTelemetry
 from service.schedules import ScheduleService
 

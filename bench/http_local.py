@@ -99,9 +99,9 @@ def serve(kind: str) -> None:
     """Serve the API on a free port, print it, and stop when stdin closes."""
     from adapters.secrets import InMemorySecretStore
     from bootstrap.local import build_sqlite_services
+    from bootstrap.settings import Settings
     from cli.local_http import ApiServer
     from handlers.api import handler
-    from handlers.settings import Settings
 
     with tempfile.TemporaryDirectory() as directory:
         # The API's use cases as `duetime local` builds them.

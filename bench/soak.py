@@ -119,7 +119,7 @@ def percentile(values: list[float], q: float) -> float | None:
 def create_schedules(db: Path, count: int, url: str, start: datetime, end: datetime) -> list[str]:
     from adapters.sqlite.secrets import SqliteSecretStore
     from bootstrap.local import build_sqlite_services
-    from handlers.settings import Settings
+    from bootstrap.settings import Settings
 
     secrets = SqliteSecretStore(db)  # a webhook is signed: the API stores a secret per schedule
     # The API's use cases as the stack under test builds them, on its data directory.

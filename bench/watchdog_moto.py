@@ -34,8 +34,8 @@ from moto import mock_aws  # noqa: E402
 
 from adapters.dynamodb.local import create_store_tables  # noqa: E402
 from bootstrap.aws import build_aws_watchdog  # noqa: E402
+from bootstrap.settings import Settings  # noqa: E402
 from domain.run import RunStatus  # noqa: E402
-from handlers.settings import Settings  # noqa: E402
 from tests.conftest import FakeClock, build_occurrence, build_schedule  # noqa: E402
 
 CREATED = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)

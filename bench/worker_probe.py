@@ -168,8 +168,8 @@ def main(settings_json: str, result_path: str, report_fd: int) -> None:
 
     from adapters.targets import AddressPolicy
     from bootstrap.aws import build_aws_worker
+    from bootstrap.settings import Settings
     from handlers import worker as worker_handler
-    from handlers.settings import Settings
 
     lambda_environment()
     imported = resource.getrusage(resource.RUSAGE_SELF)

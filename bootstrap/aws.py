@@ -2,7 +2,7 @@
 from a deployment's ``Settings``.
 
 A Lambda handler calls its builder once per container, in the init phase
-(``handlers.observability.build_at_init``), and keeps what it returns; the
+(``adapters.observability.build_at_init``), and keeps what it returns; the
 local stack over the emulator and the deployment simulator call the same
 builders. What a handler's own module must do (its log lines and metrics,
 its thread pools) comes in as parameters, so each container keeps its own.
@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any, Final
 from adapters.secrets import SecretStore
 from adapters.targets.addresses import AddressPolicy
 from bootstrap.parts import ApiServices, PlanNow, Ticker, new_owner, partitioning, tick_config
+from bootstrap.settings import Settings
 from domain.delivery import TargetPort
-from handlers.settings import Settings
 from service.clock import SystemClock
 from service.planning.surge import TICK_RECORD_MIN, LoadRecordingQueue, Surges
 from service.ports import Clock, DeliveryQueue
@@ -51,7 +51,7 @@ def _reported(on_error: OnError | None, default: str) -> OnError:
     """``on_error``, or the observability module's log line ``default``."""
     if on_error is not None:
         return on_error
-    from handlers import observability
+    from adapters import observability
 
     reported: OnError = getattr(observability, default)
     return reported
@@ -156,7 +156,7 @@ def build_aws_ticker(
     surge trigger reads it and starts drains through ``invoker(function)``.
     ``on_ledger_error`` hears of a count not written, ``on_ledger_unread`` of a
     ledger not read (planning early is then bounded by the budget alone); by
-    default both are log lines of ``handlers.observability``. ``clock`` and
+    default both are log lines of ``adapters.observability``. ``clock`` and
     ``owner`` (the lease owner's name) are for benchmarks."""
     from adapters.dynamodb.load import DynamoLoadLedger
     from adapters.sqs import TICK_ALIGN_S, SqsDeliveryQueue
@@ -304,7 +304,7 @@ def build_aws_worker(
     """The worker over DynamoDB and SQS.
 
     ``telemetry`` defaults to the attempts' log lines and metrics
-    (``handlers.telemetry``); a Lambda handler passes its own container's.
+    (``adapters.telemetry``); a Lambda handler passes its own container's.
     ``address_policy`` replaces the deployment's webhook address rule; the
     local stack over the emulator passes ``AddressPolicy.local()``.
     ``held_visibility_s`` is for a worker pool with a heartbeat (the local
@@ -315,7 +315,7 @@ def build_aws_worker(
     draws) are for the deployment simulator, ``clock`` for benchmarks.
     """
     if telemetry is None:
-        from handlers.telemetry import PowertoolsTelemetry
+        from adapters.telemetry import PowertoolsTelemetry
 
         telemetry = PowertoolsTelemetry()
     parts = build_aws_parts(

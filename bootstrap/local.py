@@ -31,8 +31,8 @@ from bootstrap.parts import (
     partitioning,
     tick_config,
 )
+from bootstrap.settings import Settings
 from domain.delivery import TargetPort
-from handlers.settings import Settings
 from service.clock import SystemClock
 from service.ports import Clock, DeliveryQueue
 from service.run_ports import HELD_VISIBILITY_S, RunTelemetry
@@ -145,7 +145,7 @@ def build_sqlite_worker(
     """The worker and the queue over one SQLite file (the local stack).
 
     ``telemetry`` defaults to the attempts' log lines and metrics
-    (``handlers.telemetry``). ``command`` runs command targets (the jobs file's
+    (``adapters.telemetry``). ``command`` runs command targets (the jobs file's
     ``CommandRunner``), where the stack has a jobs file; ``targets`` replaces
     every target (the demo's simulated mail API, a benchmark's receiver).
     ``store`` is an open store to share; ``new_token`` makes the run tokens.
@@ -156,7 +156,7 @@ def build_sqlite_worker(
     heartbeat extends them.
     """
     if telemetry is None:
-        from handlers.telemetry import PowertoolsTelemetry
+        from adapters.telemetry import PowertoolsTelemetry
 
         telemetry = PowertoolsTelemetry()
     clock = clock or SystemClock()

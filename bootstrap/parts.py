@@ -13,25 +13,21 @@ import uuid
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from functools import cached_property
-from pathlib import Path
 from typing import Final
 
 from adapters.secrets import SecretStore, new_secret, put_first
 from adapters.targets.addresses import AddressPolicy
+from bootstrap.settings import Settings
 from domain.partition import Partitioning
-from handlers.settings import Settings
 from service.planning.config import TickConfig
 from service.planning.pass_state import TickReport
 from service.planning.ticker import PlanNow, Ticker
-from service.ports import Clock
 from service.run_views import RunViews
 from service.runs import RunReports
 from service.schedules import ScheduleService, TargetSupport
 from service.signing_secrets import SigningSecrets
 from service.watchdog import Watchdog
 
-# The directory of the local stack's SQLite file, for the API handler run outside it.
-ENV_DATA_DIR: Final = "DUETIME_DATA_DIR"
 SQLITE_FILE: Final = "duetime.db"
 
 
@@ -115,46 +111,12 @@ def tick_config(settings: Settings) -> TickConfig:
     )
 
 
-def build_services(
-    settings: Settings,
-    *,
-    data_dir: str | Path | None = None,
-    clock: Clock | None = None,
-    secrets: SecretStore | None = None,
-    target_support: TargetSupport | None = None,
-    address_policy: AddressPolicy | None = None,
-) -> ApiServices:
-    """The API's use cases over SQLite (with ``data_dir``: the local stack,
-    ``bootstrap.local``) or DynamoDB (without: ``bootstrap.aws``)."""
-    if data_dir is not None:
-        from bootstrap.local import build_sqlite_services
-
-        return build_sqlite_services(
-            settings,
-            data_dir,
-            clock=clock,
-            secrets=secrets,
-            target_support=target_support,
-            address_policy=address_policy,
-        )
-    from bootstrap.aws import build_aws_services
-
-    return build_aws_services(
-        settings,
-        clock=clock,
-        secrets=secrets,
-        target_support=target_support,
-        address_policy=address_policy,
-    )
-
-
 def new_owner() -> str:
     """A name for a tick process, unique among processes sharing a store."""
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
 __all__ = [
-    "ENV_DATA_DIR",
     "SQLITE_FILE",
     "SQLITE_TARGETS",
     "ApiServices",
@@ -162,7 +124,6 @@ __all__ = [
     "TickConfig",
     "TickReport",
     "Ticker",
-    "build_services",
     "new_owner",
     "partitioning",
     "sqlite_targets",

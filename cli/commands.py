@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from pathlib import Path
 from typing import Any
 
-from cli import render
-from cli.client import DEFAULT_API_URL, ENV_API_URL, ApiClient, ApiError
+from cli import api_calls, render
+from cli.api_calls import print_answer
+from cli.client import ApiClient, ApiError
 from cli.progress import Progress
 from cli.when import NO_INSTANT, duration_arg, instant_arg, parse_when, utc_now
 from domain.errors import InvalidSchedule
@@ -28,35 +28,8 @@ _rows = render.rows
 _schedule_table = render.schedule_table
 
 
-def _common() -> argparse.ArgumentParser:
-    """Options every schedules/runs action takes, after the action's name."""
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
-        "--api-url",
-        default=os.environ.get(ENV_API_URL, DEFAULT_API_URL),
-        help=f"the API (default ${ENV_API_URL} or {DEFAULT_API_URL})",
-    )
-    common.add_argument(
-        "--sigv4",
-        action="store_true",
-        default=None,
-        help="sign requests with your AWS credentials (automatic for AWS URLs)",
-    )
-    common.add_argument(
-        "--json", action="store_true", help="print the API's JSON instead of a page or a table"
-    )
-    return common
-
-
-def client_for(args: argparse.Namespace) -> ApiClient:
-    """The API client a command talks to (tests replace this function)."""
-    return ApiClient(args.api_url, sigv4=args.sigv4)
-
-
 def add_parsers(subparsers: Any) -> None:
-    from cli import runs
-
-    common = _common()
+    common = api_calls.common_options()
     schedules = subparsers.add_parser(
         "schedules",
         help="create, describe, edit and manage schedules",
@@ -180,8 +153,6 @@ def add_parsers(subparsers: Any) -> None:
         if name == "pause":
             simple.add_argument("--note", help="why (shown with the state)")
         simple.set_defaults(run=_simple_action, verb=name)
-
-    runs.add_parsers(subparsers, common)
 
 
 DST_GAP_HELP = (
@@ -476,34 +447,29 @@ def editable(current: dict[str, Any], *, keep_rhythm: bool = True) -> dict[str, 
     }
 
 
-def _print(args: argparse.Namespace, data: Any, table: str) -> int:
-    print(json.dumps(data, indent=2, ensure_ascii=False) if args.json else table)
-    return 0
-
-
 def _create(args: argparse.Namespace) -> int:
     headers = {"Idempotency-Key": args.idempotency_key} if args.idempotency_key else None
-    answer = client_for(args).request("POST", "/schedules", definition(args), headers)
-    return _print(args, answer.body, render.schedule_table(answer.body))
+    answer = api_calls.client_for(args).request("POST", "/schedules", definition(args), headers)
+    return print_answer(args, answer.body, render.schedule_table(answer.body))
 
 
 def _list(args: argparse.Namespace) -> int:
-    answer = client_for(args).request(
+    answer = api_calls.client_for(args).request(
         "GET", "/schedules", query={"limit": args.limit, "next_token": args.next_token}
     )
     table = render.schedules_table(answer.body.get("schedules", []))
     if answer.body.get("next_token"):
         table += f"\nmore: --next-token {answer.body['next_token']}"
-    return _print(args, answer.body, table)
+    return print_answer(args, answer.body, table)
 
 
 def _show(args: argparse.Namespace) -> int:
-    answer = client_for(args).request("GET", f"/schedules/{args.schedule_id}")
-    return _print(args, answer.body, render.schedule_table(answer.body))
+    answer = api_calls.client_for(args).request("GET", f"/schedules/{args.schedule_id}")
+    return print_answer(args, answer.body, render.schedule_table(answer.body))
 
 
 def _describe(args: argparse.Namespace) -> int:
-    client = client_for(args)
+    client = api_calls.client_for(args)
     runs_path = f"/schedules/{args.schedule_id}/runs"
     planned: list[dict[str, Any]] = []
     with Progress(f"reading {args.schedule_id}") as progress:
@@ -531,7 +497,7 @@ def _describe(args: argparse.Namespace) -> int:
             since = format_instant(utc_now())
             query = {"include": "planned", "since": since, "order": "oldest", "limit": 5}
             planned = client.request("GET", runs_path, query=query).body.get("runs") or []
-    return _print(args, body, render.describe_page(body, planned=planned))
+    return print_answer(args, body, render.describe_page(body, planned=planned))
 
 
 def _deleted_at(body: Any) -> str | None:
@@ -558,12 +524,12 @@ def _describe_deleted(
     """A deleted schedule: when it was deleted, its last version and its last runs,
     as far as the API still answers them."""
     if args.json:
-        return _print(args, error.body, "")
+        return print_answer(args, error.body, "")
     sid = args.schedule_id
     versions = _readable(client, f"/schedules/{sid}/versions", {"limit": 100}) or {}
     runs = _readable(client, "/runs", {"schedule_id": sid, "limit": 5}) or {}
     last = (versions.get("versions") or [None])[-1]
-    return _print(
+    return print_answer(
         args,
         error.body,
         render.deleted_page(sid, deleted_at, error.message, last, runs.get("runs")),
@@ -571,10 +537,10 @@ def _describe_deleted(
 
 
 def _versions(args: argparse.Namespace) -> int:
-    client = client_for(args)
+    client = api_calls.client_for(args)
     if args.number is not None:
         answer = client.request("GET", f"/schedules/{args.schedule_id}/versions/{args.number}")
-        return _print(args, answer.body, render.version_page(answer.body))
+        return print_answer(args, answer.body, render.version_page(answer.body))
     answer = client.request(
         "GET",
         f"/schedules/{args.schedule_id}/versions",
@@ -583,11 +549,11 @@ def _versions(args: argparse.Namespace) -> int:
     table = render.versions_table(answer.body.get("versions", []))
     if answer.body.get("next_token"):
         table += f"\nmore: --next-token {answer.body['next_token']}"
-    return _print(args, answer.body, table)
+    return print_answer(args, answer.body, table)
 
 
 def _edit(args: argparse.Namespace) -> int:
-    client = client_for(args)
+    client = api_calls.client_for(args)
     if args.file is None:
         current = client.request("GET", f"/schedules/{args.schedule_id}").body
         base = editable(current, keep_rhythm=args.cron is None and args.at is None)
@@ -612,7 +578,7 @@ def _edit(args: argparse.Namespace) -> int:
                 "shows the current version)",
             ) from None
         raise
-    return _print(args, answer.body, render.schedule_table(answer.body))
+    return print_answer(args, answer.body, render.schedule_table(answer.body))
 
 
 def _backfill(args: argparse.Namespace) -> int:
@@ -636,7 +602,9 @@ def _backfill(args: argparse.Namespace) -> int:
         body["dry_run"] = True
     verb = "previewing" if args.dry_run else "backfilling"
     with Progress(f"{verb} {body['start_at']} to {body['end_at']}"):
-        answer = client_for(args).request("POST", f"/schedules/{args.schedule_id}/backfill", body)
+        answer = api_calls.client_for(args).request(
+            "POST", f"/schedules/{args.schedule_id}/backfill", body
+        )
     runs = answer.body.get("runs") or []
     if args.dry_run:
         table = (
@@ -648,35 +616,39 @@ def _backfill(args: argparse.Namespace) -> int:
         table = f"created {render.plural(created, 'occurrence')} (kind backfill)"
     if runs:
         table += "\n" + render.runs_table(runs)
-    return _print(args, answer.body, table)
+    return print_answer(args, answer.body, table)
 
 
 def _rotate_secret(args: argparse.Namespace) -> int:
-    answer = client_for(args).request("POST", f"/schedules/{args.schedule_id}/rotate-secret", {})
+    answer = api_calls.client_for(args).request(
+        "POST", f"/schedules/{args.schedule_id}/rotate-secret", {}
+    )
     page = render.schedule_table(answer.body)
     if answer.body.get("webhook_secret"):
         page += (
             "\ngive it to the receiver now: the worker may sign with the previous one for up "
             "to 5 more minutes (docs/webhooks.md)"
         )
-    return _print(args, answer.body, page)
+    return print_answer(args, answer.body, page)
 
 
 def _acknowledge(args: argparse.Namespace) -> int:
     body = {"note": args.note} if args.note else {}
-    answer = client_for(args).request("POST", f"/schedules/{args.schedule_id}/acknowledge", body)
+    answer = api_calls.client_for(args).request(
+        "POST", f"/schedules/{args.schedule_id}/acknowledge", body
+    )
     data = answer.body
     if isinstance(data, dict) and "id" in data and "spec" in data:
         page = render.schedule_table(data)
         if data.get("watch"):
             page += f"\nwatch:    {render.watch_text(data['watch'])}"
             page += f"\n          {render.watch_detail(data['watch'])}"
-        return _print(args, data, page)
-    return _print(args, data, f"acknowledged: {render.shown(render.compact_json(data))}")
+        return print_answer(args, data, page)
+    return print_answer(args, data, f"acknowledged: {render.shown(render.compact_json(data))}")
 
 
 def _simple_action(args: argparse.Namespace) -> int:
-    client = client_for(args)
+    client = api_calls.client_for(args)
     if args.verb == "delete":
         answer = client.request("DELETE", f"/schedules/{args.schedule_id}")
     elif args.verb == "pause":
@@ -686,5 +658,5 @@ def _simple_action(args: argparse.Namespace) -> int:
         answer = client.request("POST", f"/schedules/{args.schedule_id}/{args.verb}", {})
     body = answer.body
     if args.verb == "trigger":
-        return _print(args, body, render.run_table(body))
-    return _print(args, body, render.schedule_table(body))
+        return print_answer(args, body, render.run_table(body))
+    return print_answer(args, body, render.schedule_table(body))

@@ -286,14 +286,14 @@ def preview(crontab: Crontab, now: datetime) -> str:
 
 
 def add_parser(subparsers: Any) -> None:
-    from cli.commands import _common
+    from cli.api_calls import common_options
 
     parser = subparsers.add_parser(
         "import-crontab",
         help="turn a crontab into jobs and schedules (a preview unless --jobs-out/--apply)",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        parents=[_common()],
+        parents=[common_options()],
     )
     parser.add_argument(
         "file", type=Path, help="a crontab, as `crontab -l` prints it (- for stdin)"
@@ -364,9 +364,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _apply(args: argparse.Namespace, crontab: Crontab) -> int:
-    from cli.commands import client_for
+    from cli import api_calls
 
-    client = client_for(args)
+    client = api_calls.client_for(args)
     existing = _scheduled_jobs(client)
     out = sys.stderr if args.json else sys.stdout  # keep --json's stdout one document
     code = 0

@@ -221,7 +221,7 @@ class LocalStack:
     # --- composition ----------------------------------------------------------------
 
     def _settings(self) -> Any:
-        from handlers.settings import Settings
+        from bootstrap.settings import Settings
 
         # A dead tick process's shards are free again after the lease TTL: a
         # few tick intervals here, so a kill -9 and restart resumes quickly.
@@ -604,7 +604,7 @@ class LocalStack:
         os.environ[d.ENV_SECRET_STORE] = "dynamodb"
         # and the signing key they are derived from, which the stack generates.
         from adapters.secrets import create_signing_key
-        from handlers.settings import Settings
+        from bootstrap.settings import Settings
 
         create_signing_key(
             boto3.client("secretsmanager", endpoint_url=endpoint),

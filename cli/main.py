@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from cli import commands, console, crontab, demo, explain, local, smoke
+from cli import commands, console, crontab, demo, explain, local, runs, smoke
 from cli.flags import flagged
 from domain.errors import DuetimeError
 
@@ -50,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     explain.add_parser(subparsers)
     commands.add_parsers(subparsers)
+    runs.add_parsers(subparsers)
     local.add_parser(subparsers)
     crontab.add_parser(subparsers)
     demo.add_parser(subparsers)

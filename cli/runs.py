@@ -10,7 +10,8 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any, TextIO
 
-from cli import commands, render
+from cli import api_calls, render
+from cli.api_calls import print_answer
 from cli.client import ApiClient, ApiError
 from cli.progress import Progress, on_terminal
 from cli.when import interval_arg, utc_now, when_text
@@ -28,7 +29,8 @@ _sleep = time.sleep
 FOLLOW_STRAYS = 20
 
 
-def add_parsers(subparsers: Any, common: argparse.ArgumentParser) -> None:
+def add_parsers(subparsers: Any) -> None:
+    common = api_calls.common_options()
     runs = subparsers.add_parser(
         "runs",
         help="list, show, follow, retry and cancel runs",
@@ -199,28 +201,28 @@ def _list(args: argparse.Namespace) -> int:
         "next_token": args.next_token,
     }
     with Progress("reading runs"):
-        answer = commands.client_for(args).request("GET", "/runs", query=query)
+        answer = api_calls.client_for(args).request("GET", "/runs", query=query)
     items = answer.body.get("runs", [])
     table = render.runs_table(items) if items else "no runs match"
     if answer.body.get("next_token"):
         table += f"\nmore: --next-token {answer.body['next_token']}"
-    return commands._print(args, answer.body, table)
+    return print_answer(args, answer.body, table)
 
 
 def _show(args: argparse.Namespace) -> int:
-    answer = commands.client_for(args).request("GET", f"/runs/{args.occurrence_id}")
-    return commands._print(args, answer.body, render.run_table(answer.body))
+    answer = api_calls.client_for(args).request("GET", f"/runs/{args.occurrence_id}")
+    return print_answer(args, answer.body, render.run_table(answer.body))
 
 
 def _retry(args: argparse.Namespace) -> int:
-    answer = commands.client_for(args).request("POST", f"/runs/{args.occurrence_id}/retry", {})
-    return commands._print(args, answer.body, render.run_table(answer.body))
+    answer = api_calls.client_for(args).request("POST", f"/runs/{args.occurrence_id}/retry", {})
+    return print_answer(args, answer.body, render.run_table(answer.body))
 
 
 def _cancel(args: argparse.Namespace) -> int:
     body = {"reason": args.reason} if args.reason else {}
-    answer = commands.client_for(args).request("POST", f"/runs/{args.occurrence_id}/cancel", body)
-    return commands._print(args, answer.body, render.run_table(answer.body))
+    answer = api_calls.client_for(args).request("POST", f"/runs/{args.occurrence_id}/cancel", body)
+    return print_answer(args, answer.body, render.run_table(answer.body))
 
 
 # How many pages of dead letters `dead-letters retry` reads looking for an ID.
@@ -254,21 +256,21 @@ def _dead_letter_occurrence(client: ApiClient, letter_id: str) -> str:
 
 
 def _retry_dead_letter(args: argparse.Namespace) -> int:
-    client = commands.client_for(args)
+    client = api_calls.client_for(args)
     occurrence = _dead_letter_occurrence(client, args.dead_letter_id)
     answer = client.request("POST", f"/runs/{occurrence}/retry", {})
-    return commands._print(args, answer.body, render.run_table(answer.body))
+    return print_answer(args, answer.body, render.run_table(answer.body))
 
 
 def _dead_letters(args: argparse.Namespace) -> int:
-    answer = commands.client_for(args).request(
+    answer = api_calls.client_for(args).request(
         "GET", "/dead-letters", query={"limit": args.limit, "next_token": args.next_token}
     )
     items = answer.body.get("dead_letters", [])
     table = render.dead_letters_table(items) if items else "no dead letters"
     if answer.body.get("next_token"):
         table += f"\nmore: --next-token {answer.body['next_token']}"
-    return commands._print(args, answer.body, table)
+    return print_answer(args, answer.body, table)
 
 
 # --- follow ----------------------------------------------------------------------------
@@ -374,7 +376,7 @@ def follow(
 def _follow(args: argparse.Namespace) -> int:
     if args.last < 0:
         raise InvalidSchedule("--last", "must be 0 or more")
-    follower = Follower(commands.client_for(args), _path(args.schedule_id))
+    follower = Follower(api_calls.client_for(args), _path(args.schedule_id))
     if on_terminal():
         whose = args.schedule_id or "all schedules"
         print(f"following the runs of {whose} (Ctrl-C stops)", file=sys.stderr, flush=True)

@@ -15,11 +15,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from handlers.intents import Handled, handle_message
-from handlers.observability import (
+from adapters.observability import (
     logger,
 )
-from handlers.telemetry import flush_metrics
+from adapters.telemetry import flush_metrics
+from handlers.intents import Handled, handle_message
 from service.run_ports import (
     HELD_VISIBILITY_S,
     QueueMessage,

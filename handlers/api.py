@@ -29,14 +29,9 @@ from typing import Any, Final
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 
-from bootstrap.parts import (
-    ENV_DATA_DIR,
-    SQLITE_FILE,
-    SQLITE_TARGETS,
-    ApiServices,
-    build_services,
-    sqlite_targets,
-)
+from bootstrap.api import ENV_DATA_DIR, build_services
+from bootstrap.parts import SQLITE_FILE, SQLITE_TARGETS, ApiServices, sqlite_targets
+from bootstrap.settings import Settings
 from domain.targets import TARGET_TYPES
 from domain.timeparse import format_instant
 from handlers import (
@@ -63,7 +58,6 @@ from handlers.api_edge import (
 from handlers.api_errors import error_response
 from handlers.api_models import WEBHOOK_ADDRESSES
 from handlers.api_out import HealthOut
-from handlers.settings import Settings
 
 API_TITLE: Final = "duetime"
 API_VERSION: Final = "1"

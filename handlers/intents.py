@@ -11,8 +11,8 @@ from typing import Literal
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
 
 from adapters.definitions import Metric
+from adapters.observability import logger, put_count
 from domain.run import DeliveryIntent
-from handlers.observability import logger, put_count
 from service.ports import HOLD
 from service.run_ports import QueueMessage, WorkQueue
 from service.runs import Decision, RunWorker

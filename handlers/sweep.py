@@ -15,7 +15,7 @@ from dataclasses import asdict
 from typing import Any, Final
 
 from adapters.definitions import Metric
-from handlers.observability import logger, metrics, put_count
+from adapters.observability import logger, metrics, put_count
 from service.clock import SystemClock
 from service.dead_letter_sweep import (
     DeadLetterInbox,

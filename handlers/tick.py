@@ -28,15 +28,15 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from bootstrap.aws import build_aws_ticker
-from handlers.observability import (
+from adapters.observability import (
     build_at_init,
     ledger_not_read,
     ledger_not_written,
     logger,
     on_lambda,
 )
-from handlers.settings import Settings
+from bootstrap.aws import build_aws_ticker
+from bootstrap.settings import Settings
 from handlers.tick_pass import run_tick
 from service.planning.surge import Surges
 from service.planning.ticker import Ticker

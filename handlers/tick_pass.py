@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from adapters.definitions import Metric
-from handlers.observability import logger, metrics, put_count, put_seconds
+from adapters.observability import logger, metrics, put_count, put_seconds
 from service.planning.pass_state import TickReport
 from service.planning.ticker import Ticker
 

@@ -13,9 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from adapters.definitions import Metric
-from bootstrap.aws import build_aws_watchdog
-from domain.watch import WatchStatus
-from handlers.observability import (
+from adapters.observability import (
     build_at_init,
     logger,
     metrics,
@@ -23,7 +21,9 @@ from handlers.observability import (
     put_count,
     put_seconds,
 )
-from handlers.settings import Settings
+from bootstrap.aws import build_aws_watchdog
+from bootstrap.settings import Settings
+from domain.watch import WatchStatus
 from service.watchdog import Watchdog, WatchReport
 
 # When the tick has never beaten, report the age as this (a day): the alarm fires.

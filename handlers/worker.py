@@ -48,12 +48,12 @@ from aws_lambda_powertools.utilities.batch import (
 )
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
+from adapters.observability import build_at_init, logger, on_lambda
+from adapters.telemetry import LockedTelemetry, PowertoolsTelemetry, flush_metrics
 from bootstrap.aws import build_aws_worker
+from bootstrap.settings import Settings
 from handlers.intents import Handled, RetryLater, handle_message
-from handlers.observability import build_at_init, logger, on_lambda
-from handlers.settings import Settings
 from handlers.sweep import inbox_of, is_sweep, sweep
-from handlers.telemetry import LockedTelemetry, PowertoolsTelemetry, flush_metrics
 from service.planning.surge import DRAIN, DRAIN_GRACE_S, PER_DRAIN
 from service.ports import HOLD
 from service.run_ports import QueueMessage, WorkQueue

@@ -241,7 +241,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.pop("AWS_PROFILE", None)
     # Powertools warns when a flush has no metrics: the handlers' own choice, not news here.
     warnings.filterwarnings("ignore", message="No application metrics to publish")
-    from sim.scenarios import SCENARIOS, SHORT, Options
+    from sim.scenario_blocks import Options
+    from sim.scenarios import SCENARIOS, SHORT
 
     options = Options(
         hours=args.hours,

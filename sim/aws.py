@@ -11,7 +11,7 @@ injects (a throttled write, a slow call) are applied at the same point.
 Clients the simulator builds for itself carry no invocation and are not
 judged or counted.
 
-Each request of an invocation (but the API's: ``sim.functions.charges_time``)
+Each request of an invocation (but the API's: ``charges_time``)
 also takes time, as on Lambda: botocore's CPU work (``CPU_PER_REQUEST_S``, at
 the function's CPU factor, on its container's one share of a core), then a
 round trip (``NETWORK_LATENCY_S``). A Lambda ``Invoke`` of a function
@@ -57,6 +57,13 @@ CPU_PER_ENTRY_S = 0.000145
 # faster, an Invoke's authorization and queueing slower).
 NETWORK_LATENCY_S = {"dynamodb": 0.004, "sqs": 0.008, "lambda": 0.015}
 DEFAULT_NETWORK_LATENCY_S = 0.010
+
+
+def charges_time(source: str) -> bool:
+    """Whether an invocation from ``source`` is charged its cold start and its requests'
+    CPU and latency: all but the API's (sim/functions.py's docstring says why)."""
+    return source != "api"
+
 
 _DENIED_CODES = {
     "dynamodb": "AccessDeniedException",
@@ -291,8 +298,6 @@ class Account:
         container = getattr(process, "container", None)
         if process is None or record is None or container is None:
             return
-        from sim.functions import charges_time
-
         if not charges_time(record.source):
             return
         entries = _entries(params)

@@ -9,7 +9,7 @@ concurrency is enforced: an invocation over it is throttled, not run.
 Each invocation runs in a *container* of its function, as on Lambda: a warm
 one that is not busy, or a new one (a cold start). A container is its own
 Python process as far as the handler can tell: it gets its own copy of the
-handler module and of ``handlers.observability`` (loaded afresh for it, so
+handler module and of ``adapters.observability`` (loaded afresh for it, so
 module-level state such as the tick's lease owner, the worker's clients or
 the API's services belongs to that container alone), its own Powertools
 metric set, and its function's environment variables. Two overlapping
@@ -57,7 +57,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from sim.aws import Account, Actor
+from sim.aws import Account, Actor, charges_time
 from sim.engine import Engine, FunctionTimedOut, Process
 from sim.iam import RolePolicy, role_policy
 from sim.template import Stack
@@ -92,12 +92,6 @@ ACCOUNT_CONCURRENCY = 1000
 def cpu_factor(memory_mb: int) -> float:
     """How many times longer CPU work takes at ``memory_mb`` than on one full core."""
     return max(1.0, FULL_VCPU_MB / memory_mb)
-
-
-def charges_time(source: str) -> bool:
-    """Whether an invocation from ``source`` is charged its cold start and its requests'
-    CPU and latency: all but the API's (see the module's docstring)."""
-    return source != "api"
 
 
 @dataclass
@@ -150,7 +144,7 @@ class Context:
 # A seam: the simulator's stand-in for something a container's copy of a handler module
 # would otherwise do for real (a thread pool, a socket); applied to that copy only.
 ModuleSeam = Callable[[ModuleType], None]
-OBSERVABILITY = "handlers.observability"
+OBSERVABILITY = "adapters.observability"
 _containers_made = itertools.count(1)
 
 
@@ -185,7 +179,7 @@ def fresh_module(name: str, use: dict[str, ModuleType] | None = None) -> ModuleT
 # defines classes other modules share (the API's errors and routers) must stay
 # shared, so the list is explicit.
 CONTAINER_HELPERS: dict[str, tuple[str, ...]] = {
-    "handlers.worker": ("handlers.sweep", "handlers.telemetry", "handlers.intents"),
+    "handlers.worker": ("handlers.sweep", "adapters.telemetry", "handlers.intents"),
     "handlers.tick": ("handlers.tick_pass",),
 }
 

@@ -22,7 +22,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sim.results import summary
-from sim.scenarios import PRIMARY, Options, _create, _thin_tick, _webhook
+from sim.scenario_blocks import PRIMARY, Options, create_schedule, thin_tick, webhook_target
 from sim.world import Simulation
 
 # Lambda's least MaximumConcurrency for an SQS event source.
@@ -52,18 +52,18 @@ def lateness(templates: dict[str, Any], options: Options) -> dict[str, Any]:
     span_s = 16 * 60.0 if options.hours is None else options.hours * 3600
     capped = with_worker_cap(templates, CAPPED_CONCURRENCY)
     with Simulation(capped, start, seed=options.seed, adversities=options.adversities) as sim:
-        _thin_tick(sim, options.tick_interval_s)
+        thin_tick(sim, options.tick_interval_s)
         sim.deploy(PRIMARY)
         expected: dict[str, list[datetime]] = {}
         at = due_at.isoformat().replace("+00:00", "Z")
         for i in range(count):
-            s = _create(
+            s = create_schedule(
                 sim,
                 PRIMARY,
                 {
                     "name": f"slow-{i}",
                     "spec": {"at": at},
-                    "target": {**_webhook(f"s{i}", f"ms={TARGET_MS}"), "timeout_s": 90},
+                    "target": {**webhook_target(f"s{i}", f"ms={TARGET_MS}"), "timeout_s": 90},
                 },
             )
             expected[s["id"]] = [due_at]

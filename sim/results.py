@@ -5,7 +5,7 @@ Cost is priced with ``bench/cost.py``'s price table (imported, not copied):
 - Lambda duration is each invocation's *simulated* duration (sleeps, target
   calls, its cold start and its AWS requests' CPU and round trips take
   simulated time) times the function's configured memory, on arm64 prices;
-  the API's requests take none (``sim.functions.charges_time``), so
+  the API's requests take none (``sim.aws.charges_time``), so
   ``AWS_CALL_MS`` is added per request of its, as bench/cost.py assumes;
 - DynamoDB units come from item sizes (bench/cost.py's ``Meter``);
 - SQS counts every request the functions and the event source mapping made;
@@ -25,9 +25,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bench import cost as prices
-from sim.aws import PLANNING
+from sim.aws import PLANNING, charges_time
 from sim.cloudwatch import AlarmHistory, evaluate
-from sim.functions import charges_time
 from sim.world import Simulation
 
 # How many of the latest first attempts a summary names (``late_examples``).

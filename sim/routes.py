@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from sim.results import summary
-from sim.scenarios import PRIMARY, Options, _create, _thin_tick, _webhook
+from sim.scenario_blocks import PRIMARY, Options, create_schedule, thin_tick, webhook_target
 from sim.world import Simulation
 
 OPENAPI = Path(__file__).resolve().parent.parent / "docs" / "openapi.json"
@@ -83,35 +83,35 @@ def routes(templates: dict[str, Any], options: Options) -> dict[str, Any]:
     start = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
     documented = documented_operations()
     with Simulation(templates, start, seed=options.seed, adversities=options.adversities) as sim:
-        _thin_tick(sim, options.tick_interval_s)
+        thin_tick(sim, options.tick_interval_s)
         sim.deploy(PRIMARY)
         call = _Caller(sim, documented)
         call("GET", "/health", {})
         # A target that refuses for good (410: no retry), one that accepts and reports back
         # itself (202), and a plain one to edit, pause, resume, trigger, backfill and delete.
-        gone = _create(
+        gone = create_schedule(
             sim,
             PRIMARY,
             {
                 "name": "gone",
                 "spec": {"cron": "* * * * *"},
-                "target": _webhook("gone", "status=410"),
+                "target": webhook_target("gone", "status=410"),
                 "policy": {"retry": {"max_attempts": 1}},
             },
         )
-        accepting = _create(
+        accepting = create_schedule(
             sim,
             PRIMARY,
             {
                 "name": "accepting",
                 "spec": {"cron": "* * * * *"},
-                "target": _webhook("accepting", "status=202"),
+                "target": webhook_target("accepting", "status=202"),
             },
         )
         plain_body = {
             "name": "plain",
             "spec": {"cron": "* * * * *"},
-            "target": _webhook("plain"),
+            "target": webhook_target("plain"),
             "policy": {"overdue": "catch_up_all"},
         }
         # Created through the route itself (the others through the scenarios' helper).

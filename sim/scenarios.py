@@ -10,90 +10,23 @@ apart (every invocation still runs, with fewer passes); the summary notes it.
 
 from __future__ import annotations
 
-import functools
-import inspect
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from types import ModuleType
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from botocore.exceptions import ClientError
 
-from sim.adversity import Adversities
 from sim.aws import Actor, client_error
+from sim.lateness import lateness
 from sim.results import percentile, summary
+from sim.routes import routes
+from sim.scenario_blocks import PRIMARY, Options, create_schedule, thin_tick, webhook_target
 from sim.world import Simulation
 
-PRIMARY = "Duetime"
 OTHER = "DuetimeOther"
-
-
-@dataclass(frozen=True)
-class Options:
-    hours: float | None = None  # None: the scenario's own default
-    scale: float = 1.0
-    tick_interval_s: float = 1.0
-    seed: int = 7
-    count: int | None = None  # burst: occurrences due at one instant (None: 10,000)
-    # burst: how long before the instant they are created (None: 80 s, inside the
-    # lookahead, so each API call plans its own; beyond it, the tick plans them)
-    ahead_s: float | None = None
-    # burst: each schedule an hourly cron at the instant's minute, run for two hours:
-    # the second instant is planned from the chain, as every day after the first is
-    hourly: bool = False
-    # AWS's weaker promises kept (sim/adversity.py): every one by default
-    adversities: Adversities = field(default_factory=Adversities)
-
-
-def _thin_tick(sim: Simulation, interval_s: float) -> None:
-    if interval_s == 1.0:
-        return
-    note = (
-        f"tick passes thinned: one pass every {interval_s:g} s of the budget instead of every "
-        "1 s (every invocation still runs); request counts, durations and cost are what ran, "
-        "so the tick's share is lower than the deployed loop's"
-    )
-
-    def thin(module: ModuleType) -> None:
-        run_tick = getattr(module, "run_tick", None)
-        if run_tick is None or "interval_s" not in inspect.signature(run_tick).parameters:
-            return  # a tick without a pass loop: nothing to thin
-
-        signature = inspect.signature(run_tick)
-
-        @functools.wraps(run_tick)
-        def thinned(*args: Any, **kwargs: Any) -> Any:
-            kwargs["interval_s"] = interval_s
-            # A budget of a second or less is one pass either way: nothing is thinned.
-            budget_s = signature.bind(*args, **kwargs).arguments.get("budget_s", 0.0)
-            if budget_s > 1.0 and note not in sim.notes:
-                sim.notes.append(note)
-            return run_tick(*args, **kwargs)
-
-        module.run_tick = thinned  # type: ignore[attr-defined]
-
-    sim.seams.setdefault("handlers.tick", []).append(thin)
-
-
-def _create(sim: Simulation, stack: str, body: dict[str, Any]) -> dict[str, Any]:
-    """Create a schedule through the API. Every schedule here catches up on what it missed
-    (``catch_up_all``), so each due occurrence must reach its target: a miss is a gap."""
-    policy = body.setdefault("policy", {})
-    policy.setdefault("overdue", "catch_up_all")
-    status, answer = sim.api(stack, "POST", "/schedules", body)
-    if status != 201:
-        raise RuntimeError(f"the API refused a schedule: {status} {answer}")
-    created: dict[str, Any] = answer
-    sim.labels[created["id"]] = body["name"]
-    return created
-
-
-def _webhook(name: str, query: str = "ms=200") -> dict[str, Any]:
-    return {"type": "webhook", "url": f"https://{name}.target.example/hook?{query}"}
 
 
 def _minutely(after: datetime, until: datetime, step_s: int = 60) -> list[datetime]:
@@ -127,7 +60,7 @@ def idle_week(templates: dict[str, Any], options: Options) -> dict[str, Any]:
     hours = 168.0 if options.hours is None else options.hours
     start = datetime(2026, 12, 7, 0, 0, tzinfo=UTC)
     with Simulation(templates, start, seed=options.seed, adversities=options.adversities) as sim:
-        _thin_tick(sim, options.tick_interval_s)
+        thin_tick(sim, options.tick_interval_s)
         sim.deploy(PRIMARY)
         sample_s = 3600.0 if hours >= 3 else 600.0 if hours >= 1 else 300.0
         sim.run_for(hours * 3600, sample_every_s=sample_s)
@@ -146,7 +79,7 @@ def mixed_day(templates: dict[str, Any], options: Options) -> dict[str, Any]:
     start = datetime(2026, 3, 8, 6, 50, tzinfo=UTC)
     count = max(10, round(1000 * options.scale))
     with Simulation(templates, start, seed=options.seed, adversities=options.adversities) as sim:
-        _thin_tick(sim, options.tick_interval_s)
+        thin_tick(sim, options.tick_interval_s)
         sim.deploy(PRIMARY)
         until = start + timedelta(hours=hours)
         expected: dict[str, list[datetime]] = {}
@@ -155,42 +88,42 @@ def mixed_day(templates: dict[str, Any], options: Options) -> dict[str, Any]:
             now = sim.engine.moment()
             if kind < 4:  # every minute, most targets answer in 200 ms, a few slowly
                 query = "ms=8000" if i % 40 == 1 else "ms=200"
-                s = _create(
+                s = create_schedule(
                     sim,
                     PRIMARY,
                     {
                         "name": f"minutely-{i}",
                         "spec": {"cron": "* * * * *"},
-                        "target": _webhook(f"m{i}", query),
+                        "target": webhook_target(f"m{i}", query),
                     },
                 )
                 expected[s["id"]] = _minutely(now, until)
             elif kind < 6:  # hourly, in New York: follows elapsed time through the gap
-                s = _create(
+                s = create_schedule(
                     sim,
                     PRIMARY,
                     {
                         "name": f"hourly-{i}",
                         "spec": {"cron": "0 * * * *", "time_zone": "America/New_York"},
-                        "target": _webhook(f"h{i}"),
+                        "target": webhook_target(f"h{i}"),
                     },
                 )
                 expected[s["id"]] = _minutely(now, until, 3600)
             elif kind < 8:  # 09:00 on weekdays in five zones
                 zone = ZONES[i % len(ZONES)]
-                s = _create(
+                s = create_schedule(
                     sim,
                     PRIMARY,
                     {
                         "name": f"nine-{i}",
                         "spec": {"cron": "0 9 * * MON-FRI", "time_zone": zone},
-                        "target": _webhook(f"n{i}"),
+                        "target": webhook_target(f"n{i}"),
                     },
                 )
                 expected[s["id"]] = _weekdays_at_nine(zone, now, until)
             elif kind == 8:  # every 10 seconds from the next minute
                 anchor = _minutely(now, now + timedelta(minutes=2))[0]
-                s = _create(
+                s = create_schedule(
                     sim,
                     PRIMARY,
                     {
@@ -199,7 +132,7 @@ def mixed_day(templates: dict[str, Any], options: Options) -> dict[str, Any]:
                             "every": "PT10S",
                             "start_at": anchor.isoformat().replace("+00:00", "Z"),
                         },
-                        "target": _webhook(f"t{i}"),
+                        "target": webhook_target(f"t{i}"),
                     },
                 )
                 expected[s["id"]] = [
@@ -208,13 +141,13 @@ def mixed_day(templates: dict[str, Any], options: Options) -> dict[str, Any]:
                 ]
             else:  # every minute, to a target that fails
                 query = "status=500" if i % 20 == 9 else "ms=200&fail_first=1"
-                s = _create(
+                s = create_schedule(
                     sim,
                     PRIMARY,
                     {
                         "name": f"failing-{i}",
                         "spec": {"cron": "* * * * *"},
-                        "target": _webhook(f"f{i}", query),
+                        "target": webhook_target(f"f{i}", query),
                     },
                 )
                 expected[s["id"]] = _minutely(now, until)
@@ -252,7 +185,7 @@ def faults(templates: dict[str, Any], options: Options) -> dict[str, Any]:
     minutes = 22.0 if options.hours is None else options.hours * 60
     start = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
     with Simulation(templates, start, seed=options.seed, adversities=options.adversities) as sim:
-        _thin_tick(sim, options.tick_interval_s)
+        thin_tick(sim, options.tick_interval_s)
         sim.deploy(PRIMARY)
         tick = sim.function(PRIMARY, "FunctionsTick")
         rule = sim.rule(PRIMARY, "SchedulesTick")
@@ -260,24 +193,24 @@ def faults(templates: dict[str, Any], options: Options) -> dict[str, Any]:
         until = start + timedelta(minutes=minutes)
         expected: dict[str, list[datetime]] = {}
         for name, query in (("steady", "ms=200"), ("flaky", "ms=200&fail_first=1")):
-            s = _create(
+            s = create_schedule(
                 sim,
                 PRIMARY,
                 {
                     "name": name,
                     "spec": {"cron": "* * * * *"},
-                    "target": _webhook(name, query),
+                    "target": webhook_target(name, query),
                     "policy": {"overdue": "catch_up_all"},
                 },
             )
             expected[s["id"]] = _minutely(now, until)
-        failing = _create(
+        failing = create_schedule(
             sim,
             PRIMARY,
             {
                 "name": "always-fails",
                 "spec": {"cron": "* * * * *"},
-                "target": _webhook("broken", "status=500"),
+                "target": webhook_target("broken", "status=500"),
                 "policy": {
                     "overdue": "catch_up_all",
                     "retry": {"max_attempts": 2, "base": "PT1S", "cap": "PT2S"},
@@ -289,13 +222,13 @@ def faults(templates: dict[str, Any], options: Options) -> dict[str, Any]:
         # instant, when nothing else is due: their intents arrive in one batch of their own.
         slow_at = start + timedelta(minutes=4, seconds=30)
         for name in ("slow-a", "slow-b", "slow-c"):
-            slow = _create(
+            slow = create_schedule(
                 sim,
                 PRIMARY,
                 {
                     "name": name,
                     "spec": {"at": slow_at.isoformat().replace("+00:00", "Z")},
-                    "target": {**_webhook(name, "ms=200000"), "timeout_s": 120},
+                    "target": {**webhook_target(name, "ms=200000"), "timeout_s": 120},
                     "policy": {"overdue": "catch_up_all"},
                 },
             )
@@ -472,22 +405,22 @@ def two_stacks(templates: dict[str, Any], options: Options) -> dict[str, Any]:
     minutes = 30.0 if options.hours is None else options.hours * 60
     start = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
     with Simulation(templates, start, seed=options.seed, adversities=options.adversities) as sim:
-        _thin_tick(sim, options.tick_interval_s)
+        thin_tick(sim, options.tick_interval_s)
         sim.deploy(PRIMARY)
         sim.deploy(OTHER)
         until = start + timedelta(minutes=minutes)
         expected: dict[str, list[datetime]] = {}
         now = sim.engine.moment()
-        s = _create(
+        s = create_schedule(
             sim,
             PRIMARY,
-            {"name": "live", "spec": {"cron": "* * * * *"}, "target": _webhook("live")},
+            {"name": "live", "spec": {"cron": "* * * * *"}, "target": webhook_target("live")},
         )
         expected[s["id"]] = _minutely(now, until)
-        _create(
+        create_schedule(
             sim,
             OTHER,
-            {"name": "stopped", "spec": {"cron": "* * * * *"}, "target": _webhook("stopped")},
+            {"name": "stopped", "spec": {"cron": "* * * * *"}, "target": webhook_target("stopped")},
         )
         for rule in sim.rules:
             if rule.stack.name == OTHER:
@@ -523,7 +456,7 @@ def alerts(templates: dict[str, Any], options: Options) -> dict[str, Any]:
     minutes = 22.0 if options.hours is None else options.hours * 60
     start = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
     with Simulation(templates, start, seed=options.seed, adversities=options.adversities) as sim:
-        _thin_tick(sim, options.tick_interval_s)
+        thin_tick(sim, options.tick_interval_s)
         sim.deploy(PRIMARY)
         now = sim.engine.moment()
         until = start + timedelta(minutes=minutes)
@@ -535,13 +468,13 @@ def alerts(templates: dict[str, Any], options: Options) -> dict[str, Any]:
             ("always-fails", "status=500"),
             ("gone", "status=410"),
         ):
-            s = _create(
+            s = create_schedule(
                 sim,
                 PRIMARY,
                 {
                     "name": name,
                     "spec": {"cron": "* * * * *"},
-                    "target": _webhook(name, query),
+                    "target": webhook_target(name, query),
                     "policy": {"overdue": "catch_up_all", "retry": retry},
                 },
             )
@@ -612,16 +545,16 @@ def burst(templates: dict[str, Any], options: Options) -> dict[str, Any]:
     if options.hours is not None:
         span_s = options.hours * 3600
     with Simulation(templates, start, seed=options.seed, adversities=options.adversities) as sim:
-        _thin_tick(sim, options.tick_interval_s)
+        thin_tick(sim, options.tick_interval_s)
         sim.deploy(PRIMARY)
         expected: dict[str, list[datetime]] = {}
         # Wall time of each phase (this machine's, not simulated): what a size costs to run.
         began = time.perf_counter()
         for i in range(count):
-            s = _create(
+            s = create_schedule(
                 sim,
                 PRIMARY,
-                {"name": f"burst-{i}", "spec": spec, "target": _webhook(f"b{i}")},
+                {"name": f"burst-{i}", "spec": spec, "target": webhook_target(f"b{i}")},
             )
             expected[s["id"]] = instants
         if count != BURST_COUNT:
@@ -703,20 +636,6 @@ def _tick_planning(sim: Simulation, due_at: timedelta) -> dict[str, Any]:
         ),
         "out_of_time_passes": sum(1 for _, r in results if r.get("out_of_planning_time")),
     }
-
-
-def routes(templates: dict[str, Any], options: Options) -> dict[str, Any]:
-    """Every API operation once, under the API's role (sim/routes.py)."""
-    from sim.routes import routes as run
-
-    return run(templates, options)
-
-
-def lateness(templates: dict[str, Any], options: Options) -> dict[str, Any]:
-    """A backlog behind a worker capped too low: StartLatenessHigh fires (sim/lateness.py)."""
-    from sim.lateness import lateness as run
-
-    return run(templates, options)
 
 
 SCENARIOS: dict[str, Callable[[dict[str, Any], Options], dict[str, Any]]] = {

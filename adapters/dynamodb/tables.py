@@ -45,7 +45,7 @@ class TableNames:
 
 
 class TableSettings(Protocol):
-    """What ``from_settings`` reads (the handlers' Settings has these fields)."""
+    """What ``from_settings`` reads (``bootstrap.settings.Settings`` has these fields)."""
 
     @property
     def schedules_table(self) -> str: ...

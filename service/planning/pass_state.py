@@ -10,14 +10,13 @@ What outlives a pass is the dispatcher's leases (service/planning/dispatch.py).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from domain.run import Run
 from service.ports import PlanSession
-
-if TYPE_CHECKING:
-    from service.planning.outbox import DirectAdmission
 
 
 @dataclass
@@ -64,6 +63,19 @@ class TickReport:
     dispatch: DispatchReport
 
 
+class Admission(Protocol):
+    """What the planner asks of direct admission as it stores a page
+    (``outbox.DirectAdmission``, which keeps its count in the pass's state)."""
+
+    def room(self, state: PassState, shard: int) -> int: ...
+
+    def take(self, state: PassState, shard: int, count: int) -> None: ...
+
+    def send(self, state: PassState, runs: Sequence[Run], now: datetime) -> set[str]: ...
+
+    def count(self, state: PassState, runs: list[Run], now: datetime) -> None: ...
+
+
 @dataclass(eq=False)
 class PassState:
     """One pass of planning and dispatch (or one API call's planning of a
@@ -71,7 +83,7 @@ class PassState:
 
     began: datetime
     # Admission by the write that stores a slot, when the pass does it (None: off).
-    direct: DirectAdmission | None = None
+    direct: Admission | None = None
     plan: PlanReport = field(default_factory=PlanReport)
     dispatch: DispatchReport = field(default_factory=DispatchReport)
     # No dispatch batch is started after it (None: none); set once planning ends.

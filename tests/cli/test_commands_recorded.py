@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from cli import commands, runs
+from cli import api_calls, commands, runs
 from cli.client import ApiClient, ApiError, Response
 from cli.main import main
 from tests.cli import answers
@@ -65,7 +65,7 @@ class RecordedApi(ApiClient):
 @pytest.fixture
 def api(monkeypatch: pytest.MonkeyPatch) -> RecordedApi:
     recorded = RecordedApi()
-    monkeypatch.setattr(commands, "client_for", lambda args: recorded)
+    monkeypatch.setattr(api_calls, "client_for", lambda args: recorded)
     monkeypatch.setattr(runs, "utc_now", lambda: utc("2026-12-02T12:00:00Z"))
     monkeypatch.setattr(commands, "utc_now", lambda: utc("2026-12-02T12:00:00Z"))
     return recorded

@@ -28,9 +28,9 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
 
+from bootstrap.settings import Settings
 from cli.local_http import from_response, to_event
 from handlers.api import ApiServices, build_services, handler
-from handlers.settings import Settings
 
 pytestmark = pytest.mark.fuzz
 

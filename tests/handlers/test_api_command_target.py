@@ -15,9 +15,9 @@ from moto import mock_aws
 from adapters.dynamodb.local import create_store_tables
 from adapters.secrets import InMemorySecretStore
 from adapters.sqlite.store import SqliteStore
+from bootstrap.settings import Settings
 from domain.errors import InvalidSchedule
 from handlers.api import SQLITE_FILE, build_services, sqlite_targets
-from handlers.settings import Settings
 from service.schedules import NO_JOBS_FILE
 from tests.conftest import FakeClock, definition
 from tests.handlers.test_api import REPORT, Api

@@ -21,10 +21,10 @@ from adapters.secrets import InMemorySecretStore
 from adapters.sqlite.runs import SqliteRunStore
 from adapters.sqlite.store import SqliteStore
 from bootstrap.parts import tick_config
+from bootstrap.settings import Settings
 from domain.run import PendingOccurrence, RunStatus
 from domain.schedule import Quarantine, QuarantineComponent
 from handlers.api import ApiServices, build_services, handler
-from handlers.settings import Settings
 from service.planning.ticker import Ticker
 from service.watchdog import Watchdog
 from tests.conftest import FakeClock, FakeQueue, utc

@@ -18,10 +18,10 @@ from moto import mock_aws
 from adapters.dynamodb.local import create_store_tables
 from adapters.secrets import InMemorySecretStore
 from adapters.sqlite.store import SqliteStore
+from bootstrap.settings import Settings
 from domain.errors import InvalidSchedule
 from domain.targets import WebhookTarget, keep_header_values, parse_target
 from handlers.api import ApiServices, build_services, handler
-from handlers.settings import Settings
 from service.schedules import ScheduleService
 from tests.conftest import FakeClock, definition
 from tests.handlers.test_api import REPORT, Api, rest_event

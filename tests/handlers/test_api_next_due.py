@@ -19,8 +19,8 @@ from adapters.dynamodb.local import create_store_tables
 from adapters.secrets import InMemorySecretStore
 from adapters.sqlite.store import SqliteStore
 from bootstrap.parts import tick_config
+from bootstrap.settings import Settings
 from handlers.api import ApiServices, build_services, handler
-from handlers.settings import Settings
 from service.planning.ticker import Ticker
 from tests.conftest import FakeClock, FakeQueue, utc
 from tests.handlers.test_api import rest_event

@@ -18,11 +18,11 @@ from adapters.secrets import InMemorySecretStore
 from adapters.sqlite.queue import SqliteQueue
 from adapters.sqlite.runs import SqliteRunStore
 from adapters.sqlite.store import SqliteStore
+from bootstrap.settings import Settings
 from domain.delivery import Outcome
 from domain.partition import Partitioning
 from domain.run import DeliveryIntent, RunStatus
 from handlers.api import build_services
-from handlers.settings import Settings
 from service.planning.config import TickConfig
 from service.planning.ticker import Ticker
 from service.runs import RunWorker

@@ -19,9 +19,9 @@ from adapters.dynamodb.runs import DynamoRunStore
 from adapters.dynamodb.store import DynamoStore
 from adapters.secrets import InMemorySecretStore
 from adapters.sqs_worker import SqsWorkQueue
+from bootstrap.settings import Settings
 from domain.run import RunStatus
 from handlers.api import ApiServices, build_services, handler
-from handlers.settings import Settings
 from tests.conftest import FakeClock
 from tests.handlers.test_api import REPORT, rest_event
 

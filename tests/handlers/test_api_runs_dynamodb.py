@@ -16,9 +16,9 @@ from adapters.dynamodb.local import create_store_tables
 from adapters.dynamodb.runs import DynamoRunStore
 from adapters.dynamodb.store import DynamoStore
 from adapters.secrets import InMemorySecretStore
+from bootstrap.settings import Settings
 from domain.run import PendingOccurrence
 from handlers.api import ApiServices, build_services, handler
-from handlers.settings import Settings
 from service.runs import hash_run_token
 from tests.conftest import FakeClock
 from tests.handlers.test_api import REPORT, rest_event

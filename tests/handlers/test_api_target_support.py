@@ -15,8 +15,8 @@ from adapters.dynamodb.local import create_store_tables
 from adapters.secrets import InMemorySecretStore
 from adapters.sqlite.store import SqliteStore
 from bootstrap.local import build_sqlite_worker
+from bootstrap.settings import Settings
 from handlers.api import SQLITE_FILE, SQLITE_TARGETS, build_services
-from handlers.settings import Settings
 from tests.conftest import FakeClock, definition
 from tests.handlers.test_api import REPORT, Api
 

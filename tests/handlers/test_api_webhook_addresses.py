@@ -21,10 +21,10 @@ from adapters.dynamodb.local import create_store_tables
 from adapters.secrets import InMemorySecretStore
 from adapters.targets import AddressPolicy, WebhookSender
 from adapters.targets.webhook import system_resolver
+from bootstrap.settings import Settings
 from domain.delivery import Delivery
 from domain.targets import WebhookTarget
 from handlers.api import ApiServices, build_services, handler
-from handlers.settings import Settings
 from tests.conftest import FakeClock, utc
 from tests.handlers.test_api import REPORT, rest_event
 

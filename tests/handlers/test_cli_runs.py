@@ -21,13 +21,13 @@ from adapters.secrets import InMemorySecretStore
 from adapters.sqlite.queue import SqliteQueue
 from adapters.sqlite.runs import SqliteRunStore
 from adapters.sqlite.store import SqliteStore
+from bootstrap.settings import Settings
 from cli import commands, runs
 from cli.local_http import ApiServer
 from domain.delivery import Outcome
 from domain.partition import Partitioning
 from domain.run import DeliveryIntent
 from handlers.api import ApiServices, build_services, handler
-from handlers.settings import Settings
 from service.planning.config import TickConfig
 from service.planning.ticker import Ticker
 from service.runs import RunWorker

@@ -87,7 +87,7 @@ def test_a_build_that_fails_in_the_init_phase_is_logged_and_the_function_still_s
 def test_the_first_invocation_builds_what_the_init_phase_could_not(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from handlers import observability
+    from adapters import observability
     from handlers import worker as worker_handler
 
     built = object()

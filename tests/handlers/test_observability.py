@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from adapters import observability
 from adapters.definitions import Metric
 from adapters.sqlite.store import SqliteStore
-from handlers import observability
 from handlers import watchdog as watchdog_handler
 from service.watchdog import Watchdog
 from tests.conftest import FakeClock, utc

@@ -9,7 +9,7 @@ from pydantic import ValidationError
 
 from adapters import definitions as d
 from bootstrap.parts import tick_config
-from handlers.settings import Settings
+from bootstrap.settings import Settings
 
 
 def test_the_tick_takes_its_windows_from_the_environment() -> None:

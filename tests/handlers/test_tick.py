@@ -173,7 +173,7 @@ def test_an_invocation_is_one_pass_whatever_time_it_has_left(
 
 def test_deployments_queue_ahead_up_to_the_lookahead() -> None:
     from bootstrap.parts import tick_config
-    from handlers.settings import Settings
+    from bootstrap.settings import Settings
 
     config = tick_config(Settings(lookahead_s=120))
     assert config.ahead == timedelta(seconds=120)

@@ -195,7 +195,7 @@ def test_the_aws_ticker_counts_its_sends_and_sends_a_surges_second_early(
     aws: tuple[Any, TableNames], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from adapters.sqs import TICK_ALIGN_S
-    from handlers.settings import Settings
+    from bootstrap.settings import Settings
     from service.planning.surge import TICK_RECORD_MIN, LoadRecordingQueue
 
     _, names = aws
@@ -231,7 +231,7 @@ def test_the_aws_ticker_counts_its_sends_and_sends_a_surges_second_early(
 def test_the_aws_ticker_plans_early_until_a_margin_before_the_first_surge(
     aws: tuple[Any, TableNames], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from handlers.settings import Settings
+    from bootstrap.settings import Settings
     from service.planning.surge import drains_for, lead_s
 
     _, names = aws

@@ -19,10 +19,10 @@ from moto import mock_aws
 from adapters.definitions import DELIVERY_QUEUE, Metric, create_queues
 from adapters.sqlite.runs import SqliteRunStore
 from adapters.sqs_worker import REASON_ATTRIBUTE, SqsWorkQueue
+from adapters.telemetry import PowertoolsTelemetry
 from domain.delivery import Outcome
 from domain.identity import parse_occurrence_id
 from domain.run import DeliveryIntent, Run, RunStatus
-from handlers.telemetry import PowertoolsTelemetry
 from handlers.worker import handler
 from service.run_ports import QueueMessage, WorkQueue
 from service.runs import RunWorker

@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-import handlers.telemetry as worker_module
+import adapters.telemetry as worker_module
+from adapters.observability import build_logger, logger
+from adapters.telemetry import PowertoolsTelemetry
 from domain.identity import parse_occurrence_id
-from handlers.observability import build_logger, logger
-from handlers.telemetry import PowertoolsTelemetry
 from service.run_ports import AttemptReport
 
 SUCCEEDED = AttemptReport("sch_a.v1.20261201T090000Z", "sch_a", 1, 1, "succeeded", 0.0123, 0.5)

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from adapters.observability import metrics
 from adapters.secrets import CachedSecretStore, InMemorySecretStore, SecretNotFound
 from adapters.targets.aws import (
     LAMBDA_TARGET_READ_TIMEOUT_S,
@@ -18,7 +19,6 @@ from domain.delivery import Delivery, Outcome, TargetPort
 from domain.run import RunStatus
 from domain.targets import Target
 from handlers import worker as worker_handler
-from handlers.observability import metrics
 from handlers.worker import INVOCATION_MARGIN_S, handler
 from tests.conftest import FakeClock, World
 from tests.handlers.test_worker import (
@@ -154,7 +154,7 @@ def test_a_lambda_target_is_invoked_once_per_attempt_with_a_bounded_read() -> No
 def test_the_clients_the_worker_builds_use_the_bounded_configs(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from handlers.settings import Settings
+    from bootstrap.settings import Settings
 
     made: dict[str, Any] = {}
     import boto3

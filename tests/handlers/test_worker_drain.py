@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from adapters.observability import metrics
 from domain.delivery import Outcome
 from domain.run import DeliveryIntent, RunStatus
-from handlers.observability import metrics
 from handlers.worker import handler
 from service.planning.surge import drain_event
 from service.ports import HOLD

@@ -23,9 +23,9 @@ from adapters.secrets import SecretsManagerSecretStore, aws_secret_store, create
 from adapters.targets.signing import legacy_signature as sign
 from adapters.targets.webhook import _Answer
 from bootstrap.aws import build_aws_parts
+from bootstrap.settings import Settings
 from domain.delivery import Delivery
 from domain.targets import WebhookTarget
-from handlers.settings import Settings
 
 REGION = "eu-west-1"
 PREFIX = "duetime/Duetime/webhooks/"

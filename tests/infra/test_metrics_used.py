@@ -6,7 +6,7 @@ money for nothing, and one an alarm reads that nothing emits is an alarm that
 never sees data. The emitted set is read from the code: every place that
 adds a metric (a ``put_count`` / ``put_seconds`` call naming a
 ``Metric`` constant; Powertools' ``add_metric`` or ``single_metric`` and
-CloudWatch's ``put_metric_data`` only inside handlers/observability.py);
+CloudWatch's ``put_metric_data`` only inside adapters/observability.py);
 the read set from the synthesized template's alarms and dashboard body.
 """
 
@@ -25,7 +25,7 @@ from tests.infra.helpers import only, resources
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("adapters", "bootstrap", "cli", "domain", "handlers", "infra", "service")
-OBSERVABILITY = ROOT / "handlers" / "observability.py"
+OBSERVABILITY = ROOT / "adapters" / "observability.py"
 EMITTERS = {"put_count", "put_seconds"}
 # What else would send a custom metric: Powertools' own calls, CloudWatch's API.
 SENDERS = {"add_metric", "single_metric", "put_metric_data"}
@@ -55,7 +55,7 @@ def emitted_in_code() -> tuple[set[str], list[str]]:
                 called = _called(node)
                 where = f"{path.relative_to(ROOT)}:{node.lineno}"
                 if called in SENDERS and path != OBSERVABILITY:
-                    strays.append(f"{where}: {called} outside handlers/observability.py")
+                    strays.append(f"{where}: {called} outside adapters/observability.py")
                 if called not in EMITTERS or path == OBSERVABILITY:
                     continue
                 first = node.args[0] if node.args else None
@@ -165,6 +165,6 @@ def test_a_stray_metric_is_found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     names, strays = emitted_in_code()
     assert names == {Metric.START_LATENESS}
     assert strays == [
-        "handlers/extra.py:2: add_metric outside handlers/observability.py",
+        "handlers/extra.py:2: add_metric outside adapters/observability.py",
         "handlers/extra.py:3: put_count without a Metric constant",
     ]

@@ -171,8 +171,8 @@ def test_every_request_of_tick_worker_and_watchdog_is_granted(
     template: dict[str, Any], aws: tuple[Recorder, dict[str, str]]
 ) -> None:
     from adapters.dynamodb.store import DynamoStore
+    from bootstrap.settings import Settings
     from handlers import tick, watchdog, worker
-    from handlers.settings import Settings
     from service.clock import SystemClock
     from service.schedules import ScheduleService
 
@@ -263,9 +263,9 @@ def test_every_request_of_the_api_is_granted(
 
     from adapters.dynamodb.runs import DynamoRunStore
     from adapters.dynamodb.store import DynamoStore
+    from bootstrap.settings import Settings
     from domain.run import PendingOccurrence, RunStatus
     from handlers import api
-    from handlers.settings import Settings
     from tests.handlers.test_api import rest_event
 
     recorder, _ = aws
@@ -347,8 +347,8 @@ def test_a_watchdog_pass_that_cannot_judge_a_schedule_is_granted_and_publishes(
     which its role may only read."""
     from adapters.definitions import ENV_ALERT_TOPIC_ARN
     from adapters.dynamodb.store import DynamoStore
+    from bootstrap.settings import Settings
     from handlers import watchdog
-    from handlers.settings import Settings
     from service import watchdog as service_watchdog
     from service.clock import SystemClock
     from service.schedules import ScheduleService

@@ -35,10 +35,10 @@ from adapters.targets import AddressPolicy, WebhookSender
 from adapters.targets.signing import shown_secret
 from adapters.targets.webhook import _Answer
 from bootstrap.aws import build_aws_parts
+from bootstrap.settings import Settings
 from domain.delivery import Delivery
 from domain.targets import WebhookTarget
 from handlers.api import ApiServices, build_services, handler
-from handlers.settings import Settings
 from service.schedules import ScheduleService
 from tests.conftest import FakeClock
 from tests.handlers.test_api import REPORT, rest_event

@@ -27,9 +27,9 @@ from adapters.sqlite.queue import SqliteQueue
 from adapters.sqlite.runs import SqliteRunStore
 from adapters.targets import AddressPolicy, Targets, WebhookSender
 from adapters.targets.signing import shown_secret
+from adapters.telemetry import PowertoolsTelemetry
 from cli.worker_pool import run_worker_loop
 from domain.run import Run, RunStatus
-from handlers.telemetry import PowertoolsTelemetry
 from service.runs import RunReports, RunWorker
 from tests.conftest import FakeClock, World, definition, make_world, utc
 

@@ -34,7 +34,8 @@ def templates() -> dict[str, dict[str, Any]]:
 
 
 def _run(name: str, templates: dict[str, dict[str, Any]], **options: Any) -> dict[str, Any]:
-    from sim.scenarios import SCENARIOS, Options
+    from sim.scenario_blocks import Options
+    from sim.scenarios import SCENARIOS
 
     # The run sets the functions' variables and the simulator's region; the tests after
     # it see the environment as it was.

@@ -356,7 +356,7 @@ def _stalled_api(templates: dict[str, Any], adversities: Adversities) -> tuple[i
             props["Timeout"] = 60
     from datetime import UTC, datetime
 
-    from sim.scenarios import PRIMARY
+    from sim.scenario_blocks import PRIMARY
     from sim.world import Simulation
     from tests.sim.conftest import DUMMY_AWS_ENV
 

@@ -68,7 +68,7 @@ def test_a_webhook_without_a_secret_is_refused_before_any_exchange() -> None:
 
 def test_the_worker_draws_its_back_off_from_the_generator_it_is_given() -> None:
     from bootstrap import aws
-    from handlers.settings import Settings
+    from bootstrap.settings import Settings
     from service.run_ports import NoTelemetry
 
     parts = aws.AwsWorkerParts(runs=object(), targets=object(), queue=object())  # type: ignore[arg-type]

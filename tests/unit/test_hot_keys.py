@@ -101,7 +101,7 @@ def test_a_planned_next_slot_costs_a_few_dozen_bytes_of_a_page() -> None:
 
 def test_the_pace_is_the_deployments_own_defaults() -> None:
     from adapters.dynamodb.store import CONCURRENCY, DUE_SHARDS
-    from handlers.settings import Settings
+    from bootstrap.settings import Settings
     from infra.settings import Settings as StackSettings
 
     pace = Pace()

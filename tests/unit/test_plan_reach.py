@@ -8,8 +8,8 @@ from datetime import timedelta
 from pathlib import Path
 
 from bootstrap.parts import tick_config
+from bootstrap.settings import Settings
 from domain.partition import Partitioning
-from handlers.settings import Settings
 from service.planning.config import EARLY_REACH, MAX_QUEUE_AHEAD, SEND_MARGIN, TickConfig
 from service.planning.ticker import PlanNow
 from service.schedules import ScheduleService

@@ -19,12 +19,12 @@ from adapters.sqlite.janitor import DEFAULT_RETENTION, Janitor, _Pacer, parse_re
 from adapters.sqlite.queue import SqliteQueue
 from adapters.sqlite.runs import SqliteRunStore
 from adapters.sqlite.store import SqliteStore
+from bootstrap.settings import Settings
 from cli.main import main
 from domain.errors import InvalidSchedule
 from domain.partition import Partitioning
 from domain.run import AttemptRecord, Run, RunStatus, new_occurrence
 from domain.spec import Slot
-from handlers.settings import Settings
 from service.alerts import ALERT_PREFIX
 from service.ports import Heartbeat
 from service.watchdog import ACK_PREFIX, WATCH_PREFIX

@@ -1,6 +1,6 @@
 """What the worker tells of its runs: each attempt a JSON log line, each run
 CloudWatch metrics (EMF), through the container's logger and metrics
-(``handlers.observability``). The Lambda worker, the local stack's worker
+(``adapters.observability``). The Lambda worker, the local stack's worker
 pool and the composition root (``bootstrap``) build ``PowertoolsTelemetry``.
 """
 
@@ -17,8 +17,8 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.logging.formatter import RESERVED_LOG_ATTRS, LambdaPowertoolsFormatter
 
 from adapters.definitions import Metric
+from adapters.observability import logger, metrics, put_count, put_seconds
 from domain.run import Run, RunStatus
-from handlers.observability import logger, metrics, put_count, put_seconds
 from service.run_ports import AttemptReport, RunTelemetry
 
 

@@ -1,4 +1,5 @@
-"""Deployment settings, parsed once from the environment at the handler edge."""
+"""Deployment settings: parsed once from the environment where a process starts (a
+handler, ``duetime local``), and what the composition root builds the application from."""
 
 from __future__ import annotations
 
