@@ -61,8 +61,8 @@ from handlers.api_edge import (
     unknown_query_parameter,
 )
 from handlers.api_errors import error_response
-from handlers.api_models import WEBHOOK_ADDRESSES
 from handlers.api_out import HealthOut
+from handlers.api_target import WEBHOOK_ADDRESSES
 from handlers.settings import Settings
 
 API_TITLE: Final = "duetime"
