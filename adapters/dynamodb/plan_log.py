@@ -1,13 +1,8 @@
 """The plan log: the planning reads (``due``, ``due_ahead``, ``chain_crowd``)
-and the end of a pass (``planned_through``), over the seeds (plan_seeds.py),
-the plan pages (plan_pages.py) and their cursor and lease (plan_lease.py),
-with what one pass keeps between its calls (plan_session.py).
-
-A schedule's next slot is its HEAD's (a seed) or a line of a plan page (its
-chain), written by the pass that planned it (docs/decisions.md, "The next
-slot's one home"). Only the holder of the plan lease plans; it reads the
-pages from the cursor's ``through`` (and ``partial``) to its horizon,
-consistently, and moves the cursor in its let-go.
+and the end of a pass (``planned_through``), over the seeds and the HEAD
+check (plan_seeds.py), the plan pages (plan_pages.py) and their cursor and
+lease (plan_lease.py); what one pass keeps between its calls is its session
+(plan_session.py). Only the holder of the plan lease plans.
 """
 
 from __future__ import annotations
@@ -260,21 +255,17 @@ class DynamoPlanLog(DynamoSchedules):
         return floor
 
     def _hold_plan(self, s: DynamoPlanSession) -> tuple[bool, datetime | None]:
-        """Take the plan lease (``plan_lease.take``):
-        whether this pass holds it now, and where the last holder's read
-        stopped. One holder at a time plans, so no pass moves the read past
-        entries another pass is still writing; what this one read of the
-        pages before is read again (a holder may have written since)."""
+        """Take the plan lease (``plan_lease.take``): whether this pass holds it
+        now, and where the last holder's read stopped. One holder at a time
+        plans, so no pass moves the read past entries another pass is still
+        writing; what this one read of the pages before is read again."""
         before = lease.take(self, s.owner)
         if before is None:
             return False, None
-        s.held = True
-        s.pages_read = None
-        s.beyond = None
+        s.held, s.pages_read, s.beyond, s.cursor = True, None, None, before
+        s.key_floor = before.partial
         with s.lock:
             s.paged_entries = []
-        s.cursor = before
-        s.key_floor = before.partial
         # True only if the holder before let go: one that did not may have
         # written lines its let-go would have counted.
         s.line_at_take = before.quiet_until()

@@ -173,8 +173,8 @@ class DynamoRunRecords(DynamoTables, OccurrenceStore):
         """When the schedule last changed its zone, as of ``version``: the
         ``created_at`` of the oldest version of the same zone since the last
         one of another zone, or None if every version up to it has one zone
-        (a version missing from ``_versions_of`` ends the look back)."""
-        found = self._versions_of([(schedule_id, v) for v in range(1, version + 1)])
+        (a version missing from ``get_versions`` ends the look back)."""
+        found = self.get_versions([(schedule_id, v) for v in range(1, version + 1)])
         current = found.get((schedule_id, version))
         if current is None:
             return None
@@ -188,12 +188,12 @@ class DynamoRunRecords(DynamoTables, OccurrenceStore):
             since = before.created_at
         return None
 
-    def _versions_of(
+    def get_versions(
         self, keys: Iterable[tuple[str, int]]
     ) -> dict[tuple[str, int], ScheduleVersion]:
         """Version items, read on each call (a zone is all the run records ask
         of them); one a rule tightened since it was saved is left out.
-        ``DynamoStore`` reads them through its version cache instead."""
+        ``DynamoStore`` reads them through the schedules' version cache."""
         found: dict[tuple[str, int], ScheduleVersion] = {}
         wanted = [it.version_key(schedule_id, v) for schedule_id, v in keys]
         for item in self._batch_get(self.tables.schedules, wanted):

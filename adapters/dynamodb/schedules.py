@@ -422,10 +422,3 @@ class DynamoSchedules(DynamoTables):
             )
             is not None
         )
-
-    def _versions_of(
-        self, keys: Iterable[tuple[str, int]]
-    ) -> dict[tuple[str, int], ScheduleVersion]:
-        """The versions the run records' zone check reads (``_zone_changed_at``):
-        through the version cache."""
-        return self.get_versions(keys)
