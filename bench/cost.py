@@ -273,6 +273,7 @@ _HELPERS: Final = frozenset(
         "_batch_get",
         "_update",
         "_update_op",
+        "conditional",
         "_put_new",
         "_transact",
         "_each",

@@ -19,7 +19,7 @@ the time the writers need to make them:
   is not counted, which shortens the phase (a bound above);
 - the pass ends by writing its schedules' next slots as plan pages, all of
   one due hour under one key, at most ``page_units_per_s`` a second to a key
-  (``DynamoPlanLog._write_pages``), a page a request: a key's share lasts the
+  (``plan_pages.write_pages``), a page a request: a key's share lasts the
   longer of its requests at the tick's pace and its units at that rate;
 - an intent whose send failed is the pessimistic case (``send_fails``):
   planning also puts its record in the outbox, and dispatch later marks it

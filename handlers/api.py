@@ -56,8 +56,8 @@ from handlers.api_edge import (
     unknown_query_parameter,
 )
 from handlers.api_errors import error_response
-from handlers.api_models import WEBHOOK_ADDRESSES
 from handlers.api_out import HealthOut
+from handlers.api_target import WEBHOOK_ADDRESSES
 
 API_TITLE: Final = "duetime"
 API_VERSION: Final = "1"

@@ -22,7 +22,7 @@ from adapters.secrets import SecretStoreFull
 from domain.errors import DuetimeError, InvalidSchedule
 from domain.timeparse import format_instant
 from handlers.api_common import _JSON, NEXT_TOKEN, NEXT_TOKEN_FORMAT
-from handlers.api_models import refusal
+from handlers.api_fields import refusal
 from handlers.api_out import ErrorDetail, ErrorOut
 from service.errors import (
     Contention,

@@ -2,7 +2,8 @@
 build them from domain values (explicitly: a domain value never dumps itself).
 
 Instants are UTC ISO 8601 strings ending in ``Z``; ``local`` times carry
-their offset. The request models are ``handlers.api_models``.
+their offset. The request models are ``handlers.api_models``,
+``handlers.api_target`` and ``handlers.api_bodies``.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
-from handlers.api_models import SINCE_PATTERN, UNTIL_PATTERN
+from handlers.api_fields import SINCE_PATTERN, UNTIL_PATTERN
 from service.run_views import KIND_NAMES, STATUS_NAMES
 
 

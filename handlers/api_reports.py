@@ -7,9 +7,9 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body
 
+from handlers.api_bodies import CompleteIn, ProgressIn
 from handlers.api_common import _responses, _run_body, current_services
 from handlers.api_errors import NotAvailable
-from handlers.api_models import CompleteIn, ProgressIn
 from handlers.api_out import RunOut
 from service.runs import RunReports
 

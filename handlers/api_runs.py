@@ -10,6 +10,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body
 
+from handlers.api_bodies import CancelRunIn, RetryRunIn
 from handlers.api_common import (
     LimitQuery,
     TokenQuery,
@@ -19,7 +20,6 @@ from handlers.api_common import (
     current_services,
     run_answer,
 )
-from handlers.api_models import CancelRunIn, RetryRunIn
 from handlers.api_out import DeadLetterListOut, RunListOut, RunOut, dead_letter_out
 from handlers.api_queries import (
     IncludeQuery,

@@ -11,6 +11,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body
 
+from handlers.api_bodies import AcknowledgeIn, BackfillIn, EmptyIn, PauseIn
 from handlers.api_common import (
     LimitQuery,
     TokenQuery,
@@ -21,7 +22,6 @@ from handlers.api_common import (
     run_answer,
     schedule_body,
 )
-from handlers.api_models import AcknowledgeIn, BackfillIn, EmptyIn, PauseIn
 from handlers.api_out import (
     BackfillOut,
     RunOut,

@@ -216,6 +216,37 @@ def record_key_of_run(run: Run) -> Item:
     return record_key(run.schedule_id, run.scheduled_at)
 
 
+def newest_first_request(
+    table: str,
+    schedule_id: str,
+    *,
+    before: str | None = None,
+    up_to: datetime | None = None,
+    consistent: bool = False,
+    page: int = 100,
+) -> dict[str, Any]:
+    """The query of a schedule's records in the occurrences ``table``, newest
+    instant first: up to the record sort key ``before`` (itself included: the
+    caller skips it), or up to the instant ``up_to``."""
+    high = RECORD_PREFIX + KEY_CEILING
+    if before is not None:
+        high = before
+    elif up_to is not None:
+        high = f"{RECORD_PREFIX}{iso(up_to)}#{KEY_CEILING}"
+    return {
+        "TableName": table,
+        "KeyConditionExpression": "pk = :pk AND sk BETWEEN :low AND :high",
+        "ExpressionAttributeValues": {
+            ":pk": {"S": schedule_id},
+            ":low": {"S": RECORD_PREFIX},
+            ":high": {"S": high},
+        },
+        "ScanIndexForward": False,
+        "ConsistentRead": consistent,
+        "Limit": page,
+    }
+
+
 def lease_key(shard: int) -> Item:
     return attrs({"pk": f"L#{shard:06d}"})
 

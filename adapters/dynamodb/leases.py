@@ -12,14 +12,12 @@ state: it can serve on its own, and ``DynamoStore`` inherits it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Final
 
-from botocore.exceptions import ClientError
-
 from adapters.dynamodb import items as it
-from adapters.dynamodb.tables import DynamoTables, TableNames, _failed_condition
+from adapters.dynamodb.tables import DynamoTables, TableNames, conditional
 from service.ports import Heartbeat, Lease, LeaseStore
 
 # A heartbeat item not beaten for this long leaves the leases table by TTL
@@ -86,26 +84,17 @@ class DynamoLeases(DynamoTables, LeaseStore):
         conditional write (take, renew, release), so a stale read costs at
         most a refused write, at half the read units of a strong one."""
         if self.lease_shards is None:
-            found: Iterable[dict[str, Any]] = self._scan_prefix("L#")
+            scan = {
+                "TableName": self.tables.leases,
+                "FilterExpression": "begins_with(pk, :prefix)",
+                "ExpressionAttributeValues": {":prefix": {"S": "L#"}},
+                "ConsistentRead": True,
+            }
+            found: Iterable[dict[str, Any]] = self._query(scan, scan=True)
         else:
             keys = [it.lease_key(shard) for shard in range(self.lease_shards)]
             found = self._batch_get(self.tables.leases, keys, consistent=False)
         return sorted((it.lease_from_item(item) for item in found), key=lambda x: x.shard)
-
-    def _scan_prefix(self, prefix: str) -> Iterator[dict[str, Any]]:
-        request: dict[str, Any] = {
-            "TableName": self.tables.leases,
-            "FilterExpression": "begins_with(pk, :prefix)",
-            "ExpressionAttributeValues": {":prefix": {"S": prefix}},
-            "ConsistentRead": True,
-        }
-        while True:
-            answer = self.client.scan(**request)
-            yield from answer.get("Items", [])
-            last = answer.get("LastEvaluatedKey")
-            if not last:
-                return
-            request["ExclusiveStartKey"] = last
 
     def beat(self, heartbeat: Heartbeat) -> None:
         expires = {"N": str(int((heartbeat.at + HEARTBEAT_RETENTION).timestamp()))}
@@ -144,14 +133,8 @@ class DynamoLeases(DynamoTables, LeaseStore):
                 "ExpressionAttributeValues": {":at": {"S": it.iso(expected_at)}},
             }
         )
-        try:
-            self.client.put_item(
-                TableName=self.tables.leases,
-                Item={**it.heartbeat_item(heartbeat), LEASES_TTL_ATTRIBUTE: expires},
-                **condition,
-            )
-        except ClientError as error:
-            if _failed_condition(error):
-                return False
-            raise
-        return True
+        item = {**it.heartbeat_item(heartbeat), LEASES_TTL_ATTRIBUTE: expires}
+        table = self.tables.leases
+        return (
+            conditional(self.client.put_item, TableName=table, Item=item, **condition) is not None
+        )

@@ -19,9 +19,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
-from botocore.exceptions import ClientError
-
-from adapters.dynamodb.tables import _failed_condition
+from adapters.dynamodb.tables import conditional
 from service.planning.surge import LOAD_SHARDS, LoadLedger
 
 SK: Final = "L"
@@ -86,17 +84,13 @@ class DynamoLoadLedger(LoadLedger):
 
     def claim(self, second: datetime, owner: str) -> bool:
         name = f"f{second.second:02d}"
-        try:
-            self.client.update_item(
-                TableName=self.table,
-                Key=minute_key(_minute(second), 0),
-                UpdateExpression="SET #f = :claimed",
-                ConditionExpression="attribute_not_exists(#f)",
-                ExpressionAttributeNames={"#f": name},
-                ExpressionAttributeValues={":claimed": {"N": "1"}},
-            )
-        except ClientError as error:
-            if _failed_condition(error):
-                return False
-            raise
-        return True
+        claimed = conditional(
+            self.client.update_item,
+            TableName=self.table,
+            Key=minute_key(_minute(second), 0),
+            UpdateExpression="SET #f = :claimed",
+            ConditionExpression="attribute_not_exists(#f)",
+            ExpressionAttributeNames={"#f": name},
+            ExpressionAttributeValues={":claimed": {"N": "1"}},
+        )
+        return claimed is not None

@@ -23,7 +23,8 @@ from datetime import datetime, timedelta
 from typing import Any, Final
 
 from adapters.dynamodb import items as it
-from adapters.dynamodb.plan_log import _CHAIN, _SEED, DynamoPlanLog, DynamoPlanSession
+from adapters.dynamodb.plan_log import DynamoPlanLog
+from adapters.dynamodb.plan_session import DynamoPlanSession
 from adapters.dynamodb.run_records import DynamoRunRecords
 from domain.run import Run, RunStatus
 from service.ports import (
@@ -41,6 +42,10 @@ OCCURRENCES_PER_ADVANCE: Final = 49
 # later than that, less this margin (an outage of the tick, TTL's own delay),
 # stays on the HEAD.
 CHAIN_TTL_MARGIN: Final = timedelta(days=7)
+# How a schedule stands for planning (``_head_mode``): its HEAD names the
+# next slot (a seed), or its newest planned record does (its chain).
+_SEED: Final = "seed"
+_CHAIN: Final = "chain"
 
 
 @dataclass

@@ -37,7 +37,7 @@ from botocore.exceptions import ClientError
 
 from adapters.dynamodb import items as it
 from adapters.dynamodb import run_listing
-from adapters.dynamodb.tables import DynamoTables, TableNames, _failed_condition
+from adapters.dynamodb.tables import DynamoTables, TableNames, _failed_condition, conditional
 from domain.run import PendingOccurrence, Run, RunKind, RunStatus
 from domain.schedule import ScheduleVersion, add_clamped
 from domain.spec import spec_zone_name
@@ -170,18 +170,39 @@ class DynamoRunRecords(DynamoTables, OccurrenceStore):
         return any(it.value(item["occurrence_id"]) != run.occurrence_id for item in found)
 
     def _zone_changed_at(self, schedule_id: str, version: int) -> datetime | None:
-        """When the schedule last changed its zone, as of ``version``
-        (``zone_changed_at``), from its version items, read on each call
-        (``DynamoStore`` answers it from its cache of versions)."""
+        """When the schedule last changed its zone, as of ``version``: the
+        ``created_at`` of the oldest version of the same zone since the last
+        one of another zone, or None if every version up to it has one zone
+        (a version missing from ``get_versions`` ends the look back)."""
+        found = self.get_versions([(schedule_id, v) for v in range(1, version + 1)])
+        current = found.get((schedule_id, version))
+        if current is None:
+            return None
+        zone, since = spec_zone_name(current.spec), current.created_at
+        for older in range(version - 1, 0, -1):
+            before = found.get((schedule_id, older))
+            if before is None:
+                return None
+            if spec_zone_name(before.spec) != zone:
+                return since
+            since = before.created_at
+        return None
+
+    def get_versions(
+        self, keys: Iterable[tuple[str, int]]
+    ) -> dict[tuple[str, int], ScheduleVersion]:
+        """Version items, read on each call (a zone is all the run records ask
+        of them); one a rule tightened since it was saved is left out.
+        ``DynamoStore`` reads them through the schedules' version cache."""
         found: dict[tuple[str, int], ScheduleVersion] = {}
-        keys = [it.version_key(schedule_id, v) for v in range(1, version + 1)]
-        for item in self._batch_get(self.tables.schedules, keys):
+        wanted = [it.version_key(schedule_id, v) for schedule_id, v in keys]
+        for item in self._batch_get(self.tables.schedules, wanted):
             try:
                 value = it.version_from_item(item, None)
-            except Exception:  # a rule tightened since it was saved: as a gap
+            except Exception:  # read as a gap
                 continue
             found[(value.schedule_id, value.version)] = value
-        return zone_changed_at(found, schedule_id, version)
+        return found
 
     def _with_business_key(
         self, schedule_id: str, business_key: str, near: datetime
@@ -205,19 +226,15 @@ class DynamoRunRecords(DynamoTables, OccurrenceStore):
 
     def _delete(self, key: Mapping[str, Any], condition: str, values: Mapping[str, Any]) -> bool:
         names = {n: n[1:] for n in ("#occurrence_id", "#status") if n in condition}
-        try:
-            self.client.delete_item(
-                TableName=self.tables.occurrences,
-                Key=dict(key),
-                ConditionExpression=condition,
-                ExpressionAttributeNames=names,
-                ExpressionAttributeValues=dict(values),
-            )
-        except ClientError as error:
-            if _failed_condition(error):
-                return False
-            raise
-        return True
+        deleted = conditional(
+            self.client.delete_item,
+            TableName=self.tables.occurrences,
+            Key=dict(key),
+            ConditionExpression=condition,
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues=dict(values),
+        )
+        return deleted is not None
 
     def _withdraw(self, runs: Sequence[Run], *, sent: Iterable[str] = ()) -> None:
         """Delete occurrences this store wrote, as it wrote them (one that
@@ -277,29 +294,12 @@ class DynamoRunRecords(DynamoTables, OccurrenceStore):
         found = self._with_business_key(it.schedule_of_business_key(key), key, near)
         return it.run_from_item(found[0]) if found else None
 
-    def records_newest_first(
-        self,
-        schedule_id: str,
-        *,
-        before: str | None = None,
-        up_to: datetime | None = None,
-        consistent: bool = False,
-        page: int = 100,
-    ) -> dict[str, Any]:
-        """The query of a schedule's records, newest instant first (see
-        ``newest_first_request``)."""
-        return newest_first_request(
-            self.tables.occurrences,
-            schedule_id,
-            before=before,
-            up_to=up_to,
-            consistent=consistent,
-            page=page,
-        )
-
     def runs(self, schedule_id: str, limit: int, token: str | None = None) -> Page[Run]:
         found, next_token = self._query_page(
-            self.records_newest_first(schedule_id), limit, token, ("pk", "sk")
+            it.newest_first_request(self.tables.occurrences, schedule_id),
+            limit,
+            token,
+            ("pk", "sk"),
         )
         return Page(tuple(it.run_from_item(item) for item in found), next_token)
 
@@ -463,7 +463,9 @@ class DynamoRunRecords(DynamoTables, OccurrenceStore):
         newest = list(
             itertools.islice(
                 self._query(
-                    self.records_newest_first(schedule_id, consistent=True, page=NEWEST_CHECKED)
+                    it.newest_first_request(
+                        self.tables.occurrences, schedule_id, consistent=True, page=NEWEST_CHECKED
+                    )
                 ),
                 NEWEST_CHECKED,
             )
@@ -496,7 +498,9 @@ class DynamoRunRecords(DynamoTables, OccurrenceStore):
         """The schedule's records after ``after`` (one strongly consistent
         query of its partition), each deleted on the condition that it has
         still not started."""
-        request = self.records_newest_first(schedule_id, consistent=True, page=500)
+        request = it.newest_first_request(
+            self.tables.occurrences, schedule_id, consistent=True, page=500
+        )
         request["ExpressionAttributeValues"] = {
             ":pk": {"S": schedule_id},
             ":low": {"S": f"{it.RECORD_PREFIX}{it.iso(after)}#{it.KEY_CEILING}"},
@@ -600,57 +604,3 @@ def _instant_of_business_key(key: str) -> datetime | None:
     except ValueError:
         return None
     return instant.replace(tzinfo=UTC) if instant.tzinfo is None else instant.astimezone(UTC)
-
-
-def zone_changed_at(
-    found: Mapping[tuple[str, int], ScheduleVersion], schedule_id: str, version: int
-) -> datetime | None:
-    """When the schedule last changed its zone, as of ``version``: the
-    ``created_at`` of the oldest version of the same zone since the last
-    one of another zone, or None if every version up to it has one zone
-    (``found``: its versions up to ``version``, by key; a gap ends the look back)."""
-    answer: datetime | None = None
-    current = found.get((schedule_id, version))
-    if current is not None:
-        zone = spec_zone_name(current.spec)
-        since = current.created_at
-        for older in range(version - 1, 0, -1):
-            before = found.get((schedule_id, older))
-            if before is None:
-                break
-            if spec_zone_name(before.spec) != zone:
-                answer = since
-                break
-            since = before.created_at
-    return answer
-
-
-def newest_first_request(
-    table: str,
-    schedule_id: str,
-    *,
-    before: str | None = None,
-    up_to: datetime | None = None,
-    consistent: bool = False,
-    page: int = 100,
-) -> dict[str, Any]:
-    """The query of a schedule's records in the occurrences ``table``, newest
-    instant first: up to the record sort key ``before`` (itself included: the
-    caller skips it), or up to the instant ``up_to``."""
-    high = it.RECORD_PREFIX + it.KEY_CEILING
-    if before is not None:
-        high = before
-    elif up_to is not None:
-        high = f"{it.RECORD_PREFIX}{it.iso(up_to)}#{it.KEY_CEILING}"
-    return {
-        "TableName": table,
-        "KeyConditionExpression": "pk = :pk AND sk BETWEEN :low AND :high",
-        "ExpressionAttributeValues": {
-            ":pk": {"S": schedule_id},
-            ":low": {"S": it.RECORD_PREFIX},
-            ":high": {"S": high},
-        },
-        "ScanIndexForward": False,
-        "ConsistentRead": consistent,
-        "Limit": page,
-    }

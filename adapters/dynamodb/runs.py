@@ -178,8 +178,12 @@ class DynamoRunStore(RunStore):
     def running_before(self, run: Run, now: datetime) -> Run | None:
         own = it.record_key_of_run(run)["sk"]["S"]
         request: dict[str, Any] = {
-            **self.store.records_newest_first(
-                run.schedule_id, before=own, consistent=True, page=_PAGE
+            **it.newest_first_request(
+                self.store.tables.occurrences,
+                run.schedule_id,
+                before=own,
+                consistent=True,
+                page=_PAGE,
             ),
             "FilterExpression": ("(#status = :running AND #lease > :now) OR #status = :retrying"),
             "ExpressionAttributeNames": {"#status": "status", "#lease": "run_lease_expires_at"},

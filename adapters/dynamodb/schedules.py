@@ -28,7 +28,6 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from adapters.dynamodb import items as it
-from adapters.dynamodb.run_records import newest_first_request, zone_changed_at
 from adapters.dynamodb.tables import DynamoTables, TableNames, _untoken
 from adapters.sealing import HeaderSeal
 from domain.schedule import (
@@ -77,7 +76,6 @@ class DynamoSchedules(DynamoTables):
         self._versions_lock = threading.Lock()
         # Versions whose stored form no rule reads any more, with the error (bounded).
         self._unreadable: dict[tuple[str, int], Exception] = {}
-        self._zone_changes: dict[tuple[str, int], datetime | None] = {}
 
     def create(
         self, schedule: Schedule, idempotency_key: str | None = None
@@ -177,7 +175,9 @@ class DynamoSchedules(DynamoTables):
         its spec had no slot after it) and its own instant, the last planned;
         None when none of the newest records says."""
         request = {
-            **newest_first_request(self.tables.occurrences, schedule_id, consistent=True, page=25),
+            **it.newest_first_request(
+                self.tables.occurrences, schedule_id, consistent=True, page=25
+            ),
             "ProjectionExpression": "#next_due, #chain_end, #scheduled_at",
             "ExpressionAttributeNames": {
                 "#next_due": "next_due",
@@ -422,18 +422,3 @@ class DynamoSchedules(DynamoTables):
             )
             is not None
         )
-
-    def _zone_changed_at(self, schedule_id: str, version: int) -> datetime | None:
-        """When the schedule last changed its zone, as of ``version``
-        (``run_records.zone_changed_at``), from the versions this store keeps.
-        Versions never change, so neither does the answer: it is kept."""
-        key = (schedule_id, version)
-        if key in self._zone_changes:
-            return self._zone_changes[key]
-        found = self.get_versions([(schedule_id, v) for v in range(1, version + 1)])
-        answer = zone_changed_at(found, schedule_id, version)
-        with self._versions_lock:
-            self._zone_changes[key] = answer
-            while len(self._zone_changes) > VERSION_CACHE_SIZE:
-                self._zone_changes.pop(next(iter(self._zone_changes)))
-        return answer

@@ -1,8 +1,9 @@
 """The AWS store: schedules, occurrences and leases in three DynamoDB tables.
 
 One module per port, over one table handle (tables.py): the schedules
-(schedules.py), the plan log (plan_log.py: the planning reads, the plan
-pages, their cursor and the plan lease), materialization (materialize.py),
+(schedules.py), the plan log (plan_log.py: the planning reads, over the
+seeds, plan pages, their cursor and the plan lease of plan_seeds.py,
+plan_pages.py and plan_lease.py), materialization (materialize.py),
 the run records (run_records.py) and the leases and heartbeats (leases.py).
 ``DynamoStore`` inherits them all: one object over one client and one
 thread pool, with the constructor it always had.
@@ -20,11 +21,11 @@ from adapters.dynamodb.leases import DynamoLeases
 from adapters.dynamodb.materialize import CHAIN_TTL_MARGIN as CHAIN_TTL_MARGIN
 from adapters.dynamodb.materialize import OCCURRENCES_PER_ADVANCE as OCCURRENCES_PER_ADVANCE
 from adapters.dynamodb.materialize import DynamoMaterializer
-from adapters.dynamodb.plan_log import PAGE_REACH as PAGE_REACH
+from adapters.dynamodb.plan_lease import PLAN_CURSOR as PLAN_CURSOR
+from adapters.dynamodb.plan_lease import PLAN_LEASE as PLAN_LEASE
 from adapters.dynamodb.plan_log import PAGE_STALE as PAGE_STALE
-from adapters.dynamodb.plan_log import PAGE_UNITS_PER_S as PAGE_UNITS_PER_S
-from adapters.dynamodb.plan_log import PLAN_CURSOR as PLAN_CURSOR
-from adapters.dynamodb.plan_log import PLAN_LEASE as PLAN_LEASE
+from adapters.dynamodb.plan_pages import PAGE_REACH as PAGE_REACH
+from adapters.dynamodb.plan_pages import PAGE_UNITS_PER_S as PAGE_UNITS_PER_S
 from adapters.dynamodb.run_records import HISTORY_RETENTION
 from adapters.dynamodb.schedules import DUE_SHARDS as DUE_SHARDS
 from adapters.dynamodb.schedules import VERSION_CACHE_SIZE as VERSION_CACHE_SIZE

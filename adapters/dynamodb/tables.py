@@ -89,6 +89,17 @@ def _failed_condition(error: ClientError) -> bool:
     return _code(error) == "ConditionalCheckFailedException"
 
 
+def conditional(call: Callable[..., dict[str, Any]], **params: Any) -> dict[str, Any] | None:
+    """One conditional write (``call``: the client's put, update or delete):
+    its answer, or None when its condition failed."""
+    try:
+        return call(**params)
+    except ClientError as error:
+        if _failed_condition(error):
+            return None
+        raise
+
+
 def _expression(
     set_: Mapping[str, Any] | None = None,
     remove: Iterable[str] = (),
@@ -192,13 +203,8 @@ class DynamoTables:
         params = _update_params(table, key, set_, remove, increment, condition, names, values)
         if return_new:
             params["ReturnValues"] = "ALL_NEW"
-        try:
-            answer = self.client.update_item(**params)
-        except ClientError as error:
-            if _failed_condition(error):
-                return None
-            raise
-        return dict(answer.get("Attributes") or {})
+        answer = conditional(self.client.update_item, **params)
+        return None if answer is None else dict(answer.get("Attributes") or {})
 
     def _update_op(
         self,
@@ -249,11 +255,11 @@ class DynamoTables:
                 time.sleep(conflict_delay_s(attempt + 1))
         raise AssertionError("unreachable")
 
-    def _query(self, params: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
-        """Every item a query finds, page after page."""
+    def _query(self, params: Mapping[str, Any], *, scan: bool = False) -> Iterator[dict[str, Any]]:
+        """Every item a query (or, with ``scan``, a scan) finds, page after page."""
         request = dict(params)
         while True:
-            answer = self.client.query(**request)
+            answer = (self.client.scan if scan else self.client.query)(**request)
             yield from answer.get("Items", [])
             last = answer.get("LastEvaluatedKey")
             if not last:

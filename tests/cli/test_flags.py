@@ -9,7 +9,8 @@ from pydantic import BaseModel
 
 from cli.flags import FIELD_FLAGS, flag_for
 from cli.main import build_parser
-from handlers.api_models import BackfillIn, ScheduleIn
+from handlers.api_bodies import BackfillIn
+from handlers.api_models import ScheduleIn
 from tests.cli.test_help import everything
 
 # Set by which target flag is given (--webhook, --sqs, --lambda, --eventbridge).

@@ -21,7 +21,7 @@ from moto import mock_aws
 from adapters.definitions import DELIVERY_QUEUE, create_queues
 from adapters.dynamodb import items
 from adapters.dynamodb.local import create_store_tables
-from adapters.dynamodb.plan_log import DynamoPlanSession
+from adapters.dynamodb.plan_session import DynamoPlanSession
 from adapters.dynamodb.store import PLAN_CURSOR, PLAN_LEASE, DynamoStore
 from adapters.sqs import SqsDeliveryQueue
 from domain.overview import ScheduleStatus, schedule_status
@@ -266,7 +266,7 @@ def test_a_plan_lease_left_by_a_pass_that_died_is_taken_once_it_runs_out(
     before = len(world.slots(sid))
     world.passes(1)
     assert len(world.slots(sid)) == before  # held: the chain waits
-    monkeypatch.setattr("adapters.dynamodb.plan_log.PLAN_LEASE", timedelta(seconds=-1))
+    monkeypatch.setattr("adapters.dynamodb.plan_lease.PLAN_LEASE", timedelta(seconds=-1))
     assert dead._hold_plan(dead_pass)[0]  # its lease, written as already run out
     world.passes(1)
     assert len(world.slots(sid)) == before + 2

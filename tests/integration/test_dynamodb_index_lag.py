@@ -24,6 +24,7 @@ from moto import mock_aws
 
 from adapters.definitions import DELIVERY_QUEUE, create_queues
 from adapters.dynamodb.local import create_store_tables
+from adapters.dynamodb.plan_seeds import due_schedules
 from adapters.dynamodb.store import DynamoStore
 from adapters.sqs import SqsDeliveryQueue
 from domain.partition import Partitioning
@@ -213,4 +214,4 @@ def test_a_due_entry_whose_head_no_longer_names_it_is_set_aside(world: World) ->
     world.service.pause(paused)
     world.passes(1)
     assert "due_key" not in head(handed)  # handed over
-    assert world.store._due_schedules(stale, world.store.plan_session()) == []
+    assert due_schedules(world.store, stale, world.store.plan_session()) == []

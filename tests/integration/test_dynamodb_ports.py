@@ -32,7 +32,7 @@ PARTS = Partitioning(shards=4, bucket_s=60)
 # the thread pool its concurrency setting allows (made on first use).
 HANDLE = {"client", "tables", "concurrency", "_executor", "_executor_lock"}
 # The schedules' settings and their caches of what immutable versions say.
-SCHEDULES = {"seal", "due_shards", "_versions", "_versions_lock", "_unreadable", "_zone_changes"}
+SCHEDULES = {"seal", "due_shards", "_versions", "_versions_lock", "_unreadable"}
 
 
 @dataclass

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from adapters.dynamodb import items
-from adapters.dynamodb import plan_log as store_module
+from adapters.dynamodb import plan_pages as store_module
 from adapters.dynamodb.store import PAGE_UNITS_PER_S, DynamoStore, TableNames
 from tests.conftest import utc
 
