@@ -9,7 +9,8 @@ import os
 from datetime import UTC, datetime
 from typing import Any
 
-from cli.client import DEFAULT_API_URL, ENV_API_URL, ApiClient
+from cli import api_calls
+from cli.client import DEFAULT_API_URL, ENV_API_URL
 from cli.commands import DST_FOLD_HELP, DST_GAP_HELP
 from cli.render import shown
 from cli.when import duration_arg, instant_arg
@@ -78,14 +79,9 @@ def add_parser(subparsers: Any) -> None:
     parser.set_defaults(run=run)
 
 
-def client_for(args: argparse.Namespace) -> ApiClient:
-    """The API client --schedule reads from (tests replace this function)."""
-    return ApiClient(args.api_url, sigv4=args.sigv4)
-
-
 def _stored(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any], str]:
     """A stored schedule's spec (as parse_spec takes it), its policy, and a title."""
-    body = client_for(args).request("GET", f"/schedules/{args.schedule}").body
+    body = api_calls.client_for(args).request("GET", f"/schedules/{args.schedule}").body
     stored = body.get("spec") or {}
     spec = {k: stored[k] for k in SPEC_FIELDS if stored.get(k) is not None}
     if spec.get("every") and not spec.get("start_at") and stored.get("anchor_at"):

@@ -9,7 +9,6 @@ import json
 
 import pytest
 
-from cli import explain
 from cli.client import ApiError
 from tests.cli import answers
 from tests.cli.answers import SID
@@ -21,12 +20,6 @@ from tests.cli.test_commands_recorded import (  # noqa: F401  (fixtures)
     duetime,
     refused,
 )
-
-
-@pytest.fixture(autouse=True)
-def explain_reads_the_recording(api: RecordedApi, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
-    monkeypatch.setattr(explain, "client_for", lambda args: api, raising=False)
-
 
 # --- runs cancel ----------------------------------------------------------------------------
 
