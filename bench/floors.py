@@ -101,7 +101,15 @@ def _shown(command: list[str]) -> str:
 
 
 def cost(quick: bool) -> list[Row]:
-    from bench import cost as bench
+    # bench.cost first: it sets the environment the runs on moto need.
+    from bench.cost import run_model
+    from bench.prices import (
+        DYNAMODB_PER_MILLION_RRU,
+        DYNAMODB_PER_MILLION_WRU,
+        IDLE_CORE_LIMIT,
+        IDLE_WITH_KEY_LIMIT,
+    )
+    from bench.steady import steady_state
 
     schedules, slots = (20, 2) if quick else (100, 3)
     cadences = (60,) if quick else CADENCES
@@ -109,20 +117,18 @@ def cost(quick: bool) -> list[Row]:
         f" --every {every}" for every in cadences
     )
     began = time.perf_counter()
-    _, infra, r = bench.run_model(schedules, slots)
+    _, infra, r = run_model(schedules, slots)
     # Steady state, as the stack plans, schedules due together (batched) and spread:
     # what bench/cost.py --every prints as "$/M all in".
     others = sum(v for k, v in r["dollars"].items() if not k.startswith("DynamoDB"))
     steady = {
-        (every, spread): bench.steady_state(every, 20, infra["worker_batch"], spread=spread)
+        (every, spread): steady_state(every, 20, infra["worker_batch"], spread=spread)
         for every in cadences
         for spread in (False, True)
     }
     wall = time.perf_counter() - began
     dollars = {
-        key: row["wru"] * bench.DYNAMODB_PER_MILLION_WRU
-        + row["rru"] * bench.DYNAMODB_PER_MILLION_RRU
-        + others
+        key: row["wru"] * DYNAMODB_PER_MILLION_WRU + row["rru"] * DYNAMODB_PER_MILLION_RRU + others
         for key, row in steady.items()
     }
     per_million = max(dollars.values())
@@ -142,17 +148,17 @@ def cost(quick: bool) -> list[Row]:
         ),
         Row(
             "$ a month idle: compute, DynamoDB, SQS",
-            f"<= {bench.IDLE_CORE_LIMIT:.2f}",
+            f"<= {IDLE_CORE_LIMIT:.2f}",
             r["idle_core"],
-            r["idle_core"] <= bench.IDLE_CORE_LIMIT,
+            r["idle_core"] <= IDLE_CORE_LIMIT,
             shown,
             0.0,
         ),
         Row(
             "$ a month idle: compute, DynamoDB, SQS and the signing key",
-            f"<= {bench.IDLE_WITH_KEY_LIMIT:.2f}",
+            f"<= {IDLE_WITH_KEY_LIMIT:.2f}",
             r["idle_core_with_key"],
-            r["idle_core_with_key"] <= bench.IDLE_WITH_KEY_LIMIT,
+            r["idle_core_with_key"] <= IDLE_WITH_KEY_LIMIT,
             shown,
             0.0,
         ),

@@ -6,7 +6,7 @@ the invocation that built it: the request is stopped if that invocation is
 past its timeout, counted by operation, judged against the function role's
 policies from the template (an ``AccessDenied`` ClientError if refused,
 raised into the handler as AWS would answer), and metered in DynamoDB
-request units from item sizes (``bench/cost.py``'s rules). Faults a scenario
+request units from item sizes (``bench/meter.py``'s rules). Faults a scenario
 injects (a throttled write, a slow call) are applied at the same point.
 Clients the simulator builds for itself carry no invocation and are not
 judged or counted.
@@ -36,7 +36,7 @@ import botocore.session
 from botocore.exceptions import ClientError
 
 from adapters.definitions import Index, Key, TableDefinition
-from bench.cost import Meter
+from bench.meter import Meter
 from sim.engine import Engine
 from sim.iam import RolePolicy, checks
 from sim.template import REGION, Stack, queue_url
@@ -52,7 +52,7 @@ PLANNING = "planning"
 # the first, an assumption (a tenth of a request's) the probe does not measure.
 CPU_PER_REQUEST_S = 0.00145
 CPU_PER_ENTRY_S = 0.000145
-# One in-region round trip from Lambda, by service: assumptions (bench/cost.py assumes
+# One in-region round trip from Lambda, by service: assumptions (bench/prices.py assumes
 # 8 ms for a DynamoDB or SQS request; DynamoDB's single-digit-millisecond reads are
 # faster, an Invoke's authorization and queueing slower).
 NETWORK_LATENCY_S = {"dynamodb": 0.004, "sqs": 0.008, "lambda": 0.015}
@@ -733,7 +733,7 @@ class _ServiceModel:
 
 
 class _Model:
-    """The two fields of a botocore OperationModel that ``bench.cost.Meter`` reads."""
+    """The two fields of a botocore OperationModel that ``bench.meter.Meter`` reads."""
 
     def __init__(self, service: str, operation: str) -> None:
         self.service_model = _ServiceModel(service)

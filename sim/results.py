@@ -1,13 +1,13 @@
 """What a run showed, as one JSON-able dict: deliveries, refusals, growth, alarms, cost.
 
-Cost is priced with ``bench/cost.py``'s price table (imported, not copied):
+Cost is priced with ``bench/prices.py``'s price table (imported, not copied):
 
 - Lambda duration is each invocation's *simulated* duration (sleeps, target
   calls, its cold start and its AWS requests' CPU and round trips take
   simulated time) times the function's configured memory, on arm64 prices;
   the API's requests take none (``sim.aws.charges_time``), so
-  ``AWS_CALL_MS`` is added per request of its, as bench/cost.py assumes;
-- DynamoDB units come from item sizes (bench/cost.py's ``Meter``);
+  ``AWS_CALL_MS`` is added per request of its, as bench/prices.py assumes;
+- DynamoDB units come from item sizes (bench/meter.py's ``Meter``);
 - SQS counts every request the functions and the event source mapping made;
 - the idle cost per month is the cost rate of what runs when nothing is due
   (tick and watchdog invocations that admitted nothing, with their requests,
@@ -24,7 +24,7 @@ from collections import Counter, defaultdict
 from datetime import UTC, datetime
 from typing import Any
 
-from bench import cost as prices
+from bench import prices
 from sim.aws import PLANNING, charges_time
 from sim.cloudwatch import AlarmHistory, evaluate
 from sim.world import Simulation
@@ -401,7 +401,7 @@ def cost(sim: Simulation) -> dict[str, Any]:
         idle["ssm_kms"] += fires * base.get("ssm_kms", 0.0)
         idle["logs"] += fires * base.get("logs", 0.0)
     mappings = sum(1 for m in sim.mappings if m.function.stack.name == primary)
-    # The mapping long-polls even when the queue is empty: bench/cost.py's idle polling model.
+    # The mapping long-polls even when the queue is empty: bench/cost_model.py's idle polling model.
     idle["sqs"] += (
         mappings
         * prices.MONTH_S
@@ -447,9 +447,9 @@ def cost(sim: Simulation) -> dict[str, Any]:
         "cost_model": "per stack (the first deployed); Lambda GB-s at simulated duration "
         "(cold starts and each AWS request's CPU and round trip included; the API's "
         "requests at 8 ms each), configured memory; DynamoDB units from item sizes "
-        "(bench/cost.py's Meter); per run: every invocation but the API's, less what each "
+        "(bench/meter.py's Meter); per run: every invocation but the API's, less what each "
         "scheduled invocation costs idle, over the occurrences the targets saw; idle: each "
-        "schedule's invocations a month at their idle cost; bench/cost.py prices "
+        "schedule's invocations a month at their idle cost; bench/prices.py prices "
         "(us-east-1, on demand), read " + prices.PRICES_READ_ON,
     }
 

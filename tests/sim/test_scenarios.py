@@ -339,7 +339,7 @@ def test_cost_per_run_prices_the_write_units_per_run(
 ) -> None:
     # The dollars and the units come from the same writes, the planning at the call (the
     # API's, in a burst) and the tick's included.
-    from bench import cost as prices
+    from bench import prices
 
     result = request.getfixturevalue(scenario)
     wru = result["dynamodb_write_units_per_run"]["total"]
