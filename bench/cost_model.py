@@ -8,9 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from adapters.definitions import (
-    Metric,
-)
+from adapters.definitions import Metric
 from adapters.secrets import SECRET_CACHE_TTL_S
 from bench.prices import (
     ALARM_PER_MONTH,

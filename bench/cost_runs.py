@@ -19,12 +19,7 @@ from typing import Any
 import boto3
 from moto import mock_aws
 
-from adapters.definitions import (
-    OCCURRENCES,
-    SCHEDULES,
-    TABLES,
-    create_queues,
-)
+from adapters.definitions import OCCURRENCES, SCHEDULES, TABLES, create_queues
 from adapters.dynamodb.local import create_store_tables
 from adapters.dynamodb.runs import DynamoRunStore
 from adapters.dynamodb.store import DynamoStore
@@ -32,9 +27,7 @@ from adapters.sqs import SqsDeliveryQueue
 from adapters.sqs_worker import SqsWorkQueue
 from adapters.telemetry import PowertoolsTelemetry
 from bench.meter import Meter
-from bench.prices import (
-    MAX_BATCH,
-)
+from bench.prices import MAX_BATCH
 from bootstrap.parts import Ticker, tick_config
 from bootstrap.settings import Settings
 from domain.delivery import Delivery, Outcome

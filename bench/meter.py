@@ -17,9 +17,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, Final
 
-from adapters.definitions import (
-    TableDefinition,
-)
+from adapters.definitions import TableDefinition
 from adapters.dynamodb.items import PAGE_PREFIX
 
 KB: Final = 1024

@@ -25,21 +25,13 @@ from typing import Any
 
 import boto3
 
-from adapters.definitions import (
-    WEBHOOK_SECRETS,
-    create_queues,
-    create_table,
-)
+from adapters.definitions import WEBHOOK_SECRETS, create_queues, create_table
 from adapters.dynamodb.local import create_store_tables
 from adapters.dynamodb.store import DynamoStore
 from adapters.sqs import SqsDeliveryQueue
 from adapters.targets.addresses import AddressPolicy
 from bench.cost_runs import T0, BenchClock
-from bench.prices import (
-    MAX_BATCH,
-    PROBE_PHASES,
-    TARGET_MS,
-)
+from bench.prices import MAX_BATCH, PROBE_PHASES, TARGET_MS
 from bootstrap.parts import Ticker, tick_config
 from bootstrap.settings import Settings
 from domain.partition import Partitioning

@@ -16,12 +16,7 @@ from typing import Any
 import boto3
 from moto import mock_aws
 
-from adapters.definitions import (
-    OCCURRENCES,
-    SCHEDULES,
-    TABLES,
-    create_queues,
-)
+from adapters.definitions import OCCURRENCES, SCHEDULES, TABLES, create_queues
 from adapters.dynamodb.local import create_store_tables
 from adapters.dynamodb.runs import DynamoRunStore
 from adapters.dynamodb.store import DynamoStore
@@ -29,10 +24,7 @@ from adapters.sqs_worker import SqsWorkQueue
 from adapters.telemetry import PowertoolsTelemetry
 from bench.cost_runs import T0, BenchClock, Held, Succeeds, sqs_record
 from bench.meter import Meter
-from bench.prices import (
-    DYNAMODB_PER_MILLION_RRU,
-    DYNAMODB_PER_MILLION_WRU,
-)
+from bench.prices import DYNAMODB_PER_MILLION_RRU, DYNAMODB_PER_MILLION_WRU
 from bootstrap.parts import Ticker, tick_config
 from bootstrap.settings import Settings
 from handlers import worker as worker_handler
