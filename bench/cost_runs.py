@@ -117,28 +117,52 @@ class Held(SqsDeliveryQueue):
         return sorted(groups.items())
 
 
+def stack_settings(tables: Any, urls: Mapping[str, str], **more: Any) -> Settings:
+    """The settings a deployment's functions read, over the bench's tables and queues."""
+    return Settings(
+        schedules_table=tables.schedules,
+        occurrences_table=tables.occurrences,
+        leases_table=tables.leases,
+        delivery_queue_url=urls["DUETIME_DELIVERY_QUEUE_URL"],
+        delivery_dlq_url=urls["DUETIME_DELIVERY_DLQ_URL"],
+        **more,
+    )
+
+
+def metered_stack(prefix: str) -> tuple[Any, Any, Any, dict[str, str], Meter]:
+    """Inside ``mock_aws``: the store's tables and the queues, named by
+    ``prefix``, with a ``Meter`` counting every request of both clients."""
+    dynamodb = boto3.client("dynamodb", region_name="us-east-1")
+    sqs = boto3.client("sqs", region_name="us-east-1")
+    tables = create_store_tables(dynamodb, prefix)
+    urls = create_queues(sqs, prefix)
+    definitions = {
+        tables.schedules: SCHEDULES,
+        tables.occurrences: OCCURRENCES,
+        tables.leases: next(t for t in TABLES if t.logical_id == "Leases"),
+    }
+    meter = Meter(boto3.client("dynamodb", region_name="us-east-1"), definitions)
+    meter.attach(dynamodb)
+    meter.attach(sqs)
+    return dynamodb, sqs, tables, urls, meter
+
+
+def succeeding_worker(dynamodb: Any, tables: Any, settings: Settings, clock: Any) -> RunWorker:
+    """The worker function's use case over its own store (nothing cached from
+    the tick), every target call succeeding."""
+    return RunWorker(
+        DynamoRunStore(DynamoStore(dynamodb, tables, lease_shards=settings.shards)),
+        Succeeds(),
+        clock,
+        random.Random(0),
+        telemetry=PowertoolsTelemetry(),
+    )
+
+
 def measure(schedules: int, slots: int, batch_size: int = MAX_BATCH) -> dict[str, Any]:
     with mock_aws():
-        dynamodb = boto3.client("dynamodb", region_name="us-east-1")
-        sqs = boto3.client("sqs", region_name="us-east-1")
-        tables = create_store_tables(dynamodb, "cost")
-        urls = create_queues(sqs, "cost")
-        definitions = {
-            tables.schedules: SCHEDULES,
-            tables.occurrences: OCCURRENCES,
-            tables.leases: next(t for t in TABLES if t.logical_id == "Leases"),
-        }
-        meter = Meter(boto3.client("dynamodb", region_name="us-east-1"), definitions)
-        meter.attach(dynamodb)
-        meter.attach(sqs)
-
-        settings = Settings(
-            schedules_table=tables.schedules,
-            occurrences_table=tables.occurrences,
-            leases_table=tables.leases,
-            delivery_queue_url=urls["DUETIME_DELIVERY_QUEUE_URL"],
-            delivery_dlq_url=urls["DUETIME_DELIVERY_DLQ_URL"],
-        )
+        dynamodb, sqs, tables, urls, meter = metered_stack("cost")
+        settings = stack_settings(tables, urls)
         clock = BenchClock(T0)
         # lease_shards as deployed (from_settings): leases are read by key.
         store = DynamoStore(dynamodb, tables, lease_shards=settings.shards)
@@ -178,14 +202,7 @@ def measure(schedules: int, slots: int, batch_size: int = MAX_BATCH) -> dict[str
                 )
             )
             ids.append(schedule.schedule_id)
-        worker = RunWorker(
-            # Its own store, as the worker function has (nothing cached from the tick).
-            DynamoRunStore(DynamoStore(dynamodb, tables, lease_shards=settings.shards)),
-            Succeeds(),
-            worker_clock,
-            random.Random(0),
-            telemetry=PowertoolsTelemetry(),
-        )
+        worker = succeeding_worker(dynamodb, tables, settings, worker_clock)
         queue = SqsWorkQueue(sqs, settings.delivery_queue_url, settings.delivery_dlq_url)
 
         worker_logs = io.StringIO()

@@ -30,10 +30,9 @@ from adapters.dynamodb.local import create_store_tables
 from adapters.dynamodb.store import DynamoStore
 from adapters.sqs import SqsDeliveryQueue
 from adapters.targets.addresses import AddressPolicy
-from bench.cost_runs import T0, BenchClock
+from bench.cost_runs import T0, BenchClock, stack_settings
 from bench.prices import MAX_BATCH, PROBE_PHASES, TARGET_MS
 from bootstrap.parts import Ticker, tick_config
-from bootstrap.settings import Settings
 from domain.partition import Partitioning
 from domain.run import DeliveryIntent
 from handlers.api_models import definition_of as definition
@@ -92,15 +91,9 @@ def probe_worker(schedules: int) -> dict[str, Any]:
         urls = create_queues(sqs, "probe")
         secrets_table = f"probe-{WEBHOOK_SECRETS.logical_id}"
         create_table(dynamodb, WEBHOOK_SECRETS, secrets_table)
-        settings = Settings(
-            schedules_table=tables.schedules,
-            occurrences_table=tables.occurrences,
-            leases_table=tables.leases,
-            delivery_queue_url=urls["DUETIME_DELIVERY_QUEUE_URL"],
-            delivery_dlq_url=urls["DUETIME_DELIVERY_DLQ_URL"],
-            # The stack's default store: each secret an item of its own table.
-            secret_store="dynamodb",
-            secrets_table=secrets_table,
+        # The stack's default secret store: each secret an item of its own table.
+        settings = stack_settings(
+            tables, urls, secret_store="dynamodb", secrets_table=secrets_table
         )
         # The stack's signing key, which each schedule's secret is derived from.
         boto3.client("secretsmanager", endpoint_url=endpoint).create_secret(

@@ -8,21 +8,23 @@ from __future__ import annotations
 import contextlib
 import io
 import math
-import random
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
-import boto3
 from moto import mock_aws
 
-from adapters.definitions import OCCURRENCES, SCHEDULES, TABLES, create_queues
-from adapters.dynamodb.local import create_store_tables
-from adapters.dynamodb.runs import DynamoRunStore
 from adapters.dynamodb.store import DynamoStore
 from adapters.sqs_worker import SqsWorkQueue
-from adapters.telemetry import PowertoolsTelemetry
-from bench.cost_runs import T0, BenchClock, Held, Succeeds, sqs_record
+from bench.cost_runs import (
+    T0,
+    BenchClock,
+    Held,
+    metered_stack,
+    sqs_record,
+    stack_settings,
+    succeeding_worker,
+)
 from bench.meter import Meter
 from bench.prices import DYNAMODB_PER_MILLION_RRU, DYNAMODB_PER_MILLION_WRU
 from bootstrap.parts import Ticker, tick_config
@@ -82,26 +84,8 @@ def steady_state(
     share plan pages), or with ``spread`` evenly over the cadence, whole
     minutes apart where the cadence has room: as few to a page as they can be."""
     with mock_aws():
-        dynamodb = boto3.client("dynamodb", region_name="us-east-1")
-        sqs = boto3.client("sqs", region_name="us-east-1")
-        tables = create_store_tables(dynamodb, "steady")
-        urls = create_queues(sqs, "steady")
-        definitions = {
-            tables.schedules: SCHEDULES,
-            tables.occurrences: OCCURRENCES,
-            tables.leases: next(t for t in TABLES if t.logical_id == "Leases"),
-        }
-        meter = Meter(boto3.client("dynamodb", region_name="us-east-1"), definitions)
-        meter.attach(dynamodb)
-        meter.attach(sqs)
-        settings = Settings(
-            schedules_table=tables.schedules,
-            occurrences_table=tables.occurrences,
-            leases_table=tables.leases,
-            delivery_queue_url=urls["DUETIME_DELIVERY_QUEUE_URL"],
-            delivery_dlq_url=urls["DUETIME_DELIVERY_DLQ_URL"],
-            plan_early=True,  # as the stack deploys it
-        )
+        dynamodb, sqs, tables, urls, meter = metered_stack("steady")
+        settings = stack_settings(tables, urls, plan_early=True)  # as the stack deploys it
         config = tick_config(settings)
         clock = BenchClock(T0)
         store = DynamoStore(dynamodb, tables, lease_shards=settings.shards)
@@ -109,13 +93,7 @@ def steady_state(
         held = Held(sqs, settings.delivery_queue_url)
         ticker = Ticker(store, held, clock, config, owner="steady")
         worker_clock = BenchClock(T0)
-        worker = RunWorker(
-            DynamoRunStore(DynamoStore(dynamodb, tables, lease_shards=settings.shards)),
-            Succeeds(),
-            worker_clock,
-            random.Random(0),
-            telemetry=PowertoolsTelemetry(),
-        )
+        worker = succeeding_worker(dynamodb, tables, settings, worker_clock)
         queue = SqsWorkQueue(sqs, settings.delivery_queue_url, settings.delivery_dlq_url)
         meter.phase = "first"  # the deployment's first pass sets the plan cursor
         with contextlib.redirect_stdout(io.StringIO()):
