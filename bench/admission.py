@@ -43,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from adapters.sqlite.rows import _RUN_INSERT, run_row
 from adapters.sqlite.run_records import _MARK_SENT
-from adapters.sqlite.schedules import _MATERIALIZE, _SCHEDULE_COLUMNS
+from adapters.sqlite.schedules import _MATERIALIZE, _SCHEDULE_COLUMNS, SqliteSchedules
 from adapters.sqlite.store import SqliteStore
 from adapters.sqlite.tables import us
 from bootstrap.local import build_sqlite_ticker
@@ -91,7 +91,7 @@ class OutboxQueue(DeliveryQueue):
 
 def seed(path: str, n: int) -> None:
     """N schedules, all due at 09:00 UTC: a mix of zones whose 09:00 is that instant."""
-    store = SqliteStore(path)
+    store = SqliteStore.open(path)
     created = DUE - timedelta(days=1)
     target = parse_target({"type": "webhook", "url": "https://example.com/hook"})
     policy = parse_policy({"overdue": "catch_up_all"})
@@ -104,13 +104,13 @@ def seed(path: str, n: int) -> None:
         sid = f"sch_bench{i:08d}"
         version = ScheduleVersion(sid, 1, "bench", spec, policy, target, {"i": i}, created)
         schedule = Schedule(sid, 1, ScheduleState(), version, DUE, None, created, created)
-        rows.append(SqliteStore._schedule_row(schedule))
+        rows.append(SqliteSchedules._schedule_row(schedule))
         versions.append(version)
-    with store._write() as db:
+    with store.records._write() as db:
         marks = ",".join("?" * len(rows[0]))
         db.executemany(f"INSERT INTO schedules ({_SCHEDULE_COLUMNS}) VALUES ({marks})", rows)
         for version in versions:
-            SqliteStore._insert_version(db, version)
+            SqliteSchedules._insert_version(db, version)
     store.close()
 
 
@@ -120,7 +120,7 @@ def run_tick(path: str, n: int, *, trace: bool = False) -> tuple[float, int, int
 
     With ``trace``, peak memory is traced (which slows Python down: the timed
     runs do not trace)."""
-    store = SqliteStore(path)
+    store = SqliteStore.open(path)
     queue = OutboxQueue(path)
     config = TickConfig(
         partitioning=Partitioning(shards=16, bucket_s=60),
@@ -184,8 +184,8 @@ def raw_ceiling(path: str, n: int, batch: int = 500) -> float:
     ``executemany`` per transaction, the fastest way SQLite takes them from
     Python, which is what the store does too.
     """
-    store = SqliteStore(path)
-    db = store._db
+    store = SqliteStore.open(path)
+    db = store.records._db
     queue = OutboxQueue(path)
     parts = Partitioning(shards=16, bucket_s=60)
     now = DUE + timedelta(seconds=1)

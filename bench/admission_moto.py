@@ -2,7 +2,7 @@
 the emulator stack can expect, not what DynamoDB does.
 
 200 schedules come due in the same minute; one tick pass (plan + dispatch, as
-the handler runs it, over ``DynamoStore`` + ``SqsDeliveryQueue``) materializes,
+the handler runs it, over ``dynamo_store`` + ``SqsDeliveryQueue``) materializes,
 admits and sends every occurrence. Each round starts from empty tables; the
 median of the rounds is reported.
 

@@ -189,14 +189,14 @@ def start_worker_process(
 def seed(path: Path, n: int, url: str, due: datetime) -> None:
     """N schedules due at ``due`` (a 09:00 UTC), each with its signing secret, in bulk."""
     from adapters.secrets import new_secret
-    from adapters.sqlite.schedules import _SCHEDULE_COLUMNS
+    from adapters.sqlite.schedules import _SCHEDULE_COLUMNS, SqliteSchedules
     from adapters.sqlite.secrets import SqliteSecretStore
     from adapters.sqlite.store import SqliteStore
     from domain.schedule import Schedule, ScheduleState, ScheduleVersion, parse_policy
     from domain.spec import next_slot, parse_spec
     from domain.targets import parse_target
 
-    store = SqliteStore(path)
+    store = SqliteStore.open(path)
     secrets = SqliteSecretStore(path)
     created = due - timedelta(days=1)
     target = parse_target({"type": "webhook", "url": url})
@@ -209,16 +209,16 @@ def seed(path: Path, n: int, url: str, due: datetime) -> None:
         sid = f"sch_burst{i:08d}"
         version = ScheduleVersion(sid, 1, f"burst {i}", spec, policy, target, {"i": i}, created)
         rows.append(
-            SqliteStore._schedule_row(
+            SqliteSchedules._schedule_row(
                 Schedule(sid, 1, ScheduleState(), version, due, None, created, created)
             )
         )
         versions.append(version)
-    with store._write() as db:
+    with store.records._write() as db:
         marks = ",".join("?" * len(rows[0]))
         db.executemany(f"INSERT INTO schedules ({_SCHEDULE_COLUMNS}) VALUES ({marks})", rows)
         for version in versions:
-            SqliteStore._insert_version(db, version)
+            SqliteSchedules._insert_version(db, version)
     with secrets._write() as db:
         db.executemany(
             "INSERT INTO webhook_secrets (schedule_id, secret) VALUES (?, ?)",

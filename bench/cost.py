@@ -2,7 +2,7 @@
 
 N schedules (every minute) each run a few slots end to end on moto in-process,
 through the same code the Lambda functions run: the tick (``run_tick``: plan,
-admit, send over ``DynamoStore`` + ``SqsDeliveryQueue``), then the worker
+admit, send over ``dynamo_store`` + ``SqsDeliveryQueue``), then the worker
 handler (``handlers.worker.handler`` over ``DynamoRunStore`` + ``SqsWorkQueue``)
 fed by a stand-in for Lambda's SQS event source mapping (receive up to 10,
 invoke, delete the successes in one batch), with a target that succeeds at

@@ -22,7 +22,7 @@ from moto import mock_aws
 from adapters.definitions import OCCURRENCES, SCHEDULES, TABLES, create_queues
 from adapters.dynamodb.local import create_store_tables
 from adapters.dynamodb.runs import DynamoRunStore
-from adapters.dynamodb.store import DynamoStore
+from adapters.dynamodb.store import dynamo_store
 from adapters.sqs import SqsDeliveryQueue
 from adapters.sqs_worker import SqsWorkQueue
 from adapters.telemetry import PowertoolsTelemetry
@@ -151,7 +151,7 @@ def succeeding_worker(dynamodb: Any, tables: Any, settings: Settings, clock: Any
     """The worker function's use case over its own store (nothing cached from
     the tick), every target call succeeding."""
     return RunWorker(
-        DynamoRunStore(DynamoStore(dynamodb, tables, lease_shards=settings.shards)),
+        DynamoRunStore(dynamo_store(dynamodb, tables, lease_shards=settings.shards)),
         Succeeds(),
         clock,
         random.Random(0),
@@ -165,7 +165,7 @@ def measure(schedules: int, slots: int, batch_size: int = MAX_BATCH) -> dict[str
         settings = stack_settings(tables, urls)
         clock = BenchClock(T0)
         # lease_shards as deployed (from_settings): leases are read by key.
-        store = DynamoStore(dynamodb, tables, lease_shards=settings.shards)
+        store = dynamo_store(dynamodb, tables, lease_shards=settings.shards)
         service = ScheduleService(
             store, clock, Partitioning(shards=settings.shards, bucket_s=settings.bucket_s)
         )
@@ -254,7 +254,7 @@ def measure(schedules: int, slots: int, batch_size: int = MAX_BATCH) -> dict[str
         runs = sum(
             1
             for sid in ids
-            for run in store.runs(sid, 100).items
+            for run in store.records.runs(sid, 100).items
             if run.status.value == "succeeded"
         )
 

@@ -36,7 +36,7 @@ import boto3  # noqa: E402
 from moto import mock_aws  # noqa: E402
 
 from adapters.dynamodb.local import create_store_tables  # noqa: E402
-from adapters.dynamodb.store import DynamoStore  # noqa: E402
+from adapters.dynamodb.store import dynamo_store  # noqa: E402
 from adapters.secrets import InMemorySecretStore  # noqa: E402
 from adapters.sqlite.store import SqliteStore  # noqa: E402
 from domain.partition import Partitioning  # noqa: E402
@@ -86,7 +86,7 @@ def _history(store: Store, schedule_id: str, runs: int, clock: FakeClock) -> Non
         elif i < 0:
             run = run.closed(RunStatus.FAILED, "HTTP 400", at)
         records.append(run)
-    store.insert(records)
+    store.records.insert(records)
 
 
 def _world(store: Store, schedules: int, runs: int) -> tuple[ApiServices, str, FakeClock]:
@@ -106,7 +106,7 @@ def _world(store: Store, schedules: int, runs: int) -> tuple[ApiServices, str, F
 def dynamodb_counts(schedules: int, runs: int) -> dict[str, dict[str, int]]:
     with mock_aws():
         client = boto3.client("dynamodb")
-        store = DynamoStore(client, create_store_tables(client, "bench"), due_shards=3)
+        store = dynamo_store(client, create_store_tables(client, "bench"), due_shards=3)
         services, first, clock = _world(store, schedules, runs)
         counts: Counter[str] = Counter()
         client.meta.events.register(
@@ -115,7 +115,7 @@ def dynamodb_counts(schedules: int, runs: int) -> dict[str, dict[str, int]]:
 
         def measure(action: Any) -> dict[str, int]:
             counts.clear()
-            store._versions.clear()  # a cold container: no version read from the cache
+            store.schedules._versions.clear()  # a cold container: no version read from the cache
             action()
             return dict(counts)
 
@@ -129,7 +129,7 @@ def dynamodb_counts(schedules: int, runs: int) -> dict[str, dict[str, int]]:
                 lambda: _call(services, "GET", f"/schedules/{first}/versions")
             ),
             "watchdog check of the failing schedule": measure(
-                lambda: watchdog.check(store.get(first), clock.now())  # type: ignore[arg-type]
+                lambda: watchdog.check(store.schedules.get(first), clock.now())  # type: ignore[arg-type]
             ),
             "POST /schedules/{id}/acknowledge": measure(
                 lambda: _call(services, "POST", f"/schedules/{first}/acknowledge")
@@ -140,7 +140,7 @@ def dynamodb_counts(schedules: int, runs: int) -> dict[str, dict[str, int]]:
 
 def sqlite_median_ms(runs: int, repeat: int) -> float:
     with tempfile.TemporaryDirectory(prefix="duetime-bench-") as directory:
-        store = SqliteStore(Path(directory) / "duetime.db")
+        store = SqliteStore.open(Path(directory) / "duetime.db")
         services, first, _ = _world(store, 1, runs)
         for _ in range(10):  # warm: caches, the first statements prepared
             _call(services, "GET", f"/schedules/{first}")

@@ -88,7 +88,7 @@ def file_bytes(path: Path) -> tuple[int, int]:
 
 def dbstat(store: SqliteStore) -> dict[str, tuple[int, int]]:
     """(pages, payload bytes) per table and index."""
-    rows = store._read("SELECT name, count(*), sum(payload) FROM dbstat GROUP BY name")
+    rows = store.records._read("SELECT name, count(*), sum(payload) FROM dbstat GROUP BY name")
     return {r[0]: (r[1], r[2]) for r in rows}
 
 
@@ -97,7 +97,7 @@ def real_runs(path: Path, n: int) -> tuple[SqliteStore, tuple[Any, ...]]:
 
     Returns the store and the stored row of one finished run."""
     clock = FakeClock(START)
-    store = SqliteStore(path)
+    store = SqliteStore.open(path)
     schedules = ScheduleService(store, clock, Partitioning())
     schedules.create(
         definition(
@@ -128,9 +128,11 @@ def real_runs(path: Path, n: int) -> tuple[SqliteStore, tuple[Any, ...]]:
             queue.delete(message.receipt)
         clock.at += timedelta(seconds=1)
     # What is left in the queue is the intents of runs not started yet (queued ahead).
-    waiting = store._read("SELECT count(*) FROM occurrences WHERE status = 'admitted'")[0][0]
+    waiting = store.records._read("SELECT count(*) FROM occurrences WHERE status = 'admitted'")[0][
+        0
+    ]
     assert queue.depth() == waiting
-    finished = store._read(
+    finished = store.records._read(
         f"SELECT {_RUN_COLUMNS} FROM occurrences WHERE status = 'succeeded' "
         "ORDER BY scheduled_at LIMIT 1 OFFSET 100"
     )[0]
@@ -142,8 +144,8 @@ def bytes_per_run(n: int) -> tuple[float, tuple[Any, ...]]:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "duetime.db"
         store, finished = real_runs(path, n)
-        rows = store._read("SELECT count(*) FROM occurrences")[0][0]
-        page = store._read("PRAGMA page_size")[0][0]
+        rows = store.records._read("SELECT count(*) FROM occurrences")[0][0]
+        page = store.records._read("PRAGMA page_size")[0][0]
         stats = dbstat(store)
         total_pages = total_payload = 0
         print(
@@ -171,12 +173,12 @@ class Month:
 
     def __init__(self, path: Path, finished: Sequence[Any], retention: timedelta) -> None:
         self.path = path
-        self.store = SqliteStore(path)
+        self.store = SqliteStore.open(path)
         self.retention = retention
         self.template = list(finished)
         self.schedule_id = finished[2]
         self.batch_s: list[float] = []
-        self._inner_write = self.store._write
+        self._inner_write = self.store.retention._write
 
     def _rows(self, hour: datetime) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
         """The waiting rows of an hour's slots, and the same slots' finished rows."""
@@ -224,7 +226,7 @@ class Month:
         """Per day: (day, rows, file bytes, WAL bytes, pages, free pages)."""
         out = []
         waiting, _ = self._rows(START)
-        with self.store._write() as db:
+        with self.store.records._write() as db:
             db.executemany(_RUN_INSERT, waiting)
         update = f"UPDATE occurrences SET {_SET_ALL} WHERE occurrence_id = ?"
         for day in range(days):
@@ -233,18 +235,18 @@ class Month:
                 # The next hour materialized (waiting), this one finished.
                 nxt, _ = self._rows(hour + timedelta(hours=1))
                 _, done = self._rows(hour)
-                with self.store._write() as db:
+                with self.store.records._write() as db:
                     db.executemany(_RUN_INSERT, nxt)
-                with self.store._write() as db:
+                with self.store.records._write() as db:
                     db.executemany(update, done)
                 now = hour + timedelta(hours=1)
-                self.store._write = self._timed_write()  # type: ignore[method-assign]
+                self.store.retention._write = self._timed_write()  # type: ignore[method-assign]
                 try:
-                    self.store.purge_history(now - self.retention)
+                    self.store.retention.purge_history(now - self.retention)
                 finally:
-                    self.store._write = self._inner_write  # type: ignore[method-assign]
-            rows = self.store._read("SELECT count(*) FROM occurrences")[0][0]
-            storage = self.store.storage()
+                    self.store.retention._write = self._inner_write  # type: ignore[method-assign]
+            rows = self.store.records._read("SELECT count(*) FROM occurrences")[0][0]
+            storage = self.store.retention.storage()
             main_b, wal_b = file_bytes(self.path)
             out.append((day + 1, rows, main_b, wal_b, storage["pages"], storage["free_pages"]))
             print(
@@ -278,7 +280,7 @@ def admission_during_purge(
                 backlog = Month(path, finished, timedelta(hours=1))
                 for h in range(backlog_hours):
                     _, done = backlog._rows(DUE - timedelta(days=30, hours=h))
-                    with backlog.store._write() as db:
+                    with backlog.store.records._write() as db:
                         db.executemany(_RUN_INSERT, done)
                 thread = None
                 if with_purge:
@@ -290,7 +292,7 @@ def admission_during_purge(
                 elapsed = run_tick(str(path), n)[0]
                 rates[with_purge].append(n / elapsed)
                 if thread is not None:
-                    left = backlog.store._read("SELECT count(*) FROM occurrences")[0][0] - n
+                    left = backlog.store.records._read("SELECT count(*) FROM occurrences")[0][0] - n
                     purged_during.append(backlog_hours * 3600 - left)
                     thread.join()
                     queue.close()

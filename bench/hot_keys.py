@@ -14,7 +14,7 @@ the time the writers need to make them:
   ``request_s``: so a phase of ``r`` requests per occurrence lasts at least
   ``N * r / (tick_processes * requests_in_flight / request_s)``. Planning
   reads the HEAD and puts the record (admitted and stamped sent, out of the
-  outbox): the HEAD of a steady schedule is not written (``DynamoStore.
+  outbox): the HEAD of a steady schedule is not written (``DynamoMaterializer.
   materialize``, then ``advance``); the send itself is a queue request, batched, and
   is not counted, which shortens the phase (a bound above);
 - the pass ends by writing its schedules' next slots as plan pages, all of
@@ -60,10 +60,10 @@ class Pace:
     """How fast the writers can go (the assumptions, in one place)."""
 
     shards: int = 16  # DUETIME_SHARDS: the outbox's partitions
-    due_shards: int = 16  # DynamoStore.DUE_SHARDS: the due index's partitions
+    due_shards: int = 16  # adapters.dynamodb.schedules.DUE_SHARDS: the due index's partitions
     bucket_s: int = 60
     tick_processes: int = 2  # the tick function's reserved concurrency
-    requests_in_flight: int = 8  # DynamoStore's CONCURRENCY
+    requests_in_flight: int = 8  # adapters.dynamodb.tables.CONCURRENCY
     request_s: float = 0.004  # a fast DynamoDB request from Lambda, in-region
     page_units_per_s: float = PAGE_UNITS_PER_S  # the plan pages' pace per key
 
@@ -155,7 +155,7 @@ def occurrence_writes(
     tomorrow = at + timedelta(days=1)
     # The planner's chain: the record names its schedule's next slot, which
     # the pass's plan pages carry (``page_writes``); the HEAD is not written
-    # (``DynamoStore.materialize`` and ``advance``, a steady schedule).
+    # (``DynamoMaterializer.materialize`` and ``advance``, a steady schedule).
     chain = it.attrs({"next_due": it.iso(tomorrow)})
     # Stored admitted and stamped sent, out of the outbox (``_write_occurrence``).
     stored = replace(run, status=RunStatus.ADMITTED, admitted_at=at, sent_at=at, pending=False)

@@ -27,7 +27,7 @@ import boto3
 
 from adapters.definitions import WEBHOOK_SECRETS, create_queues, create_table
 from adapters.dynamodb.local import create_store_tables
-from adapters.dynamodb.store import DynamoStore
+from adapters.dynamodb.store import dynamo_store
 from adapters.sqs import SqsDeliveryQueue
 from adapters.targets.addresses import AddressPolicy
 from bench.cost_runs import T0, BenchClock, stack_settings
@@ -106,7 +106,7 @@ def probe_worker(schedules: int) -> dict[str, Any]:
             table=settings.secrets_table,
         )
         clock = BenchClock(T0)
-        store = DynamoStore(dynamodb, tables, lease_shards=settings.shards)
+        store = dynamo_store(dynamodb, tables, lease_shards=settings.shards)
         service = ScheduleService(
             store, clock, Partitioning(shards=settings.shards, bucket_s=settings.bucket_s)
         )

@@ -46,13 +46,13 @@ def occurrences(schedule_ids: list[str], count: int, offset: int = 0) -> list[Ru
 
 
 def store_with(path: Path, schedules: int, index: bool) -> tuple[SqliteStore, list[str]]:
-    store = SqliteStore(path)
+    store = SqliteStore.open(path)
     if not index:
-        with store._write() as db:
+        with store.records._write() as db:
             db.execute("DROP INDEX occurrences_by_time")
     ids = [random_schedule_id() for _ in range(schedules)]
     for sid in ids:
-        store.create(build_schedule(START, schedule_id=sid))
+        store.schedules.create(build_schedule(START, schedule_id=sid))
     return store, ids
 
 

@@ -153,7 +153,7 @@ def analyse(db: Path, ids: list[str], arrivals: list[dict[str, Any]]) -> dict[st
     from domain.run import Run, new_occurrence
     from domain.spec import slots_after
 
-    store = SqliteStore(db)
+    store = SqliteStore.open(db)
     now = datetime.now(UTC)
     by_key: dict[str, list[float]] = defaultdict(list)
     keys_by_slot: dict[tuple[str, str], set[str]] = defaultdict(set)
@@ -164,12 +164,12 @@ def analyse(db: Path, ids: list[str], arrivals: list[dict[str, Any]]) -> dict[st
     statuses: dict[str, int] = defaultdict(int)
     lateness: list[float] = []
     for sid in ids:
-        schedule = store.get(sid)
+        schedule = store.schedules.get(sid)
         assert schedule is not None
         runs: list[Run] = []
         token = None
         while True:
-            page = store.runs(sid, 100, token)
+            page = store.records.runs(sid, 100, token)
             runs += page.items
             token = page.next_token
             if token is None:
@@ -185,7 +185,7 @@ def analyse(db: Path, ids: list[str], arrivals: list[dict[str, Any]]) -> dict[st
         ):
             slots += 1
             key = new_occurrence(sid, 1, slot, bucket=0, shard=0, materialized_at=now).business_key
-            record = store.get_by_business_key(key)
+            record = store.records.get_by_business_key(key)
             if record is None:
                 unrecorded += 1
             elif record.occurrence_id not in by_key:

@@ -14,7 +14,7 @@ from typing import Any
 
 from moto import mock_aws
 
-from adapters.dynamodb.store import DynamoStore
+from adapters.dynamodb.store import dynamo_store
 from adapters.sqs_worker import SqsWorkQueue
 from bench.cost_runs import (
     T0,
@@ -88,7 +88,7 @@ def steady_state(
         settings = stack_settings(tables, urls, plan_early=True)  # as the stack deploys it
         config = tick_config(settings)
         clock = BenchClock(T0)
-        store = DynamoStore(dynamodb, tables, lease_shards=settings.shards)
+        store = dynamo_store(dynamodb, tables, lease_shards=settings.shards)
         service = ScheduleService(store, clock, config.partitioning)
         held = Held(sqs, settings.delivery_queue_url)
         ticker = Ticker(store, held, clock, config, owner="steady")

@@ -1,6 +1,6 @@
 """Watchdog throughput on moto in-process: schedules judged per second by one
 pass (list a page, read each schedule's newest runs, record its verdict),
-over ``DynamoStore``. It says what a test or the emulator stack can expect and
+over ``dynamo_store``. It says what a test or the emulator stack can expect and
 how the paging behaves, not what DynamoDB does: on AWS each verdict is a
 query and a put of a few milliseconds each, so budget from those.
 
@@ -56,9 +56,9 @@ def one_round(schedules: int, round_no: int) -> tuple[float, int]:
         store = watchdog.store
         for _ in range(schedules):
             schedule = build_schedule(CREATED, spec={"cron": "0 9 * * *"})
-            store.create(schedule)
+            store.schedules.create(schedule)
             run = build_occurrence(schedule, datetime(2026, 12, 1, 9, 0, tzinfo=UTC))
-            store.insert([replace(run, status=RunStatus.SUCCEEDED)])
+            store.records.insert([replace(run, status=RunStatus.SUCCEEDED)])
         started = time.perf_counter()
         report = watchdog.run(lambda: 60.0)
         elapsed = time.perf_counter() - started

@@ -32,7 +32,7 @@ from service.schedules import ScheduleService, TargetSupport
 from service.watchdog import Watchdog
 
 if TYPE_CHECKING:
-    from adapters.dynamodb.store import DynamoStore
+    from adapters.dynamodb.store import DynamoPorts
     from adapters.targets.webhook import Exchange
     from service.alerts import Alerting
 
@@ -57,10 +57,10 @@ def _reported(on_error: OnError | None, default: str) -> OnError:
     return reported
 
 
-def build_aws_store(settings: Settings) -> DynamoStore:
-    from adapters.dynamodb.store import DynamoStore
+def build_aws_store(settings: Settings) -> DynamoPorts:
+    from adapters.dynamodb.store import dynamo_store_from_settings
 
-    return DynamoStore.from_settings(settings)
+    return dynamo_store_from_settings(settings)
 
 
 def build_aws_services(
@@ -80,7 +80,7 @@ def build_aws_services(
     import boto3
 
     from adapters.dynamodb.runs import DynamoRunStore
-    from adapters.dynamodb.store import DynamoStore
+    from adapters.dynamodb.store import dynamo_store_from_settings
     from adapters.sealing import aws_header_seal
     from adapters.secrets import aws_secret_store
 
@@ -95,7 +95,7 @@ def build_aws_services(
         )
     # Webhook header values sealed at rest: opened to keep a value an edit leaves.
     seal = aws_header_seal(settings.secret_store, settings.secrets_prefix, boto3.client)
-    store = DynamoStore.from_settings(settings, seal=seal)
+    store = dynamo_store_from_settings(settings, seal=seal)
     runs = DynamoRunStore(store)
     parts = partitioning(settings)
     planning: PlanNow | None = None
@@ -108,7 +108,7 @@ def build_aws_services(
         if settings.worker_function:  # surges are on: count what the calls queue ahead
             from adapters.dynamodb.load import DynamoLoadLedger
 
-            ledger = DynamoLoadLedger(store.client, settings.occurrences_table)
+            ledger = DynamoLoadLedger(store.records.client, settings.occurrences_table)
             # Every intent an API call queues ahead goes early (its delay rounded
             # down, the worker holds it until its time): a call cannot see whether
             # its second is crowded, and rounded up it would start up to a second late.
@@ -170,7 +170,7 @@ def build_aws_ticker(
     if settings.worker_function:
         if invoker is None:
             raise ValueError("worker_function: the tick needs an invoker to start drains")
-        ledger = DynamoLoadLedger(store.client, settings.occurrences_table)
+        ledger = DynamoLoadLedger(store.records.client, settings.occurrences_table)
         recording = LoadRecordingQueue(
             queue,
             ledger,

@@ -71,14 +71,14 @@ def build_sqlite_services(
 
     path = database(data_dir)
     clock = clock or SystemClock()
-    store = SqliteStore(path)
+    store = SqliteStore.open(path)
     if secrets is None:
         from adapters.sqlite.secrets import SqliteSecretStore
 
         secrets = SqliteSecretStore(path)
     run_store = SqliteRunStore(store)
     parts = partitioning(settings)
-    queue = SqliteQueue(path, clock=clock, connection_of=store)
+    queue = SqliteQueue(path, clock=clock, connection_of=store.retention)
     schedules = ScheduleService(
         store,
         clock,
@@ -92,7 +92,7 @@ def build_sqlite_services(
         clock,
         parts,
         queue=queue,
-        dead_letters=SqliteDeadLetters(path, connection_of=store),
+        dead_letters=SqliteDeadLetters(path, connection_of=store.retention),
     )
     return ApiServices(
         schedules,
@@ -117,9 +117,9 @@ def build_sqlite_ticker(
     on ``queue`` (by default the SQLite queue in the same file)."""
     clock = clock or SystemClock()
     if not isinstance(store, SqliteStore):
-        store = SqliteStore(store)
+        store = SqliteStore.open(store)
     if queue is None:
-        queue = SqliteQueue(store.path, clock=clock, connection_of=store)
+        queue = SqliteQueue(store.path, clock=clock, connection_of=store.retention)
     return Ticker(
         store,
         queue,
@@ -161,7 +161,7 @@ def build_sqlite_worker(
         telemetry = PowertoolsTelemetry()
     clock = clock or SystemClock()
     policy = address_policy or AddressPolicy.local()
-    runs = SqliteRunStore(store or SqliteStore(db_path))
+    runs = SqliteRunStore(store or SqliteStore.open(db_path))
     worker = RunWorker(
         runs,
         targets or Targets.build(webhook=WebhookSender(secrets, policy), command=command),
@@ -174,7 +174,10 @@ def build_sqlite_worker(
     # The queue shares the run store's connection: one page cache, and the
     # pool's receives and deletes never wait on its own run writes.
     queue = SqliteQueue(
-        db_path, clock=clock, visibility_timeout_s=HELD_VISIBILITY_S, connection_of=runs.store
+        db_path,
+        clock=clock,
+        visibility_timeout_s=HELD_VISIBILITY_S,
+        connection_of=runs.store.retention,
     )
     return worker, queue
 
@@ -183,7 +186,7 @@ def build_sqlite_watchdog(
     db_path: str | Path, alerting: Alerting | None = None, *, clock: Clock | None = None
 ) -> Watchdog:
     """The watchdog over the SQLite store; ``alerting`` is its notification channel."""
-    return Watchdog(SqliteStore(db_path), clock or SystemClock(), alerting)
+    return Watchdog(SqliteStore.open(db_path), clock or SystemClock(), alerting)
 
 
 @dataclass(frozen=True)
@@ -206,7 +209,7 @@ def build_housekeeping(
     from service.dead_letter_sweep import sweep_dead_letters
 
     clock = SystemClock()
-    store, queue = SqliteStore(db_path), SqliteQueue(db_path)
+    store, queue = SqliteStore.open(db_path), SqliteQueue(db_path)
     janitor = Janitor(store, queue, clock, retention, logs=logs)
     inbox = SqliteDeadLetterInbox(db_path, connection_of=queue)
     runs = SqliteRunStore(store)

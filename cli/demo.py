@@ -167,16 +167,18 @@ class Demo(DemoView):
         self.clock.set(monday)
         self.start_tick("tick-3")
         self.freeze_mid_tick("tick-3")
-        written = len(tick_1.store.written)
+        written = len(tick_1.schedules.written)
         try:
             self.tick("tick-1")
         except ProcessKilled:
             now = self.clock.now()
-            held = [s for s in self.api_store.leases() if s.owner == "tick-1" and s.live(now)]
+            held = [
+                s for s in self.api_store.leases.leases() if s.owner == "tick-1" and s.live(now)
+            ]
             admitted = sum(1 for r in self.runs() if r.admitted_at == now)
             parts = [f"admitted {admitted}", "killed before sending its intent"]
-            if tick_1.store.written[written:]:
-                parts.insert(0, self.wrote(tick_1.store.written[written:]))
+            if tick_1.schedules.written[written:]:
+                parts.insert(0, self.wrote(tick_1.schedules.written[written:]))
             self.log("tick-1", f"tick ({plural(len(held), 'shard')}): " + "; ".join(parts))
         self.clock.set(monday + self.config.lease_ttl + timedelta(seconds=1))
         self.start_tick("tick-2")

@@ -169,15 +169,17 @@ class DemoView(DemoWorld):
 
     def tick(self, name: str) -> TickReport:
         process = self.ticks[name]
-        written = len(process.store.written)
+        written = len(process.schedules.written)
         report = process.ticker.tick_once()
         self.intents_sent += report.dispatch.sent
-        self.log(name, self._describe(report, process.store.written[written:]))
+        self.log(name, self._describe(report, process.schedules.written[written:]))
         return report
 
     def wrote(self, occurrence_ids: Sequence[str]) -> str:
         """``wrote 1 occurrence: Tue 09:00 EST (v4)``."""
-        runs = [run for i in occurrence_ids if (run := self.api_store.get_run(i)) is not None]
+        runs = [
+            run for i in occurrence_ids if (run := self.api_store.records.get_run(i)) is not None
+        ]
         slots = ", ".join(
             f"{as_local(r.scheduled_at, self.zone_of(r), date=False)} (v{r.version})" for r in runs
         )
@@ -210,7 +212,7 @@ class DemoView(DemoWorld):
             except BaseException as error:
                 errors.append(error)
 
-        process.store.before_write = hold
+        process.schedules.before_write = hold
         thread = threading.Thread(target=run, name=name, daemon=True)
         self.frozen = Frozen(thread, thawed, errors)
         thread.start()

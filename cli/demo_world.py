@@ -11,13 +11,15 @@ import random
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Final, TextIO
 
 from adapters.secrets import InMemorySecretStore
+from adapters.sqlite.database import Database
 from adapters.sqlite.queue import SqliteQueue
+from adapters.sqlite.schedules import SqliteSchedules
 from adapters.sqlite.store import SqliteStore
 from bootstrap.local import build_sqlite_ticker, build_sqlite_worker
 from domain.delivery import Delivery, Outcome
@@ -108,8 +110,8 @@ class KilledBeforeSend(DeliveryQueue):
         raise ProcessKilled("killed before sending")
 
 
-class TickStore(SqliteStore):
-    """The SQLite store as one tick process opens it.
+class TickSchedules(SqliteSchedules):
+    """The SQLite schedules port as one tick process opens it.
 
     It keeps the ids of the occurrences its materializations wrote, and can
     hold a tick between its read and its write (``before_write``, called once
@@ -117,8 +119,8 @@ class TickStore(SqliteStore):
     in that moment. The write itself is the store's own.
     """
 
-    def __init__(self, path: str | Path) -> None:
-        super().__init__(path)
+    def __init__(self, path: str | Path, *, connection_of: Database) -> None:
+        super().__init__(path, connection_of=connection_of)
         self.written: list[str] = []
         self.before_write: Callable[[Sequence[Materialization]], None] | None = None
 
@@ -142,7 +144,8 @@ class TickStore(SqliteStore):
 @dataclass
 class TickProcess:
     name: str
-    store: TickStore
+    store: SqliteStore
+    schedules: TickSchedules
     ticker: Ticker
 
 
@@ -214,7 +217,7 @@ class DemoWorld:
     # --- processes --------------------------------------------------------------------
 
     def _open_store(self) -> SqliteStore:
-        store = SqliteStore(self.db_path)
+        store = SqliteStore.open(self.db_path)
         self._closers.append(store.close)
         return store
 
@@ -224,12 +227,13 @@ class DemoWorld:
         return queue
 
     def start_tick(self, name: str, queue: DeliveryQueue | None = None) -> TickProcess:
-        store = TickStore(self.db_path)
-        self._closers.append(store.close)
+        opened = self._open_store()
+        schedules = TickSchedules(self.db_path, connection_of=opened.retention)
+        store = replace(opened, schedules=schedules)
         ticker = build_sqlite_ticker(
             store, queue or self._open_queue(), clock=self.clock, owner=name, config=self.config
         )
-        process = TickProcess(name, store, ticker)
+        process = TickProcess(name, store, schedules, ticker)
         self.ticks[name] = process
         return process
 
@@ -265,7 +269,7 @@ class DemoWorld:
 
     def runs(self) -> list[Run]:
         """The schedule's occurrences, oldest first."""
-        return list(reversed(self.api_store.runs(self.schedule_id, 100).items))
+        return list(reversed(self.api_store.records.runs(self.schedule_id, 100).items))
 
     def zone_of(self, run: Run) -> str:
         return spec_zone_name(self.schedules.version(run.schedule_id, run.version).spec)

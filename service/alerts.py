@@ -89,7 +89,7 @@ class Alerts:
         if not verdicts:
             return
         try:
-            records = self.store.heartbeats_of(
+            records = self.store.leases.heartbeats_of(
                 [alert_component(s.schedule_id) for s, _ in verdicts]
             )
         except Exception:
@@ -118,7 +118,9 @@ class Alerts:
             return
         if decided is Change.NONE:
             if record is not None and now - record.at > REFRESH:
-                self.store.beat_if(Heartbeat(record.component, now, dict(record.detail)), record.at)
+                self.store.leases.beat_if(
+                    Heartbeat(record.component, now, dict(record.detail)), record.at
+                )
             return
         component = alert_component(schedule.schedule_id)
         claim = Heartbeat(
@@ -126,7 +128,7 @@ class Alerts:
             now,
             {"status": verdict.status.value, "sent_at": format_instant(now)},
         )
-        if not self.store.beat_if(claim, None if record is None else record.at):
+        if not self.store.leases.beat_if(claim, None if record is None else record.at):
             return  # another pass claimed this change: it sends
         alert = Alert(
             schedule_id=schedule.schedule_id,
@@ -177,7 +179,7 @@ class Alerts:
             before = Heartbeat(claim.component, claim.at, dict(record.detail))
         # Conditioned on the claim: a pass that claimed after it keeps its claim.
         # ``at`` stays the claim's, so the condition of the next claim reads it.
-        self.store.beat_if(before, claim.at)
+        self.store.leases.beat_if(before, claim.at)
 
 
 _LONG_AGO: Final = datetime.fromisoformat("2000-01-01T00:00:00+00:00")

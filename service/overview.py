@@ -96,7 +96,7 @@ def shown(schedules: ScheduleService, schedule: Schedule, count: int) -> Schedul
 def described(schedules: ScheduleService, schedule: Schedule, count: int) -> DescribedView:
     """``shown``, with the watch verdict and the schedule's runs (``overview``)."""
     view = shown(schedules, schedule, count)
-    verdict = schedules.store.heartbeat(watch_component(schedule.schedule_id))
+    verdict = schedules.store.leases.heartbeat(watch_component(schedule.schedule_id))
     seen = overview(schedules.store, schedule, schedules.clock.now())
     return DescribedView(
         view,
@@ -155,7 +155,7 @@ def planned_runs(store: Store, schedule: Schedule, now: datetime, limit: int) ->
         since=now + timedelta(microseconds=1),
         newest_first=False,
     )
-    return [run for run in store.find_runs(query, limit).items if is_planned(run, now)]
+    return [run for run in store.records.find_runs(query, limit).items if is_planned(run, now)]
 
 
 def _newest_runs(store: Store, schedule_id: str, now: datetime) -> list[Run]:
@@ -166,7 +166,7 @@ def _newest_runs(store: Store, schedule_id: str, now: datetime) -> list[Run]:
     runs: list[Run] = []
     token: str | None = None
     for _ in range(RUNS_PAGES):
-        page = store.runs(schedule_id, RUNS_PAGE, token)
+        page = store.records.runs(schedule_id, RUNS_PAGE, token)
         runs.extend(page.items)
         token = page.next_token
         if token is None:
@@ -204,7 +204,7 @@ def overview(store: Store, schedule: Schedule, now: datetime) -> ScheduleOvervie
 
 
 def _schedule(store: Store, schedule_id: str) -> Schedule:
-    schedule = store.get(schedule_id)
+    schedule = store.schedules.get(schedule_id)
     if schedule is None or schedule.deleted:  # gone, its runs aside
         raise schedule_gone(schedule_id, schedule)
     return schedule
@@ -218,12 +218,12 @@ def versions(
     if not 1 <= limit <= MAX_VERSIONS_PAGE:
         raise InvalidSchedule("limit", f"must be 1-{MAX_VERSIONS_PAGE}")
     try:
-        page = store.versions(schedule_id, limit, token)
+        page = store.schedules.versions(schedule_id, limit, token)
     except ValueError:
         raise UnknownPageToken() from None
     previous: ScheduleVersion | None = None
     if page.items and page.items[0].version > 1:
-        previous = store.get_version(schedule_id, page.items[0].version - 1)
+        previous = store.schedules.get_version(schedule_id, page.items[0].version - 1)
     views: list[VersionView] = []
     for item in page.items:
         views.append(VersionView(item, tuple(changed_fields(previous, item))))
@@ -236,8 +236,8 @@ def version(store: Store, schedule_id: str, number: int) -> VersionView:
     _schedule(store, schedule_id)
     found = None
     if 1 <= number <= MAX_VERSION_NUMBER:
-        found = store.get_version(schedule_id, number)
+        found = store.schedules.get_version(schedule_id, number)
     if found is None:
         raise VersionNotFound(schedule_id, number)
-    previous = store.get_version(schedule_id, number - 1) if number > 1 else None
+    previous = store.schedules.get_version(schedule_id, number - 1) if number > 1 else None
     return VersionView(found, tuple(changed_fields(previous, found)))

@@ -544,8 +544,20 @@ class LeaseStore(ABC):
         another writer changed it first; nothing is written then."""
 
 
-class Store(ScheduleStore, OccurrenceStore, LeaseStore, ABC):
-    """All three stores over one backend, as both adapters provide them."""
+class Store(Protocol):
+    """The three store ports of one backend, each its own object: what a
+    service is given. ``schedules`` also plans (it materializes slots as run
+    records, through the same backend's ``records``). Each adapter's store
+    (``SqliteStore``, ``DynamoPorts``) is a frozen dataclass of its ports."""
+
+    @property
+    def schedules(self) -> ScheduleStore: ...
+
+    @property
+    def records(self) -> OccurrenceStore: ...
+
+    @property
+    def leases(self) -> LeaseStore: ...
 
 
 # --- the delivery queue ------------------------------------------------------------------------

@@ -42,9 +42,9 @@ def quarantine_schedule(
     or deleted meanwhile: the error belonged to a version that is gone).
     """
     found = Quarantine.of(error, component, now)
-    if not store.quarantine(schedule_id, version, found):
+    if not store.schedules.quarantine(schedule_id, version, found):
         return None
-    closed = store.close_scheduled(schedule_id, RunStatus.SKIPPED, QUARANTINED, now)
+    closed = store.records.close_scheduled(schedule_id, RunStatus.SKIPPED, QUARANTINED, now)
     _log.error(
         "schedule quarantined",
         extra={

@@ -190,7 +190,7 @@ class RunViews:
         """Runs of one schedule (which must exist, deleted or not) or of all."""
         since, until = filters.since, filters.until
         if schedule_id is not None:
-            schedule = self.store.get(schedule_id)
+            schedule = self.store.schedules.get(schedule_id)
             if schedule is None:
                 raise ScheduleNotFound(schedule_id)
         if not 1 <= limit <= MAX_PAGE:
@@ -210,7 +210,7 @@ class RunViews:
             newest_first=filters.newest_first,
         )
         try:
-            return self.store.find_runs(query, limit, token)
+            return self.store.records.find_runs(query, limit, token)
         except ValueError:
             raise UnknownPageToken() from None
 
@@ -223,7 +223,7 @@ class RunViews:
             raise RunNotFound(occurrence_id)
         if run.status not in RETRYABLE:
             raise NotRetryable(occurrence_id, run.status)
-        schedule = self.store.get(run.schedule_id)
+        schedule = self.store.schedules.get(run.schedule_id)
         if schedule is None or schedule.deleted:
             raise NotRetryable(occurrence_id, run.status, "belongs to a deleted schedule")
         now = self.clock.now()
@@ -254,7 +254,7 @@ class RunViews:
                 _log.warning("retry: intent not sent, left to dispatch", exc_info=True)
                 unsent = [occurrence_id]
             if not unsent:
-                self.store.mark_sent([occurrence_id], self.clock.now())
+                self.store.records.mark_sent([occurrence_id], self.clock.now())
                 stored = self.runs.get_run(occurrence_id) or stored
         if self.dead_letters is not None:
             try:

@@ -202,7 +202,7 @@ class ScheduleService:
     # --- reading ----------------------------------------------------------------------
 
     def get(self, schedule_id: str, *, include_deleted: bool = False) -> Schedule:
-        schedule = self.store.get(schedule_id)
+        schedule = self.store.schedules.get(schedule_id)
         if schedule is None or (schedule.deleted and not include_deleted):
             raise schedule_gone(schedule_id, schedule)
         return schedule
@@ -211,12 +211,12 @@ class ScheduleService:
         if not 1 <= limit <= MAX_PAGE:
             raise InvalidSchedule("limit", f"must be 1-{MAX_PAGE}")
         try:
-            return self.store.list_schedules(limit, token)
+            return self.store.schedules.list_schedules(limit, token)
         except ValueError:
             raise UnknownPageToken() from None
 
     def version(self, schedule_id: str, version: int) -> ScheduleVersion:
-        found = self.store.get_version(schedule_id, version)
+        found = self.store.schedules.get_version(schedule_id, version)
         if found is None:
             raise ScheduleNotFound(schedule_id)
         return found
@@ -226,12 +226,12 @@ class ScheduleService:
         if not 1 <= limit <= MAX_PAGE:
             raise InvalidSchedule("limit", f"must be 1-{MAX_PAGE}")
         try:
-            return self.store.runs(schedule_id, limit, token)
+            return self.store.records.runs(schedule_id, limit, token)
         except ValueError:
             raise UnknownPageToken() from None
 
     def run(self, occurrence_id: str) -> Run:
-        found = self.store.get_run(occurrence_id)
+        found = self.store.records.get_run(occurrence_id)
         if found is None:
             raise RunNotFound(occurrence_id)
         return found
@@ -273,7 +273,7 @@ class ScheduleService:
             updated_at=now,
         )
         _check_shown(schedule, now)
-        stored, created = self.store.create(schedule, idempotency_key)
+        stored, created = self.store.schedules.create(schedule, idempotency_key)
         if created:
             stored = self._plan_now(stored)
         return stored, created
@@ -309,8 +309,8 @@ class ScheduleService:
             _check_shown(
                 replace(schedule, version=new.version, current=new, next_due=next_due), now
             )
-            self.store.insert(missed)
-            if self.store.save_version(
+            self.store.records.insert(missed)
+            if self.store.schedules.save_version(
                 new, expected_next_due=schedule.next_due, next_due=next_due, now=now
             ):
                 return self._plan_now(self.get(schedule_id))
@@ -320,13 +320,13 @@ class ScheduleService:
 
     def pause(self, schedule_id: str, note: str | None = None) -> Schedule:
         now = self.clock.now()
-        if not self.store.pause(schedule_id, note, now):
-            raise schedule_gone(schedule_id, self.store.get(schedule_id))
+        if not self.store.schedules.pause(schedule_id, note, now):
+            raise schedule_gone(schedule_id, self.store.schedules.get(schedule_id))
         # After the flag: nothing is planned or admitted for it any more. The
         # slots planned after now are withdrawn; what came due and waits is
         # closed as skipped.
-        self.store.withdraw_planned(schedule_id, now)
-        self.store.close_scheduled(schedule_id, RunStatus.SKIPPED, Reason.PAUSED, now)
+        self.store.records.withdraw_planned(schedule_id, now)
+        self.store.records.close_scheduled(schedule_id, RunStatus.SKIPPED, Reason.PAUSED, now)
         return self.get(schedule_id)
 
     def resume(self, schedule_id: str) -> Schedule:
@@ -340,8 +340,8 @@ class ScheduleService:
             # business key is its first slot's: a repeated resume records it once).
             missed = _computed(lambda: self._paused(schedule, now))  # noqa: B023
             next_due = _computed(lambda: _first_slot(version, now, check=False))  # noqa: B023
-            self.store.insert(missed)
-            if self.store.resume(
+            self.store.records.insert(missed)
+            if self.store.schedules.resume(
                 schedule_id, expected_next_due=schedule.next_due, next_due=next_due, now=now
             ):
                 return self._plan_now(self.get(schedule_id))
@@ -349,10 +349,10 @@ class ScheduleService:
 
     def delete(self, schedule_id: str) -> Schedule:
         now = self.clock.now()
-        if not self.store.delete(schedule_id, now):
-            raise schedule_gone(schedule_id, self.store.get(schedule_id))
-        self.store.withdraw_planned(schedule_id, now)
-        self.store.close_scheduled(schedule_id, RunStatus.CANCELLED, Reason.DELETED, now)
+        if not self.store.schedules.delete(schedule_id, now):
+            raise schedule_gone(schedule_id, self.store.schedules.get(schedule_id))
+        self.store.records.withdraw_planned(schedule_id, now)
+        self.store.records.close_scheduled(schedule_id, RunStatus.CANCELLED, Reason.DELETED, now)
         return self.get(schedule_id, include_deleted=True)
 
     def trigger(self, schedule_id: str) -> Run:
@@ -379,7 +379,7 @@ class ScheduleService:
             )
             if self.planning is not None:
                 run = run.admitted(now)
-            if self.store.insert([run]):
+            if self.store.records.insert([run]):
                 if self.planning is not None:
                     self._send_now(run)
                 return run
@@ -428,7 +428,7 @@ class ScheduleService:
         if dry_run:
             taken = self._business_keys(schedule_id, start_at, end_at)
             return [run for run in runs if run.business_key not in taken]
-        written = set(self.store.insert(runs))
+        written = set(self.store.records.insert(runs))
         return [run for run in runs if run.occurrence_id in written]
 
     def _business_keys(self, schedule_id: str, start_at: datetime, end_at: datetime) -> set[str]:
@@ -437,7 +437,7 @@ class ScheduleService:
         keys: set[str] = set()
         token: str | None = None
         while True:
-            page = self.store.find_runs(query, MAX_PAGE, token)
+            page = self.store.records.find_runs(query, MAX_PAGE, token)
             keys.update(run.business_key for run in page.items)
             token = page.next_token
             if token is None:

@@ -112,7 +112,7 @@ class Watchdog:
         last_success: datetime | None = None
         accounted: datetime | None = None
         failed_since_success = False
-        page = self.store.runs(schedule.schedule_id, RUNS_SEARCHED)
+        page = self.store.records.runs(schedule.schedule_id, RUNS_SEARCHED)
         for run in page.items:  # newest scheduled_at first
             if run.status is RunStatus.SUCCEEDED:
                 last_success = run.scheduled_at
@@ -136,7 +136,7 @@ class Watchdog:
         week after its last beat on DynamoDB, and an acknowledgement must
         last as long as the failure it covers is among the newest runs.
         """
-        beat = self.store.heartbeat(ack_component(schedule_id))
+        beat = self.store.leases.heartbeat(ack_component(schedule_id))
         if beat is None:
             return None
         until = beat.detail.get("until")
@@ -144,7 +144,7 @@ class Watchdog:
             return None
         now = self.clock.now()
         if now - beat.at > ACK_REFRESH:
-            self.store.beat(Heartbeat(beat.component, now, dict(beat.detail)))
+            self.store.leases.beat(Heartbeat(beat.component, now, dict(beat.detail)))
         return parse_instant(until, "until")
 
     def acknowledge(self, schedule: Schedule, note: str | None = None) -> Acknowledged:
@@ -158,7 +158,7 @@ class Watchdog:
         """
         now = self.clock.now()
         failure: Run | None = None
-        for run in self.store.runs(schedule.schedule_id, RUNS_SEARCHED).items:
+        for run in self.store.records.runs(schedule.schedule_id, RUNS_SEARCHED).items:
             if run.status is RunStatus.SUCCEEDED:
                 break
             if run.status in ACKNOWLEDGEABLE and run.scheduled_at <= now:
@@ -180,11 +180,13 @@ class Watchdog:
             "occurrence_id": failure.occurrence_id,
             "note": note,
         }
-        self.store.beat(Heartbeat(ack_component(schedule.schedule_id), now, detail))
+        self.store.leases.beat(Heartbeat(ack_component(schedule.schedule_id), now, detail))
         verdict: Watch | None = None
         if schedule.quarantine is None:  # a quarantined schedule is not judged
             verdict = self.check(schedule, now)
-            self.store.beat(Heartbeat(watch_component(schedule.schedule_id), now, _detail(verdict)))
+            self.store.leases.beat(
+                Heartbeat(watch_component(schedule.schedule_id), now, _detail(verdict))
+            )
         return Acknowledged(failure, now, note, verdict)
 
     def run(self, time_left: Callable[[], float] | None = None) -> WatchReport:
@@ -197,7 +199,7 @@ class Watchdog:
         from_start = token is None
         while True:
             # The verdict reads the runs, not next_due: no lookup of it.
-            page = self.store.list_schedules(PAGE, token, next_due=False)
+            page = self.store.schedules.list_schedules(PAGE, token, next_due=False)
             judged: list[tuple[Schedule, Watch]] = []
             for schedule in page.items:
                 if schedule.quarantine is not None:
@@ -210,11 +212,11 @@ class Watchdog:
                 self.alerts.after_page(judged, now, report.alerts)
             token = page.next_token
             if time_left is not None:  # where the next page starts (None: the beginning)
-                self.store.beat(Heartbeat(CURSOR_COMPONENT, now, {"token": token}))
+                self.store.leases.beat(Heartbeat(CURSOR_COMPONENT, now, {"token": token}))
             if token is None or (time_left is not None and time_left() <= 0):
                 break
         report.complete = from_start and token is None
-        tick = self.store.heartbeat(TICK_COMPONENT)
+        tick = self.store.leases.heartbeat(TICK_COMPONENT)
         if tick is not None:
             report.tick_heartbeat_age_s = max(0.0, (now - tick.at).total_seconds())
         return report
@@ -248,17 +250,17 @@ class Watchdog:
         report.counts[verdict.status] = report.counts.get(verdict.status, 0) + 1
         if verdict.status is WatchStatus.OVERDUE:
             report.overdue.append(schedule_id)
-        self.store.beat(Heartbeat(watch_component(schedule_id), now, detail))
+        self.store.leases.beat(Heartbeat(watch_component(schedule_id), now, detail))
         return verdict
 
     def _cursor(self) -> str | None:
-        beat = self.store.heartbeat(CURSOR_COMPONENT)
+        beat = self.store.leases.heartbeat(CURSOR_COMPONENT)
         token = None if beat is None else beat.detail.get("token")
         return token if isinstance(token, str) else None
 
     def verdict(self, schedule_id: str) -> dict[str, object] | None:
         """The last recorded verdict of a schedule (for the API), or None."""
-        beat = self.store.heartbeat(watch_component(schedule_id))
+        beat = self.store.leases.heartbeat(watch_component(schedule_id))
         return dict(beat.detail) if beat is not None else None
 
 

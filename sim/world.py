@@ -277,10 +277,10 @@ class Simulation:
                 # The store overlaps a page's requests on its pool, as on Lambda: here the
                 # pool's threads are strands (they take turns, so moto sees one request
                 # at a time), as many at once as it has threads.
-                dynamo = ticker.store
-                if hasattr(dynamo, "_executor"):
-                    dynamo.concurrency = store_concurrency
-                    dynamo._executor = SimExecutor(engine, store_concurrency)
+                for port in (ticker.store.schedules, ticker.store.records):
+                    if hasattr(port, "_executor"):
+                        port.concurrency = store_concurrency
+                        port._executor = SimExecutor(engine, store_concurrency)
                 for part, name in ((ticker.planner, "_plan_page"), (ticker.dispatcher, "_walk")):
                     method = getattr(part, name, None)
                     if method is None:

@@ -4,7 +4,7 @@ and builders for schedules and occurrences."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -190,6 +190,13 @@ class FakeQueue(DeliveryQueue):
         return [i.occurrence_id for i in self.sent]
 
 
+def with_ports(store: SqliteStore, **ports: Any) -> SqliteStore:
+    """``store`` with some of its ports (by name) made of other classes (a
+    test's subclasses of the port's), on the same connection."""
+    made = {name: kind(store.path, connection_of=store.retention) for name, kind in ports.items()}
+    return replace(store, **made)
+
+
 @dataclass
 class World:
     """A store, a clock, the schedule use cases and a tick, on one SQLite file."""
@@ -207,7 +214,7 @@ class World:
 def make_world(
     path: Path, clock: FakeClock, *, lookahead: timedelta = timedelta(seconds=90), shards: int = 4
 ) -> World:
-    store = SqliteStore(path)
+    store = SqliteStore.open(path)
     config = TickConfig(
         partitioning=Partitioning(shards=shards, bucket_s=60),
         lookahead=lookahead,

@@ -33,7 +33,7 @@ write of the same occurrence and another version's occurrence at the same
 instant (a slot planned under the old version keeps it). The one duplicate a
 key by instant cannot refuse is a slot's wall time at two instants, which
 only an edit that changes the zone can make; the store checks those slots by
-their business key before it writes them (``DynamoStore._slot_taken``). A
+their business key before it writes them (``DynamoRunRecords._slot_taken``). A
 schedule's records are listed by time from the table itself.
 
 While a record is pending it has ``pending_shard`` and ``outbox_key``

@@ -7,7 +7,7 @@
   ``beat_if`` is conditioned on the beat it replaces.
 
 ``DynamoLeases`` holds a client, the table names and its settings, no
-state: it can serve on its own, and ``DynamoStore`` inherits it.
+state: it is one of the three port objects ``dynamo_store`` builds.
 """
 
 from __future__ import annotations

@@ -25,13 +25,17 @@ from typing import Any, Final
 from adapters.dynamodb import items as it
 from adapters.dynamodb.plan_log import DynamoPlanLog
 from adapters.dynamodb.plan_session import DynamoPlanSession
-from adapters.dynamodb.run_records import DynamoRunRecords
+from adapters.dynamodb.run_records import HISTORY_RETENTION, DynamoRunRecords
+from adapters.dynamodb.schedules import DUE_SHARDS
+from adapters.dynamodb.tables import TableNames
+from adapters.sealing import HeaderSeal
 from domain.run import Run, RunStatus
 from service.ports import (
     Materialization,
     Materialized,
     MaterializeOutcome,
     PlanSession,
+    ScheduleStore,
 )
 
 # A long materialization (a backlog) advances the HEAD after every this many
@@ -77,8 +81,33 @@ class _Held:
     session: DynamoPlanSession
 
 
-class DynamoMaterializer(DynamoPlanLog, DynamoRunRecords):
-    """``materialize`` and ``advance``: store, (the caller sends,) advance."""
+class DynamoMaterializer(DynamoPlanLog, ScheduleStore):
+    """The schedules port of the AWS store: the schedules (schedules.py),
+    the planning reads (plan_log.py), and ``materialize`` and ``advance``:
+    store, (the caller sends,) advance. The slots are stored through
+    ``records``, the run records port it was built with."""
+
+    def __init__(
+        self,
+        client: Any,
+        tables: TableNames,
+        *,
+        due_shards: int = DUE_SHARDS,
+        history_retention: timedelta = HISTORY_RETENTION,
+        concurrency: int = 1,
+        seal: HeaderSeal | None = None,
+    ) -> None:
+        """See ``DynamoSchedules`` and ``DynamoRunRecords``; the run records
+        read the versions through this port's cache."""
+        super().__init__(client, tables, due_shards=due_shards, concurrency=concurrency, seal=seal)
+        self.history_retention = history_retention
+        self.records = DynamoRunRecords(
+            client,
+            tables,
+            history_retention=history_retention,
+            concurrency=concurrency,
+            versions=self.get_versions,
+        )
 
     def materialize(
         self,
@@ -231,7 +260,7 @@ class DynamoMaterializer(DynamoPlanLog, DynamoRunRecords):
         last = len(runs) - 1
         for index, run in enumerate(runs):
             extra = chain if index == last else None
-            written, to_send = self._write_occurrence(run, sending=sending, extra=extra)
+            written, to_send = self.records._write_occurrence(run, sending=sending, extra=extra)
             if written:
                 stored.written.append(run)
             if to_send is not None:
@@ -246,7 +275,7 @@ class DynamoMaterializer(DynamoPlanLog, DynamoRunRecords):
         covered (closing those whose intent was ``sent``). Kept: those
         another planner covered."""
         uncovered = self._uncovered(item.schedule_id, chunk.written)
-        self._withdraw(uncovered, sent=sent)
+        self.records._withdraw(uncovered, sent=sent)
         kept = [*inserted, *(r.occurrence_id for r in chunk.written if r not in uncovered)]
         return MaterializeOutcome(item.schedule_id, False, tuple(kept))
 

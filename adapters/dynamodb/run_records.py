@@ -22,7 +22,8 @@ eventually consistent; the records they lead to are read consistently, and
 every decision taken on them is re-checked by a conditional write.
 
 ``DynamoRunRecords`` holds a client, the table names and its settings, no
-state: it can serve on its own, and ``DynamoStore`` inherits it.
+state: the schedules port (materialize.py) holds one and stores slots
+through it; ``dynamo_store`` hands the same one to the service.
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ from domain.run import PendingOccurrence, Run, RunKind, RunStatus
 from domain.schedule import ScheduleVersion, add_clamped
 from domain.spec import spec_zone_name
 from service.ports import Closure, OccurrenceStore, Page, RunQuery
+
+VersionReader = Callable[[Iterable[tuple[str, int]]], dict[tuple[str, int], ScheduleVersion]]
 
 # How many of a schedule's newest records a pause or delete reads consistently
 # besides the outbox (whose index may lag a record written just before).
@@ -69,11 +72,15 @@ class DynamoRunRecords(DynamoTables, OccurrenceStore):
         *,
         history_retention: timedelta = HISTORY_RETENTION,
         concurrency: int = 1,
+        versions: VersionReader | None = None,
     ) -> None:
         """``history_retention``: a record expires (TTL) this long after its
-        slot. ``concurrency``: see ``DynamoTables``."""
+        slot. ``concurrency``: see ``DynamoTables``. ``versions``: where the
+        schedule versions are read (the schedules port's cache); without it
+        they are read from the table on each call."""
         super().__init__(client, tables, concurrency=concurrency)
         self.history_retention = history_retention
+        self._versions_of = versions
 
     def _write_occurrence(
         self, run: Run, *, sending: bool, extra: Mapping[str, Any] | None = None
@@ -191,9 +198,11 @@ class DynamoRunRecords(DynamoTables, OccurrenceStore):
     def get_versions(
         self, keys: Iterable[tuple[str, int]]
     ) -> dict[tuple[str, int], ScheduleVersion]:
-        """Version items, read on each call (a zone is all the run records ask
-        of them); one a rule tightened since it was saved is left out.
-        ``DynamoStore`` reads them through the schedules' version cache."""
+        """Version items, through ``versions`` when given, else read on each
+        call (a zone is all the run records ask of them); one a rule tightened
+        since it was saved is left out."""
+        if self._versions_of is not None:
+            return self._versions_of(keys)
         found: dict[tuple[str, int], ScheduleVersion] = {}
         wanted = [it.version_key(schedule_id, v) for schedule_id, v in keys]
         for item in self._batch_get(self.tables.schedules, wanted):

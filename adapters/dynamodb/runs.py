@@ -25,7 +25,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from adapters.dynamodb import items as it
-from adapters.dynamodb.store import DynamoStore
+from adapters.dynamodb.store import DynamoPorts, dynamo_store_from_settings
 from adapters.dynamodb.tables import TableSettings
 from adapters.sealing import HeaderSeal
 from domain.run import Run, RunStatus
@@ -60,10 +60,10 @@ class _UncheckedSession:
 class DynamoRunStore(RunStore):
     """The worker's and the completion API's writes to a run, on DynamoDB."""
 
-    def __init__(self, store: DynamoStore) -> None:
+    def __init__(self, store: DynamoPorts) -> None:
         self.store = store
-        self.client = store.client
-        self.table = store.tables.occurrences
+        self.client = store.records.client
+        self.table = store.records.tables.occurrences
 
     @classmethod
     def from_settings(
@@ -75,16 +75,16 @@ class DynamoRunStore(RunStore):
             import boto3
 
             session = boto3.session.Session()
-        return cls(DynamoStore.from_settings(settings, _UncheckedSession(session), seal=seal))
+        return cls(dynamo_store_from_settings(settings, _UncheckedSession(session), seal=seal))
 
     def get_run(self, occurrence_id: str) -> Run | None:
-        return self.store.get_run(occurrence_id)
+        return self.store.records.get_run(occurrence_id)
 
     def get_version(self, schedule_id: str, version: int) -> ScheduleVersion | None:
-        return self.store.get_version(schedule_id, version)
+        return self.store.schedules.get_version(schedule_id, version)
 
     def schedule_now(self, schedule_id: str) -> ScheduleNow | None:
-        schedule = self.store.head(schedule_id)
+        schedule = self.store.schedules.head(schedule_id)
         if schedule is None:
             return None
         return ScheduleNow.of(schedule)
@@ -101,9 +101,9 @@ class DynamoRunStore(RunStore):
             return None, self.schedule_now(schedule_id)
         head_key = it.head_key(schedule_id)
         request: dict[str, Any] = {
-            self.store.tables.schedules: {"Keys": [head_key], "ConsistentRead": True}
+            self.store.records.tables.schedules: {"Keys": [head_key], "ConsistentRead": True}
         }
-        if self.table == self.store.tables.schedules:  # one table: the stronger read
+        if self.table == self.store.records.tables.schedules:  # one table: the stronger read
             request[self.table]["Keys"].append(key)
         else:
             request[self.table] = {"Keys": [key], "ConsistentRead": fresh_run}
@@ -124,7 +124,7 @@ class DynamoRunStore(RunStore):
         run = None if record is None else it.run_from_item(record)
         if head is None:
             return run, None
-        current = self.store.get_version(schedule_id, int(it.value(head["version"])))
+        current = self.store.schedules.get_version(schedule_id, int(it.value(head["version"])))
         if current is None:  # its version cannot be read: as the store's own read
             return run, self.schedule_now(schedule_id)
         schedule = it.schedule_from_head(head, current)
@@ -179,7 +179,7 @@ class DynamoRunStore(RunStore):
         own = it.record_key_of_run(run)["sk"]["S"]
         request: dict[str, Any] = {
             **it.newest_first_request(
-                self.store.tables.occurrences,
+                self.store.records.tables.occurrences,
                 run.schedule_id,
                 before=own,
                 consistent=True,

@@ -83,6 +83,8 @@ class Database:
             self._busy_timeout_s = connection_of._busy_timeout_s
             self._busy_pragma = connection_of._busy_pragma
             self._writer_lock = connection_of._writer_lock
+            if not schema.strip():
+                return
             with self._write() as db:
                 for statement in schema.split(";"):
                     if statement.strip():

@@ -6,7 +6,7 @@ janitor pass removes what no promise needs any more:
 
 - finished runs scheduled more than the retention ago (the AWS tables expire
   theirs by TTL after the same 90 days by default), batched, never anything
-  waiting, admitted, running or retrying (``SqliteStore.purge_history``);
+  waiting, admitted, running or retrying (``SqliteRetention.purge_history``);
 - dead letters that died more than the retention ago (``SqliteQueue.purge_dead``);
 - the watchdog verdicts of deleted schedules;
 - command targets' output logs last written more than the retention ago
@@ -114,11 +114,11 @@ class Janitor:
             self.between_batches.reset()
         now = self.clock.now()
         before = now - self.retention
-        runs = self.store.purge_history(before, between_batches=self.between_batches)
+        runs = self.store.retention.purge_history(before, between_batches=self.between_batches)
         dead = self.queue.purge_dead(before)
-        beats = self.store.purge_orphan_heartbeats(WATCH_PREFIX)
-        beats += self.store.purge_orphan_heartbeats(ACK_PREFIX)
-        beats += self.store.purge_orphan_heartbeats(ALERT_PREFIX)
+        beats = self.store.leases.purge_orphan_heartbeats(WATCH_PREFIX)
+        beats += self.store.leases.purge_orphan_heartbeats(ACK_PREFIX)
+        beats += self.store.leases.purge_orphan_heartbeats(ALERT_PREFIX)
         logs = 0 if self.logs is None else purge_logs(self.logs, before)
         return JanitorReport(runs, dead, beats, logs)
 

@@ -39,7 +39,7 @@ class SqliteRunStore(RunStore):
 
     @classmethod
     def open(cls, path: str) -> SqliteRunStore:
-        return cls(SqliteStore(path))
+        return cls(SqliteStore.open(path))
 
     def get_run(self, occurrence_id: str) -> Run | None:
         """The run, read with its version in the same statement: the worker
@@ -47,25 +47,25 @@ class SqliteRunStore(RunStore):
         versions once read (they never change), so that read is spared
         (bench/burst.py: one query and one read transaction a run fewer in a
         burst of schedules not read before)."""
-        rows = self.store._read(_RUN_WITH_VERSION, (occurrence_id,))
+        rows = self.store.records._read(_RUN_WITH_VERSION, (occurrence_id,))
         if not rows:
             return None
         row = rows[0]
         run = run_from_row(row)
         key = (run.schedule_id, run.version)
-        if row[_VERSION_AT] is not None and key not in self.store._versions:
+        if row[_VERSION_AT] is not None and key not in self.store.schedules._versions:
             # kept by the store; one that cannot be read is left to get_version,
             # which reads it again and says what is wrong
             with contextlib.suppress(Exception):
-                self.store._version_from_row(key[0], key[1], row[_VERSION_AT:])
+                self.store.schedules._version_from_row(key[0], key[1], row[_VERSION_AT:])
         return run
 
     def get_version(self, schedule_id: str, version: int) -> ScheduleVersion | None:
-        return self.store.get_version(schedule_id, version)
+        return self.store.schedules.get_version(schedule_id, version)
 
     def schedule_now(self, schedule_id: str) -> ScheduleNow | None:
         # One row by its key: the worker asks before every first attempt.
-        rows = self.store._read(
+        rows = self.store.records._read(
             "SELECT version, paused, deleted_at, quarantine FROM schedules WHERE schedule_id = ?",
             (schedule_id,),
         )
@@ -82,7 +82,7 @@ class SqliteRunStore(RunStore):
         columns, values = run_changes(before, after)
         # (nothing changed: still a check that the record is that one)
         assignments = ", ".join(f"{column} = ?" for column in columns) or "revision = revision"
-        with self.store._write() as db:
+        with self.store.records._write() as db:
             changed = db.execute(
                 f"UPDATE occurrences SET {assignments} WHERE occurrence_id = ? AND revision = ?",
                 (*values, before.occurrence_id, before.revision),
@@ -90,7 +90,7 @@ class SqliteRunStore(RunStore):
         return bool(changed == 1)
 
     def running_before(self, run: Run, now: datetime) -> Run | None:
-        rows = self.store._read(
+        rows = self.store.records._read(
             f"SELECT {_RUN_COLUMNS} FROM occurrences WHERE schedule_id = ? "
             "AND (scheduled_at, occurrence_id) < (?, ?) AND ("
             "(status = 'running' AND run_lease_expires_at > ?) OR status = 'retrying') "

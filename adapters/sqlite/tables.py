@@ -2,8 +2,8 @@
 
 Schedules, run records, leases and heartbeats live in one SQLite file, each
 port in a module of its own (schedules.py, run_records.py, leases.py, with
-retention.py beside them); ``SqliteStore`` (store.py) is all of them over
-one connection. What they share is here: the schema, the encoding of
+retention.py beside them), each its own object; ``SqliteStore`` (store.py)
+holds them, over one connection. What they share is here: the schema, the encoding of
 instants and page tokens, and ``Tables``, the connection with its schema.
 
 - WAL journal, a busy timeout, and ``BEGIN IMMEDIATE`` for every write
@@ -198,7 +198,18 @@ class Tables(Database):
     """The store's file: its connection (``Database``) with this schema, brought
     up to date when opened. Each port module's class reads and writes through it."""
 
-    def __init__(self, path: str | Path, *, busy_timeout_s: float = 30.0) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        busy_timeout_s: float = 30.0,
+        connection_of: Database | None = None,
+    ) -> None:
+        """``connection_of``: another port's ``Tables`` on the same file, whose
+        connection (and lock) this one shares; the schema is then its."""
+        if connection_of is not None:
+            super().__init__(path, "", connection_of=connection_of)
+            return
         super().__init__(path, SCHEMA, busy_timeout_s=busy_timeout_s, cache_kib=65536)
         self._add_columns()
 

@@ -63,7 +63,7 @@ class Dispatcher:
         held = self.held.get(shard)
         if held is not None and held.expires_at - now > ttl / 2:
             return held
-        lease = self.store.acquire(shard, self.owner, now, ttl)
+        lease = self.store.leases.acquire(shard, self.owner, now, ttl)
         if lease is None:
             self.held.pop(shard, None)
             return None
@@ -75,7 +75,7 @@ class Dispatcher:
         once instead of waiting for the leases to expire."""
         now = self.clock.now()
         for lease in self.held.values():
-            self.store.release(lease.shard, lease.owner, lease.epoch, now)
+            self.store.leases.release(lease.shard, lease.owner, lease.epoch, now)
         self.held = {}
 
     def dispatch(self, state: PassState) -> DispatchReport:
@@ -89,7 +89,7 @@ class Dispatcher:
         for shard in self.order:
             if self._out_of_time(state):
                 break
-            earliest = self.store.earliest_pending_bucket(shard)
+            earliest = self.store.records.earliest_pending_bucket(shard)
             if earliest is None or earliest > to_bucket:
                 continue
             if self.lease(shard, now) is None:
@@ -111,10 +111,10 @@ class Dispatcher:
         to_bucket = self.config.partitioning.bucket(now)
         if self.lease(shard, now) is None:
             return 0
-        start = self.store.earliest_pending_bucket(shard)
+        start = self.store.records.earliest_pending_bucket(shard)
         if start is None or start > to_bucket:
             return self.config.admit_limit  # nothing pending is due
-        if self.store.pending_due(shard, start, to_bucket, now, 1):
+        if self.store.records.pending_due(shard, start, to_bucket, now, 1):
             return 0
         return self.config.admit_limit
 
@@ -135,7 +135,7 @@ class Dispatcher:
         handled = state.spent.get(shard, 0)
         while handled < self.config.admit_limit and not self._out_of_time(state):
             limit = min(self.config.batch_size, self.config.admit_limit - handled)
-            due = self.store.pending_due(shard, from_bucket, to_bucket, due_by, limit)
+            due = self.store.records.pending_due(shard, from_bucket, to_bucket, due_by, limit)
             if not due:
                 break
             progress = self._dispatch_batch(due, now, state)
@@ -164,7 +164,7 @@ class Dispatcher:
         ]
         # The start decision, on the state the admission's write checks (a
         # refused one is decided again with its schedule read, below).
-        versions = self.store.get_versions({(r.schedule_id, r.version) for r in waiting})
+        versions = self.store.schedules.get_versions({(r.schedule_id, r.version) for r in waiting})
         to_admit: list[PendingOccurrence] = []
         closures: list[Closure] = []
         failed: dict[str, tuple[int, Exception]] = {}
@@ -194,11 +194,11 @@ class Dispatcher:
                 report.quarantined.append(schedule_id)
         admitted = to_admit
         if to_admit:
-            won = self.store.admit(to_admit, now)
+            won = self.store.records.admit(to_admit, now)
             if len(won) != len(to_admit):  # some were refused
                 kept = set(won)
                 admitted = [p for p in to_admit if p.occurrence_id in kept]
-        closed = set(self.store.close_runs(closures, now)) if closures else set()
+        closed = set(self.store.records.close_runs(closures, now)) if closures else set()
         for closure in closures:
             if closure.occurrence_id in closed:
                 if closure.status is RunStatus.SKIPPED:
@@ -225,6 +225,6 @@ class Dispatcher:
             for occurrence_id in sorted(refused)
             if (closure := judge.after_refusal(self.store, occurrence_id, now)) is not None
         ]
-        closed = self.store.close_runs(closures, now) if closures else []
+        closed = self.store.records.close_runs(closures, now) if closures else []
         report.skipped += len(closed)
         return bool(closed)

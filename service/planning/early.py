@@ -74,7 +74,7 @@ class PlanEarly:
             return self.clock.now() < asked[0] and report.stored < config.max_planned_per_pass
 
         session = self.planner._session(state)
-        page = self.store.due_ahead(after, reach, config.page_size, session=session)
+        page = self.store.schedules.due_ahead(after, reach, config.page_size, session=session)
         if page.items:
             try:
                 while time_left():
@@ -84,15 +84,15 @@ class PlanEarly:
                     self.planner._plan_page(page.items, slots, state, until=after)
                     if page.next_token is None:
                         break
-                    page = self.store.due_ahead(
+                    page = self.store.schedules.due_ahead(
                         after, reach, config.page_size, page.next_token, session=session
                     )
             finally:
                 # What it chained goes on pages; the cursor stays.
-                self.store.planned_through(None, session=session)
+                self.store.schedules.planned_through(None, session=session)
         if asked and not time_left():
             return
-        crowd = self.store.chain_crowd(after, reach, config.crowd_min, session=session)
+        crowd = self.store.schedules.chain_crowd(after, reach, config.crowd_min, session=session)
         if crowd is not None and time_left():
             self._plan_chain(crowd, DueSlots(config, now, crowd), state, time_left)
 
@@ -109,7 +109,9 @@ class PlanEarly:
         session = self.planner._session(state)
         try:
             while time_left():
-                page = self.store.due(crowd, self.config.page_size, token, session=session)
+                page = self.store.schedules.due(
+                    crowd, self.config.page_size, token, session=session
+                )
                 state.plan.early += len(page.items)
                 self.planner._plan_page(page.items, slots, state, until=crowd)
                 token = page.next_token
@@ -119,4 +121,4 @@ class PlanEarly:
             else:
                 stopped = token
         finally:
-            self.store.planned_through(through, stopped, session=session)
+            self.store.schedules.planned_through(through, stopped, session=session)

@@ -48,12 +48,12 @@ def after_refusal(store: Store, occurrence_id: str, now: datetime) -> Closure | 
     """A waiting record the store would not admit: admitted by someone else
     (None), or its schedule is paused, deleted or quarantined (closed as the
     start decision says on the schedule read now)."""
-    run = store.get_run(occurrence_id)
+    run = store.records.get_run(occurrence_id)
     if run is None or run.status is not RunStatus.SCHEDULED:
         return None
     slot = StartSlot(run.kind, run.scheduled_at)
-    state = ScheduleNow.of(store.get(run.schedule_id))
-    version = store.get_version(run.schedule_id, run.version)
+    state = ScheduleNow.of(store.schedules.get(run.schedule_id))
+    version = store.schedules.get_version(run.schedule_id, run.version)
     if version is None:  # gone with its schedule, or never runnable: its state alone decides
         verdict = decide_standing(slot, state)
         return None if verdict is None else closure(occurrence_id, verdict)

@@ -60,7 +60,7 @@ def send_intents(
     sent = [r.occurrence_id for r in runs if r.occurrence_id not in failed]
     if not sent:
         return False
-    store.mark_sent(sent, now)
+    store.records.mark_sent(sent, now)
     state.sent.update(r.occurrence_id for r in runs)
     return True
 
@@ -89,11 +89,13 @@ class DirectAdmission:
         """Send the intents of records just stored admitted (``Materialized.to_send``):
         those sent leave the outbox, those whose send failed enter it. The ids sent."""
         failed = set(send_only(self.queue, runs, now, state.dispatch))
-        self.store.into_outbox([r for r in runs if r.occurrence_id in failed and not r.pending])
+        self.store.records.into_outbox(
+            [r for r in runs if r.occurrence_id in failed and not r.pending]
+        )
         sent = {r.occurrence_id for r in runs} - failed
         marked = [r.occurrence_id for r in runs if r.pending and r.occurrence_id in sent]
         if marked:
-            self.store.mark_sent(marked, now)
+            self.store.records.mark_sent(marked, now)
         state.sent.update(sent)
         return sent
 

@@ -76,7 +76,9 @@ class Planner:
         session = self._session(state)
         try:
             while report.stored < self.config.max_planned_per_pass:
-                page = self.store.due(horizon, self.config.page_size, token, session=session)
+                page = self.store.schedules.due(
+                    horizon, self.config.page_size, token, session=session
+                )
                 self._plan_page(page.items, slots, state, until=horizon)
                 token = page.next_token
                 if token is None:
@@ -89,7 +91,7 @@ class Planner:
             else:
                 stopped = token  # at max_planned_per_pass: the next pass goes on from here
         finally:
-            self.store.planned_through(through, stopped, session=session)
+            self.store.schedules.planned_through(through, stopped, session=session)
         return report
 
     def plan_schedules(self, schedules: Sequence[DueSchedule], state: PassState) -> PlanReport:
@@ -107,7 +109,7 @@ class Planner:
     def _session(self, state: PassState) -> PlanSession:
         """The store's memory of this pass's planning, asked once a pass."""
         if state.session is None:
-            state.session = self.store.plan_session()
+            state.session = self.store.schedules.plan_session()
         return state.session
 
     def _plan_page(
@@ -144,14 +146,14 @@ class Planner:
                 planned.append(made)
         if not planned:
             return
-        stored = self.store.materialize(
+        stored = self.store.schedules.materialize(
             [p[0] for p in planned], now, until=until, session=state.session
         )
         sent: set[str] = set()
         if stored.to_send:
             assert direct is not None  # nothing is admitted without it
             sent = direct.send(state, stored.to_send, now)
-        outcomes = self.store.advance(stored, sent)
+        outcomes = self.store.schedules.advance(stored, sent)
         skipped = expired = waiting = 0
         for (_, planned_slots), outcome in zip(planned, outcomes, strict=True):
             if not outcome.applied:

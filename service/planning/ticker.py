@@ -66,7 +66,7 @@ class Ticker:
         if not plan.out_of_time:
             self.early.plan(state)
         at = self.clock.now()
-        self.store.beat(
+        self.store.leases.beat(
             Heartbeat(
                 TICK_COMPONENT,
                 at,

@@ -29,13 +29,13 @@ Opener = Callable[[], Store]
 def run_store_of(store: Store) -> RunStore:
     """The run store over the same backend (a run's life after admission)."""
     from adapters.dynamodb.runs import DynamoRunStore
-    from adapters.dynamodb.store import DynamoStore
+    from adapters.dynamodb.store import DynamoPorts
     from adapters.sqlite.runs import SqliteRunStore
     from adapters.sqlite.store import SqliteStore
 
     if isinstance(store, SqliteStore):
         return SqliteRunStore(store)
-    assert isinstance(store, DynamoStore)
+    assert isinstance(store, DynamoPorts)
     return DynamoRunStore(store)
 
 
@@ -55,9 +55,9 @@ def slot_run(schedule_id: str, at: str, *, version: int = 1) -> Run:
 def created_with_runs(store: Store, *instants: str) -> tuple[str, list[Run]]:
     """A new schedule with waiting records at ``instants``, inserted."""
     sid = random_schedule_id()
-    store.create(build_schedule(NOW, schedule_id=sid))
+    store.schedules.create(build_schedule(NOW, schedule_id=sid))
     runs = [slot_run(sid, at) for at in instants]
-    assert store.insert(runs) == [r.occurrence_id for r in runs]
+    assert store.records.insert(runs) == [r.occurrence_id for r in runs]
     return sid, runs
 
 
@@ -79,10 +79,10 @@ def materialization(schedule: Schedule, run: Run, **changes: object) -> Material
 
 def materialize_next(store: Store, schedule_id: str, now: datetime = NOW) -> Run:
     """Materialize the stored schedule's next slot, as a planner outside a pass."""
-    schedule = store.get(schedule_id)
+    schedule = store.schedules.get(schedule_id)
     assert schedule is not None and schedule.next_due is not None
     run = build_occurrence(schedule, now, PARTS)
-    [outcome] = store.materialize([materialization(schedule, run)], now).outcomes
+    [outcome] = store.schedules.materialize([materialization(schedule, run)], now).outcomes
     assert outcome.applied and outcome.inserted == (run.occurrence_id,)
     return run
 
@@ -98,9 +98,9 @@ def plan_pass(
     written: list[str] = []
     token: str | None = None
     read = 0
-    session = store.plan_session()
+    session = store.schedules.plan_session()
     while True:
-        page = store.due(until, limit, token, session=session)
+        page = store.schedules.due(until, limit, token, session=session)
         batch = []
         for due in page.items:
             slots: list[Slot] = []
@@ -131,15 +131,17 @@ def plan_pass(
                     runs,
                 )
             )
-        for outcome in store.materialize(batch, now, until=until, session=session).outcomes:
+        for outcome in store.schedules.materialize(
+            batch, now, until=until, session=session
+        ).outcomes:
             written += outcome.inserted
         token = page.next_token
         read += 1
         if token is None:
-            store.planned_through(until, session=session)
+            store.schedules.planned_through(until, session=session)
             return written
         if pages is not None and read >= pages:
-            store.planned_through(None, token, session=session)
+            store.schedules.planned_through(None, token, session=session)
             return written
 
 

@@ -18,7 +18,7 @@ def _sqlite(tmp_path: Path) -> Iterator[Opener]:
     opened: list[SqliteStore] = []
 
     def open_store() -> Store:
-        store = SqliteStore(tmp_path / "duetime.db")
+        store = SqliteStore.open(tmp_path / "duetime.db")
         opened.append(store)
         return store
 
@@ -32,7 +32,7 @@ def _dynamodb(tmp_path: Path) -> Iterator[Opener]:
     from moto import mock_aws
 
     from adapters.dynamodb.local import create_store_tables
-    from adapters.dynamodb.store import DynamoStore
+    from adapters.dynamodb.store import dynamo_store
 
     with mock_aws():
         client = boto3.client(
@@ -43,7 +43,7 @@ def _dynamodb(tmp_path: Path) -> Iterator[Opener]:
         )
         tables = create_store_tables(client, "contract")
         # Few due shards: on moto every index query reads the whole table.
-        yield lambda: DynamoStore(client, tables, due_shards=3)
+        yield lambda: dynamo_store(client, tables, due_shards=3)
 
 
 OPENERS = {"sqlite": _sqlite, "dynamodb": _dynamodb}

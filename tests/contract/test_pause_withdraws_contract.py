@@ -150,7 +150,7 @@ def test_a_pause_longer_than_the_lookahead_is_one_row_recorded_once(store: Store
     each.service.pause(each.sid)
     each.seconds(180)
     # The resume's first write loses a race once (it tries again a second later)
-    resume, refused = store.resume, []
+    resume, refused = store.schedules.resume, []
 
     def lose_once(schedule_id: str, **kw: Any) -> bool:
         if not refused:
@@ -159,7 +159,7 @@ def test_a_pause_longer_than_the_lookahead_is_one_row_recorded_once(store: Store
             return False
         return resume(schedule_id, **kw)
 
-    store.resume = lose_once  # type: ignore[method-assign]
+    store.schedules.resume = lose_once  # type: ignore[method-assign]
     each.service.resume(each.sid)
     assert refused
     # Then the three minutes paused are one row of its listing

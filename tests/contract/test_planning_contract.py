@@ -39,7 +39,7 @@ def _due_all(store: Store, until_text: str, limit: int = 2) -> list[DueSchedule]
     seen: list[DueSchedule] = []
     token = None
     while True:
-        page = store.due(utc(until_text), limit, token)
+        page = store.schedules.due(utc(until_text), limit, token)
         assert len(page.items) <= limit
         seen += page.items
         token = page.next_token
@@ -56,46 +56,48 @@ def test_due_lists_active_schedules_by_next_due_in_pages(store: Store) -> None:
     paused = build_schedule(NOW, spec={"at": "2026-12-01T08:01:00Z"})
     deleted = build_schedule(NOW, spec={"at": "2026-12-01T08:01:00Z"})
     for schedule in [*due, late, paused, deleted]:
-        store.create(schedule)
-    store.pause(paused.schedule_id, "maintenance", NOW)
-    store.delete(deleted.schedule_id, NOW)
+        store.schedules.create(schedule)
+    store.schedules.pause(paused.schedule_id, "maintenance", NOW)
+    store.schedules.delete(deleted.schedule_id, NOW)
     # Each as planning reads it: the current version's number, spec and policy.
     assert _due_all(store, "2026-12-01T09:00:00Z") == [DueSchedule.of(s) for s in due]
 
 
 def test_due_reads_the_current_version(store: Store) -> None:
     schedule = build_schedule(NOW)
-    store.create(schedule)
+    store.schedules.create(schedule)
     v2 = next_version(schedule, {"cron": "0 9 * * *", "time_zone": "Europe/London"})
-    assert store.save_version(
+    assert store.schedules.save_version(
         v2, expected_next_due=schedule.next_due, next_due=schedule.next_due, now=NOW
     )
     assert schedule.next_due is not None
-    [item] = store.due(schedule.next_due, 10).items
+    [item] = store.schedules.due(schedule.next_due, 10).items
     assert item == DueSchedule(schedule.schedule_id, 2, schedule.next_due, v2.spec, v2.policy)
 
 
 def test_a_quarantined_schedule_is_not_due(store: Store) -> None:
     healthy, poisoned = build_schedule(NOW), build_schedule(NOW)
-    store.create(healthy)
-    store.create(poisoned)
-    store.quarantine(poisoned.schedule_id, 1, quarantine_at())
-    due = store.due(utc("2026-12-02T00:00:00Z"), 10)
+    store.schedules.create(healthy)
+    store.schedules.create(poisoned)
+    store.schedules.quarantine(poisoned.schedule_id, 1, quarantine_at())
+    due = store.schedules.due(utc("2026-12-02T00:00:00Z"), 10)
     assert [d.schedule_id for d in due.items] == [healthy.schedule_id]
 
 
 def test_a_paused_schedule_edited_out_of_quarantine_stays_out_of_planning(store: Store) -> None:
     schedule = build_schedule(NOW)
-    store.create(schedule)
+    store.schedules.create(schedule)
     sid = schedule.schedule_id
-    store.pause(sid, None, NOW)
-    store.quarantine(sid, 1, quarantine_at())
+    store.schedules.pause(sid, None, NOW)
+    store.schedules.quarantine(sid, 1, quarantine_at())
     v2 = next_version(schedule, {"cron": "0 10 * * *", "time_zone": "UTC"})
     new_due = utc("2026-12-01T10:00:00Z")
-    assert store.save_version(v2, expected_next_due=schedule.next_due, next_due=new_due, now=NOW)
-    head = store.get(sid)
+    assert store.schedules.save_version(
+        v2, expected_next_due=schedule.next_due, next_due=new_due, now=NOW
+    )
+    head = store.schedules.get(sid)
     assert head is not None and head.quarantine is None and head.state.paused
-    assert store.due(new_due, 10).items == ()
+    assert store.schedules.due(new_due, 10).items == ()
 
 
 def test_a_schedule_whose_stored_spec_no_longer_reads_is_quarantined_and_left_out(
@@ -105,8 +107,8 @@ def test_a_schedule_whose_stored_spec_no_longer_reads_is_quarantined_and_left_ou
     database, a bound added): planning and listing carry on without it."""
     healthy = build_schedule(NOW)
     poisoned = build_schedule(NOW, spec={"cron": "13 13 13 * *", "time_zone": "UTC"})
-    store.create(healthy)
-    store.create(poisoned)
+    store.schedules.create(healthy)
+    store.schedules.create(poisoned)
     real = schedule_module.parse_spec
 
     def parse_spec(data: Any, *, created_at: Any) -> Any:
@@ -119,14 +121,14 @@ def test_a_schedule_whose_stored_spec_no_longer_reads_is_quarantined_and_left_ou
     schedule_module.stored_spec.cache_clear()
     restarted = reopen()
 
-    due = restarted.due(utc("2026-12-31T00:00:00Z"), 10)
-    listed = restarted.list_schedules(10)
+    due = restarted.schedules.due(utc("2026-12-31T00:00:00Z"), 10)
+    listed = restarted.schedules.list_schedules(10)
 
     assert [d.schedule_id for d in due.items] == [healthy.schedule_id]
     assert [s.schedule_id for s in listed.items] == [healthy.schedule_id]
     monkeypatch.undo()
     schedule_module.stored_spec.cache_clear()
-    found = reopen().get(poisoned.schedule_id)
+    found = reopen().schedules.get(poisoned.schedule_id)
     assert found is not None and found.quarantine is not None
     assert found.quarantine.component is QuarantineComponent.PLAN
     assert "is not a time zone any more" in found.quarantine.reason
@@ -137,23 +139,23 @@ def test_a_schedule_whose_stored_spec_no_longer_reads_is_quarantined_and_left_ou
 
 def test_materialize_writes_occurrences_and_advances_next_due(store: Store) -> None:
     schedule = build_schedule(NOW)
-    store.create(schedule)
+    store.schedules.create(schedule)
     run = materialize_next(store, schedule.schedule_id)
-    head = store.get(schedule.schedule_id)
+    head = store.schedules.get(schedule.schedule_id)
     assert head is not None
     assert head.next_due == schedule.next_due + timedelta(days=1)
     assert head.last_materialized_at == run.scheduled_at
-    assert store.get_run(run.occurrence_id) == run
-    assert store.get_by_business_key(run.business_key) == run
+    assert store.records.get_run(run.occurrence_id) == run
+    assert store.records.get_by_business_key(run.business_key) == run
 
 
 def test_planning_does_not_move_updated_at(store: Store) -> None:
     # updated_at says when the schedule last changed (an edit, a pause); a
     # planning pass writes next_due and last_materialized_at, not a change.
     schedule = build_schedule(NOW)
-    store.create(schedule)
+    store.schedules.create(schedule)
     materialize_next(store, schedule.schedule_id, now=NOW + timedelta(minutes=5))
-    head = store.get(schedule.schedule_id)
+    head = store.schedules.get(schedule.schedule_id)
     assert head is not None and head.next_due != schedule.next_due
     assert head.updated_at == schedule.updated_at
 
@@ -161,9 +163,9 @@ def test_planning_does_not_move_updated_at(store: Store) -> None:
 @pytest.mark.parametrize("change", ["version", "next_due", "paused", "deleted", "quarantined"])
 def test_materialize_is_refused_when_the_schedule_changed(store: Store, change: str) -> None:
     schedule = build_schedule(NOW)
-    store.create(schedule)
+    store.schedules.create(schedule)
     other = build_schedule(NOW)
-    store.create(other)
+    store.schedules.create(other)
     run = build_occurrence(schedule, NOW, PARTS)
     expected_version, expected_due = schedule.version, schedule.next_due
     assert expected_due is not None
@@ -172,13 +174,13 @@ def test_materialize_is_refused_when_the_schedule_changed(store: Store, change: 
     elif change == "next_due":
         expected_due += timedelta(minutes=1)
     elif change == "paused":
-        store.pause(schedule.schedule_id, None, NOW)
+        store.schedules.pause(schedule.schedule_id, None, NOW)
     elif change == "deleted":
-        store.delete(schedule.schedule_id, NOW)
+        store.schedules.delete(schedule.schedule_id, NOW)
     else:
-        store.quarantine(schedule.schedule_id, 1, quarantine_at())
+        store.schedules.quarantine(schedule.schedule_id, 1, quarantine_at())
     other_run = build_occurrence(other, NOW, PARTS)
-    outcomes = store.materialize(
+    outcomes = store.schedules.materialize(
         [
             materialization(
                 schedule,
@@ -196,21 +198,21 @@ def test_materialize_is_refused_when_the_schedule_changed(store: Store, change: 
         (other.schedule_id, True),
     ]
     assert outcomes[0].inserted == ()
-    assert store.get_run(run.occurrence_id) is None
-    assert store.get_run(other_run.occurrence_id) == other_run
-    head = store.get(schedule.schedule_id)
+    assert store.records.get_run(run.occurrence_id) is None
+    assert store.records.get_run(other_run.occurrence_id) == other_run
+    head = store.schedules.get(schedule.schedule_id)
     assert head is not None and head.last_materialized_at is None
 
 
 def test_a_business_key_holds_one_occurrence_across_versions(store: Store) -> None:
     schedule = build_schedule(NOW)
-    store.create(schedule)
+    store.schedules.create(schedule)
     run = materialize_next(store, schedule.schedule_id)
-    head = store.get(schedule.schedule_id)
+    head = store.schedules.get(schedule.schedule_id)
     assert head is not None
     # Version 2 of the same slot (same wall time and fold), at another instant.
     v2 = next_version(schedule, {"cron": "0 9 * * *", "time_zone": "Europe/Paris"})
-    assert store.save_version(
+    assert store.schedules.save_version(
         v2, expected_next_due=head.next_due, next_due=run.scheduled_at, now=NOW
     )
     twin = replace(
@@ -219,7 +221,7 @@ def test_a_business_key_holds_one_occurrence_across_versions(store: Store) -> No
         version=2,
         scheduled_at=utc("2026-12-01T08:00:00Z"),
     )
-    [outcome] = store.materialize(
+    [outcome] = store.schedules.materialize(
         [
             Materialization(
                 schedule.schedule_id, 2, run.scheduled_at, None, run.scheduled_at, (twin,)
@@ -228,20 +230,22 @@ def test_a_business_key_holds_one_occurrence_across_versions(store: Store) -> No
         NOW,
     ).outcomes
     assert outcome.applied and outcome.inserted == ()
-    assert store.get_by_business_key(run.business_key) == run
-    assert store.insert([twin]) == []
-    assert store.insert([replace(run, business_key=run.business_key + "x")]) == []
+    assert store.records.get_by_business_key(run.business_key) == run
+    assert store.records.insert([twin]) == []
+    assert store.records.insert([replace(run, business_key=run.business_key + "x")]) == []
 
 
 @pytest.mark.usefixtures("without_range_rules")  # stored before the range rule
 def test_occurrences_at_the_end_of_time_are_stored_and_read_back(store: Store) -> None:
     # A retention added to 9999-12-31 must not overflow (DynamoDB's TTL).
     schedule = build_schedule(NOW, spec={"at": "9999-12-31T23:59:59Z"})
-    store.create(schedule)
+    store.schedules.create(schedule)
     run = build_occurrence(schedule, NOW, PARTS)
-    [outcome] = store.materialize([materialization(schedule, run, next_due=None)], NOW).outcomes
+    [outcome] = store.schedules.materialize(
+        [materialization(schedule, run, next_due=None)], NOW
+    ).outcomes
     assert outcome.applied and outcome.inserted == (run.occurrence_id,)
-    found = store.get_run(run.occurrence_id)
+    found = store.records.get_run(run.occurrence_id)
     assert found is not None and found.scheduled_at == utc("9999-12-31T23:59:59Z")
 
 
@@ -249,8 +253,8 @@ def test_an_occurrence_is_stored_as_given_admitted_or_closed(store: Store) -> No
     # The planner admits a due slot by the write that materializes it, and
     # closes one the overdue policy skips; the store keeps each as given.
     admitted_one, skipped_one = build_schedule(NOW), build_schedule(NOW)
-    store.create(admitted_one)
-    store.create(skipped_one)
+    store.schedules.create(admitted_one)
+    store.schedules.create(skipped_one)
     admitted = build_occurrence(admitted_one, NOW, PARTS).admitted(NOW)
     skipped = replace(
         build_occurrence(skipped_one, NOW, PARTS),
@@ -259,16 +263,16 @@ def test_an_occurrence_is_stored_as_given_admitted_or_closed(store: Store) -> No
         pending=False,
         finished_at=NOW,
     )
-    stored = store.materialize(
+    stored = store.schedules.materialize(
         [materialization(admitted_one, admitted), materialization(skipped_one, skipped)], NOW
     )
     assert [r.occurrence_id for r in stored.to_send] == [admitted.occurrence_id]
-    outcomes = store.advance(stored, {admitted.occurrence_id})
+    outcomes = store.schedules.advance(stored, {admitted.occurrence_id})
     assert [o.inserted for o in outcomes] == [(admitted.occurrence_id,), (skipped.occurrence_id,)]
-    found = store.get_run(admitted.occurrence_id)
+    found = store.records.get_run(admitted.occurrence_id)
     assert found is not None and found.status is RunStatus.ADMITTED
     assert found.admitted_at == admitted.admitted_at
-    assert store.get_run(skipped.occurrence_id) == skipped
+    assert store.records.get_run(skipped.occurrence_id) == skipped
 
 
 # --- a planning pass ----------------------------------------------------------------------
@@ -281,13 +285,13 @@ def _every_minute(store: Store, count: int) -> list[str]:
         for _ in range(count)
     ]
     for schedule in made:
-        store.create(schedule)
+        store.schedules.create(schedule)
         assert schedule.next_due == utc("2026-12-01T08:01:00Z")
     return sorted(s.schedule_id for s in made)
 
 
 def _slots(store: Store, schedule_id: str) -> list[str]:
-    runs = store.runs(schedule_id, 100).items
+    runs = store.records.runs(schedule_id, 100).items
     return sorted(r.scheduled_at.strftime("%H:%M") for r in runs)
 
 
@@ -296,7 +300,7 @@ def test_a_pass_planned_through_an_instant_leaves_each_schedule_due_once_at_its_
 ) -> None:
     sids = _every_minute(store, 3)
     once = build_schedule(NOW, spec={"at": "2026-12-01T08:30:00Z"})
-    store.create(once)
+    store.schedules.create(once)
 
     first = plan_pass(store, utc("2026-12-01T08:02:30Z"), NOW)
     assert len(first) == 6 == len(set(first))
@@ -312,7 +316,7 @@ def test_a_pass_planned_through_an_instant_leaves_each_schedule_due_once_at_its_
     assert _slots(store, once.schedule_id) == []
     # Nothing due by then is left unplanned, and nothing is planned twice.
     assert plan_pass(store, utc("2026-12-01T08:05:00Z"), NOW + timedelta(minutes=3)) == []
-    head = store.get(sids[0])
+    head = store.schedules.get(sids[0])
     assert head is not None and head.last_materialized_at == utc("2026-12-01T08:05:00Z")
 
 
@@ -335,15 +339,17 @@ def test_due_ahead_reads_only_active_schedules_next_due_in_its_window(store: Sto
         build_schedule(NOW, spec={"at": "2026-12-01T08:03:00Z"}) for _ in range(3)
     )
     for schedule in [*inside, at_after, beyond, paused, deleted, quarantined]:
-        store.create(schedule)
-    store.pause(paused.schedule_id, None, NOW)
-    store.delete(deleted.schedule_id, NOW)
-    store.quarantine(quarantined.schedule_id, 1, quarantine_at())
+        store.schedules.create(schedule)
+    store.schedules.pause(paused.schedule_id, None, NOW)
+    store.schedules.delete(deleted.schedule_id, NOW)
+    store.schedules.quarantine(quarantined.schedule_id, 1, quarantine_at())
 
     seen: list[DueSchedule] = []
     token = None
     while True:
-        page = store.due_ahead(utc("2026-12-01T08:01:00Z"), utc("2026-12-01T08:05:00Z"), 2, token)
+        page = store.schedules.due_ahead(
+            utc("2026-12-01T08:01:00Z"), utc("2026-12-01T08:05:00Z"), 2, token
+        )
         assert len(page.items) <= 2
         seen += page.items
         token = page.next_token
@@ -361,10 +367,10 @@ def test_chain_crowd_names_only_an_instant_enough_planned_schedules_are_next_due
     plan_pass(store, utc("2026-12-01T08:02:30Z"), NOW)  # each is next due at 08:03
     after, until = utc("2026-12-01T08:02:30Z"), utc("2026-12-01T08:10:00Z")
     # A store with no chain has no crowd; one with a chain names 08:03.
-    assert store.chain_crowd(after, until, 3) in (None, utc("2026-12-01T08:03:00Z"))
-    assert store.chain_crowd(after, until, 4) is None
-    assert store.chain_crowd(utc("2026-12-01T08:03:00Z"), until, 1) is None
-    assert store.chain_crowd(after, utc("2026-12-01T08:02:59Z"), 1) is None
+    assert store.schedules.chain_crowd(after, until, 3) in (None, utc("2026-12-01T08:03:00Z"))
+    assert store.schedules.chain_crowd(after, until, 4) is None
+    assert store.schedules.chain_crowd(utc("2026-12-01T08:03:00Z"), until, 1) is None
+    assert store.schedules.chain_crowd(after, utc("2026-12-01T08:02:59Z"), 1) is None
 
 
 # --- what a planner admits as it stores: store, send, outbox, advance ------------------------
@@ -388,16 +394,17 @@ def _admitting(store: Store, count: int, *, paused: int = 0) -> tuple[list[Sched
     its next slot admitted as it would be stored."""
     schedules = [build_schedule(NOW) for _ in range(count)]
     for schedule in schedules:
-        store.create(schedule)
+        store.schedules.create(schedule)
     for schedule in schedules[count - paused :]:
-        store.pause(schedule.schedule_id, None, NOW)
+        store.schedules.pause(schedule.schedule_id, None, NOW)
     return schedules, [build_occurrence(s, NOW, PARTS).admitted(NOW) for s in schedules]
 
 
 def _pending(store: Store, run: Run) -> list[str]:
     later = run.scheduled_at + timedelta(minutes=1)
     return [
-        p.occurrence_id for p in store.pending_due(run.shard, run.bucket, run.bucket, later, 10)
+        p.occurrence_id
+        for p in store.records.pending_due(run.shard, run.bucket, run.bucket, later, 10)
     ]
 
 
@@ -407,7 +414,7 @@ def test_what_is_admitted_as_stored_is_sent_the_failed_send_waits_in_the_outbox(
     # The planner's order: store, send, outbox for what failed, advance.
     schedules, runs = _admitting(store, 3, paused=1)
     queue = _Queue(refused=[runs[1].occurrence_id])
-    stored = store.materialize(
+    stored = store.schedules.materialize(
         [materialization(s, r) for s, r in zip(schedules, runs, strict=True)], NOW
     )
     # The paused one is not written, so not returned to send.
@@ -417,21 +424,21 @@ def test_what_is_admitted_as_stored_is_sent_the_failed_send_waits_in_the_outbox(
     state = PassState(NOW)
     sent = DirectAdmission(store, queue, lambda shard: 10).send(state, stored.to_send, NOW)
     assert sent == {runs[0].occurrence_id}
-    outcomes = store.advance(stored, sent)
+    outcomes = store.schedules.advance(stored, sent)
     assert [(o.applied, o.inserted) for o in outcomes] == [
         (True, (runs[0].occurrence_id,)),
         (True, (runs[1].occurrence_id,)),
         (False, ()),
     ]
     for schedule in schedules[:2]:
-        head = store.get(schedule.schedule_id)
+        head = store.schedules.get(schedule.schedule_id)
         assert head is not None and head.next_due == schedule.next_due + timedelta(days=1)
-    assert store.get_run(runs[2].occurrence_id) is None
+    assert store.records.get_run(runs[2].occurrence_id) is None
     # The one sent is out of the outbox; the one whose send failed waits in it.
     assert [i.occurrence_id for i in queue.sent] == [runs[0].occurrence_id]
     assert runs[0].occurrence_id not in _pending(store, runs[0])
     assert _pending(store, runs[1]) == [runs[1].occurrence_id]
-    unsent = store.get_run(runs[1].occurrence_id)
+    unsent = store.records.get_run(runs[1].occurrence_id)
     assert unsent is not None and unsent.pending and unsent.sent_at is None
 
 
@@ -445,11 +452,11 @@ def test_until_advance_each_admitted_record_is_in_the_outbox_or_its_schedule_sta
     store = reopen()
     schedules, runs = _admitting(store, 2)
     batch = [materialization(s, r) for s, r in zip(schedules, runs, strict=True)]
-    stored = store.materialize(batch, NOW)
+    stored = store.schedules.materialize(batch, NOW)
     assert {r.occurrence_id for r in stored.to_send} == {r.occurrence_id for r in runs}
     restarted = reopen()  # nothing of the dead pass is kept
     for schedule, record in zip(schedules, stored.to_send, strict=True):
-        head = restarted.get(schedule.schedule_id)
+        head = restarted.schedules.get(schedule.schedule_id)
         assert head is not None
         if record.pending:
             assert record.occurrence_id in _pending(restarted, record)
@@ -457,14 +464,14 @@ def test_until_advance_each_admitted_record_is_in_the_outbox_or_its_schedule_sta
             assert head.next_due == schedule.next_due
     # The next pass plans the same slots: what is not in the outbox is
     # returned to send again, and then the schedules advance.
-    again = restarted.materialize(batch, NOW)
+    again = restarted.schedules.materialize(batch, NOW)
     waiting = {r.occurrence_id for r in stored.to_send if r.pending}
     assert {r.occurrence_id for r in again.to_send} == {
         r.occurrence_id for r in runs if r.occurrence_id not in waiting
     }
-    restarted.advance(again, {r.occurrence_id for r in again.to_send})
+    restarted.schedules.advance(again, {r.occurrence_id for r in again.to_send})
     for schedule in schedules:
-        head = restarted.get(schedule.schedule_id)
+        head = restarted.schedules.get(schedule.schedule_id)
         assert head is not None and head.next_due == schedule.next_due + timedelta(days=1)
 
 
@@ -472,15 +479,15 @@ def test_into_outbox_puts_back_only_an_admitted_record_not_started_and_out_of_it
     store: Store,
 ) -> None:
     schedules, runs = _admitting(store, 1)
-    stored = store.materialize([materialization(schedules[0], runs[0])], NOW)
-    store.advance(stored, set())
+    stored = store.schedules.materialize([materialization(schedules[0], runs[0])], NOW)
+    store.schedules.advance(stored, set())
     [record] = stored.to_send
     if record.pending:  # stored in the outbox: nothing to put back
-        assert store.into_outbox([record]) == 0
-        assert store.mark_sent([record.occurrence_id], NOW) == 1
-    assert store.into_outbox([record]) == 1
-    assert store.into_outbox([record]) == 0  # already there
+        assert store.records.into_outbox([record]) == 0
+        assert store.records.mark_sent([record.occurrence_id], NOW) == 1
+    assert store.records.into_outbox([record]) == 1
+    assert store.records.into_outbox([record]) == 0  # already there
     assert _pending(store, record) == [record.occurrence_id]
     waiting, _ = created_with_runs(store, "2026-12-01T08:05:00Z")
-    [scheduled] = store.runs(waiting, 1).items
-    assert store.into_outbox([scheduled]) == 0  # not admitted
+    [scheduled] = store.records.runs(waiting, 1).items
+    assert store.records.into_outbox([scheduled]) == 0  # not admitted

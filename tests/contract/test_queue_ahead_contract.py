@@ -25,9 +25,9 @@ PARTS = Partitioning(shards=1, bucket_s=60)
 def _queued_ahead(store: Store) -> tuple[str, str]:
     """A schedule due at 08:01 and its occurrence stored admitted at 08:00."""
     schedule = build_schedule(NOW, spec={"cron": "1 8 * * *"})
-    store.create(schedule)
+    store.schedules.create(schedule)
     run = build_occurrence(schedule, NOW, PARTS).admitted(NOW)
-    assert store.insert([run]) == [run.occurrence_id]
+    assert store.records.insert([run]) == [run.occurrence_id]
     return schedule.schedule_id, run.occurrence_id
 
 
@@ -37,16 +37,18 @@ def test_an_occurrence_stored_admitted_ahead_is_pending_until_its_intent_is_mark
     _, occurrence_id = _queued_ahead(store)
     bucket = PARTS.bucket(utc("2026-12-01T08:01:00Z"))
     # Not due by now; due by the pass's horizon, which is what a queue-ahead pass reads.
-    assert store.pending_due(0, PARTS.bucket(NOW), bucket, NOW, 10) == []
-    [pending] = store.pending_due(0, PARTS.bucket(NOW), bucket, NOW + timedelta(seconds=90), 10)
+    assert store.records.pending_due(0, PARTS.bucket(NOW), bucket, NOW, 10) == []
+    [pending] = store.records.pending_due(
+        0, PARTS.bucket(NOW), bucket, NOW + timedelta(seconds=90), 10
+    )
     assert pending.occurrence_id == occurrence_id
     assert pending.status is RunStatus.ADMITTED
-    assert store.earliest_pending_bucket(0) == bucket
+    assert store.records.earliest_pending_bucket(0) == bucket
 
-    assert store.mark_sent([occurrence_id], NOW) == 1
+    assert store.records.mark_sent([occurrence_id], NOW) == 1
 
-    assert store.pending_due(0, bucket - 1, bucket, NOW + timedelta(seconds=90), 10) == []
-    assert store.earliest_pending_bucket(0) is None
+    assert store.records.pending_due(0, bucket - 1, bucket, NOW + timedelta(seconds=90), 10) == []
+    assert store.records.earliest_pending_bucket(0) is None
 
 
 def test_the_run_store_reads_the_schedule_as_it_is_now(store: Store) -> None:
@@ -54,10 +56,10 @@ def test_the_run_store_reads_the_schedule_as_it_is_now(store: Store) -> None:
     runs = run_store_of(store)
     assert runs.schedule_now(schedule_id) == (1, False, False, False)
 
-    store.pause(schedule_id, "maintenance", NOW)
+    store.schedules.pause(schedule_id, "maintenance", NOW)
     assert runs.schedule_now(schedule_id) == (1, True, False, False)
 
-    store.delete(schedule_id, NOW)
+    store.schedules.delete(schedule_id, NOW)
     found = runs.schedule_now(schedule_id)
     assert found is not None and found.deleted
     assert runs.schedule_now("sch_missing") is None
@@ -66,7 +68,7 @@ def test_the_run_store_reads_the_schedule_as_it_is_now(store: Store) -> None:
 def test_a_record_cancelled_at_start_is_finished_without_an_attempt(store: Store) -> None:
     _, occurrence_id = _queued_ahead(store)
     runs = run_store_of(store)
-    store.mark_sent([occurrence_id], NOW)
+    store.records.mark_sent([occurrence_id], NOW)
     ended = runs.finish(
         occurrence_id,
         attempt=None,
@@ -87,12 +89,12 @@ def test_the_run_and_its_schedule_are_read_together_as_they_are_now(store: Store
     assert run == runs.get_run(occurrence_id)
     assert schedule == runs.schedule_now(schedule_id) == (1, False, False, False)
 
-    store.pause(schedule_id, "maintenance", NOW)
+    store.schedules.pause(schedule_id, "maintenance", NOW)
     run, schedule = runs.get_run_and_schedule(occurrence_id, schedule_id)
     assert run is not None and run.occurrence_id == occurrence_id
     assert schedule == (1, True, False, False)
 
-    store.delete(schedule_id, NOW)
+    store.schedules.delete(schedule_id, NOW)
     _, schedule = runs.get_run_and_schedule(occurrence_id, schedule_id)
     assert schedule is not None and schedule.deleted
 

@@ -34,7 +34,7 @@ def test_a_cancelled_planned_run_is_never_admitted(
     later = run.scheduled_at + timedelta(hours=1)
 
     def due() -> list[str]:
-        found = store.pending_due(run.shard, run.bucket, run.bucket, later, 10)
+        found = store.records.pending_due(run.shard, run.bucket, run.bucket, later, 10)
         return [p.occurrence_id for p in found]
 
     assert due() == [run.occurrence_id]
@@ -47,7 +47,7 @@ def test_a_cancelled_planned_run_is_never_admitted(
     # The dispatcher finds nothing pending, and an admission of the copy it
     # may have read before the cancel is refused.
     assert due() == []
-    assert store.admit([PendingOccurrence.of(run)], later) == []
+    assert store.records.admit([PendingOccurrence.of(run)], later) == []
     assert runs.get_run(run.occurrence_id) == cancelled
 
 

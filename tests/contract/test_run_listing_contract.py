@@ -32,9 +32,9 @@ def _run(sid: str, at: str, status: RunStatus, kind: RunKind = RunKind.SCHEDULED
 
 def _schedule_with(store: Store, *runs: tuple[str, RunStatus, RunKind]) -> tuple[str, list[Run]]:
     sid = random_schedule_id()
-    store.create(build_schedule(NOW, schedule_id=sid))
+    store.schedules.create(build_schedule(NOW, schedule_id=sid))
     made = [_run(sid, at, status, kind) for at, status, kind in runs]
-    assert store.insert(made) == [r.occurrence_id for r in made]
+    assert store.records.insert(made) == [r.occurrence_id for r in made]
     return sid, made
 
 
@@ -56,7 +56,7 @@ def _all(store: Store, query: RunQuery, limit: int) -> tuple[list[Run], int]:
     token: str | None = None
     pages = 0
     while True:
-        page: Page[Run] = store.find_runs(query, limit, token)
+        page: Page[Run] = store.records.find_runs(query, limit, token)
         pages += 1
         found.extend(page.items)
         token = page.next_token
@@ -74,7 +74,7 @@ def test_a_schedules_runs_come_newest_first_in_full_pages(store: Store) -> None:
     found, pages = _all(store, RunQuery(schedule_id=sid), 3)
     assert [r.occurrence_id for r in found] == [r.occurrence_id for r in reversed(made)]
     assert pages == 3
-    assert found[0] == store.get_run(made[-1].occurrence_id)
+    assert found[0] == store.records.get_run(made[-1].occurrence_id)
 
 
 def test_a_schedules_runs_oldest_first(store: Store) -> None:
@@ -124,7 +124,9 @@ def test_a_listing_across_schedules_returns_each_matching_run_once_in_order_per_
 ) -> None:
     schedules = [_schedule_with(store, *MIXED) for _ in range(4)]
     deleted, _ = schedules.pop(1)
-    assert store.delete(deleted, NOW)  # left out across schedules, kept in its own listing
+    assert store.schedules.delete(
+        deleted, NOW
+    )  # left out across schedules, kept in its own listing
     query = RunQuery(statuses=frozenset({S.FAILED, S.SUCCEEDED}), newest_first=newest_first)
     found, _ = _all(store, query, 2)
 
@@ -145,7 +147,7 @@ def test_a_page_is_never_longer_than_its_limit(store: Store) -> None:
         _schedule_with(store, *MIXED)
     token: str | None = None
     while True:
-        page = store.find_runs(RunQuery(), 3, token)
+        page = store.records.find_runs(RunQuery(), 3, token)
         assert len(page.items) <= 3
         token = page.next_token
         if token is None:
@@ -154,22 +156,22 @@ def test_a_page_is_never_longer_than_its_limit(store: Store) -> None:
 
 def test_a_token_continues_only_the_listing_that_made_it(store: Store) -> None:
     sid, _ = _schedule_with(store, *MIXED)
-    page = store.find_runs(RunQuery(schedule_id=sid), 2)
+    page = store.records.find_runs(RunQuery(schedule_id=sid), 2)
     assert page.next_token is not None
     with pytest.raises(ValueError):
-        store.find_runs(RunQuery(schedule_id=sid, newest_first=False), 2, page.next_token)
+        store.records.find_runs(RunQuery(schedule_id=sid, newest_first=False), 2, page.next_token)
     with pytest.raises(ValueError):
-        store.find_runs(RunQuery(), 2, page.next_token)
+        store.records.find_runs(RunQuery(), 2, page.next_token)
     with pytest.raises(ValueError):
-        store.find_runs(RunQuery(schedule_id=sid), 2, "bm90IGEgdG9rZW4=")
+        store.records.find_runs(RunQuery(schedule_id=sid), 2, "bm90IGEgdG9rZW4=")
     with pytest.raises(ValueError):
-        store.find_runs(RunQuery(schedule_id=sid), 2, "%%%")
+        store.records.find_runs(RunQuery(schedule_id=sid), 2, "%%%")
 
 
 def test_a_schedule_without_runs_lists_nothing(store: Store) -> None:
     sid = random_schedule_id()
-    store.create(build_schedule(NOW, schedule_id=sid))
-    assert store.find_runs(RunQuery(schedule_id=sid), 5) == Page(())
+    store.schedules.create(build_schedule(NOW, schedule_id=sid))
+    assert store.records.find_runs(RunQuery(schedule_id=sid), 5) == Page(())
 
 
 def test_a_query_refuses_naive_bounds_and_an_empty_range() -> None:

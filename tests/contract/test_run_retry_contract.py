@@ -118,7 +118,7 @@ def test_a_retried_run_is_found_pending_in_its_new_bucket(
     retried = runs.retry(failed.occurrence_id, now=clock.now(), bucket=99, reason="again")
     assert retried is not None
     store = runs.store  # type: ignore[attr-defined]
-    due = store.pending_due(retried.shard, 99, 99, retried.scheduled_at, 10)
+    due = store.records.pending_due(retried.shard, 99, 99, retried.scheduled_at, 10)
     assert [(p.occurrence_id, p.status) for p in due] == [
         (failed.occurrence_id, RunStatus.ADMITTED)
     ]

@@ -28,20 +28,20 @@ from tests.contract.builders import (
 
 def test_insert_writes_records_once(store: Store) -> None:
     sid = random_schedule_id()
-    store.create(build_schedule(NOW, schedule_id=sid))
+    store.schedules.create(build_schedule(NOW, schedule_id=sid))
     run = replace(slot_run(sid, "2026-12-01T07:00:00Z"), kind=RunKind.BACKFILL)
-    assert store.insert([run, run]) == [run.occurrence_id]
-    assert store.insert([run]) == []
-    assert store.insert([]) == []
-    assert store.get_run(run.occurrence_id) == run
+    assert store.records.insert([run, run]) == [run.occurrence_id]
+    assert store.records.insert([run]) == []
+    assert store.records.insert([]) == []
+    assert store.records.get_run(run.occurrence_id) == run
 
 
 def test_a_record_is_read_by_its_id_and_by_its_business_key(store: Store) -> None:
     _, [run] = created_with_runs(store, "2026-12-01T08:01:00Z")
-    assert store.get_run(run.occurrence_id) == run
-    assert store.get_by_business_key(run.business_key) == run
-    assert store.get_run("occ_missing") is None
-    assert store.get_by_business_key(run.business_key + "#missing") is None
+    assert store.records.get_run(run.occurrence_id) == run
+    assert store.records.get_by_business_key(run.business_key) == run
+    assert store.records.get_run("occ_missing") is None
+    assert store.records.get_by_business_key(run.business_key + "#missing") is None
 
 
 def test_runs_pages_newest_first(store: Store) -> None:
@@ -49,14 +49,14 @@ def test_runs_pages_newest_first(store: Store) -> None:
     created_with_runs(store, "2026-12-01T04:30:00Z")  # another schedule's: not listed
     seen, token = [], None
     while True:
-        page = store.runs(sid, 3, token)
+        page = store.records.runs(sid, 3, token)
         assert len(page.items) <= 3
         seen += [r.occurrence_id for r in page.items]
         token = page.next_token
         if token is None:
             break
     assert seen == [r.occurrence_id for r in reversed(runs)]
-    assert store.runs(random_schedule_id(), 3).items == ()
+    assert store.records.runs(random_schedule_id(), 3).items == ()
 
 
 # --- dispatch -----------------------------------------------------------------------------
@@ -72,38 +72,40 @@ def test_pending_due_is_oldest_first_within_buckets_and_due_time(store: Store) -
     )
     shard = PARTS.shard(sid)
     b = PARTS.bucket(utc("2026-12-01T08:00:00Z"))
-    due = store.pending_due(shard, b, b + 10, utc("2026-12-01T08:05:00Z"), 10)
+    due = store.records.pending_due(shard, b, b + 10, utc("2026-12-01T08:05:00Z"), 10)
     assert [r.occurrence_id for r in due] == [
         runs[1].occurrence_id,
         runs[2].occurrence_id,
         runs[0].occurrence_id,
     ]
-    assert len(store.pending_due(shard, b, b + 10, utc("2026-12-01T08:05:00Z"), 2)) == 2
-    assert store.pending_due(shard, b + 2, b + 2, utc("2026-12-01T08:05:00Z"), 10) == [
+    assert len(store.records.pending_due(shard, b, b + 10, utc("2026-12-01T08:05:00Z"), 2)) == 2
+    assert store.records.pending_due(shard, b + 2, b + 2, utc("2026-12-01T08:05:00Z"), 10) == [
         PendingOccurrence.of(runs[2])
     ]
     assert (
-        store.pending_due((shard + 1) % PARTS.shards, b, b + 10, utc("2026-12-01T09:00:00Z"), 10)
+        store.records.pending_due(
+            (shard + 1) % PARTS.shards, b, b + 10, utc("2026-12-01T09:00:00Z"), 10
+        )
         == []
     )
-    assert store.earliest_pending_bucket(shard) == b + 1
-    assert store.earliest_pending_bucket(shard, b + 4) == b + 9
-    assert store.earliest_pending_bucket(shard, b + 10) is None
+    assert store.records.earliest_pending_bucket(shard) == b + 1
+    assert store.records.earliest_pending_bucket(shard, b + 4) == b + 9
+    assert store.records.earliest_pending_bucket(shard, b + 10) is None
 
 
 def test_admit_moves_scheduled_to_admitted_exactly_once(store: Store) -> None:
     _, [run] = created_with_runs(store, "2026-12-01T08:01:00Z")
     at = utc("2026-12-01T08:01:02Z")
-    [pending] = store.pending_due(run.shard, run.bucket, run.bucket, at, 10)
+    [pending] = store.records.pending_due(run.shard, run.bucket, run.bucket, at, 10)
     assert pending == PendingOccurrence.of(run)
     assert pending.status is RunStatus.SCHEDULED and pending.kind is RunKind.SCHEDULED
-    assert store.admit([pending], at) == [run.occurrence_id]
-    assert store.admit([pending], at + timedelta(seconds=1)) == []
-    admitted = store.get_run(run.occurrence_id)
+    assert store.records.admit([pending], at) == [run.occurrence_id]
+    assert store.records.admit([pending], at + timedelta(seconds=1)) == []
+    admitted = store.records.get_run(run.occurrence_id)
     assert admitted == replace(run, status=RunStatus.ADMITTED, admitted_at=at)
     assert admitted.pending and admitted.lag_s == 2.0
     # Still pending until its intent is sent: a later pass sends it again.
-    due = store.pending_due(run.shard, run.bucket, run.bucket, at, 10)
+    due = store.records.pending_due(run.shard, run.bucket, run.bucket, at, 10)
     assert due == [PendingOccurrence.of(admitted)]
 
 
@@ -112,48 +114,52 @@ def test_admit_holds_while_the_schedule_is_active_whatever_its_version(store: St
     (promise 5: an edit does not stop what it finds made), and one of a paused
     schedule is not: left waiting for dispatch to close."""
     sid, [kept, held] = created_with_runs(store, "2026-12-01T08:01:00Z", "2026-12-01T08:01:30Z")
-    schedule = store.get(sid)
+    schedule = store.schedules.get(sid)
     assert schedule is not None
     edited = build_schedule(
         NOW, schedule_id=sid, spec={"every": "PT5M", "start_at": "2026-12-01T09:00:00Z"}, version=2
     ).current
-    assert store.save_version(edited, expected_next_due=schedule.next_due, next_due=None, now=NOW)
+    assert store.schedules.save_version(
+        edited, expected_next_due=schedule.next_due, next_due=None, now=NOW
+    )
     at = utc("2026-12-01T08:02:00Z")
-    assert store.admit([PendingOccurrence.of(kept)], at) == [kept.occurrence_id]
-    assert store.pause(sid, None, at)
-    assert store.admit([PendingOccurrence.of(held)], at) == []
-    left = store.get_run(held.occurrence_id)
+    assert store.records.admit([PendingOccurrence.of(kept)], at) == [kept.occurrence_id]
+    assert store.schedules.pause(sid, None, at)
+    assert store.records.admit([PendingOccurrence.of(held)], at) == []
+    left = store.records.get_run(held.occurrence_id)
     assert left is not None and left.status is RunStatus.SCHEDULED
 
 
 def test_a_record_admitted_ahead_of_its_slot_is_stamped_with_its_instant(store: Store) -> None:
     _, [ahead, due] = created_with_runs(store, "2026-12-01T08:01:30Z", "2026-12-01T08:00:30Z")
     at = utc("2026-12-01T08:01:00Z")
-    admitted = store.admit([PendingOccurrence.of(ahead), PendingOccurrence.of(due)], at)
+    admitted = store.records.admit([PendingOccurrence.of(ahead), PendingOccurrence.of(due)], at)
     assert admitted == [ahead.occurrence_id, due.occurrence_id]  # in the order given
-    early = store.get_run(ahead.occurrence_id)
+    early = store.records.get_run(ahead.occurrence_id)
     assert early is not None and early.admitted_at == ahead.scheduled_at
-    late = store.get_run(due.occurrence_id)
+    late = store.records.get_run(due.occurrence_id)
     assert late is not None and late.admitted_at == at
 
 
 def test_mark_sent_clears_pending_only_after_admission(store: Store) -> None:
     _, [a, b] = created_with_runs(store, "2026-12-01T08:01:00Z", "2026-12-01T08:01:30Z")
     at = utc("2026-12-01T08:02:00Z")
-    store.admit([PendingOccurrence.of(a)], at)
-    assert store.mark_sent([a.occurrence_id, b.occurrence_id], at) == 1
-    sent = store.get_run(a.occurrence_id)
+    store.records.admit([PendingOccurrence.of(a)], at)
+    assert store.records.mark_sent([a.occurrence_id, b.occurrence_id], at) == 1
+    sent = store.records.get_run(a.occurrence_id)
     assert sent is not None and not sent.pending and sent.sent_at == at
-    assert store.pending_due(a.shard, a.bucket, a.bucket, at, 10) == [PendingOccurrence.of(b)]
-    assert store.mark_sent([a.occurrence_id], at) == 0
-    assert store.mark_sent([], at) == 0
+    assert store.records.pending_due(a.shard, a.bucket, a.bucket, at, 10) == [
+        PendingOccurrence.of(b)
+    ]
+    assert store.records.mark_sent([a.occurrence_id], at) == 0
+    assert store.records.mark_sent([], at) == 0
 
 
 def test_close_ends_only_scheduled_records(store: Store) -> None:
     _, [a, b] = created_with_runs(store, "2026-12-01T08:01:00Z", "2026-12-01T08:01:30Z")
     at = utc("2026-12-01T08:02:00Z")
-    store.admit([PendingOccurrence.of(a)], at)
-    closed = store.close_runs(
+    store.records.admit([PendingOccurrence.of(a)], at)
+    closed = store.records.close_runs(
         [
             Closure(a.occurrence_id, RunStatus.SKIPPED, Reason.SUPERSEDED),
             Closure(b.occurrence_id, RunStatus.EXPIRED, "too late"),
@@ -161,7 +167,7 @@ def test_close_ends_only_scheduled_records(store: Store) -> None:
         at,
     )
     assert closed == [b.occurrence_id]
-    record = store.get_run(b.occurrence_id)
+    record = store.records.get_run(b.occurrence_id)
     assert record is not None
     assert (record.status, record.reason, record.finished_at, record.pending) == (
         RunStatus.EXPIRED,
@@ -169,8 +175,8 @@ def test_close_ends_only_scheduled_records(store: Store) -> None:
         at,
         False,
     )
-    assert store.get_run(a.occurrence_id).status is RunStatus.ADMITTED
-    assert store.close_runs([], at) == []
+    assert store.records.get_run(a.occurrence_id).status is RunStatus.ADMITTED
+    assert store.records.close_runs([], at) == []
 
 
 def test_close_scheduled_ends_every_waiting_record_of_one_schedule(store: Store) -> None:
@@ -179,10 +185,10 @@ def test_close_scheduled_ends_every_waiting_record_of_one_schedule(store: Store)
     )
     _, [elsewhere] = created_with_runs(store, "2026-12-01T08:02:00Z")
     at = utc("2026-12-01T08:01:30Z")
-    store.admit([PendingOccurrence.of(admitted)], at)
-    assert store.close_scheduled(sid, RunStatus.CANCELLED, Reason.DELETED, at) == 2
+    store.records.admit([PendingOccurrence.of(admitted)], at)
+    assert store.records.close_scheduled(sid, RunStatus.CANCELLED, Reason.DELETED, at) == 2
     for run in (a, b):
-        record = store.get_run(run.occurrence_id)
+        record = store.records.get_run(run.occurrence_id)
         assert record is not None
         assert (record.status, record.reason, record.finished_at, record.pending) == (
             RunStatus.CANCELLED,
@@ -190,21 +196,21 @@ def test_close_scheduled_ends_every_waiting_record_of_one_schedule(store: Store)
             at,
             False,
         )
-    kept = store.get_run(admitted.occurrence_id)
+    kept = store.records.get_run(admitted.occurrence_id)
     assert kept is not None and kept.status is RunStatus.ADMITTED
-    other = store.get_run(elsewhere.occurrence_id)
+    other = store.records.get_run(elsewhere.occurrence_id)
     assert other is not None and other.status is RunStatus.SCHEDULED
-    assert store.close_scheduled(sid, RunStatus.CANCELLED, Reason.DELETED, at) == 0
+    assert store.records.close_scheduled(sid, RunStatus.CANCELLED, Reason.DELETED, at) == 0
 
 
 def test_pause_then_close_scheduled_leaves_nothing_to_admit(store: Store) -> None:
     sid, [a, b] = created_with_runs(store, "2026-12-01T08:01:00Z", "2026-12-02T08:01:00Z")
     at = utc("2026-12-01T08:02:00Z")
-    store.pause(sid, None, at)
-    assert store.close_scheduled(sid, RunStatus.SKIPPED, Reason.PAUSED, at) == 2
-    assert store.admit([PendingOccurrence.of(a), PendingOccurrence.of(b)], at) == []
-    assert store.get_run(a.occurrence_id).reason == Reason.PAUSED
-    assert store.earliest_pending_bucket(a.shard) is None
+    store.schedules.pause(sid, None, at)
+    assert store.records.close_scheduled(sid, RunStatus.SKIPPED, Reason.PAUSED, at) == 2
+    assert store.records.admit([PendingOccurrence.of(a), PendingOccurrence.of(b)], at) == []
+    assert store.records.get_run(a.occurrence_id).reason == Reason.PAUSED
+    assert store.records.earliest_pending_bucket(a.shard) is None
 
 
 def test_withdraw_planned_deletes_only_the_slots_after_the_instant_not_started(
@@ -220,35 +226,40 @@ def test_withdraw_planned_deletes_only_the_slots_after_the_instant_not_started(
     )
     _, [elsewhere] = created_with_runs(store, "2026-12-01T08:03:00Z")
     at = utc("2026-12-01T08:02:00Z")
-    store.admit([PendingOccurrence.of(queued), PendingOccurrence.of(started)], at)
+    store.records.admit([PendingOccurrence.of(queued), PendingOccurrence.of(started)], at)
     running = replace(
-        store.get_run(started.occurrence_id), status=RunStatus.RUNNING, attempts=1, revision=1
+        store.records.get_run(started.occurrence_id),
+        status=RunStatus.RUNNING,
+        attempts=1,
+        revision=1,
     )
     trigger = replace(
         slot_run(sid, "2026-12-01T08:06:00Z"),
         kind=RunKind.TRIGGER,
         business_key=f"{sid}#trigger#x",
     )
-    assert store.insert([trigger]) == [trigger.occurrence_id]
-    assert run_store_of(store).compare_and_set(store.get_run(started.occurrence_id), running)
+    assert store.records.insert([trigger]) == [trigger.occurrence_id]
+    assert run_store_of(store).compare_and_set(
+        store.records.get_run(started.occurrence_id), running
+    )
 
     # Waiting and queued slots after the instant go; the due one, the one at
     # the instant, a started run, a trigger and another schedule's stay.
-    assert store.withdraw_planned(sid, at) == 2
-    assert store.get_run(waiting.occurrence_id) is None
-    assert store.get_run(queued.occurrence_id) is None
+    assert store.records.withdraw_planned(sid, at) == 2
+    assert store.records.get_run(waiting.occurrence_id) is None
+    assert store.records.get_run(queued.occurrence_id) is None
     for kept in (due, at_it, started, trigger, elsewhere):
-        assert store.get_run(kept.occurrence_id) is not None, kept.occurrence_id
-    assert store.withdraw_planned(sid, at) == 0
+        assert store.records.get_run(kept.occurrence_id) is not None, kept.occurrence_id
+    assert store.records.withdraw_planned(sid, at) == 0
 
 
 def test_a_withdrawn_slot_leaves_no_record_and_no_pending_work(store: Store) -> None:
     schedule = build_schedule(NOW)
-    store.create(schedule)
+    store.schedules.create(schedule)
     run = materialize_next(store, schedule.schedule_id)
-    assert store.withdraw_planned(schedule.schedule_id, NOW) == 1
-    assert store.get_run(run.occurrence_id) is None
-    assert store.get_by_business_key(run.business_key) is None
-    assert store.runs(schedule.schedule_id, 10).items == ()
+    assert store.records.withdraw_planned(schedule.schedule_id, NOW) == 1
+    assert store.records.get_run(run.occurrence_id) is None
+    assert store.records.get_by_business_key(run.business_key) is None
+    assert store.records.runs(schedule.schedule_id, 10).items == ()
     later = run.scheduled_at
-    assert store.pending_due(run.shard, run.bucket, run.bucket, later, 10) == []
+    assert store.records.pending_due(run.shard, run.bucket, run.bucket, later, 10) == []

@@ -18,10 +18,10 @@ NOW = utc("2026-12-01T08:00:00Z")
 def _with_versions(store: Store, count: int) -> list[ScheduleVersion]:
     """A schedule saved ``count`` times (versions 1..count), each a day apart."""
     schedule = build_schedule(NOW)
-    store.create(schedule)
+    store.schedules.create(schedule)
     versions = [schedule.current]
     for number in range(2, count + 1):
-        head = store.get(schedule.schedule_id)
+        head = store.schedules.get(schedule.schedule_id)
         assert head is not None
         at = NOW + timedelta(days=number)
         new = ScheduleVersion(
@@ -34,7 +34,7 @@ def _with_versions(store: Store, count: int) -> list[ScheduleVersion]:
             payload={"n": number},
             created_at=at,
         )
-        assert store.save_version(
+        assert store.schedules.save_version(
             new, expected_next_due=head.next_due, next_due=head.next_due, now=at
         )
         versions.append(new)
@@ -58,43 +58,43 @@ def _all_pages(
 
 def test_versions_lists_every_version_oldest_first(store: Store) -> None:
     written = _with_versions(store, 3)
-    page = store.versions(written[0].schedule_id, 10)
+    page = store.schedules.versions(written[0].schedule_id, 10)
     assert list(page.items) == written
     assert page.next_token is None
 
 
 def test_versions_pages_without_losing_or_repeating_one(store: Store) -> None:
     written = _with_versions(store, 5)
-    read, pages = _all_pages(store.versions, written[0].schedule_id, 2)
+    read, pages = _all_pages(store.schedules.versions, written[0].schedule_id, 2)
     assert read == written
     assert pages == 3  # 2 + 2 + 1: no empty last page
 
 
 def test_versions_of_a_deleted_schedule_stay_readable(store: Store) -> None:
     written = _with_versions(store, 2)
-    assert store.delete(written[0].schedule_id, NOW + timedelta(days=5))
-    assert list(store.versions(written[0].schedule_id, 10).items) == written
+    assert store.schedules.delete(written[0].schedule_id, NOW + timedelta(days=5))
+    assert list(store.schedules.versions(written[0].schedule_id, 10).items) == written
 
 
 def test_versions_of_an_unknown_schedule_is_an_empty_page(store: Store) -> None:
     _with_versions(store, 2)
-    assert store.versions("sch_missing", 10) == Page(())
+    assert store.schedules.versions("sch_missing", 10) == Page(())
 
 
 def test_versions_refuses_a_token_it_did_not_hand_out(store: Store) -> None:
     written = _with_versions(store, 3)
     with pytest.raises(ValueError):
-        store.versions(written[0].schedule_id, 1, "not-a-token")
+        store.schedules.versions(written[0].schedule_id, 1, "not-a-token")
 
 
 def test_versions_does_not_page_into_another_schedule(store: Store) -> None:
     first = _with_versions(store, 3)
     second = _with_versions(store, 3)
-    token = store.versions(first[0].schedule_id, 1).next_token
+    token = store.schedules.versions(first[0].schedule_id, 1).next_token
     assert token is not None
     # A token of one schedule's listing is refused, or reads only the other's versions.
     try:
-        page = store.versions(second[0].schedule_id, 10, token)
+        page = store.schedules.versions(second[0].schedule_id, 10, token)
     except ValueError:
         return
     assert all(v.schedule_id == second[0].schedule_id for v in page.items)
@@ -103,7 +103,7 @@ def test_versions_does_not_page_into_another_schedule(store: Store) -> None:
 def test_the_ports_default_listing_follows_the_same_rules(store: Store) -> None:
     written = _with_versions(store, 5)
     read, pages = _all_pages(
-        lambda sid, limit, token: ScheduleStore.versions(store, sid, limit, token),
+        lambda sid, limit, token: ScheduleStore.versions(store.schedules, sid, limit, token),
         written[0].schedule_id,
         2,
     )

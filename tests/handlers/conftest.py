@@ -22,7 +22,7 @@ from tests.handlers.cli_driver import Run
 @pytest.fixture
 def server(tmp_path: Path, clock: FakeClock) -> Iterator[ApiServer]:
     """The API handler over SQLite, served over real HTTP on 127.0.0.1."""
-    store = SqliteStore(tmp_path / "duetime.db")
+    store = SqliteStore.open(tmp_path / "duetime.db")
     services = ApiServices(ScheduleService(store, clock), InMemorySecretStore())
 
     def api(event: dict[str, Any], context: Any) -> dict[str, Any]:

@@ -124,7 +124,7 @@ class Api:
 @pytest.fixture
 def api(tmp_path: Path, clock: FakeClock) -> Iterator[Api]:
     db = tmp_path / "duetime.db"
-    store = SqliteStore(db)
+    store = SqliteStore.open(db)
     secrets = InMemorySecretStore()
     yield Api(ApiServices(ScheduleService(store, clock), secrets), db, clock, secrets)
     store.close()

@@ -16,7 +16,7 @@ from moto import mock_aws
 
 from adapters.dynamodb.local import create_store_tables
 from adapters.dynamodb.runs import DynamoRunStore
-from adapters.dynamodb.store import DynamoStore
+from adapters.dynamodb.store import DynamoPorts
 from adapters.secrets import InMemorySecretStore
 from adapters.sqlite.runs import SqliteRunStore
 from adapters.sqlite.store import SqliteStore
@@ -90,13 +90,13 @@ def fail_run(services: ApiServices, occurrence_id: str, clock: FakeClock) -> Non
     """A worker starts the run and its target refuses it for good."""
     store = services.schedules.store
     runs = SqliteRunStore(store) if isinstance(store, SqliteStore) else None
-    if isinstance(store, DynamoStore):
+    if isinstance(store, DynamoPorts):
         runs = DynamoRunStore(store)
     assert runs is not None
-    run = store.get_run(occurrence_id)
+    run = store.records.get_run(occurrence_id)
     assert run is not None
     if run.status is RunStatus.SCHEDULED:
-        store.admit([PendingOccurrence.of(run)], clock.now())
+        store.records.admit([PendingOccurrence.of(run)], clock.now())
     started = runs.start_attempt(  # type: ignore[attr-defined]
         occurrence_id,
         now=clock.now(),
@@ -164,7 +164,7 @@ def test_paused_quarantined_and_deleted_schedules_say_so(
 
     set_aside = create(services, {"cron": "0 9 * * *"})
     quarantine = Quarantine("OverflowError: boom", QuarantineComponent.PLAN, clock.now())
-    assert services.schedules.store.quarantine(set_aside["id"], 1, quarantine)
+    assert services.schedules.store.schedules.quarantine(set_aside["id"], 1, quarantine)
     assert get(services, set_aside["id"])["status"] == "quarantined"
 
     status, deleted = call(services, "DELETE", f"/schedules/{paused['id']}")
@@ -426,7 +426,7 @@ def test_an_acknowledged_failed_one_off_stops_showing_as_overdue(
     watchdog.run()
     assert get(services, one_off["id"])["watch"]["status"] == "ended"
     # The acknowledgement is kept fresh while it counts (heartbeat items expire on DynamoDB).
-    acknowledged = services.schedules.store.heartbeat(f"ack:{one_off['id']}")
+    acknowledged = services.schedules.store.leases.heartbeat(f"ack:{one_off['id']}")
     assert acknowledged is not None and acknowledged.at == clock.now()
     assert acknowledged.detail["note"] == "fixed by hand"
 
@@ -443,7 +443,7 @@ def test_an_acknowledged_failed_one_off_stops_showing_as_overdue(
         "field": None,
     }
     assert get(services, one_off["id"])["watch"]["checked_at"] == "2026-12-04T08:20:00Z"
-    assert services.schedules.store.heartbeat(f"ack:{one_off['id']}") == acknowledged
+    assert services.schedules.store.leases.heartbeat(f"ack:{one_off['id']}") == acknowledged
 
 
 def test_an_acknowledged_failure_of_a_recurring_schedule_waits_for_its_next_slot(
@@ -491,7 +491,7 @@ def test_acknowledge_without_a_failure_is_refused_and_changes_nothing(
         "field": None,
     }
     assert get(services, fresh["id"]) == before
-    assert services.schedules.store.heartbeat(f"ack:{fresh['id']}") is None
+    assert services.schedules.store.leases.heartbeat(f"ack:{fresh['id']}") is None
 
 
 def test_acknowledge_of_an_unknown_schedule_is_404(services: ApiServices) -> None:
@@ -516,5 +516,5 @@ def test_acknowledge_refuses_an_unknown_field_and_writes_nothing(
         "message": "reason: is not a known field",
         "field": "reason",
     }
-    assert services.schedules.store.heartbeat(f"ack:{one_off['id']}") is None
-    assert services.schedules.store.heartbeat(f"watch:{one_off['id']}") is None
+    assert services.schedules.store.leases.heartbeat(f"ack:{one_off['id']}") is None
+    assert services.schedules.store.leases.heartbeat(f"watch:{one_off['id']}") is None

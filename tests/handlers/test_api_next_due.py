@@ -88,7 +88,7 @@ def test_next_due_is_the_next_slot_that_will_run_even_when_slots_are_queued_ahea
     sid = created["id"]
     ticker = Ticker(services.schedules.store, FakeQueue(), clock, tick_config(settings), owner="t")
     ticker.tick_once()  # 08:00: 08:01 (and planning early, 08:02) created, queued
-    stored = services.schedules.store.get(sid)
+    stored = services.schedules.store.schedules.get(sid)
     assert stored is not None and stored.next_due is not None
     assert stored.next_due > utc("2026-12-01T08:01:00Z")  # the store's: the first not created
     clock.set(utc("2026-12-01T08:00:30Z"))
@@ -112,7 +112,7 @@ def test_a_paused_schedule_shows_next_due_as_stored(
     ).tick_once()
     status, paused = call(services, "POST", f"/schedules/{sid}/pause", {})
     assert status == 200
-    stored = services.schedules.store.get(sid)
+    stored = services.schedules.store.schedules.get(sid)
     assert stored is not None and stored.next_due is not None
     expected = stored.next_due.strftime("%Y-%m-%dT%H:%M:%SZ")
     assert paused["next_due"] == expected

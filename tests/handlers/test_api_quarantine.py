@@ -32,7 +32,7 @@ POISON = {"cron": "13 13 13 * *", "time_zone": "UTC"}  # the spec the injected f
 @pytest.fixture
 def api(tmp_path: Path, clock: FakeClock) -> Iterator[Api]:
     db = tmp_path / "duetime.db"
-    store = SqliteStore(db)
+    store = SqliteStore.open(db)
     secrets = InMemorySecretStore()
     yield Api(ApiServices(ScheduleService(store, clock), secrets), db, clock, secrets)
     store.close()
@@ -95,7 +95,7 @@ def test_one_poisoned_schedule_does_not_fail_the_listing(
 ) -> None:
     healthy = api.create().body
     poisoned = build_schedule(NOW, spec=POISON)
-    _store(api).create(poisoned)  # slipped through: written straight into the store
+    _store(api).schedules.create(poisoned)  # slipped through: written straight into the store
 
     listing = api.call("GET", "/schedules")
 
@@ -120,7 +120,7 @@ def test_one_poisoned_schedule_does_not_fail_the_listing(
 def test_a_schedule_at_the_end_of_time_is_listed_and_shown(api: Api, spec: dict[str, Any]) -> None:
     healthy = api.create().body
     edge = build_schedule(NOW, spec=spec)
-    _store(api).create(edge)
+    _store(api).schedules.create(edge)
 
     listing = api.call("GET", "/schedules")
 
@@ -136,7 +136,7 @@ def test_a_quarantined_schedule_shows_its_quarantine_and_a_healthy_one_null(api:
     quarantine = Quarantine.of(
         OverflowError("date value out of range"), QuarantineComponent.WATCH, NOW
     )
-    assert _store(api).quarantine(poisoned["id"], 1, quarantine)
+    assert _store(api).schedules.quarantine(poisoned["id"], 1, quarantine)
 
     shown = api.call("GET", f"/schedules/{poisoned['id']}")
 
@@ -155,7 +155,7 @@ def test_a_quarantined_schedule_shows_its_quarantine_and_a_healthy_one_null(api:
 def test_an_edit_clears_the_quarantine_in_the_answer(api: Api) -> None:
     created = api.create().body
     quarantine = Quarantine.of(ValueError("x"), QuarantineComponent.PLAN, NOW)
-    _store(api).quarantine(created["id"], 1, quarantine)
+    _store(api).schedules.quarantine(created["id"], 1, quarantine)
     answer = api.call(
         "PUT", f"/schedules/{created['id']}", dict(REPORT), headers={"If-Match": '"1"'}
     )

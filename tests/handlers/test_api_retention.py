@@ -32,12 +32,12 @@ def test_a_backfill_before_the_retention_is_refused_naming_start_at(
     tmp_path: Path, clock: FakeClock
 ) -> None:
     db = tmp_path / "duetime.db"
-    store = SqliteStore(db)
+    store = SqliteStore.open(db)
     services = ApiServices(ScheduleService(store, clock), InMemorySecretStore())
     status, created = _call(services, "POST", "/schedules", REPORT)
     assert status == 201
     clock.advance(timedelta(days=40))
-    store.purge_history(clock.now() - timedelta(days=30))
+    store.retention.purge_history(clock.now() - timedelta(days=30))
     before = _occurrences(db)
 
     status, answer = _call(

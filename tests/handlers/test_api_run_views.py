@@ -270,7 +270,7 @@ def test_retry_runs_a_failed_run_again_as_its_next_attempt_with_the_same_key(api
     # The intent went out on the delivery queue at once (attempt 1 already made).
     [sent] = [m for m in _queued(api) if m["attempt"] == 1]  # the retry's, not the trigger's
     assert sent["occurrence_id"] == occurrence_id and sent["attempt"] == 1
-    stored = _store(api).get_run(occurrence_id)
+    stored = _store(api).records.get_run(occurrence_id)
     assert stored is not None and not stored.pending
 
     target = FakeTarget()
@@ -296,12 +296,12 @@ def test_a_retry_whose_send_fails_is_sent_by_the_next_tick(api: Api) -> None:
 
     answer = api.call("POST", f"/runs/{occurrence_id}/retry")
     assert answer.status == 202, answer.body
-    stored = _store(api).get_run(occurrence_id)
+    stored = _store(api).records.get_run(occurrence_id)
     assert stored is not None and stored.pending and stored.status is RunStatus.ADMITTED
 
     sent = tick(api)
     assert [i.occurrence_id for i in sent.sent].count(occurrence_id) == 1
-    after = _store(api).get_run(occurrence_id)
+    after = _store(api).records.get_run(occurrence_id)
     assert after is not None and not after.pending
     assert occurrence_id not in tick(api).ids()  # sent once
 

@@ -16,7 +16,7 @@ from moto import mock_aws
 from adapters.definitions import DELIVERY_QUEUE, create_queues
 from adapters.dynamodb.local import create_store_tables
 from adapters.dynamodb.runs import DynamoRunStore
-from adapters.dynamodb.store import DynamoStore
+from adapters.dynamodb.store import DynamoPorts
 from adapters.secrets import InMemorySecretStore
 from adapters.sqs_worker import SqsWorkQueue
 from bootstrap.settings import Settings
@@ -63,9 +63,9 @@ def failed_run(services: ApiServices, clock: FakeClock) -> tuple[str, str]:
     assert status == 201, run
     occurrence_id: str = run["occurrence_id"]
     store = services.schedules.store
-    assert isinstance(store, DynamoStore)
+    assert isinstance(store, DynamoPorts)
     # The trigger call stored it admitted and queued its intent.
-    queued = store.get_run(occurrence_id)
+    queued = store.records.get_run(occurrence_id)
     assert queued is not None and queued.status is RunStatus.ADMITTED and not queued.pending
     runs = DynamoRunStore(store)
     now = clock.now()
@@ -100,7 +100,7 @@ def test_retry_on_aws_sends_the_intent_on_the_delivery_queue(
     # The trigger's own intent (attempt 0), and the retry's.
     [intent] = [b for b in bodies if b["attempt"] == 1]
     assert (intent["occurrence_id"], intent["attempt"]) == (occurrence_id, 1)
-    stored = services.schedules.store.get_run(occurrence_id)
+    stored = services.schedules.store.records.get_run(occurrence_id)
     assert stored is not None and not stored.pending  # sent: no dispatcher sends it again
 
     status, again = call(services, "POST", f"/runs/{occurrence_id}/retry")
@@ -224,7 +224,7 @@ def test_cancel_on_aws_ends_a_waiting_run_and_refuses_a_finished_one(
 ) -> None:
     services, _, _ = aws
     _, failed = failed_run(services, clock)
-    schedule = services.schedules.store.get_run(failed)
+    schedule = services.schedules.store.records.get_run(failed)
     assert schedule is not None
     status, run = call(services, "POST", f"/schedules/{schedule.schedule_id}/trigger")
     assert status == 201, run

@@ -24,7 +24,7 @@ TOKEN = "run-token-for-the-test"
 @pytest.fixture
 def api(tmp_path: Path, clock: FakeClock) -> Iterator[Api]:
     db = tmp_path / "duetime.db"
-    store = SqliteStore(db)
+    store = SqliteStore.open(db)
     secrets = InMemorySecretStore()
     services = ApiServices(
         ScheduleService(store, clock), secrets, RunReports(SqliteRunStore(store), clock)
@@ -40,9 +40,9 @@ def running_run(api: Api) -> str:
     occurrence_id: str = run["occurrence_id"]
     store = api.services.schedules.store
     now = api.clock.now()
-    pending = store.get_run(occurrence_id)
+    pending = store.records.get_run(occurrence_id)
     assert pending is not None
-    assert store.admit([PendingOccurrence.of(pending)], now) == [occurrence_id]
+    assert store.records.admit([PendingOccurrence.of(pending)], now) == [occurrence_id]
     started = SqliteRunStore(store).start_attempt(  # type: ignore[arg-type]
         occurrence_id,
         now=now,
@@ -127,7 +127,7 @@ def test_a_report_without_a_token_is_422_and_changes_nothing(api: Api) -> None:
 def test_without_a_run_report_service_the_routes_answer_501(
     tmp_path: Path, clock: FakeClock
 ) -> None:
-    store = SqliteStore(tmp_path / "duetime.db")
+    store = SqliteStore.open(tmp_path / "duetime.db")
     try:
         secrets = InMemorySecretStore()
         api = Api(

@@ -14,7 +14,7 @@ from moto import mock_aws
 
 from adapters.dynamodb.local import create_store_tables
 from adapters.dynamodb.runs import DynamoRunStore
-from adapters.dynamodb.store import DynamoStore
+from adapters.dynamodb.store import DynamoPorts
 from adapters.secrets import InMemorySecretStore
 from bootstrap.settings import Settings
 from domain.run import PendingOccurrence
@@ -57,10 +57,10 @@ def running_run(services: ApiServices, clock: FakeClock) -> str:
     assert status in (200, 201, 202), run
     occurrence_id: str = run["occurrence_id"]
     store = services.schedules.store
-    assert isinstance(store, DynamoStore)
-    pending = store.get_run(occurrence_id)
+    assert isinstance(store, DynamoPorts)
+    pending = store.records.get_run(occurrence_id)
     assert pending is not None
-    assert store.admit([PendingOccurrence.of(pending)], clock.now()) == [occurrence_id]
+    assert store.records.admit([PendingOccurrence.of(pending)], clock.now()) == [occurrence_id]
     started = DynamoRunStore(store).start_attempt(
         occurrence_id,
         now=clock.now(),

@@ -21,7 +21,7 @@ HOST = {"Host": "127.0.0.1:8787"}
 def test_a_copy_of_the_api_module_leaves_the_first_answering(
     tmp_path: Path, clock: FakeClock
 ) -> None:
-    store = SqliteStore(tmp_path / "duetime.db")
+    store = SqliteStore.open(tmp_path / "duetime.db")
     services = ApiServices(ScheduleService(store, clock), InMemorySecretStore())
     try:
         fresh_module("handlers.api")  # includes the shared routers in a resolver of its own

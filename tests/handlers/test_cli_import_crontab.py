@@ -149,7 +149,7 @@ def test_bad_options_are_refused(
 @pytest.fixture
 def jobs_server(tmp_path: Path, clock: FakeClock) -> Iterator[ApiServer]:
     """The local stack's API with the jobs of GOOD loaded."""
-    store = SqliteStore(tmp_path / "duetime.db")
+    store = SqliteStore.open(tmp_path / "duetime.db")
     support = TargetSupport(
         frozenset({"webhook", "command"}),
         "",

@@ -88,7 +88,7 @@ def tick(services: ApiServices, clock: FakeClock) -> FakeQueue:
 
 def deliver(services: ApiServices, clock: FakeClock, occurrence_id: str, *answers: Outcome) -> None:
     """A worker runs the occurrence's admitted intent against a scripted target."""
-    run = store_of(services).get_run(occurrence_id)
+    run = store_of(services).records.get_run(occurrence_id)
     assert run is not None
     intent = DeliveryIntent(
         run.occurrence_id, run.schedule_id, run.version, run.scheduled_at, attempt=run.attempts
@@ -365,7 +365,7 @@ def test_dead_letters_retry_runs_the_letters_occurrence_again(
     occurrence = failed_trigger(duetime, services, clock, create(duetime))
     queue = SqliteQueue(tmp_path / "duetime.db", clock=clock)
     try:
-        run = store_of(services).get_run(occurrence)
+        run = store_of(services).records.get_run(occurrence)
         assert run is not None
         queue.send_batch([DeliveryIntent(occurrence, run.schedule_id, 1, run.scheduled_at)])
         [message] = queue.receive(1, 0)

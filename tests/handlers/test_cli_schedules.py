@@ -159,8 +159,8 @@ def test_edit_of_a_webhook_url_keeps_its_headers(duetime: Run, tmp_path: Path) -
     assert edited["target"]["url"] == "https://b.example.com/"
     assert edited["target"]["headers"] == {"X-Team": None}  # shown by name only
     assert edited["target"]["timeout_s"] == 5
-    store = SqliteStore(tmp_path / "duetime.db")  # the server's file
-    stored = store.get(created["id"])
+    store = SqliteStore.open(tmp_path / "duetime.db")  # the server's file
+    stored = store.schedules.get(created["id"])
     store.close()
     assert stored is not None and stored.version == 2
     assert isinstance(stored.current.target, WebhookTarget)
@@ -371,8 +371,8 @@ def test_webhook_headers_and_timeout_have_flags_and_an_edit_keeps_them(
     assert created["target"]["timeout_s"] == 5.0
     edited = as_json(duetime, "schedules", "edit", created["id"], "--header", "X-Env:prod")
     assert edited["target"]["headers"] == {"X-Team": None, "X-Env": None}
-    store = SqliteStore(tmp_path / "duetime.db")  # the server's file
-    stored = store.get(created["id"])
+    store = SqliteStore.open(tmp_path / "duetime.db")  # the server's file
+    stored = store.schedules.get(created["id"])
     store.close()
     assert stored is not None and isinstance(stored.current.target, WebhookTarget)
     assert dict(stored.current.target.headers) == {"X-Team": "billing", "X-Env": "prod"}

@@ -36,7 +36,7 @@ def test_metrics_carry_the_stack_name_the_function_environment_gives(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("POWERTOOLS_SERVICE_NAME", "DuetimeBlue")
-    store = SqliteStore(tmp_path / "duetime.db")
+    store = SqliteStore.open(tmp_path / "duetime.db")
     try:
         watchdog_handler.handler(
             {}, None, watchdog=Watchdog(store, FakeClock(utc("2026-12-01T10:00:00Z")))

@@ -61,7 +61,7 @@ def test_one_invocation_admits_due_work_and_emits_heartbeat_and_lag(
     emitted = _metrics(capsys.readouterr().out)
     assert emitted[Metric.TICK_HEARTBEAT] == [1.0]
     assert emitted[Metric.DISPATCH_LAG] == [3.0]
-    beat = world.store.heartbeat("tick")
+    beat = world.store.leases.heartbeat("tick")
     assert beat is not None and beat.at == clock.now()
 
 
@@ -127,7 +127,7 @@ def test_a_schedule_the_tick_cannot_plan_is_counted_as_quarantined_on_the_log_li
         if line.get("message") == "schedule quarantined"
     ] == [poisoned.schedule_id]
     assert "SchedulesQuarantined" not in _metrics(output)
-    assert world.store.get(poisoned.schedule_id).quarantine is not None
+    assert world.store.schedules.get(poisoned.schedule_id).quarantine is not None
 
 
 def test_a_late_invocation_covers_the_minute_it_stands_for_and_says_how_late_it_is(
@@ -267,7 +267,7 @@ class SlowPages:
     def __init__(self, world: World, page_s: float) -> None:
         self.world = world
         self.page_s = page_s
-        self.inner = world.store.due
+        self.inner = world.store.schedules.due
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         self.world.clock.advance(timedelta(seconds=self.page_s))
@@ -287,7 +287,7 @@ def test_a_pass_stops_planning_at_its_budget_and_the_next_pass_plans_the_rest(
     }
     world.config = replace(world.config, page_size=2, plan_budget=timedelta(seconds=50))
     slow = SlowPages(world, 30.0)
-    monkeypatch.setattr(world.store, "due", slow)
+    monkeypatch.setattr(world.store.schedules, "due", slow)
     first = run_tick(world.ticker(), 0.0)
     assert first["out_of_planning_time"] is True
     assert first["materialized"] == 4  # two pages: 60 s of the clock, past the 50 s budget
@@ -305,7 +305,7 @@ class SlowBatches:
 
     def __init__(self, world: World, batch_s: float) -> None:
         self.world, self.batch_s = world, batch_s
-        self.inner = world.store.pending_due
+        self.inner = world.store.records.pending_due
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         found = self.inner(*args, **kwargs)
@@ -342,7 +342,7 @@ def test_a_pass_stops_dispatching_a_backlog_past_its_deadline_and_the_next_goes_
     # the dispatch's overrun)
     world.config = replace(world.config, plan_budget=timedelta(seconds=50))
     slow = SlowBatches(world, 30.0)
-    monkeypatch.setattr(world.store, "pending_due", slow)
+    monkeypatch.setattr(world.store.records, "pending_due", slow)
     first = run_tick(world.ticker(), 0.0)
     # Then it starts no batch past 60 s, says so, and ends
     assert first["out_of_dispatch_time"] is True

@@ -12,7 +12,7 @@ import pytest
 from moto import mock_aws
 
 from adapters.dynamodb.local import create_store_tables
-from adapters.dynamodb.store import DynamoStore, TableNames
+from adapters.dynamodb.store import DynamoPorts, TableNames, dynamo_store
 from bootstrap.aws import EARLY_MARGIN_S, AwsTick
 from domain.partition import Partitioning
 from handlers import tick as tick_handler
@@ -42,17 +42,17 @@ def aws() -> Iterator[tuple[Any, TableNames]]:
         yield client, create_store_tables(client, "tick")
 
 
-def store_of(aws: tuple[Any, TableNames]) -> DynamoStore:
+def store_of(aws: tuple[Any, TableNames]) -> DynamoPorts:
     client, names = aws
-    return DynamoStore(client, names, lease_shards=SHARDS)
+    return dynamo_store(client, names, lease_shards=SHARDS)
 
 
-def container(store: DynamoStore, clock: FakeClock, queue: FakeQueue, owner: str) -> Ticker:
+def container(store: DynamoPorts, clock: FakeClock, queue: FakeQueue, owner: str) -> Ticker:
     """The ticker a Lambda container builds for its invocations."""
     return Ticker(store, queue, clock, CONFIG, owner=owner)
 
 
-def every_second(store: DynamoStore, clock: FakeClock, count: int) -> None:
+def every_second(store: DynamoPorts, clock: FakeClock, count: int) -> None:
     schedules = ScheduleService(store, clock, CONFIG.partitioning)
     for n in range(count):
         schedules.create(
@@ -89,7 +89,7 @@ def test_the_next_invocation_in_a_new_container_dispatches_every_shard_at_once(
     # Then it held every shard the first one had (released when it ended) and
     # queued the next five seconds of every schedule ahead
     assert result["admitted"] == len(queue.sent) - sent_before == 8 * 5
-    assert {lease.owner for lease in store.leases()} == {"c2"}
+    assert {lease.owner for lease in store.leases.leases()} == {"c2"}
 
 
 def test_an_invocation_releases_its_shards_even_when_a_pass_fails(
@@ -108,7 +108,9 @@ def test_an_invocation_releases_its_shards_even_when_a_pass_fails(
     ticker.dispatcher.dispatch = dispatch_then_fail  # type: ignore[method-assign]
     with pytest.raises(ConnectionError):
         tick_handler.handler({}, Context(), service=ticker)
-    assert store.leases() and not any(lease.live(clock.now()) for lease in store.leases())
+    assert store.leases.leases() and not any(
+        lease.live(clock.now()) for lease in store.leases.leases()
+    )
 
 
 def test_the_same_container_keeps_one_owner_across_invocations(
@@ -164,7 +166,7 @@ def test_a_pass_reads_leases_by_key_and_never_scans(
     every_second(store, clock, 1)
     operations = record_operations(store)
     tick_handler.handler({}, Context(), service=container(store, clock, queue, "c1"))
-    store.beat(Heartbeat("tick", clock.now(), {}))
+    store.leases.beat(Heartbeat("tick", clock.now(), {}))
     Watchdog(store, clock).run()
     assert "Scan" not in operations
     assert {"BatchGetItem", "GetItem"} <= set(operations)
@@ -173,8 +175,8 @@ def test_a_pass_reads_leases_by_key_and_never_scans(
 def test_heartbeat_items_carry_a_ttl(aws: tuple[Any, TableNames]) -> None:
     client, names = aws
     store, at = store_of(aws), utc("2026-12-01T08:00:00Z")
-    store.beat(Heartbeat("watch:s1", at, {"status": "ok"}))
-    store.beat(Heartbeat("tick", at, {}))
+    store.leases.beat(Heartbeat("watch:s1", at, {"status": "ok"}))
+    store.leases.beat(Heartbeat("tick", at, {}))
     for key in ("H#watch:s1", "H#tick"):
         item = client.get_item(TableName=names.leases, Key={"pk": {"S": key}})["Item"]
         assert int(item["expires_at_epoch"]["N"]) == int((at + timedelta(days=7)).timestamp())
@@ -182,9 +184,9 @@ def test_heartbeat_items_carry_a_ttl(aws: tuple[Any, TableNames]) -> None:
     assert ttl["AttributeName"] == "expires_at_epoch"
 
 
-def record_operations(store: DynamoStore) -> list[str]:
+def record_operations(store: DynamoPorts) -> list[str]:
     seen: list[str] = []
-    store.client.meta.events.register(
+    store.records.client.meta.events.register(
         "before-parameter-build.dynamodb.*",
         lambda model, **_: seen.append(model.name),
     )

@@ -22,7 +22,7 @@ from tests.conftest import FakeClock, utc
 
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[SqliteStore]:
-    store = SqliteStore(tmp_path / "duetime.db")
+    store = SqliteStore.open(tmp_path / "duetime.db")
     yield store
     store.close()
 
@@ -47,12 +47,12 @@ def test_overdue_schedule_is_counted_and_recorded(
     created = utc("2026-12-01T08:00:00Z")
     healthy = make_schedule(created, spec={"cron": "0 9 * * *"})
     silent = make_schedule(created, spec={"cron": "0 9 * * *"})
-    store.create(healthy)
-    store.create(silent)
+    store.schedules.create(healthy)
+    store.schedules.create(silent)
     success = replace(make_occurrence(healthy, created), status=RunStatus.SUCCEEDED)
-    store.insert([success])
+    store.records.insert([success])
     clock = FakeClock(utc("2026-12-01T10:00:00Z"))
-    store.beat(Heartbeat("tick", utc("2026-12-01T09:59:30Z"), {}))
+    store.leases.beat(Heartbeat("tick", utc("2026-12-01T09:59:30Z"), {}))
 
     result = watchdog_handler.handler({}, None, watchdog=Watchdog(store, clock))
 
@@ -84,7 +84,7 @@ def test_pages_through_many_schedules(
 ) -> None:
     created = utc("2026-12-01T08:00:00Z")
     for _ in range(230):
-        store.create(make_schedule(created, spec={"cron": "0 9 * * *"}))
+        store.schedules.create(make_schedule(created, spec={"cron": "0 9 * * *"}))
     report = Watchdog(store, FakeClock(utc("2026-12-01T08:30:00Z"))).run()
     assert sum(report.counts.values()) == 230
 
@@ -98,8 +98,8 @@ def test_a_schedule_the_watchdog_cannot_judge_is_recorded_unknown_counted_and_lo
     created = utc("2026-12-01T08:00:00Z")
     healthy = make_schedule(created, spec={"cron": "0 9 * * *"})
     poisoned = make_schedule(created, spec={"cron": "0 9 * * *"})
-    store.create(healthy)
-    store.create(poisoned)
+    store.schedules.create(healthy)
+    store.schedules.create(poisoned)
     real = service_watchdog.watch
 
     def watch(schedule: Schedule, *args: Any) -> Any:
@@ -125,7 +125,7 @@ def test_a_schedule_the_watchdog_cannot_judge_is_recorded_unknown_counted_and_lo
     assert logged["schedule_id"] == poisoned.schedule_id
     assert logged["error"] == "OverflowError: date value out of range"
     # Recorded where the watchdog may write (its verdict), not on the schedule.
-    assert store.get(poisoned.schedule_id).quarantine is None
+    assert store.schedules.get(poisoned.schedule_id).quarantine is None
 
 
 def test_a_pass_out_of_time_stops_after_its_page_and_the_next_resumes_there(
@@ -135,7 +135,7 @@ def test_a_pass_out_of_time_stops_after_its_page_and_the_next_resumes_there(
     ids = set()
     for _ in range(230):
         schedule = make_schedule(created, spec={"cron": "0 9 * * *"})
-        store.create(schedule)
+        store.schedules.create(schedule)
         ids.add(schedule.schedule_id)
     watchdog = Watchdog(store, FakeClock(utc("2026-12-01T08:30:00Z")))
     out_of_time = lambda: 0.0  # noqa: E731 - each pass judges one page
@@ -157,7 +157,7 @@ def test_a_pass_with_time_enough_judges_everything_and_says_so(
 ) -> None:
     created = utc("2026-12-01T08:00:00Z")
     for _ in range(120):
-        store.create(make_schedule(created, spec={"cron": "0 9 * * *"}))
+        store.schedules.create(make_schedule(created, spec={"cron": "0 9 * * *"}))
     report = Watchdog(store, FakeClock(utc("2026-12-01T08:30:00Z"))).run(lambda: 60.0)
     assert report.judged == 120 and report.complete
 
@@ -175,7 +175,7 @@ def test_the_handler_budgets_from_the_time_the_function_has_left(
 ) -> None:
     created = utc("2026-12-01T08:00:00Z")
     for _ in range(150):
-        store.create(make_schedule(created, spec={"cron": "0 9 * * *"}))
+        store.schedules.create(make_schedule(created, spec={"cron": "0 9 * * *"}))
     watchdog = Watchdog(store, FakeClock(utc("2026-12-01T08:30:00Z")))
     short = Context(int(watchdog_handler.SAFETY_MARGIN_S * 1000))  # nothing left to spend
     first = watchdog_handler.handler({}, short, watchdog=watchdog)
@@ -189,7 +189,7 @@ def test_an_idle_watchdog_sends_the_heartbeat_age_alone(
     store: SqliteStore, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # No schedule: no overdue or late count to send, only the age the dashboard graphs.
-    store.beat(Heartbeat("tick", utc("2026-12-01T09:59:30Z"), {}))
+    store.leases.beat(Heartbeat("tick", utc("2026-12-01T09:59:30Z"), {}))
 
     watchdog_handler.handler(
         {}, None, watchdog=Watchdog(store, FakeClock(utc("2026-12-01T10:00:00Z")))
@@ -209,9 +209,9 @@ def test_a_pass_that_fails_mid_way_keeps_the_pages_it_judged(
     that pass, and the next pass starts at that page, not at the beginning."""
     created = utc("2026-12-01T08:00:00Z")
     for _ in range(230):
-        store.create(make_schedule(created, spec={"cron": "0 9 * * *"}))
+        store.schedules.create(make_schedule(created, spec={"cron": "0 9 * * *"}))
     watchdog = Watchdog(store, FakeClock(utc("2026-12-01T08:30:00Z")))
-    real = store.list_schedules
+    real = store.schedules.list_schedules
     calls = []
 
     def third_page_fails(*args: Any, **kwargs: Any) -> Any:
@@ -220,10 +220,10 @@ def test_a_pass_that_fails_mid_way_keeps_the_pages_it_judged(
             raise RuntimeError("throttled")
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(store, "list_schedules", third_page_fails)
+    monkeypatch.setattr(store.schedules, "list_schedules", third_page_fails)
     with pytest.raises(RuntimeError):
         watchdog.run(lambda: 60.0)
-    monkeypatch.setattr(store, "list_schedules", real)
+    monkeypatch.setattr(store.schedules, "list_schedules", real)
 
     resumed = watchdog.run(lambda: 60.0)
     assert resumed.judged == 30 and not resumed.complete
@@ -235,16 +235,16 @@ def test_a_schedule_whose_runs_cannot_be_read_does_not_stop_the_pass(
     created = utc("2026-12-01T08:00:00Z")
     schedules = [make_schedule(created, spec={"cron": "0 9 * * *"}) for _ in range(150)]
     for schedule in schedules:
-        store.create(schedule)
+        store.schedules.create(schedule)
     unreadable = sorted(s.schedule_id for s in schedules)[0]  # on the first page
-    real = store.runs
+    real = store.records.runs
 
     def runs(schedule_id: str, *args: Any, **kwargs: Any) -> Any:
         if schedule_id == unreadable:
             raise RuntimeError("AccessDenied")
         return real(schedule_id, *args, **kwargs)
 
-    monkeypatch.setattr(store, "runs", runs)
+    monkeypatch.setattr(store.records, "runs", runs)
     report = Watchdog(store, FakeClock(utc("2026-12-01T08:30:00Z"))).run(lambda: 60.0)
 
     assert report.unread == [unreadable] and report.judged == 149 and report.complete

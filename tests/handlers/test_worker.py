@@ -179,7 +179,7 @@ def test_one_batch_succeeds_retries_fails_and_dead_letters_each_message_on_its_o
     dead = dict(queue.dead)
     assert sorted(dead) == ["m-garbage"]
     assert dead["m-garbage"].startswith("not a delivery intent")
-    stored = [world.store.get_run(i.occurrence_id) for i in (ok, flaky, refused)]
+    stored = [world.store.records.get_run(i.occurrence_id) for i in (ok, flaky, refused)]
     statuses = [getattr(run, "status", None) for run in stored]
     assert statuses == [RunStatus.SUCCEEDED, RunStatus.RETRYING, RunStatus.FAILED]
 
@@ -319,7 +319,7 @@ def test_on_sqs_a_retry_is_a_new_delayed_message_not_one_held_in_flight(
     )
     # ...and a new one carries the intent, delayed, not in flight.
     assert _counts(client, queue.queue_url) == {"visible": "0", "in_flight": "0", "delayed": "1"}
-    run = world.store.get_run(flaky.occurrence_id)
+    run = world.store.records.get_run(flaky.occurrence_id)
     assert run is not None and run.status is RunStatus.RETRYING
     # The run keeps its backoff: a message that comes back before it (the next
     # link of the hour's wait, or a duplicate) waits again and calls nobody.
@@ -351,7 +351,7 @@ def test_on_sqs_a_permanent_failure_fails_the_run_and_leaves_no_dead_letter(
     )
 
     assert response == {"batchItemFailures": []}  # deleted by the event source
-    run = world.store.get_run(gone.occurrence_id)
+    run = world.store.records.get_run(gone.occurrence_id)
     assert run is not None and run.status is RunStatus.FAILED
     assert run.reason == "permanent error: HTTP 410"
     assert _counts(client, queue.dlq_url) == {"visible": "0", "in_flight": "0", "delayed": "0"}

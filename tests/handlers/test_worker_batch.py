@@ -123,7 +123,7 @@ def test_a_record_still_running_at_the_deadline_comes_back_and_the_rest_are_answ
     for thread in threading.enumerate():
         if thread.name.startswith("record"):
             thread.join(timeout=10)
-    run = world.store.get_run(stuck.occurrence_id)
+    run = world.store.records.get_run(stuck.occurrence_id)
     assert run is not None and run.status is RunStatus.SUCCEEDED
     metrics().clear_metrics()
 

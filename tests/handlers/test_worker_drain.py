@@ -74,7 +74,7 @@ def test_a_drain_runs_what_it_receives_and_deletes_it_in_batches(
     assert sorted(queue.deleted) == sorted(f"r{n}" for n in range(23))
     assert len(queue.batches) == 1
     for intent in intents:
-        run = world.store.get_run(intent.occurrence_id)
+        run = world.store.records.get_run(intent.occurrence_id)
         assert run is not None and run.status is RunStatus.SUCCEEDED
 
 
@@ -135,7 +135,7 @@ def test_an_intent_received_up_to_a_second_early_is_held_until_its_time(
         worker=worker_for(world, clock, target),
         queue=queue,
     )
-    run = world.store.get_run(intent.occurrence_id)
+    run = world.store.records.get_run(intent.occurrence_id)
     assert run is not None
     if runs:
         assert slept == [pytest.approx(early_s)]

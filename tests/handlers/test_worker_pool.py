@@ -74,7 +74,7 @@ class Pool:
         self.thread.start()
 
     def status(self, occurrence_id: str) -> RunStatus:
-        run = self.world.store.get_run(occurrence_id)
+        run = self.world.store.records.get_run(occurrence_id)
         assert run is not None
         return run.status
 
@@ -177,7 +177,7 @@ def test_the_heartbeat_keeps_the_message_and_the_run_lease_while_the_call_is_in_
                 "the heartbeat to extend the message's visibility",
             )
             assert other.receive(10, 0) == [], "another worker must not get the held message"
-        run = pool.world.store.get_run(intent.occurrence_id)
+        run = pool.world.store.records.get_run(intent.occurrence_id)
         assert run is not None and run.status is RunStatus.RUNNING and run.attempts == 1
     finally:
         other.close()
@@ -187,7 +187,7 @@ def test_the_heartbeat_keeps_the_message_and_the_run_lease_while_the_call_is_in_
 
 
 def _lease(pool: Pool, occurrence_id: str) -> object:
-    run = pool.world.store.get_run(occurrence_id)
+    run = pool.world.store.records.get_run(occurrence_id)
     assert run is not None and run.run_lease_expires_at is not None
     return run.run_lease_expires_at
 
@@ -220,7 +220,7 @@ def test_a_run_whose_worker_died_is_taken_over_under_the_same_key(
 
     # Then the run is taken over: attempt 2, the same occurrence and idempotency key
     assert totals["deleted"] == 1
-    run = pool.world.store.get_run(intent.occurrence_id)
+    run = pool.world.store.records.get_run(intent.occurrence_id)
     assert run is not None and run.status is RunStatus.SUCCEEDED and run.attempts == 2
     assert run.attempt_log[0].outcome == "lost"
     (call,) = pool.target.calls

@@ -53,14 +53,14 @@ def test_a_run_whose_intent_sqs_dead_lettered_is_closed_and_counted_once(
     _redriven_by_sqs(client, queue)
     [letter] = _letters(client, queue)
     assert REASON_ATTRIBUTE not in letter.get("MessageAttributes", {})
-    assert world.store.get_run(stuck.occurrence_id).status is RunStatus.ADMITTED  # type: ignore[union-attr]
+    assert world.store.records.get_run(stuck.occurrence_id).status is RunStatus.ADMITTED  # type: ignore[union-attr]
     capsys.readouterr()
     worker = worker_for(world, clock, FakeTarget())
 
     first = handler(SWEEP, None, worker=worker, queue=queue)  # type: ignore[arg-type]
 
     assert first == {"found": 1, "closed": 1, "left": 0}
-    run = world.store.get_run(stuck.occurrence_id)
+    run = world.store.records.get_run(stuck.occurrence_id)
     assert run is not None and run.status is RunStatus.FAILED
     assert run.reason is not None and run.reason.startswith("dead-lettered by the queue")
     [marked] = _letters(client, queue)

@@ -347,7 +347,7 @@ def test_watchdog_reads_what_it_judges_and_writes_verdicts_and_heartbeats_to_lea
     template: dict[str, Any], ids: Ids
 ) -> None:
     # A watchdog pass records each verdict and reads the tick's heartbeat in
-    # the leases table (store.beat is a PutItem there); schedules and runs it
+    # the leases table (store.leases.beat is a PutItem there); schedules and runs it
     # only reads.
     t = template
     for table in (ids.schedules, ids.occurrences, ids.leases):

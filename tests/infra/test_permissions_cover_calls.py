@@ -170,14 +170,14 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Recorder, dict[str, s
 def test_every_request_of_tick_worker_and_watchdog_is_granted(
     template: dict[str, Any], aws: tuple[Recorder, dict[str, str]]
 ) -> None:
-    from adapters.dynamodb.store import DynamoStore
+    from adapters.dynamodb.store import dynamo_store_from_settings
     from bootstrap.settings import Settings
     from handlers import tick, watchdog, worker
     from service.clock import SystemClock
     from service.schedules import ScheduleService
 
     recorder, queues = aws
-    store = DynamoStore.from_settings(Settings.from_env())
+    store = dynamo_store_from_settings(Settings.from_env())
     ScheduleService(store, SystemClock()).create(
         definition(
             {
@@ -262,7 +262,7 @@ def test_every_request_of_the_api_is_granted(
     from datetime import UTC, datetime, timedelta
 
     from adapters.dynamodb.runs import DynamoRunStore
-    from adapters.dynamodb.store import DynamoStore
+    from adapters.dynamodb.store import dynamo_store_from_settings
     from bootstrap.settings import Settings
     from domain.run import PendingOccurrence, RunStatus
     from handlers import api
@@ -307,11 +307,11 @@ def test_every_request_of_the_api_is_granted(
     )
     run = call("POST", f"/schedules/{schedule['id']}/trigger")
     # A worker's part, not the API's: admit, attempt and fail it.
-    store = DynamoStore.from_settings(Settings.from_env())
+    store = dynamo_store_from_settings(Settings.from_env())
     now = datetime.now(UTC)
-    pending = store.get_run(run["occurrence_id"])
+    pending = store.records.get_run(run["occurrence_id"])
     assert pending is not None
-    store.admit([PendingOccurrence.of(pending)], now)
+    store.records.admit([PendingOccurrence.of(pending)], now)
     runs = DynamoRunStore(store)
     runs.start_attempt(
         run["occurrence_id"], now=now, lease_until=now + timedelta(minutes=1), run_token_hash=None
@@ -346,7 +346,7 @@ def test_a_watchdog_pass_that_cannot_judge_a_schedule_is_granted_and_publishes(
     tells the alarm topic; it writes neither the schedules nor the runs table,
     which its role may only read."""
     from adapters.definitions import ENV_ALERT_TOPIC_ARN
-    from adapters.dynamodb.store import DynamoStore
+    from adapters.dynamodb.store import dynamo_store_from_settings
     from bootstrap.settings import Settings
     from handlers import watchdog
     from service import watchdog as service_watchdog
@@ -357,7 +357,7 @@ def test_a_watchdog_pass_that_cannot_judge_a_schedule_is_granted_and_publishes(
     topic = boto3.client("sns").create_topic(Name="alarms")["TopicArn"]
     monkeypatch.setenv(ENV_ALERT_TOPIC_ARN, topic)
     monkeypatch.setattr(watchdog, "_container_watchdog", None)
-    store = DynamoStore.from_settings(Settings.from_env())
+    store = dynamo_store_from_settings(Settings.from_env())
     ScheduleService(store, SystemClock()).create(
         definition(
             {

@@ -22,7 +22,7 @@ from adapters.definitions import DELIVERY_QUEUE, create_queues
 from adapters.dynamodb import items
 from adapters.dynamodb.local import create_store_tables
 from adapters.dynamodb.plan_session import DynamoPlanSession
-from adapters.dynamodb.store import PLAN_CURSOR, PLAN_LEASE, DynamoStore
+from adapters.dynamodb.store import PLAN_CURSOR, PLAN_LEASE, dynamo_store
 from adapters.sqs import SqsDeliveryQueue
 from domain.overview import ScheduleStatus, schedule_status
 from domain.partition import Partitioning
@@ -45,7 +45,7 @@ class World:
         self.client = client
         self.clock = FakeClock(START)
         self.tables = create_store_tables(client, "chain")
-        self.store = DynamoStore(client, self.tables, due_shards=2)
+        self.store = dynamo_store(client, self.tables, due_shards=2)
         url = create_queues(sqs, "chain")[DELIVERY_QUEUE.env_var]
         self.ticker = Ticker(
             self.store, SqsDeliveryQueue(sqs, url), self.clock, CONFIG, owner="tick-1"
@@ -74,7 +74,7 @@ class World:
             self.clock.advance(60)
 
     def slots(self, schedule_id: str) -> list[tuple[str, RunStatus, int]]:
-        runs = self.store.runs(schedule_id, 500).items
+        runs = self.store.records.runs(schedule_id, 500).items
         return sorted((r.scheduled_at.isoformat(), r.status, r.version) for r in runs)
 
     def writes(self, table: str) -> int:
@@ -113,8 +113,8 @@ def test_a_steady_schedule_is_carried_by_plan_pages_and_its_head_is_not_written(
     expected = [(START + timedelta(minutes=m)).isoformat() for m in range(1, 12)]
     assert [s[0] for s in slots] == expected  # each minute once, 90 s ahead
     # One record per run, written once; the newest names the next slot.
-    newest = world.store.runs(sid, 1).items[0]
-    schedule = world.store.get(sid)
+    newest = world.store.records.runs(sid, 1).items[0]
+    schedule = world.store.schedules.get(sid)
     assert schedule is not None
     assert schedule.next_due == newest.scheduled_at + timedelta(minutes=1)
     # The pass's horizon is where the next read of the index starts.
@@ -146,7 +146,7 @@ def test_an_idle_pass_writes_no_cursor_until_it_is_an_hour_behind(world: World) 
 def test_an_edit_leaves_the_old_versions_chain_and_no_slot_runs_twice(world: World) -> None:
     sid = world.create({"every": "PT1M", "start_at": "2026-12-01T08:01:00Z"})
     world.passes(5)
-    schedule = world.store.get(sid)
+    schedule = world.store.schedules.get(sid)
     assert schedule is not None
     world.service.edit(
         sid,
@@ -212,9 +212,9 @@ def test_a_one_off_ends_its_chain(world: World) -> None:
     world.passes(6)
     [(at, status, _)] = world.slots(sid)
     assert at == "2026-12-01T08:03:00+00:00" and status is RunStatus.ADMITTED
-    schedule = world.store.get(sid)
+    schedule = world.store.schedules.get(sid)
     assert schedule is not None and schedule.next_due is None
-    assert world.store.runs(sid, 5).items[0].kind is RunKind.SCHEDULED
+    assert world.store.records.runs(sid, 5).items[0].kind is RunKind.SCHEDULED
     assert schedule_status(schedule, world.clock.now()) is ScheduleStatus.ENDED
 
 
@@ -234,9 +234,9 @@ def test_a_pass_without_the_plan_lease_plans_nothing(world: World) -> None:
     world.passes(2)
     seed = world.create({"every": "PT1M", "start_at": "2026-12-01T08:03:00Z"})
     holder = world.store
-    holding = holder.plan_session()
-    assert holder._hold_plan(holding)[0]
-    other = DynamoStore(world.client, world.tables, due_shards=2)
+    holding = holder.schedules.plan_session()
+    assert holder.schedules._hold_plan(holding)[0]
+    other = dynamo_store(world.client, world.tables, due_shards=2)
     queue = world.ticker.dispatcher.queue
     late = Ticker(other, queue, world.clock, CONFIG, owner="tick-2")
     before = world.slots(sid)
@@ -248,7 +248,7 @@ def test_a_pass_without_the_plan_lease_plans_nothing(world: World) -> None:
     assert world.writes(world.tables.schedules) == 0
     assert _cursor(world) == cursor  # not moved, and still the holder's
     # The holder lets go; the next pass of the other plans where it stopped.
-    holder.planned_through(None, session=holding)
+    holder.schedules.planned_through(None, session=holding)
     late.tick_once()
     assert len(world.slots(sid)) == len(before) + 1
     assert [at for at, _, _ in world.slots(seed)] == ["2026-12-01T08:03:00+00:00"]
@@ -260,14 +260,14 @@ def test_a_plan_lease_left_by_a_pass_that_died_is_taken_once_it_runs_out(
 ) -> None:
     sid = world.create({"every": "PT1M", "start_at": "2026-12-01T08:01:00Z"})
     world.passes(2)
-    dead = DynamoStore(world.client, world.tables, due_shards=2)
-    dead_pass = dead.plan_session()
-    assert dead._hold_plan(dead_pass)[0]  # and never lets go
+    dead = dynamo_store(world.client, world.tables, due_shards=2)
+    dead_pass = dead.schedules.plan_session()
+    assert dead.schedules._hold_plan(dead_pass)[0]  # and never lets go
     before = len(world.slots(sid))
     world.passes(1)
     assert len(world.slots(sid)) == before  # held: the chain waits
     monkeypatch.setattr("adapters.dynamodb.plan_lease.PLAN_LEASE", timedelta(seconds=-1))
-    assert dead._hold_plan(dead_pass)[0]  # its lease, written as already run out
+    assert dead.schedules._hold_plan(dead_pass)[0]  # its lease, written as already run out
     world.passes(1)
     assert len(world.slots(sid)) == before + 2
 
@@ -286,14 +286,14 @@ def _due_one_at_a_time(world: World) -> list[str]:
     until = world.clock.now() + CONFIG.lookahead
     seen: list[str] = []
     token = None
-    session = world.store.plan_session()
+    session = world.store.schedules.plan_session()
     for _ in range(10):
-        page = world.store.due(until, 1, token, session=session)
+        page = world.store.schedules.due(until, 1, token, session=session)
         seen += [due.schedule_id for due in page.items]
         token = page.next_token
         if token is None:
             break
-    world.store.planned_through(None, session=session)
+    world.store.schedules.planned_through(None, session=session)
     return seen
 
 
@@ -307,12 +307,12 @@ def test_a_listing_looks_up_the_chains_next_slot_only_when_asked(world: World) -
     sid = world.create({"every": "PT1M", "start_at": "2026-12-01T08:01:00Z"})
     world.passes(2)
     world.calls.clear()
-    [listed] = world.store.list_schedules(10).items
-    schedule = world.store.get(sid)
+    [listed] = world.store.schedules.list_schedules(10).items
+    schedule = world.store.schedules.get(sid)
     assert schedule is not None and listed.next_due == schedule.next_due
     assert world.calls[("Query", world.tables.occurrences)] == 2, world.calls  # listing, get
     world.calls.clear()
-    world.store.list_schedules(10, next_due=False)  # the watchdog's: no lookup
+    world.store.schedules.list_schedules(10, next_due=False)  # the watchdog's: no lookup
     assert world.calls[("Query", world.tables.occurrences)] == 0
 
 
@@ -592,12 +592,12 @@ def test_a_hand_over_paged_after_another_holder_read_the_pages_is_put_back_on_it
     slow = world.store
     now = world.clock.now()
     horizon = now + CONFIG.lookahead
-    session = slow.plan_session()
-    page = slow.due(horizon, 100, session=session)
+    session = slow.schedules.plan_session()
+    page = slow.schedules.due(horizon, 100, session=session)
     assert sid in {due.schedule_id for due in page.items}
     _expire_plan_lease(world)
     other_client = boto3.client("dynamodb", region_name="us-east-1")
-    other = DynamoStore(other_client, world.tables, due_shards=2)
+    other = dynamo_store(other_client, world.tables, due_shards=2)
     queue = world.ticker.dispatcher.queue
     fast = Ticker(other, queue, world.clock, CONFIG, owner="tick-2")
     interleaved: list[bool] = []
@@ -620,7 +620,7 @@ def test_a_hand_over_paged_after_another_holder_read_the_pages_is_put_back_on_it
     assert "due_key" not in world.head(sid)  # handed over: its next slot, 08:05, on a page
     assert items.from_iso(_cursor(world)["through"]) > utc("2026-12-01T08:05:00Z")
     # The first pass's let-go is refused: it puts the slot back on the HEAD.
-    slow.planned_through(horizon, session=session)
+    slow.schedules.planned_through(horizon, session=session)
     head = world.head(sid)
     assert "due_key" in head and head["next_due"] == "2026-12-01T08:05:00.000000Z"
     world.clock.advance(60)
@@ -668,11 +668,11 @@ def test_two_passes_through_one_store_never_see_each_others_state(world: World) 
     store = world.store
     now = world.clock.now()
     horizon = now + CONFIG.lookahead
-    first = PassState(now, session=store.plan_session())
-    second = PassState(now, session=store.plan_session())
-    page = store.due(horizon, 100, session=first.session)
+    first = PassState(now, session=store.schedules.plan_session())
+    second = PassState(now, session=store.schedules.plan_session())
+    page = store.schedules.due(horizon, 100, session=first.session)
     assert [due.schedule_id for due in page.items] == [sid]
-    store.planned_through(horizon, session=second.session)
+    store.schedules.planned_through(horizon, session=second.session)
     assert isinstance(first.session, DynamoPlanSession)
     assert isinstance(second.session, DynamoPlanSession)
     assert first.session.held and sid in first.session.heads_read
@@ -680,7 +680,7 @@ def test_two_passes_through_one_store_never_see_each_others_state(world: World) 
     assert _cursor(world).get("owner")  # the first pass still holds the plan lease
     slots = DueSlots(CONFIG, now, horizon)
     world.ticker.planner._plan_page(page.items, slots, first, until=horizon)
-    store.planned_through(horizon, session=first.session)
+    store.schedules.planned_through(horizon, session=first.session)
     assert "owner" not in _cursor(world)
     assert items.from_iso(_cursor(world)["through"]) == horizon
     assert [at for at, _, _ in world.slots(sid)][:1] == ["2026-12-01T08:02:00+00:00"]

@@ -21,7 +21,7 @@ from moto.core.botocore_stubber import MockRawResponse
 
 from adapters.dynamodb.conflicts import CONFLICT_ATTEMPTS, CONFLICT_BASE_S, retry_on_conflict
 from adapters.dynamodb.local import create_store_tables
-from adapters.dynamodb.store import DynamoStore
+from adapters.dynamodb.store import DynamoPorts, dynamo_store_from_settings
 
 NOW = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
 
@@ -48,7 +48,7 @@ class Conflicts:
 
 
 @pytest.fixture
-def store() -> Iterator[DynamoStore]:
+def store() -> Iterator[DynamoPorts]:
     with mock_aws():
         client = boto3.client("dynamodb")
         names = create_store_tables(client, "conflict")
@@ -58,16 +58,16 @@ def store() -> Iterator[DynamoStore]:
             leases_table=names.leases,
             shards=2,
         )
-        yield DynamoStore.from_settings(settings, boto3.session.Session())
+        yield dynamo_store_from_settings(settings, boto3.session.Session())
 
 
-def _acquire(store: DynamoStore) -> Any:
-    return store.acquire(0, "tick-1", NOW, timedelta(seconds=60))
+def _acquire(store: DynamoPorts) -> Any:
+    return store.leases.acquire(0, "tick-1", NOW, timedelta(seconds=60))
 
 
-def test_a_write_that_meets_a_transaction_is_sent_again(store: DynamoStore) -> None:
+def test_a_write_that_meets_a_transaction_is_sent_again(store: DynamoPorts) -> None:
     conflicts = Conflicts(CONFLICT_ATTEMPTS - 1)
-    store.client.meta.events.register_first("before-send.dynamodb.UpdateItem", conflicts)
+    store.records.client.meta.events.register_first("before-send.dynamodb.UpdateItem", conflicts)
 
     lease = _acquire(store)
 
@@ -75,9 +75,9 @@ def test_a_write_that_meets_a_transaction_is_sent_again(store: DynamoStore) -> N
     assert conflicts.answered == CONFLICT_ATTEMPTS - 1
 
 
-def test_conflicts_are_retried_a_bounded_number_of_times(store: DynamoStore) -> None:
+def test_conflicts_are_retried_a_bounded_number_of_times(store: DynamoPorts) -> None:
     conflicts = Conflicts(CONFLICT_ATTEMPTS + 5)
-    store.client.meta.events.register_first("before-send.dynamodb.UpdateItem", conflicts)
+    store.records.client.meta.events.register_first("before-send.dynamodb.UpdateItem", conflicts)
 
     with pytest.raises(ClientError, match="TransactionConflictException"):
         _acquire(store)

@@ -25,7 +25,7 @@ from moto import mock_aws
 from adapters.definitions import DELIVERY_QUEUE, create_queues
 from adapters.dynamodb.local import create_store_tables
 from adapters.dynamodb.plan_seeds import due_schedules
-from adapters.dynamodb.store import DynamoStore
+from adapters.dynamodb.store import dynamo_store
 from adapters.sqs import SqsDeliveryQueue
 from domain.partition import Partitioning
 from domain.run import RunStatus
@@ -96,7 +96,7 @@ class World:
         self.client = client
         self.clock = FakeClock(START)
         self.tables = create_store_tables(raw, "lag")
-        self.store = DynamoStore(client, self.tables, due_shards=2)
+        self.store = dynamo_store(client, self.tables, due_shards=2)
         url = create_queues(sqs, "lag")[DELIVERY_QUEUE.env_var]
         self.ticker = Ticker(
             self.store, SqsDeliveryQueue(sqs, url), self.clock, CONFIG, owner="tick-1"
@@ -122,7 +122,7 @@ class World:
             self.clock.advance(60)
 
     def slots(self, schedule_id: str) -> list[tuple[str, RunStatus]]:
-        runs = self.store.runs(schedule_id, 500).items
+        runs = self.store.records.runs(schedule_id, 500).items
         return sorted((r.scheduled_at.isoformat(), r.status) for r in runs)
 
 
@@ -214,4 +214,4 @@ def test_a_due_entry_whose_head_no_longer_names_it_is_set_aside(world: World) ->
     world.service.pause(paused)
     world.passes(1)
     assert "due_key" not in head(handed)  # handed over
-    assert due_schedules(world.store, stale, world.store.plan_session()) == []
+    assert due_schedules(world.store.schedules, stale, world.store.schedules.plan_session()) == []

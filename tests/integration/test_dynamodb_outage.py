@@ -26,7 +26,7 @@ from moto import mock_aws
 
 from adapters.dynamodb.local import create_store_tables
 from adapters.dynamodb.runs import DynamoRunStore
-from adapters.dynamodb.store import DynamoStore
+from adapters.dynamodb.store import dynamo_store
 from domain.delivery import Delivery, Outcome
 from domain.partition import Partitioning
 from domain.run import DeliveryIntent, Reason, RunStatus
@@ -79,11 +79,11 @@ class Deployment:
     def __init__(self, client: Any) -> None:
         self.clock = FakeClock(START)
         tables = create_store_tables(client, "outage")
-        self.store = DynamoStore(client, tables, due_shards=2)
+        self.store = dynamo_store(client, tables, due_shards=2)
         self.queue = HeldQueue()
         self.ticker = Ticker(self.store, self.queue, self.clock, DEPLOYED, owner="tick-1")
         self.target = Calls()
-        worker_store = DynamoRunStore(DynamoStore(client, tables, due_shards=2))
+        worker_store = DynamoRunStore(dynamo_store(client, tables, due_shards=2))
         self.worker = RunWorker(worker_store, self.target, self.clock, random.Random(1))
         self.service = ScheduleService(
             self.store,
@@ -115,7 +115,7 @@ class Deployment:
     def outcomes(self, schedule_id: str) -> Counter[str]:
         return Counter(
             r.reason or r.status.value
-            for r in self.store.runs(schedule_id, 500).items
+            for r in self.store.records.runs(schedule_id, 500).items
             if r.scheduled_at <= self.clock.now() and r.status is not RunStatus.SUCCEEDED
         )
 

@@ -109,7 +109,7 @@ def test_planning_early_stops_at_the_deadline_between_pages(client: Any) -> None
     # Given seven seeds, a page of two, and a store read that takes 10 s
     world = World(client, replace(EARLY, page_size=2))
     ids = _at(world, SOON, 7)
-    reads = world.store.due_ahead
+    reads = world.store.schedules.due_ahead
 
     def slow(
         after: datetime, until: datetime, limit: int, token: str | None = None, **kw: Any
@@ -118,7 +118,7 @@ def test_planning_early_stops_at_the_deadline_between_pages(client: Any) -> None
         page: Page[DueSchedule] = reads(after, until, limit, token, **kw)
         return page
 
-    world.store.due_ahead = slow  # type: ignore[method-assign]
+    world.store.schedules.due_ahead = slow  # type: ignore[method-assign]
     began = world.clock.now()
     # When the first surge after the pass leaves it 15 s
     world.ticker.early.quiet_until = lambda now, until: began + timedelta(seconds=15)
@@ -129,7 +129,7 @@ def test_planning_early_stops_at_the_deadline_between_pages(client: Any) -> None
     assert len([s for s in _statuses(world, ids) if s is RunStatus.ADMITTED]) == 2
     # And the next pass, with no deadline of its own, plans the rest
     world.ticker.early.quiet_until = None
-    world.store.due_ahead = reads  # type: ignore[method-assign]
+    world.store.schedules.due_ahead = reads  # type: ignore[method-assign]
     assert world.ticker.tick_once().plan.early == 5
     assert _statuses(world, ids) == [RunStatus.ADMITTED] * 7
 
@@ -181,13 +181,13 @@ def test_passes_out_of_budget_plan_one_instant_of_the_chain_a_share_each(client:
     world.minutes(10)
     assert len(world.called()) == 12
     world.clock.set(utc("2026-12-01T09:00:00Z"))
-    pages = world.store.due
+    pages = world.store.schedules.due
 
     def slow(*args: Any, **kwargs: Any) -> Any:
         world.clock.advance(30)  # a page of the chain takes 30 s: two fit in the budget
         return pages(*args, **kwargs)
 
-    world.store.due = slow  # type: ignore[method-assign]
+    world.store.schedules.due = slow  # type: ignore[method-assign]
     nine = utc("2026-12-01T09:03:00Z")
 
     def planned() -> int:
@@ -203,7 +203,7 @@ def test_passes_out_of_budget_plan_one_instant_of_the_chain_a_share_each(client:
     # Then each goes on where the last stopped, rather than planning the same four again
     assert shares == [(False, 0), (False, 0), (True, 4), (True, 8), (False, 12)], shares
     # And the chain carries on: every hour's slot runs once, the cursor's place cleared
-    world.store.due = pages  # type: ignore[method-assign]
+    world.store.schedules.due = pages  # type: ignore[method-assign]
     world.minutes(65)
     runs = [s for sid in ids for s in world.slots(sid)]
     assert len(runs) == len(
@@ -280,13 +280,13 @@ def test_a_crowd_planned_out_of_time_is_finished_by_the_next_pass(client: Any) -
     world = World(client, replace(EARLY, crowd_min=5, page_size=2))
     ids = [world.create(HOURLY) for _ in range(12)]
     world.minutes(57)
-    pages = world.store.due
+    pages = world.store.schedules.due
 
     def slow(*args: Any, **kwargs: Any) -> Any:
         world.clock.advance(5)
         return pages(*args, **kwargs)
 
-    world.store.due = slow  # type: ignore[method-assign]
+    world.store.schedules.due = slow  # type: ignore[method-assign]
     began = world.clock.now()
     world.ticker.early.quiet_until = lambda now, until: began + timedelta(seconds=12)
     # When the pass at 08:57 plans two pages before its deadline
@@ -298,7 +298,7 @@ def test_a_crowd_planned_out_of_time_is_finished_by_the_next_pass(client: Any) -
     world.clock.set(began + timedelta(seconds=60))
     assert world.ticker.tick_once().plan.early == 12 - first
     assert _on_the_hour(world, ids, "09:03") == [RunStatus.ADMITTED] * 12
-    world.store.due = pages  # type: ignore[method-assign]
+    world.store.schedules.due = pages  # type: ignore[method-assign]
     world.work_until(world.clock.now() + timedelta(seconds=60))
     world.minutes(70)
     for hour in ("09:03", "10:03"):

@@ -18,7 +18,7 @@ from adapters.dynamodb.leases import DynamoLeases
 from adapters.dynamodb.local import create_store_tables
 from adapters.dynamodb.run_records import DynamoRunRecords
 from adapters.dynamodb.schedules import DynamoSchedules
-from adapters.dynamodb.store import DynamoStore
+from adapters.dynamodb.store import dynamo_store
 from adapters.dynamodb.tables import TableNames
 from domain.partition import Partitioning
 from domain.run import PendingOccurrence, Run, RunStatus, new_occurrence
@@ -63,16 +63,21 @@ def _slot(sid: str, version: int, at: str, wall: str | None = None) -> Run:
 def test_the_ports_hold_a_client_table_names_and_settings_only(tables: Tables) -> None:
     records = DynamoRunRecords(tables.client, tables.names)
     leases = DynamoLeases(tables.client, tables.names)
-    assert set(vars(records)) == HANDLE | {"history_retention"}
+    assert set(vars(records)) == HANDLE | {"history_retention", "_versions_of"}
     assert set(vars(leases)) == HANDLE | {"lease_shards"}
-    # The store serves both ports, as one object over one client.
-    store = DynamoStore(tables.client, tables.names)
-    assert isinstance(store, DynamoRunRecords) and isinstance(store, DynamoLeases)
+    # The store is one object per port over one client, none of them the others.
+    store = dynamo_store(tables.client, tables.names)
+    assert isinstance(store.records, DynamoRunRecords) and isinstance(store.leases, DynamoLeases)
+    assert store.schedules.records is store.records  # the slots are stored through it
+    assert store.records.client is store.schedules.client is store.leases.client
+    assert not isinstance(store.schedules, DynamoRunRecords | DynamoLeases)
 
 
 def _saved(tables: Tables, schedule_id: str) -> None:
     """The schedule, active at version 1: admission checks its HEAD."""
-    DynamoStore(tables.client, tables.names).create(build_schedule(NOW, schedule_id=schedule_id))
+    dynamo_store(tables.client, tables.names).schedules.create(
+        build_schedule(NOW, schedule_id=schedule_id)
+    )
 
 
 def test_the_store_keeps_nothing_of_a_planning_pass(tables: Tables) -> None:
@@ -80,24 +85,23 @@ def test_the_store_keeps_nothing_of_a_planning_pass(tables: Tables) -> None:
     # store keeps its handle, settings and version caches.
     schedules = DynamoSchedules(tables.client, tables.names)
     assert set(vars(schedules)) == HANDLE | SCHEDULES
-    store = DynamoStore(tables.client, tables.names)
-    settings = {"history_retention", "lease_shards"}
-    assert set(vars(store)) == HANDLE | SCHEDULES | settings
-    assert store.plan_session() is not store.plan_session()
+    store = dynamo_store(tables.client, tables.names)
+    assert set(vars(store.schedules)) == HANDLE | SCHEDULES | {"history_retention", "records"}
+    assert store.schedules.plan_session() is not store.schedules.plan_session()
 
 
 def test_two_passes_over_one_store_are_two_holders_of_the_plan_lease(tables: Tables) -> None:
     # Overlapping invocations in one process share the store object; each pass
     # is its own holder, so the second plans nothing while the first holds.
-    store = DynamoStore(tables.client, tables.names)
-    first, second = store.plan_session(), store.plan_session()
+    store = dynamo_store(tables.client, tables.names)
+    first, second = store.schedules.plan_session(), store.schedules.plan_session()
     until = NOW + timedelta(minutes=5)
-    store.due(until, 10, session=first)
-    assert store.due(until, 10, session=second).items == ()
+    store.schedules.due(until, 10, session=first)
+    assert store.schedules.due(until, 10, session=second).items == ()
     assert first.held and not second.held
     # When the first pass ends and lets go, the next one takes it.
-    store.planned_through(until, session=first)
-    store.due(until, 10, session=second)
+    store.schedules.planned_through(until, session=first)
+    store.schedules.due(until, 10, session=second)
     assert second.held
 
 
@@ -139,8 +143,8 @@ def test_run_records_alone_write_read_admit_close_and_list(tables: Tables) -> No
     assert [o.occurrence_id for o in due] == [first.occurrence_id]
     assert records.admit(due, NOW) == [first.occurrence_id]
     assert records.admit(due, NOW) == []  # admitted once
-    store = DynamoStore(tables.client, tables.names)
-    assert store.pause("sch_alone", None, NOW)
+    store = dynamo_store(tables.client, tables.names)
+    assert store.schedules.pause("sch_alone", None, NOW)
     assert (
         records.admit([PendingOccurrence.of(second)], NOW) == []
     )  # a paused schedule's record waits, for dispatch to close
@@ -171,15 +175,15 @@ def test_run_records_alone_close_what_waits_and_withdraw_what_is_planned(tables:
 def test_run_records_alone_refuse_a_slot_a_zone_change_repeats(tables: Tables) -> None:
     # The versions are the schedules' (written here by the whole store); the
     # run records read them to know the zone changed, without its cache.
-    store = DynamoStore(tables.client, tables.names)
+    store = dynamo_store(tables.client, tables.names)
     sid = "sch_zone"
-    store.create(build_schedule(NOW, schedule_id=sid))
-    schedule = store.get(sid)
+    store.schedules.create(build_schedule(NOW, schedule_id=sid))
+    schedule = store.schedules.get(sid)
     assert schedule is not None
     spec = {"cron": "0 9 * * *", "time_zone": "America/New_York"}
     at = utc("2026-12-01T10:00:00Z")
     edited = build_schedule(at, schedule_id=sid, spec=spec, version=2).current
-    assert store.save_version(
+    assert store.schedules.save_version(
         edited, expected_next_due=schedule.next_due, next_due=schedule.next_due, now=at
     )
     records = DynamoRunRecords(tables.client, tables.names)
@@ -188,7 +192,7 @@ def test_run_records_alone_refuse_a_slot_a_zone_change_repeats(tables: Tables) -
     new_york = _slot(sid, 2, "2026-12-01T14:00:00Z", "2026-12-01T09:00:00Z")
     assert new_york.business_key == london.business_key
     assert records.insert([new_york]) == []
-    assert records._zone_changed_at(sid, 2) == store._zone_changed_at(sid, 2) == at
+    assert records._zone_changed_at(sid, 2) == store.records._zone_changed_at(sid, 2) == at
 
 
 def test_leases_alone_take_renew_and_release(tables: Tables) -> None:

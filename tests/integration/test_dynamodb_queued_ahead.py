@@ -22,7 +22,7 @@ from moto import mock_aws
 
 from adapters.dynamodb.local import create_store_tables
 from adapters.dynamodb.runs import DynamoRunStore
-from adapters.dynamodb.store import DynamoStore
+from adapters.dynamodb.store import dynamo_store
 from domain.delivery import Delivery, Outcome
 from domain.partition import Partitioning
 from domain.run import DeliveryIntent, RunStatus
@@ -78,11 +78,11 @@ class World:
         self.client = client
         self.clock = FakeClock(START)
         self.tables = create_store_tables(client, name)
-        self.store = DynamoStore(client, self.tables, due_shards=2)
+        self.store = dynamo_store(client, self.tables, due_shards=2)
         self.queue = HeldQueue()
         self.ticker = Ticker(self.store, self.queue, self.clock, config, owner="tick-1")
         self.target = Calls()
-        worker_store = DynamoRunStore(DynamoStore(client, self.tables, due_shards=2))
+        worker_store = DynamoRunStore(dynamo_store(client, self.tables, due_shards=2))
         self.worker = RunWorker(worker_store, self.target, self.clock, random.Random(1))
         self.service = ScheduleService(
             self.store,
@@ -113,7 +113,7 @@ class World:
         self.clock.set(end)
 
     def slots(self, schedule_id: str) -> list[tuple[datetime, RunStatus, int, str | None]]:
-        runs = self.store.runs(schedule_id, 500).items
+        runs = self.store.records.runs(schedule_id, 500).items
         return sorted((r.scheduled_at, r.status, r.version, r.reason) for r in runs)
 
     def called(self) -> list[str]:
@@ -200,7 +200,7 @@ def test_an_edit_lands_within_the_lookahead(client: Any) -> None:
     world = World(client, DEPLOYED)
     sid = world.create(EVERY_MINUTE, {"v": 1})
     world.minutes(3)
-    schedule = world.store.get(sid)
+    schedule = world.store.schedules.get(sid)
     assert schedule is not None and schedule.last_materialized_at is not None
     planned_through = schedule.last_materialized_at
     assert planned_through <= world.clock.now() + LOOKAHEAD  # queued up to the lookahead
@@ -236,7 +236,7 @@ def test_an_edit_lands_within_the_lookahead(client: Any) -> None:
     assert min(s[0] for s in new) <= edited_at + LOOKAHEAD + timedelta(minutes=2)
     assert all(s[0].minute % 2 == 0 for s in new)
     payloads = {d.occurrence_id: d.payload for d in world.target.deliveries}
-    runs = {r.occurrence_id: r for r in world.store.runs(sid, 500).items}
+    runs = {r.occurrence_id: r for r in world.store.records.runs(sid, 500).items}
     assert payloads and all(payloads[oid] == {"v": runs[oid].version} for oid in payloads), (
         "each run was delivered with its own version's payload"
     )

@@ -26,7 +26,7 @@ from standardwebhooks.webhooks import WebhookVerificationError
 
 from adapters.definitions import WEBHOOK_SECRETS, create_table
 from adapters.dynamodb.local import create_store_tables
-from adapters.dynamodb.store import DynamoStore
+from adapters.dynamodb.store import dynamo_store_from_settings
 from adapters.sealing import CannotOpen, HeaderSeal
 from adapters.secrets import InMemorySecretStore, create_signing_key, new_secret
 from adapters.sqlite.secrets import SqliteSecretStore
@@ -130,7 +130,7 @@ def legacy_verifies(secret: str, headers: Headers, body: bytes) -> bool:
 
 @pytest.fixture
 def local(tmp_path: Path, clock: FakeClock) -> Iterator[tuple[ApiServices, SqliteSecretStore]]:
-    store = SqliteStore(tmp_path / "duetime.db")
+    store = SqliteStore.open(tmp_path / "duetime.db")
     secrets = SqliteSecretStore(tmp_path / "duetime.db")
     services = ApiServices(
         ScheduleService(store, clock), secrets, address_policy=AddressPolicy.local()
@@ -326,8 +326,8 @@ def test_on_dynamodb_header_values_are_sealed_and_the_worker_sends_them(
         "X-Team": "",
     }
     # ...the tick and the watchdog, which hold no key, see the names only...
-    tick_store = DynamoStore.from_settings(aws)
-    seen = tick_store.get_version(created["id"], 1)
+    tick_store = dynamo_store_from_settings(aws)
+    seen = tick_store.schedules.get_version(created["id"], 1)
     assert seen is not None and dict(seen.target.headers) == {"Authorization": "", "X-Team": ""}
 
     # ...and the worker opens them and sends them, signed as ever.

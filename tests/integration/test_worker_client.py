@@ -15,7 +15,7 @@ from moto import mock_aws
 
 from adapters.dynamodb.local import create_store_tables
 from adapters.dynamodb.runs import DynamoRunStore
-from adapters.dynamodb.store import DynamoStore, TableNames
+from adapters.dynamodb.store import TableNames, dynamo_store_from_settings
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ def test_the_other_clients_of_the_session_still_validate_before_sending(
 def test_the_worker_store_keeps_the_store_client_settings(tables: TableNames) -> None:
     session = boto3.session.Session(region_name="us-east-1")
     settings = TableSettings(tables.schedules, tables.occurrences, tables.leases)
-    store = DynamoStore.from_settings(settings, session).client.meta.config
+    store = dynamo_store_from_settings(settings, session).records.client.meta.config
     worker = deployed(tables, session).client.meta.config
     # bounded calls, botocore's standard retries, the pool size (client_config)
     for name in ("connect_timeout", "read_timeout", "retries", "max_pool_connections"):

@@ -14,7 +14,7 @@ from moto import mock_aws
 
 from adapters.dynamodb.local import create_store_tables
 from adapters.dynamodb.runs import DynamoRunStore
-from adapters.dynamodb.store import DynamoStore, TableNames
+from adapters.dynamodb.store import DynamoPorts, TableNames, dynamo_store
 from domain.delivery import Delivery, Outcome
 from domain.run import DeliveryIntent, Reason, Run, RunStatus
 from domain.targets import Target
@@ -52,7 +52,7 @@ class Requests:
 
 @dataclass
 class World:
-    store: DynamoStore
+    store: DynamoPorts
     tables: TableNames
     runs: DynamoRunStore  # the worker's own store and client, as deployed
     requests: Requests
@@ -67,9 +67,9 @@ def world() -> Iterator[World]:
         requests = Requests()
         worker_client.meta.events.register("before-parameter-build.dynamodb.*", requests)
         yield World(
-            DynamoStore(client, tables),
+            dynamo_store(client, tables),
             tables,
-            DynamoRunStore(DynamoStore(worker_client, tables)),
+            DynamoRunStore(dynamo_store(worker_client, tables)),
             requests,
         )
 
@@ -77,11 +77,11 @@ def world() -> Iterator[World]:
 def queued(world: World) -> tuple[Run, DeliveryIntent]:
     """A schedule due at 08:01 and its occurrence stored admitted, its intent sent."""
     schedule = build_schedule(NOW, spec={"cron": "1 8 * * *"})
-    world.store.create(schedule)
+    world.store.schedules.create(schedule)
     run = replace(
         build_occurrence(schedule, NOW), status=RunStatus.ADMITTED, admitted_at=NOW, pending=False
     )
-    assert world.store.insert([run]) == [run.occurrence_id]
+    assert world.store.records.insert([run]) == [run.occurrence_id]
     intent = DeliveryIntent(
         occurrence_id=run.occurrence_id,
         schedule_id=run.schedule_id,
@@ -117,7 +117,7 @@ def test_a_first_attempt_reads_its_run_and_schedule_in_one_request(world: World)
 
 def test_a_pause_after_the_intent_was_queued_is_seen_by_the_one_read(world: World) -> None:
     run, intent = queued(world)
-    assert world.store.pause(run.schedule_id, "maintenance", NOW)
+    assert world.store.schedules.pause(run.schedule_id, "maintenance", NOW)
     target = Succeeds()
 
     decision = worker(world, target, run).handle(intent, 1)
@@ -140,7 +140,7 @@ def test_an_intent_naming_another_schedule_is_dead_lettered_and_changes_nothing(
     assert decision.action == "dead_letter"
     assert decision.reason == "the intent does not match its occurrence"
     assert target.calls == []
-    assert world.runs.get_run(run.occurrence_id) == world.store.get_run(run.occurrence_id)
+    assert world.runs.get_run(run.occurrence_id) == world.store.records.get_run(run.occurrence_id)
     stored = world.runs.get_run(run.occurrence_id)
     assert stored is not None and stored.status is RunStatus.ADMITTED and stored.attempts == 0
 

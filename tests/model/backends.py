@@ -94,7 +94,7 @@ class SqliteBackend:
     def open_store(self) -> Store:
         from adapters.sqlite.store import SqliteStore
 
-        store = SqliteStore(self.path)
+        store = SqliteStore.open(self.path)
         self._opened.append(store)
         return store
 
@@ -179,16 +179,16 @@ class MotoBackend:
         self.queue_url = create_queues(self.sqs, "model")[DELIVERY_QUEUE.env_var]
 
     def open_store(self) -> Store:
-        from adapters.dynamodb.store import DynamoStore
+        from adapters.dynamodb.store import dynamo_store
 
         # Few due shards: on moto every index query reads the whole table.
-        return DynamoStore(self.dynamodb, self.names, due_shards=2)
+        return dynamo_store(self.dynamodb, self.names, due_shards=2)
 
     def open_runs(self, store: Store) -> RunStore:
         from adapters.dynamodb.runs import DynamoRunStore
-        from adapters.dynamodb.store import DynamoStore
+        from adapters.dynamodb.store import DynamoPorts
 
-        assert isinstance(store, DynamoStore)
+        assert isinstance(store, DynamoPorts)
         return DynamoRunStore(store)
 
     def open_queue(self) -> DeliveryQueue:

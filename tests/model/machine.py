@@ -25,7 +25,7 @@ import contextlib
 import random
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
@@ -260,10 +260,12 @@ class DuetimeMachine(RuleBasedStateMachine):
 
     def _faulty_store(self, name: str) -> Store:
         component = self.components[name]
-        store: Any = Faulty(
-            self.backend.open_store(), STORE_WRITES, component.plan, component.interleave
-        )
-        return store  # type: ignore[no-any-return]
+        inner = self.backend.open_store()
+        ports = {
+            name: Faulty(getattr(inner, name), STORE_WRITES, component.plan, component.interleave)
+            for name in ("schedules", "records", "leases")
+        }
+        return replace(inner, **ports)  # type: ignore[no-any-return]
 
     def _build_api(self) -> ScheduleService:
         return ScheduleService(self._faulty_store("api"), self.clock, self.config.partitioning)
@@ -311,8 +313,8 @@ class DuetimeMachine(RuleBasedStateMachine):
     # --- the model's view of a schedule -----------------------------------------------------
 
     def _version_model(self, sid: str, number: int, payload: dict[str, Any]) -> VersionModel:
-        stored = self.observer.get_version(sid, number)
-        schedule = self.observer.get(sid)
+        stored = self.observer.schedules.get_version(sid, number)
+        schedule = self.observer.schedules.get(sid)
         assert stored is not None and schedule is not None
         return VersionModel(
             number,
@@ -328,7 +330,7 @@ class DuetimeMachine(RuleBasedStateMachine):
     def _sync(self, model: ScheduleModel, payload: dict[str, Any] | None = None) -> None:
         """Bring the model up to what the store says after an API call (which
         may have died half way)."""
-        stored = self.observer.get(model.schedule_id)
+        stored = self.observer.schedules.get(model.schedule_id)
         assert stored is not None
         now = self.clock.now()
         if stored.version > model.current:
@@ -350,7 +352,7 @@ class DuetimeMachine(RuleBasedStateMachine):
         note(f"  {model.label}: {self._describe(model)}")
 
     def _describe(self, model: ScheduleModel) -> str:
-        stored = self.observer.get(model.schedule_id)
+        stored = self.observer.schedules.get(model.schedule_id)
         if stored is None:
             return "missing"
         state = "deleted" if stored.deleted else "paused" if stored.state.paused else "active"
@@ -430,7 +432,7 @@ class DuetimeMachine(RuleBasedStateMachine):
         """An edit naming a version that is not the current one is refused and changes nothing."""
         self._step()
         model = self.models[label]
-        before = self.observer.get(model.schedule_id)
+        before = self.observer.schedules.get(model.schedule_id)
         stale = model.current + offset
         if stale < 1 or before is None or before.deleted:
             return
@@ -446,7 +448,7 @@ class DuetimeMachine(RuleBasedStateMachine):
             self._restart("api")
         else:
             self._violate("a stale edit was accepted", f"{label} edited at version {stale}")
-        after = self.observer.get(model.schedule_id)
+        after = self.observer.schedules.get(model.schedule_id)
         if after != before:
             self._violate("a refused edit changed the schedule", f"{before} -> {after}")
 
@@ -611,7 +613,8 @@ class DuetimeMachine(RuleBasedStateMachine):
         due = [
             s.next_due
             for m in self.models.values()
-            if (s := self.observer.get(m.schedule_id)) is not None and s.next_due is not None
+            if (s := self.observer.schedules.get(m.schedule_id)) is not None
+            and s.next_due is not None
         ]
         if due and min(due) > self.clock.now():
             self.clock.set(min(due) + timedelta(seconds=late))
@@ -641,9 +644,9 @@ class DuetimeMachine(RuleBasedStateMachine):
         # indexes have caught up (a lagging index may not show what is due);
         # the question must not keep the plan lease the store may take for it.
         if not self.passes and self.backend.indexes_current():
-            asking = self.observer.plan_session()
-            nothing_due = not self.observer.due(started, 1, session=asking).items
-            self.observer.planned_through(None, session=asking)
+            asking = self.observer.schedules.plan_session()
+            nothing_due = not self.observer.schedules.due(started, 1, session=asking).items
+            self.observer.schedules.planned_through(None, session=asking)
             if nothing_due:
                 self.settled_at = started
         return True
@@ -712,7 +715,7 @@ class DuetimeMachine(RuleBasedStateMachine):
         runs: list[Run] = []
         token: str | None = None
         while True:
-            page = self.observer.runs(model.schedule_id, 100, token)
+            page = self.observer.records.runs(model.schedule_id, 100, token)
             runs.extend(page.items)
             token = page.next_token
             if token is None:
@@ -890,7 +893,7 @@ class DuetimeMachine(RuleBasedStateMachine):
                 key = new_occurrence(
                     model.schedule_id, version.number, slot, bucket=0, shard=0, materialized_at=now
                 ).business_key
-                run = self.observer.get_by_business_key(key)
+                run = self.observer.records.get_by_business_key(key)
                 where = f"{model.label}'s slot {slot.scheduled_at.isoformat()} after the outage"
                 if run is None:
                     self._violate("no lost occurrence", f"{where} has no record")
@@ -943,7 +946,7 @@ class DuetimeMachine(RuleBasedStateMachine):
             key = new_occurrence(
                 model.schedule_id, number, slot, bucket=0, shard=0, materialized_at=now
             ).business_key
-            if self.observer.get_by_business_key(key) is None:
+            if self.observer.records.get_by_business_key(key) is None:
                 if summarized is None:
                     summarized = self._summarized(model)
                 if any(a <= slot.scheduled_at <= b for a, b in summarized):
@@ -998,7 +1001,7 @@ class DuetimeMachine(RuleBasedStateMachine):
         reached them), whatever the passes before it missed."""
         upto = self.clock.now() - timedelta(minutes=5)
         for model in self.models.values():
-            stored = self.observer.get(model.schedule_id)
+            stored = self.observer.schedules.get(model.schedule_id)
             if stored is None or stored.deleted or stored.state.paused:
                 continue
             version = model.versions[model.current]
@@ -1013,7 +1016,7 @@ class DuetimeMachine(RuleBasedStateMachine):
                     shard=0,
                     materialized_at=upto,
                 ).business_key
-                if self.observer.get_by_business_key(key) is None:
+                if self.observer.records.get_by_business_key(key) is None:
                     self._violate(
                         "no schedule silently stops",
                         f"{model.label} v{model.current} is active, and its slot "

@@ -65,7 +65,7 @@ def test_the_model_reports_a_target_call_with_the_parameters_of_another_version(
         machine.tick("tick-a")  # admits it
         # The worker reads the current version instead of the occurrence's.
         runs = machine.worker.runs
-        current = machine.observer.get(machine.models[label].schedule_id)
+        current = machine.observer.schedules.get(machine.models[label].schedule_id)
         assert current is not None
         monkeypatch.setattr(
             type(runs._inner),  # type: ignore[attr-defined]

@@ -3,7 +3,7 @@ beside the same steps that keep every promise.
 
 Index lag and repeated passes: a seed handed over to the chain while the
 Runs table's ``next`` index lags, and a second pass that reads that index
-before the entry arrives. The planner (``DynamoStore.due``) moves its
+before the entry arrives. The planner (``DynamoPlanLog.due``) moves its
 forward-only cursor past what the second pass read: the seed's entry,
 arriving a moment later, is behind the cursor and out of ``due``, and its
 schedule silently stops. The replay failed on that planner; the next slot's
@@ -11,7 +11,7 @@ one home is now a plan page read consistently, and it passes.
 
 A delete that dies half way: the API marks the schedule deleted, then dies
 before it closes the schedule's waiting records. DynamoDB's admission checks
-only the record's status (``DynamoStore.admit``; SQLite's checks the
+only the record's status (``DynamoRunRecords.admit``; SQLite's checks the
 schedule too), and dispatch judges a waiting record as if its schedule were
 active (``Ticker._dispatch_batch``): the next pass admits a deleted
 schedule's backfill and sends it (the worker then cancels it at start, so

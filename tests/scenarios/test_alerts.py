@@ -96,7 +96,7 @@ class Recording(Notifier):
 
 def daily(store: Store) -> Schedule:
     schedule = build_schedule(CREATED, spec=DAILY, name="nightly report")
-    store.create(schedule)
+    store.schedules.create(schedule)
     return schedule
 
 
@@ -105,7 +105,7 @@ def run(store: Store, schedule: Schedule, day: int, status: RunStatus) -> None:
     at = utc(f"2026-12-{day:02d}T09:00:00Z")
     slot = build_occurrence(replace(schedule, next_due=at), at)
     assert slot.scheduled_at == at
-    store.insert([replace(slot, status=status)])
+    store.records.insert([replace(slot, status=status)])
 
 
 def test_a_schedule_that_starts_failing_is_one_message_and_one_more_when_it_recovers(
@@ -165,14 +165,14 @@ def hourly(store: Store) -> Schedule:
     schedule = build_schedule(
         CREATED, spec={"cron": "0 * * * *", "time_zone": "UTC"}, policy={"grace": "PT10M"}
     )
-    store.create(schedule)
+    store.schedules.create(schedule)
     return schedule
 
 
 def hour_run(store: Store, schedule: Schedule, hour: int, status: RunStatus) -> None:
     at = utc(f"2026-12-01T{hour:02d}:00:00Z")
     slot = build_occurrence(replace(schedule, next_due=at), at)
-    store.insert([replace(slot, status=status)])
+    store.records.insert([replace(slot, status=status)])
 
 
 def test_a_flapping_schedule_is_told_at_most_once_an_interval_with_its_latest_state(
@@ -251,18 +251,18 @@ def test_two_passes_at_once_send_one_message(store: Store) -> None:
     clock = FakeClock(OVERDUE_AT)
     first = Watchdog(store, clock, Alerting(channel))
     second = Watchdog(store, clock, Alerting(channel))
-    real = store.heartbeats_of
+    real = store.leases.heartbeats_of
     seen = real([alert_component(schedule.schedule_id)])  # what both read: nothing
 
     def stale(components: Any) -> Any:
         return dict(seen)
 
     first.run()
-    store.heartbeats_of = stale  # type: ignore[method-assign]
+    store.leases.heartbeats_of = stale  # type: ignore[method-assign]
     try:
         second.run()
     finally:
-        store.heartbeats_of = real  # type: ignore[method-assign]
+        store.leases.heartbeats_of = real  # type: ignore[method-assign]
     assert len(channel.sent) == 1
 
 

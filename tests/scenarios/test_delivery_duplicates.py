@@ -64,7 +64,7 @@ def test_a_duplicate_received_while_the_run_is_running_does_not_call_again(
     stack.queue.send_batch([DeliveryIntent.for_run(stack.run(occurrence_id))])
 
     # A second worker process on the same file, with its own connections.
-    other_store = SqliteStore(tmp_path / "duetime.db")
+    other_store = SqliteStore.open(tmp_path / "duetime.db")
     other_queue = SqliteQueue(tmp_path / "duetime.db", clock=stack.clock)
     other = RunWorker(
         SqliteRunStore(other_store), stack.worker.targets, stack.clock, stack.worker.rng

@@ -171,7 +171,7 @@ def schedule_due(stack: Stack, url: str, policy: dict[str, Any] | None = None) -
     ticker.tick_once()
     stack.clock.set(utc("2026-12-01T08:01:03Z"))
     ticker.tick_once()
-    [run] = stack.world.store.runs(schedule.schedule_id, 5).items
+    [run] = stack.world.store.records.runs(schedule.schedule_id, 5).items
     assert run.status is RunStatus.ADMITTED
     return run.occurrence_id
 
@@ -269,6 +269,6 @@ def test_a_receiver_that_never_answers_times_out_and_is_retried(stack: Stack) ->
         assert stack.work()["retry"] == 1
     finally:
         listener.close()
-    [run] = stack.world.store.runs(schedule.schedule_id, 1).items
+    [run] = stack.world.store.records.runs(schedule.schedule_id, 1).items
     assert run.status is RunStatus.RETRYING
     assert run.attempt_log[0].error == "timed out after 0.3s"

@@ -48,7 +48,7 @@ class Told:
         return self.result.schedule_id
 
     def runs(self) -> list[Run]:
-        return list(reversed(self.store.runs(self.sid, 100).items))
+        return list(reversed(self.store.records.runs(self.sid, 100).items))
 
     def run_at(self, instant: str) -> Run:
         [run] = [r for r in self.runs() if r.scheduled_at == utc(instant)]
@@ -68,7 +68,7 @@ def told(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Told]:
     db = tmp_path_factory.mktemp("demo") / "duetime.db"
     out = io.StringIO()
     result = run_demo(out, db_path=db)
-    store = SqliteStore(db)
+    store = SqliteStore.open(db)
     yield Told(result, out.getvalue(), store, db)
     store.close()
 
@@ -163,7 +163,7 @@ def test_tuesdays_v4_occurrence_existed_before_the_move_and_is_unchanged_after(
     assert before.occurrence_id == tuesday_id
     assert (before.version, before.scheduled_at) == (4, utc(TUESDAY))
     assert before.status is RunStatus.SCHEDULED
-    v5 = told.store.get_version(told.sid, 5)
+    v5 = told.store.schedules.get_version(told.sid, 5)
     assert v5 is not None and spec_zone_name(v5.spec) == "Europe/London"
     assert before.materialized_at is not None and before.materialized_at < v5.created_at
     # After the move and both schedulers' ticks (one of them writing what it read
@@ -173,7 +173,7 @@ def test_tuesdays_v4_occurrence_existed_before_the_move_and_is_unchanged_after(
     # And at the end the pause has withdrawn it (planned, not due): no record.
     assert _tuesdays(told.runs()) == []
     assert all(r.scheduled_at != utc(TUESDAY_IN_LONDON) for r in told.runs())
-    v4 = told.store.get_version(told.sid, 4)
+    v4 = told.store.schedules.get_version(told.sid, 4)
     assert v4 is not None and spec_zone_name(v4.spec) == "America/New_York"
     text = told.section(4)
     assert _says(text, "1 write refused (the schedule changed since its read)")
@@ -185,7 +185,7 @@ def test_tuesdays_v4_occurrence_existed_before_the_move_and_is_unchanged_after(
 
 
 def test_version_5_starts_on_wednesday_in_london(told: Told) -> None:
-    head = told.store.get(told.sid)
+    head = told.store.schedules.get(told.sid)
     assert head is not None and head.version == 5
     assert spec_zone_name(head.current.spec) == "Europe/London"
     assert head.next_due == utc(WEDNESDAY_IN_LONDON)
@@ -204,7 +204,7 @@ def test_pause_withdraws_the_planned_occurrence_and_leaves_the_sent_email_alone(
     assert all(r.scheduled_at != utc(TUESDAY) for r in told.runs())
     assert told.run_at(MONDAY).status is RunStatus.SUCCEEDED
     assert len(told.result.emails) == 1
-    head = told.store.get(told.sid)
+    head = told.store.schedules.get(told.sid)
     assert head is not None and head.state.paused
     text = told.section(5)
     assert "admitted" not in text.split("Stored occurrences:")[0]

@@ -9,30 +9,38 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from adapters.sqlite.store import SqliteStore
+from adapters.sqlite.run_records import SqliteRunRecords
+from adapters.sqlite.schedules import SqliteSchedules
 from domain.run import PendingOccurrence, RunStatus
 from service.planning.pass_state import PassState
 from service.ports import Materialization, Materialized, PlanSession
-from tests.conftest import FakeClock, World, definition, make_world, utc
+from tests.conftest import FakeClock, World, definition, make_world, utc, with_ports
 
 WEBHOOK = {"type": "webhook", "url": "https://example.com/hook"}
 
 
-class CountingStore(SqliteStore):
-    """Counts the conditional admissions (the dispatch path) and lets a test act
-    just before a materialization is written."""
+class CountingRecords(SqliteRunRecords):
+    """Counts the conditional admissions (the dispatch path)."""
 
-    def __init__(self, path: Path) -> None:
-        super().__init__(path)
+    def __init__(self, path: str | Path, **kwargs: Any) -> None:
+        super().__init__(path, **kwargs)
         self.admit_calls: list[list[str]] = []
-        self.before_materialize: Callable[[], None] | None = None
 
     def admit(self, occurrences: Sequence[PendingOccurrence], now: datetime) -> list[str]:
         self.admit_calls.append([o.occurrence_id for o in occurrences])
         return super().admit(occurrences, now)
+
+
+class HookedSchedules(SqliteSchedules):
+    """Lets a test act just before a materialization is written."""
+
+    def __init__(self, path: str | Path, **kwargs: Any) -> None:
+        super().__init__(path, **kwargs)
+        self.before_materialize: Callable[[], None] | None = None
 
     def materialize(
         self,
@@ -50,7 +58,7 @@ class CountingStore(SqliteStore):
 
 def _world(tmp_path: Path, clock: FakeClock, *, shards: int = 4, **config: object) -> World:
     world = make_world(tmp_path / "d.db", clock, lookahead=timedelta(0), shards=shards)
-    world.store = CountingStore(tmp_path / "d.db")
+    world.store = with_ports(world.store, records=CountingRecords, schedules=HookedSchedules)
     world.schedules.store = world.store
     world.config = replace(world.config, **config)  # type: ignore[arg-type]
     return world
@@ -61,9 +69,14 @@ def _create(world: World, cron: str, name: str = "job") -> str:
     return world.schedules.create(definition(body))[0].schedule_id
 
 
-def _store(world: World) -> CountingStore:
-    assert isinstance(world.store, CountingStore)
-    return world.store
+def _records(world: World) -> CountingRecords:
+    assert isinstance(world.store.records, CountingRecords)
+    return world.store.records
+
+
+def _schedules(world: World) -> HookedSchedules:
+    assert isinstance(world.store.schedules, HookedSchedules)
+    return world.store.schedules
 
 
 @pytest.fixture
@@ -77,13 +90,13 @@ def test_a_slot_due_when_planned_is_admitted_by_the_write_that_materializes_it(
     sid = _create(world, "5 8 * * *")
     clock.set(utc("2026-12-01T08:05:01Z"))
     report = world.ticker().tick_once()
-    [run] = world.store.runs(sid, 10).items
+    [run] = world.store.records.runs(sid, 10).items
     assert run.occurrence_id == f"{sid}.v1.20261201T080500Z"
     assert run.status is RunStatus.ADMITTED
     assert run.materialized_at == run.admitted_at == run.sent_at == clock.now()
     assert not run.pending
     assert world.queue.ids() == [run.occurrence_id]
-    assert _store(world).admit_calls == []  # no read-back, no second write
+    assert _records(world).admit_calls == []  # no read-back, no second write
     assert (report.plan.materialized, report.dispatch.admitted, report.dispatch.sent) == (1, 1, 1)
     assert report.dispatch.max_lag_s == 1.0
     # Later passes find nothing to do: one record, one intent.
@@ -109,7 +122,7 @@ def test_a_shard_with_due_work_waiting_admits_oldest_first_through_dispatch(
     # The shard had 08:00 waiting, so 08:01 was stored waiting too, and dispatch
     # admitted both in order.
     assert world.queue.ids() == [f"{early}.v1.20261201T080000Z", f"{late}.v1.20261201T080100Z"]
-    assert _store(world).admit_calls == [world.queue.ids()]
+    assert _records(world).admit_calls == [world.queue.ids()]
 
 
 def test_a_slot_found_late_after_an_outage_is_admitted_by_the_write_that_stores_it(
@@ -119,11 +132,11 @@ def test_a_slot_found_late_after_an_outage_is_admitted_by_the_write_that_stores_
     sid = _create(world, "0 8 * * *")
     clock.set(utc("2026-12-01T08:10:00Z"))  # no tick for ten minutes
     report = world.ticker().tick_once()
-    [run] = world.store.runs(sid, 10).items
+    [run] = world.store.records.runs(sid, 10).items
     # The start decision admits it (the default policy: the latest slot runs),
     # so it is stored admitted, however long ago it was due.
     assert run.status is RunStatus.ADMITTED and run.admitted_at == clock.now()
-    assert _store(world).admit_calls == []
+    assert _records(world).admit_calls == []
     assert report.dispatch.admitted == 1 and world.queue.ids() == [run.occurrence_id]
     assert report.dispatch.max_lag_s == 600.0
 
@@ -135,7 +148,7 @@ def test_shards_held_by_another_tick_are_not_admitted_into(world: World, clock: 
     for shard in range(world.config.partitioning.shards):
         assert other.dispatcher.lease(shard, clock.now()) is not None
     report = world.ticker("tick-1").tick_once()
-    [run] = world.store.runs(sid, 10).items
+    [run] = world.store.records.runs(sid, 10).items
     assert run.status is RunStatus.SCHEDULED and run.pending
     assert report.plan.materialized == 1 and report.dispatch.admitted == 0
     assert world.queue.sent == []
@@ -144,7 +157,7 @@ def test_shards_held_by_another_tick_are_not_admitted_into(world: World, clock: 
     other.tick_once()
     world.ticker("tick-1").tick_once()
     assert world.queue.ids() == [run.occurrence_id]
-    assert _store(world).admit_calls == [[run.occurrence_id]]
+    assert _records(world).admit_calls == [[run.occurrence_id]]
 
 
 def test_direct_admissions_count_against_the_shards_admit_limit(
@@ -161,15 +174,15 @@ def test_direct_admissions_count_against_the_shards_admit_limit(
     assert admitted == [2, 2, 1, 0]
     assert sorted(i.split(".")[0] for i in world.queue.ids()) == sorted(ids)
     # Two directly in the first pass; the rest through dispatch, two then one.
-    assert [len(c) for c in _store(world).admit_calls] == [2, 1]
+    assert [len(c) for c in _records(world).admit_calls] == [2, 1]
 
 
 def test_a_pause_that_lands_before_the_write_admits_nothing(world: World, clock: FakeClock) -> None:
     sid = _create(world, "5 8 * * *")
     clock.set(utc("2026-12-01T08:05:01Z"))
-    _store(world).before_materialize = lambda: world.schedules.pause(sid, "maintenance")
+    _schedules(world).before_materialize = lambda: world.schedules.pause(sid, "maintenance")
     report = world.ticker().tick_once()
-    assert world.store.runs(sid, 10).items == ()
+    assert world.store.records.runs(sid, 10).items == ()
     assert report.plan.conflicts == 1 and report.dispatch.admitted == 0
     assert world.queue.sent == []
     # Resumed later: what was missed is not run.
@@ -187,12 +200,12 @@ def test_a_crash_between_the_direct_admission_and_the_send_is_repaired(
     world.queue.fail_with = SystemExit("killed between commit and send")
     with pytest.raises(SystemExit):
         world.ticker("tick-a").tick_once()
-    [run] = world.store.runs(sid, 10).items
+    [run] = world.store.records.runs(sid, 10).items
     assert run.status is RunStatus.ADMITTED and run.pending and world.queue.sent == []
 
     clock.advance(world.config.lease_ttl)  # tick-a's leases run out
     world.ticker("tick-b").tick_once()
-    [after] = world.store.runs(sid, 10).items
+    [after] = world.store.records.runs(sid, 10).items
     assert after.admitted_at == run.admitted_at  # admitted once, by tick-a
     assert not after.pending and world.queue.ids() == [run.occurrence_id]
-    assert _store(world).admit_calls == []
+    assert _records(world).admit_calls == []

@@ -35,7 +35,7 @@ def test_an_edit_after_an_outage_does_not_lose_the_slots_due_before_it(
     )
     world.ticker().tick_once()
     # Then every slot of version 1 that came due before the edit is admitted, under version 1
-    runs = sorted(world.store.runs(sid, 100).items, key=lambda r: r.scheduled_at)
+    runs = sorted(world.store.records.runs(sid, 100).items, key=lambda r: r.scheduled_at)
     due = [r for r in runs if r.scheduled_at <= clock.now()]
     assert [r.scheduled_at.isoformat() for r in due] == [
         f"2026-12-01T{h:02d}:{m:02d}:00+00:00"
@@ -58,7 +58,7 @@ def test_an_edit_after_an_outage_lets_the_old_version_skip_what_latest_only_skip
     world.schedules.edit(sid, 1, definition(_body({"cron": "*/15 * * * *"}, {})))
     world.ticker().tick_once()
     due = sorted(
-        (r for r in world.store.runs(sid, 100).items if r.scheduled_at <= clock.now()),
+        (r for r in world.store.records.runs(sid, 100).items if r.scheduled_at <= clock.now()),
         key=lambda r: r.scheduled_at,
     )
     assert len(due) == 6
@@ -87,7 +87,7 @@ def test_an_edit_while_paused_after_an_outage_leaves_the_missed_slots_counted(
     # Then the slots of version 1 due before the edit are counted by one
     # summary of version 1, skipped (paused), as a resume without the edit
     # would have recorded them
-    due = [r for r in world.store.runs(sid, 100).items if r.scheduled_at <= clock.now()]
+    due = [r for r in world.store.records.runs(sid, 100).items if r.scheduled_at <= clock.now()]
     assert [(r.version, r.kind, r.status, r.reason) for r in due] == [
         (
             1,

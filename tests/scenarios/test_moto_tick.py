@@ -27,7 +27,7 @@ from werkzeug.serving import make_server
 
 from adapters.definitions import DELIVERY_QUEUE, create_queues
 from adapters.dynamodb.local import create_store_tables
-from adapters.dynamodb.store import DynamoStore, TableNames
+from adapters.dynamodb.store import DynamoPorts, TableNames, dynamo_store
 from adapters.sqs import SqsDeliveryQueue
 from domain.partition import Partitioning
 from domain.run import DeliveryIntent, PendingOccurrence, RunStatus
@@ -96,11 +96,11 @@ class Deployment:
     tables: TableNames
     queue_url: str
 
-    def store(self, kind: type[DynamoStore] = DynamoStore) -> DynamoStore:
+    def store(self) -> DynamoPorts:
         # Several requests in flight per tick, as deployed; the server answers
         # them one at a time.
         client = _client(self.endpoint, "dynamodb")
-        return kind(client, self.tables, due_shards=2, concurrency=4)
+        return dynamo_store(client, self.tables, due_shards=2, concurrency=4)
 
     def queue(self) -> SqsDeliveryQueue:
         return SqsDeliveryQueue(_client(self.endpoint, "sqs"), self.queue_url)
@@ -126,35 +126,38 @@ def deployment(endpoint: str) -> Deployment:
     return Deployment(endpoint, tables, urls[DELIVERY_QUEUE.env_var])
 
 
-class RecordingStore(DynamoStore):
-    """Keeps the ids this tick's admissions won: by the conditional admission,
-    or inserted admitted by its materialization (direct admission)."""
+def recording(store: DynamoPorts, *, stalled: bool = False) -> list[str]:
+    """The ids this tick's admissions win, kept as they are won: by the
+    conditional admission, or inserted admitted by its materialization
+    (direct admission). ``stalled``: the store as a tick that stalled past
+    its lease sees it: it still believes every shard is its own, and
+    dispatches them, without writing a lease (so the holder's stays the only
+    one written, whenever it renews)."""
+    admitted: list[str] = []
+    admit, advance = store.records.admit, store.schedules.advance
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.admitted: list[str] = []
-
-    def admit(self, occurrences: Sequence[PendingOccurrence], now: datetime) -> list[str]:
-        won = super().admit(occurrences, now)
-        self.admitted += won
+    def admit_recorded(occurrences: Sequence[PendingOccurrence], now: datetime) -> list[str]:
+        won = admit(occurrences, now)
+        admitted.extend(won)
         return won
 
-    def advance(self, stored: Materialized, sent: Collection[str]) -> list[MaterializeOutcome]:
-        outcomes = super().advance(stored, sent)
+    def advance_recorded(stored: Materialized, sent: Collection[str]) -> list[MaterializeOutcome]:
+        outcomes = advance(stored, sent)
         inserted = {i for outcome in outcomes for i in outcome.inserted}
-        self.admitted += [r.occurrence_id for r in stored.to_send if r.occurrence_id in inserted]
+        admitted.extend(r.occurrence_id for r in stored.to_send if r.occurrence_id in inserted)
         return outcomes
 
-
-class StalledStore(RecordingStore):
-    """The store as a tick that stalled past its lease sees it: it still
-    believes every shard is its own, and dispatches them, without writing a
-    lease (so the holder's stays the only one written, whenever it renews)."""
-
-    owner = "tick-stalled"
-
-    def acquire(self, shard: int, owner: str, now: datetime, ttl: timedelta) -> Lease | None:
+    def acquire_unwritten(shard: int, owner: str, now: datetime, ttl: timedelta) -> Lease | None:
         return Lease(shard, owner, epoch=0, expires_at=now + ttl)
+
+    store.records.admit = admit_recorded  # type: ignore[method-assign]
+    store.schedules.advance = advance_recorded  # type: ignore[method-assign]
+    if stalled:
+        store.leases.acquire = acquire_unwritten  # type: ignore[method-assign]
+    return admitted
+
+
+STALLED = "tick-stalled"
 
 
 def _create(service: ScheduleService, count: int, every: str) -> list[str]:
@@ -182,12 +185,11 @@ def test_two_ticks_dispatching_one_shard_admit_each_occurrence_once(
     )
     setup = deployment.store()
     ids = _create(ScheduleService(setup, clock, config.partitioning), 6, "PT10S")
-    holder = deployment.store(RecordingStore)
-    stalled = deployment.store(StalledStore)
-    assert isinstance(holder, RecordingStore) and isinstance(stalled, StalledStore)
+    holder, stalled = deployment.store(), deployment.store()
+    holder_won, stalled_won = recording(holder), recording(stalled, stalled=True)
     tickers = [
         Ticker(holder, deployment.queue(), clock, config, owner="tick-holder"),
-        Ticker(stalled, deployment.queue(), clock, config, owner=StalledStore.owner),
+        Ticker(stalled, deployment.queue(), clock, config, owner=STALLED),
     ]
     # The holder takes the lease first; the other's lease ran out long ago.
     assert tickers[0].dispatcher.lease(0, clock.now()) is not None
@@ -215,7 +217,7 @@ def test_two_ticks_dispatching_one_shard_admit_each_occurrence_once(
 
     due: set[str] = set()
     for sid in ids:
-        schedule = setup.get(sid)
+        schedule = setup.schedules.get(sid)
         assert schedule is not None
         expected = []
         first = START - timedelta(microseconds=1)  # start_at is inclusive
@@ -223,19 +225,19 @@ def test_two_ticks_dispatching_one_shard_admit_each_occurrence_once(
             if slot.scheduled_at > end:
                 break
             expected.append(slot.scheduled_at)
-        runs = [r for r in setup.runs(sid, 100).items if r.scheduled_at <= end]
+        runs = [r for r in setup.records.runs(sid, 100).items if r.scheduled_at <= end]
         assert sorted(r.scheduled_at for r in runs) == expected  # nothing lost, no copy
         assert all(r.status is RunStatus.ADMITTED and not r.pending for r in runs)
         due |= {r.occurrence_id for r in runs}
     assert len(due) >= 6 * 6
     # Admitted once: the two ticks' wins are disjoint and cover every occurrence
     # (and the slots queued ahead of the end).
-    won = set(holder.admitted) | set(stalled.admitted)
-    assert not set(holder.admitted) & set(stalled.admitted)
-    assert len(holder.admitted) + len(stalled.admitted) == len(won)
+    won = set(holder_won) | set(stalled_won)
+    assert not set(holder_won) & set(stalled_won)
+    assert len(holder_won) + len(stalled_won) == len(won)
     assert due <= won
     assert due <= set(deployment.received())  # at least once
-    [lease] = setup.leases()
+    [lease] = setup.leases.leases()
     assert lease.owner == "tick-holder"  # the stalled one never took it
 
 
@@ -266,22 +268,22 @@ def test_a_restart_between_storing_an_admitted_occurrence_and_sending_it_is_repa
     crashing = CrashingQueue(_client(deployment.endpoint, "sqs"), deployment.queue_url)
     with pytest.raises(SystemExit):
         Ticker(deployment.store(), crashing, clock, config, owner="tick-a").tick_once()
-    [run] = store.runs(sid, 10).items
+    [run] = store.records.runs(sid, 10).items
     # Stored admitted, out of the outbox, its intent not sent: the schedule
     # was not advanced past it, so the next pass plans the slot again.
     assert run.status is RunStatus.ADMITTED and not run.pending
     assert deployment.received() == []
-    head = store.get(sid)
+    head = store.schedules.get(sid)
     assert head is not None and head.next_due == run.scheduled_at
 
     # The killed process's leases expire; a fresh process, with fresh clients, ticks.
     clock.advance(config.lease_ttl)
     Ticker(deployment.store(), deployment.queue(), clock, config, owner="tick-b").tick_once()
     assert deployment.received() == [run.occurrence_id]
-    [after] = store.runs(sid, 10).items
+    [after] = store.records.runs(sid, 10).items
     assert after.admitted_at == run.admitted_at  # admitted once, by the first tick
     assert not after.pending and after.sent_at == run.sent_at
-    head = store.get(sid)
+    head = store.schedules.get(sid)
     assert head is not None and head.next_due is not None and head.next_due > run.scheduled_at
     Ticker(deployment.store(), deployment.queue(), clock, config, owner="tick-b").tick_once()
     assert deployment.received() == []

@@ -46,7 +46,7 @@ class LocalStack:
     def __init__(self, world: World, clock: FakeClock, path: Path) -> None:
         self.world = world
         self.clock = clock
-        self.queue = SqliteQueue(path, clock=clock, connection_of=world.store)
+        self.queue = SqliteQueue(path, clock=clock, connection_of=world.store.retention)
         self.target = Calls()
         self.worker = RunWorker(SqliteRunStore(world.store), self.target, clock, random.Random(1))
 
@@ -75,7 +75,7 @@ class LocalStack:
         """How each slot of the schedule ended: succeeded, or its reason."""
         return Counter(
             r.status.value if r.status is RunStatus.SUCCEEDED else (r.reason or r.status.value)
-            for r in self.world.store.runs(schedule_id, 1000).items
+            for r in self.world.store.records.runs(schedule_id, 1000).items
             if r.scheduled_at <= self.clock.now()
         )
 

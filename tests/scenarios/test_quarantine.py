@@ -63,17 +63,17 @@ class Setup:
         """Another tick holds every shard now, so this one stores what it plans
         waiting, for dispatch to admit once those leases expire."""
         for shard in range(PARTS.shards):
-            assert self.store.acquire(shard, "tick-other", self.clock.now(), TTL) is not None
+            assert self.store.leases.acquire(shard, "tick-other", self.clock.now(), TTL) is not None
 
     def head(self, schedule_id: str) -> Schedule:
-        found = self.store.get(schedule_id)
+        found = self.store.schedules.get(schedule_id)
         assert found is not None
         return found
 
     def statuses(self, schedule_id: str) -> list[tuple[str, RunStatus, str | None]]:
         return [
             (r.scheduled_at.isoformat(), r.status, r.reason)
-            for r in self.store.runs(schedule_id, 10).items
+            for r in self.store.records.runs(schedule_id, 10).items
         ]
 
 
@@ -173,8 +173,8 @@ def test_watchdog_carries_on_past_a_schedule_it_cannot_judge(
 
     assert report.unknown == [poisoned.schedule_id] and report.set_aside == 0
     assert report.count(WatchStatus.OK) == 1 and report.count(WatchStatus.UNKNOWN) == 1
-    assert setup.store.heartbeat(watch_component(healthy.schedule_id)) is not None
-    verdict = setup.store.heartbeat(watch_component(poisoned.schedule_id))
+    assert setup.store.leases.heartbeat(watch_component(healthy.schedule_id)) is not None
+    verdict = setup.store.leases.heartbeat(watch_component(poisoned.schedule_id))
     assert verdict is not None and verdict.detail["status"] == "unknown"
     assert verdict.detail["error"] == "OverflowError: date value out of range"
     # The watchdog writes no schedule (its role may not): the tick keeps planning it.
@@ -252,7 +252,7 @@ def test_the_reported_end_of_time_schedules_stop_neither_the_loops_nor_the_listi
     """Written straight into the store, as a value that slipped past the API."""
     healthy = setup.create("1 8 * * *")
     edge = build_schedule(START, spec=spec)
-    setup.store.create(edge)
+    setup.store.schedules.create(edge)
 
     setup.clock.set(utc("2026-12-01T08:01:00Z"))
     report = setup.ticker.tick_once()
@@ -269,20 +269,20 @@ def test_the_reported_end_of_time_schedules_stop_neither_the_loops_nor_the_listi
 
 def test_a_database_from_before_quarantine_gets_its_column_when_opened(tmp_path: Path) -> None:
     path = tmp_path / "duetime.db"
-    SqliteStore(path).close()
+    SqliteStore.open(path).close()
     with sqlite3.connect(path) as db:  # as an earlier release left it
         db.execute("ALTER TABLE schedules DROP COLUMN quarantine")
     schedule = build_schedule(START)
-    first = SqliteStore(path)
-    first.create(schedule)
-    second = SqliteStore(path)  # a second process opening it: no second column
-    assert second.get(schedule.schedule_id) == schedule
-    assert first.quarantine(
+    first = SqliteStore.open(path)
+    first.schedules.create(schedule)
+    second = SqliteStore.open(path)  # a second process opening it: no second column
+    assert second.schedules.get(schedule.schedule_id) == schedule
+    assert first.schedules.quarantine(
         schedule.schedule_id,
         1,
         Quarantine.of(OverflowError("x"), QuarantineComponent.PLAN, START),
     )
-    found = second.get(schedule.schedule_id)
+    found = second.schedules.get(schedule.schedule_id)
     assert found is not None and found.quarantine is not None
     first.close()
     second.close()
@@ -299,13 +299,13 @@ def test_a_failing_store_quarantines_no_one(setup: Setup, monkeypatch: pytest.Mo
         raise sqlite3.OperationalError("database is locked")
 
     with monkeypatch.context() as patch:
-        patch.setattr(setup.store, "earliest_pending_bucket", broken)
+        patch.setattr(setup.store.records, "earliest_pending_bucket", broken)
         with pytest.raises(sqlite3.OperationalError):
             setup.ticker.tick_once()
     with monkeypatch.context() as patch:
-        patch.setattr(setup.store, "runs", broken)
+        patch.setattr(setup.store.records, "runs", broken)
         report = Watchdog(setup.store, setup.clock).run()
         assert report.unread == [schedule.schedule_id] and report.judged == 0
-    assert setup.store.heartbeat(watch_component(schedule.schedule_id)) is None
+    assert setup.store.leases.heartbeat(watch_component(schedule.schedule_id)) is None
     assert setup.head(schedule.schedule_id).quarantine is None
     assert setup.ticker.tick_once().dispatch.admitted == 1

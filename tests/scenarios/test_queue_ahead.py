@@ -44,7 +44,7 @@ class Stack:
     def __init__(self, world: World, clock: FakeClock, path: Path) -> None:
         self.world = world
         self.clock = clock
-        self.queue = SqliteQueue(path, clock=clock, connection_of=world.store)
+        self.queue = SqliteQueue(path, clock=clock, connection_of=world.store.retention)
         self.target = Calls()
         self.worker = RunWorker(SqliteRunStore(world.store), self.target, clock, random.Random(1))
 
@@ -90,7 +90,7 @@ def test_one_pass_admits_and_queues_every_slot_due_before_the_next_pass(
     sid = _create(stack.world, {"every": "PT20S"})
     report = stack.ticker().tick_once()
     # Then the four slots up to 08:01:20 are admitted, each written once, and sent
-    runs = sorted(stack.world.store.runs(sid, 10).items, key=lambda r: r.scheduled_at)
+    runs = sorted(stack.world.store.records.runs(sid, 10).items, key=lambda r: r.scheduled_at)
     assert [r.scheduled_at.isoformat() for r in runs] == [
         "2026-12-01T08:00:20+00:00",
         "2026-12-01T08:00:40+00:00",
@@ -118,7 +118,7 @@ def test_the_next_pass_plans_on_from_where_the_last_one_stopped(
     stack.ticker().tick_once()
     clock.advance(60)
     stack.ticker().tick_once()
-    instants = sorted(r.scheduled_at for r in stack.world.store.runs(sid, 20).items)
+    instants = sorted(r.scheduled_at for r in stack.world.store.records.runs(sid, 20).items)
     # 08:00:20 ... 08:02:20, each once: the second pass adds up to 08:02:30.
     assert len(instants) == len(set(instants)) == 7
     assert instants[-1] == utc("2026-12-01T08:02:20Z")
@@ -126,8 +126,8 @@ def test_the_next_pass_plans_on_from_where_the_last_one_stopped(
 
 def test_an_idle_pass_takes_no_lease_and_moves_no_checkpoint(stack: Stack) -> None:
     stack.ticker().tick_once()
-    assert stack.world.store.leases() == []
-    beat = stack.world.store.heartbeat("tick")
+    assert stack.world.store.leases.leases() == []
+    beat = stack.world.store.leases.heartbeat("tick")
     assert beat is not None  # the watchdog still sees the tick
 
 
@@ -137,7 +137,7 @@ def test_a_pause_after_the_intent_was_queued_runs_nothing(stack: Stack, clock: F
     clock.set(utc("2026-12-01T08:00:30Z"))
     stack.world.schedules.pause(sid, "maintenance")
     # The pause withdrew the planned slot: no record, and its intent is dropped
-    assert stack.world.store.runs(sid, 10).items == ()
+    assert stack.world.store.records.runs(sid, 10).items == ()
     clock.set(utc("2026-12-01T08:01:00Z"))
     assert stack.work() == ["delete"]
     assert stack.target.ids == []
@@ -151,10 +151,10 @@ def test_a_pause_that_loses_the_race_to_the_withdrawal_is_decided_at_start(
     sid = _create(stack.world, {"cron": "1 8 * * *"})
     stack.ticker().tick_once()
     clock.set(utc("2026-12-01T08:00:30Z"))
-    assert stack.world.store.pause(sid, "maintenance", clock.now())
+    assert stack.world.store.schedules.pause(sid, "maintenance", clock.now())
     clock.set(utc("2026-12-01T08:01:00Z"))
     assert stack.work() == ["delete"]
-    [run] = stack.world.store.runs(sid, 10).items
+    [run] = stack.world.store.records.runs(sid, 10).items
     assert run.status is RunStatus.SKIPPED and run.reason == Reason.PAUSED
     assert stack.target.ids == []
 
@@ -180,7 +180,8 @@ def test_a_short_pause_skips_only_the_slots_due_while_it_lasted(
     # withdrew it): the resume's summary counts it; the slots after the
     # resume run, each once
     by_time = {
-        r.scheduled_at.strftime("%H:%M:%S"): r for r in stack.world.store.runs(sid, 10).items
+        r.scheduled_at.strftime("%H:%M:%S"): r
+        for r in stack.world.store.records.runs(sid, 10).items
     }
     summary = by_time["08:00:20"]
     assert (summary.kind, summary.status, summary.reason) == (
@@ -200,7 +201,7 @@ def test_a_delete_after_the_intent_was_queued_withdraws_the_run(
     sid = _create(stack.world, {"cron": "1 8 * * *"})
     stack.ticker().tick_once()
     stack.world.schedules.delete(sid)
-    assert stack.world.store.runs(sid, 10).items == ()  # withdrawn
+    assert stack.world.store.records.runs(sid, 10).items == ()  # withdrawn
     clock.set(utc("2026-12-01T08:01:00Z"))
     assert stack.work() == ["delete"]
     assert stack.target.ids == []
@@ -223,7 +224,7 @@ def test_an_intent_that_shows_up_before_its_time_goes_back_until_then(
 ) -> None:
     sid = _create(stack.world, {"cron": "1 8 * * *"})
     stack.ticker().tick_once()
-    [run] = stack.world.store.runs(sid, 10).items
+    [run] = stack.world.store.records.runs(sid, 10).items
     decision = stack.worker.handle(DeliveryIntent.for_run(run))  # at 08:00, 60 s early
     assert decision.action == "retry" and decision.delay_s == 60.0
     assert stack.target.ids == []
@@ -236,13 +237,13 @@ def test_a_crash_between_the_admission_and_the_send_is_repaired_by_the_next_pass
     stack.world.queue.fail_with = SystemExit("killed between commit and send")
     with pytest.raises(SystemExit):
         stack.world.ticker("tick-a").tick_once()  # the fake queue: nothing sent
-    [run] = stack.world.store.runs(sid, 10).items
+    [run] = stack.world.store.records.runs(sid, 10).items
     assert run.status is RunStatus.ADMITTED and run.pending
 
     clock.advance(stack.world.config.lease_ttl)  # tick-a's lease runs out
     report = stack.ticker("tick-b").tick_once()
     assert report.dispatch.resent == 1
-    [after] = stack.world.store.runs(sid, 10).items
+    [after] = stack.world.store.records.runs(sid, 10).items
     assert after.admitted_at == run.admitted_at and not after.pending
     clock.set(utc("2026-12-01T08:01:00Z"))
     assert stack.visible_ids() == [run.occurrence_id]
@@ -254,15 +255,15 @@ def test_a_slot_written_waiting_is_admitted_ahead_by_dispatch(
     # Given a slot the planner wrote waiting (its shard was held by another tick)
     sid = _create(stack.world, {"cron": "1 8 * * *"})
     shard = stack.world.config.partitioning.shard(sid)
-    assert stack.world.store.acquire(shard, "other", clock.now(), timedelta(seconds=5))
+    assert stack.world.store.leases.acquire(shard, "other", clock.now(), timedelta(seconds=5))
     stack.ticker().tick_once()
-    [waiting] = stack.world.store.runs(sid, 10).items
+    [waiting] = stack.world.store.records.runs(sid, 10).items
     assert waiting.status is RunStatus.SCHEDULED
     # When a pass after the other tick's lease expired meets it, a minute early
     clock.advance(10)
     stack.ticker().tick_once()
     # Then it is admitted and queued for its second
-    [run] = stack.world.store.runs(sid, 10).items
+    [run] = stack.world.store.records.runs(sid, 10).items
     assert run.status is RunStatus.ADMITTED and not run.pending
     clock.set(utc("2026-12-01T08:01:00Z"))
     assert stack.visible_ids() == [run.occurrence_id]
@@ -285,7 +286,7 @@ def test_a_schedule_created_less_than_the_horizon_before_its_slot_is_planned_by_
     schedule, _ = planned.create(
         definition({"name": "soon", "spec": {"cron": "1 8 * * *"}, "target": WEBHOOK})
     )
-    [run] = stack.world.store.runs(schedule.schedule_id, 10).items
+    [run] = stack.world.store.records.runs(schedule.schedule_id, 10).items
     assert run.status is RunStatus.ADMITTED and not run.pending
     assert schedule.next_due == utc("2026-12-02T08:01:00Z")  # the answer shows the store
     clock.set(utc("2026-12-01T08:01:00Z"))
@@ -299,7 +300,7 @@ def test_a_schedule_whose_slot_is_beyond_the_horizon_is_left_to_the_tick(
     schedule, _ = planned.create(
         definition({"name": "later", "spec": {"cron": "5 8 * * *"}, "target": WEBHOOK})
     )
-    assert stack.world.store.runs(schedule.schedule_id, 10).items == ()
+    assert stack.world.store.records.runs(schedule.schedule_id, 10).items == ()
     assert schedule.next_due == utc("2026-12-01T08:05:00Z")
 
 
@@ -312,7 +313,7 @@ def test_a_resume_plans_the_next_slot_when_it_is_near(
     planned.pause(schedule.schedule_id)
     clock.set(utc("2026-12-01T08:04:30Z"))
     planned.resume(schedule.schedule_id)
-    [run] = stack.world.store.runs(schedule.schedule_id, 10).items
+    [run] = stack.world.store.records.runs(schedule.schedule_id, 10).items
     assert run.status is RunStatus.ADMITTED
     assert run.scheduled_at == utc("2026-12-01T08:05:00Z")
 
@@ -322,7 +323,7 @@ def test_a_trigger_is_admitted_and_sent_by_the_call(stack: Stack, planned: Sched
         definition({"name": "t", "spec": {"cron": "5 9 * * *"}, "target": WEBHOOK})
     )
     run = planned.trigger(schedule.schedule_id)
-    stored = stack.world.store.get_run(run.occurrence_id)
+    stored = stack.world.store.records.get_run(run.occurrence_id)
     assert stored is not None and stored.status is RunStatus.ADMITTED and not stored.pending
     assert stack.work() == ["delete"]
     assert stack.target.ids == [run.occurrence_id]
@@ -341,7 +342,7 @@ def test_planning_that_fails_at_the_call_is_left_to_the_tick(
         definition({"name": "soon", "spec": {"cron": "1 8 * * *"}, "target": WEBHOOK})
     )
     assert created
-    [run] = stack.world.store.runs(schedule.schedule_id, 10).items
+    [run] = stack.world.store.records.runs(schedule.schedule_id, 10).items
     assert run.status is RunStatus.ADMITTED and run.pending  # for dispatch to send
     del stack.queue.send_ahead
     stack.ticker().tick_once()

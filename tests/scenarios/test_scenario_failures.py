@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from adapters.sqlite.store import SqliteStore
+from adapters.sqlite.run_records import SqliteRunRecords
+from adapters.sqlite.schedules import SqliteSchedules
 from domain.run import Reason, RunStatus
 from service.errors import VersionConflict
 from service.planning.pass_state import PassState
-from tests.conftest import FakeClock, World, definition, make_world, utc
+from tests.conftest import FakeClock, World, definition, make_world, utc, with_ports
 
 WEBHOOK = {"type": "webhook", "url": "https://example.com/hook"}
 
@@ -23,7 +24,7 @@ def _body(spec: dict, policy: dict | None = None, name: str = "job") -> dict:
 
 
 def _statuses(world: World, sid: str) -> dict[str, RunStatus]:
-    return {r.scheduled_at.isoformat(): r.status for r in world.store.runs(sid, 100).items}
+    return {r.scheduled_at.isoformat(): r.status for r in world.store.records.runs(sid, 100).items}
 
 
 # --- restart between the admission commit and the send ----------------------------------
@@ -40,14 +41,14 @@ def test_a_restart_between_admission_and_send_is_repaired_by_the_next_tick(
     world.queue.fail_with = SystemExit("killed between commit and send")
     with pytest.raises(SystemExit):
         crashing.tick_once()
-    [run] = world.store.runs(sid, 10).items
+    [run] = world.store.records.runs(sid, 10).items
     assert run.status is RunStatus.ADMITTED and run.pending and world.queue.sent == []
 
     # The killed process's leases expire; a fresh process ticks.
     clock.advance(world.config.lease_ttl)
     world.ticker("tick-b").tick_once()
     assert world.queue.ids() == [run.occurrence_id]
-    [after] = world.store.runs(sid, 10).items
+    [after] = world.store.records.runs(sid, 10).items
     assert after.admitted_at == run.admitted_at  # admitted once, by the first tick
     assert not after.pending and after.sent_at == clock.now()
     world.ticker("tick-b").tick_once()
@@ -89,9 +90,9 @@ def test_after_six_hours_without_a_tick_each_overdue_policy_does_what_it_says(
         slots[-2]: RunStatus.ADMITTED,
         slots[-1]: RunStatus.ADMITTED,
     }
-    reasons = {r.reason for r in world.store.runs(ids["latest_only"], 100).items}
+    reasons = {r.reason for r in world.store.records.runs(ids["latest_only"], 100).items}
     assert reasons == {Reason.SUPERSEDED, None}
-    for run in world.store.runs(ids["expire"], 100).items:
+    for run in world.store.records.runs(ids["expire"], 100).items:
         assert run.status is RunStatus.ADMITTED or run.reason.startswith("expired: found")
     sent = world.queue.ids()
     assert len(sent) == len(set(sent)) == 13 + 1 + 2
@@ -141,7 +142,9 @@ def test_the_fall_back_night_with_dst_fold(tmp_path: Path, fold: str, expected: 
     while clock.now() < utc("2026-11-01T08:00:00Z"):
         ticker.tick_once()
         clock.advance(timedelta(seconds=20))
-    runs = sorted(world.store.runs(schedule.schedule_id, 10).items, key=lambda r: r.scheduled_at)
+    runs = sorted(
+        world.store.records.runs(schedule.schedule_id, 10).items, key=lambda r: r.scheduled_at
+    )
     assert [r.scheduled_at.isoformat() for r in runs] == expected
     assert [r.status for r in runs] == [RunStatus.ADMITTED] * len(expected)
     assert len({r.occurrence_id for r in runs}) == len({r.business_key for r in runs}) == len(runs)
@@ -152,17 +155,22 @@ def test_the_fall_back_night_with_dst_fold(tmp_path: Path, fold: str, expected: 
 # --- pause, edit and delete racing a tick ---------------------------------------------------------
 
 
-class HookedStore(SqliteStore):
-    """A SQLite store that lets a test act just before admit or materialize."""
+class HookedRecords(SqliteRunRecords):
+    """SQLite run records that let a test act just before an admission."""
 
     before_admit: Callable[[], None] | None = None
-    before_materialize: Callable[[], None] | None = None
 
     def admit(self, runs, now):  # type: ignore[no-untyped-def]
         if self.before_admit is not None:
             hook, self.before_admit = self.before_admit, None
             hook()
         return super().admit(runs, now)
+
+
+class HookedSchedules(SqliteSchedules):
+    """SQLite schedules that let a test act just before a materialization."""
+
+    before_materialize: Callable[[], None] | None = None
 
     def materialize(self, batch, now, *, until=None, session=None):  # type: ignore[no-untyped-def]
         if self.before_materialize is not None:
@@ -174,7 +182,7 @@ class HookedStore(SqliteStore):
 @pytest.fixture
 def hooked(tmp_path: Path, clock: FakeClock) -> World:
     world = make_world(tmp_path / "d.db", clock)
-    world.store = HookedStore(tmp_path / "d.db")
+    world.store = with_ports(world.store, records=HookedRecords, schedules=HookedSchedules)
     world.schedules.store = world.store
     return world
 
@@ -187,7 +195,7 @@ def _due_now(world: World, clock: FakeClock) -> str:
     for shard in range(world.config.partitioning.shards):
         assert other.dispatcher.lease(shard, clock.now()) is not None
     world.ticker().tick_once()
-    [run] = world.store.runs(schedule.schedule_id, 10).items
+    [run] = world.store.records.runs(schedule.schedule_id, 10).items
     assert run.status is RunStatus.SCHEDULED
     clock.set(utc("2026-12-01T08:01:00Z"))  # the other's leases have expired
     return schedule.schedule_id
@@ -195,18 +203,18 @@ def _due_now(world: World, clock: FakeClock) -> str:
 
 def test_pause_during_a_tick_stops_the_admission(hooked: World, clock: FakeClock) -> None:
     sid = _due_now(hooked, clock)
-    hooked.store.before_admit = lambda: hooked.schedules.pause(sid, "incident 42")
+    hooked.store.records.before_admit = lambda: hooked.schedules.pause(sid, "incident 42")
     hooked.ticker().tick_once()
-    [run] = hooked.store.runs(sid, 10).items
+    [run] = hooked.store.records.runs(sid, 10).items
     assert (run.status, run.reason) == (RunStatus.SKIPPED, Reason.PAUSED)
     assert hooked.queue.sent == []
 
 
 def test_delete_during_a_tick_cancels_and_keeps_history(hooked: World, clock: FakeClock) -> None:
     sid = _due_now(hooked, clock)
-    hooked.store.before_admit = lambda: hooked.schedules.delete(sid)
+    hooked.store.records.before_admit = lambda: hooked.schedules.delete(sid)
     hooked.ticker().tick_once()
-    [run] = hooked.store.runs(sid, 10).items
+    [run] = hooked.store.records.runs(sid, 10).items
     assert (run.status, run.reason) == (RunStatus.CANCELLED, Reason.DELETED)
     assert hooked.queue.sent == []
     assert hooked.schedules.runs(sid).items == (run,)
@@ -216,7 +224,7 @@ def test_edit_during_a_tick_runs_the_materialized_occurrence_with_its_own_versio
     hooked: World, clock: FakeClock
 ) -> None:
     sid = _due_now(hooked, clock)
-    hooked.store.before_admit = lambda: hooked.schedules.edit(
+    hooked.store.records.before_admit = lambda: hooked.schedules.edit(
         sid, 1, definition(_body({"cron": "1 8 * * *"}, name="renamed"))
     )
     hooked.ticker().tick_once()
@@ -231,14 +239,14 @@ def test_edit_during_planning_wins_and_the_old_version_materializes_nothing(
     schedule, _ = hooked.schedules.create(definition(_body({"cron": "1 8 * * *"})))
     sid = schedule.schedule_id
     clock.set(utc("2026-12-01T08:00:00Z"))
-    hooked.store.before_materialize = lambda: hooked.schedules.edit(
+    hooked.store.schedules.before_materialize = lambda: hooked.schedules.edit(
         sid, 1, definition(_body({"cron": "2 8 * * *"}))
     )
     report = hooked.ticker().tick_once()
     assert report.plan.conflicts == 1
     clock.set(utc("2026-12-01T08:02:00Z"))
     hooked.ticker().tick_once()
-    runs = hooked.store.runs(sid, 10).items
+    runs = hooked.store.records.runs(sid, 10).items
     assert [(r.occurrence_id, r.status) for r in runs] == [
         (f"{sid}.v2.20261201T080200Z", RunStatus.ADMITTED)
     ]
@@ -250,9 +258,9 @@ def test_an_edit_with_a_stale_version_is_refused_and_changes_nothing(
     schedule, _ = world.schedules.create(definition(_body({"cron": "0 9 * * *"})))
     sid = schedule.schedule_id
     world.schedules.edit(sid, 1, definition(_body({"cron": "0 10 * * *"})))
-    before = world.store.get(sid)
+    before = world.store.schedules.get(sid)
     with pytest.raises(VersionConflict) as refused:
         world.schedules.edit(sid, 1, definition(_body({"cron": "0 11 * * *"})))
     assert (refused.value.expected, refused.value.actual) == (1, 2)
-    assert world.store.get(sid) == before
-    assert world.store.get_version(sid, 3) is None
+    assert world.store.schedules.get(sid) == before
+    assert world.store.schedules.get_version(sid, 3) is None

@@ -52,7 +52,7 @@ def _tick_process(db: str, owner: str, real_start: float, out: str) -> None:
     from service.planning.config import TickConfig
     from service.planning.ticker import Ticker
 
-    store = SqliteStore(db)
+    store = SqliteStore.open(db)
     queue = RecordingQueue()
     config = TickConfig(partitioning=Partitioning(shards=8, bucket_s=60))
     ticker = Ticker(store, queue, ScaledClock(real_start), config, owner=owner)
@@ -106,7 +106,7 @@ def test_two_processes_ticking_one_file_admit_each_occurrence_once(tmp_path: Pat
 
     sent = [oid for r in results for oid in r["sent"]] + world.queue.ids()
     for sid in ids:
-        schedule = world.store.get(sid)
+        schedule = world.store.schedules.get(sid)
         assert schedule is not None
         expected = []
         first = START - timedelta(microseconds=1)  # start_at is inclusive
@@ -114,7 +114,7 @@ def test_two_processes_ticking_one_file_admit_each_occurrence_once(tmp_path: Pat
             if slot.scheduled_at > now:
                 break
             expected.append(slot.scheduled_at)
-        runs = world.store.runs(sid, 1000).items
+        runs = world.store.records.runs(sid, 1000).items
         due = sorted(r.scheduled_at for r in runs if r.scheduled_at <= now)
         assert due == expected  # nothing lost, no second copy
         assert all(r.status is RunStatus.ADMITTED for r in runs if r.scheduled_at <= now)

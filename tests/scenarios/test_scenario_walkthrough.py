@@ -53,10 +53,10 @@ def test_moving_a_schedule_between_zones_keeps_tomorrows_occurrence_and_makes_no
     # Given: tomorrow's occurrence materialized under version 4.
     old_dispatcher = world.ticker("tick-old")
     # What the old dispatcher's plan read, at version 4:
-    [stale_head] = world.store.due(clock.now() + timedelta(hours=24), 10).items
+    [stale_head] = world.store.schedules.due(clock.now() + timedelta(hours=24), 10).items
     assert stale_head.version == 4
     old_dispatcher.tick_once()
-    [tuesday] = world.store.runs(sid, 10).items
+    [tuesday] = world.store.records.runs(sid, 10).items
     assert tuesday.occurrence_id == f"{sid}.v4.20261201T140000Z"
     assert tuesday.scheduled_at.isoformat() == "2026-12-01T14:00:00+00:00"
     assert tuesday.status is RunStatus.SCHEDULED
@@ -70,14 +70,14 @@ def test_moving_a_schedule_between_zones_keeps_tomorrows_occurrence_and_makes_no
     planned = old_dispatcher.planner._materialization(stale_head, slots, PassState(clock.now()))
     assert planned is not None
     stale = planned[0]
-    [outcome] = world.store.materialize([stale], clock.now()).outcomes
+    [outcome] = world.store.schedules.materialize([stale], clock.now()).outcomes
     assert not outcome.applied
     # ... and both dispatchers tick.
     old_dispatcher.tick_once()
     world.ticker("tick-new").tick_once()
 
     # Then: Tuesday's occurrence is unchanged, and there is one.
-    assert world.store.runs(sid, 10).items == (tuesday,)
+    assert world.store.records.runs(sid, 10).items == (tuesday,)
     assert local_time(stale_head.spec, tuesday.scheduled_at).isoformat() == (
         "2026-12-01T09:00:00-05:00"
     )
@@ -98,7 +98,7 @@ def test_moving_a_schedule_between_zones_keeps_tomorrows_occurrence_and_makes_no
     assert (intent.occurrence_id, intent.version) == (tuesday.occurrence_id, 4)
     assert service.version(sid, intent.version).payload == {"report": "v4"}
     # And Wednesday's is materialized under version 5, at 09:00 London.
-    runs = world.store.runs(sid, 10).items
+    runs = world.store.records.runs(sid, 10).items
     assert [(r.occurrence_id, r.version, r.scheduled_at.isoformat()) for r in runs] == [
         (f"{sid}.v5.20261202T090000Z", 5, "2026-12-02T09:00:00+00:00"),
         (tuesday.occurrence_id, 4, "2026-12-01T14:00:00+00:00"),

@@ -51,7 +51,7 @@ def reopen(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opener]:
 def _due_schedule(store: Store) -> tuple[str, str]:
     """A schedule due at 08:05, and the id of that slot's run."""
     schedule = build_schedule(CREATED, spec={"cron": "5 8 * * *"})
-    store.create(schedule)
+    store.schedules.create(schedule)
     assert schedule.next_due == DUE
     return schedule.schedule_id, f"{schedule.schedule_id}.v1.20261201T080500Z"
 
@@ -68,18 +68,18 @@ def test_a_pass_killed_at_its_send_leaves_the_run_to_the_next_pass(reopen: Opene
         _tick(store, queue, clock, "tick-a")
     # Stored admitted, never sent: in the outbox, or its schedule not advanced.
     restarted = reopen()
-    run = restarted.get_run(occurrence_id)
+    run = restarted.records.get_run(occurrence_id)
     assert run is not None and run.status is RunStatus.ADMITTED and queue.sent == []
-    head = restarted.get(sid)
+    head = restarted.schedules.get(sid)
     assert head is not None
     assert run.pending or head.next_due == DUE
 
     clock.advance(CONFIG.lease_ttl)  # tick-a's leases run out
     _tick(restarted, queue, clock, "tick-b")
     assert [i.occurrence_id for i in queue.sent] == [occurrence_id]
-    head = restarted.get(sid)
+    head = restarted.schedules.get(sid)
     assert head is not None and head.next_due == DUE + timedelta(days=1)
-    after = restarted.get_run(occurrence_id)
+    after = restarted.records.get_run(occurrence_id)
     assert after is not None and after.admitted_at == run.admitted_at and not after.pending
 
 
@@ -88,15 +88,15 @@ def test_a_failed_send_waits_in_the_outbox_and_the_next_pass_sends_it(reopen: Op
     sid, occurrence_id = _due_schedule(store)
     queue.refused.add(occurrence_id)
     _tick(store, queue, clock, "tick-a")
-    run = store.get_run(occurrence_id)
+    run = store.records.get_run(occurrence_id)
     assert run is not None and run.status is RunStatus.ADMITTED
     assert run.pending and run.sent_at is None and queue.sent == []
-    head = store.get(sid)
+    head = store.schedules.get(sid)
     assert head is not None and head.next_due == DUE + timedelta(days=1)
 
     queue.refused.clear()
     clock.advance(timedelta(seconds=1))
     _tick(store, queue, clock, "tick-a")  # dispatch sends it from the outbox
     assert [i.occurrence_id for i in queue.sent] == [occurrence_id]
-    sent = store.get_run(occurrence_id)
+    sent = store.records.get_run(occurrence_id)
     assert sent is not None and not sent.pending

@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[2]
 ENTRY_POINTS = ("handlers", "cli", "sim")
 # What only the composition root builds.
 BUILT_BY_THE_ROOT = re.compile(
-    r"\b(Ticker|RunWorker|PlanNow|Surges|DynamoStore|DynamoRunStore|SqsDeliveryQueue"
+    r"\b(Ticker|RunWorker|PlanNow|Surges|DynamoPorts|DynamoRunStore|SqsDeliveryQueue"
     r"|SqsWorkQueue|SqliteRunStore|LoadRecordingQueue|Janitor)(\(|\.from_\w+\(|\.open\()"
 )
 

@@ -11,7 +11,7 @@ import pytest
 
 from adapters.dynamodb import items
 from adapters.dynamodb import plan_pages as store_module
-from adapters.dynamodb.store import PAGE_UNITS_PER_S, DynamoStore, TableNames
+from adapters.dynamodb.store import PAGE_UNITS_PER_S, DynamoPorts, TableNames, dynamo_store
 from tests.conftest import utc
 
 MINUTE = utc("2026-12-01T09:00:00Z")
@@ -74,17 +74,17 @@ class Puts:
 
 
 @pytest.fixture
-def paced(monkeypatch: pytest.MonkeyPatch) -> tuple[DynamoStore, Puts]:
+def paced(monkeypatch: pytest.MonkeyPatch) -> tuple[DynamoPorts, Puts]:
     """A store whose clock moves only when it sleeps, over a recording client."""
     clock = [1000.0]
     monkeypatch.setattr(store_module.time, "monotonic", lambda: clock[0])
     monkeypatch.setattr(store_module.time, "sleep", lambda s: clock.__setitem__(0, clock[0] + s))
     client = Puts(clock)
-    return DynamoStore(client, TableNames("s", "r", "l")), client
+    return dynamo_store(client, TableNames("s", "r", "l")), client
 
 
 def test_pages_are_written_no_faster_than_a_partition_takes_them(
-    paced: tuple[DynamoStore, Puts],
+    paced: tuple[DynamoPorts, Puts],
 ) -> None:
     store, client = paced
     # 8,000 slots in each minute of one due hour: 120 pages of about 115
@@ -94,7 +94,7 @@ def test_pages_are_written_no_faster_than_a_partition_takes_them(
         for m in range(60)
         for n in range(items.PAGE_ENTRIES * 2)
     ]
-    store._write_pages(entries, store.plan_session())
+    store.schedules._write_pages(entries, store.schedules.plan_session())
     assert len(client.sent) == 120
     units = sum(units for _, _, units in client.sent)
     assert units > PAGE_UNITS_PER_S * 3
@@ -112,11 +112,11 @@ def test_pages_are_written_no_faster_than_a_partition_takes_them(
 
 
 def test_pages_of_different_hours_do_not_wait_for_each_other(
-    paced: tuple[DynamoStore, Puts],
+    paced: tuple[DynamoPorts, Puts],
 ) -> None:
     store, client = paced
     # One small page in each of 48 due hours: nothing waits.
     entries = [(MINUTE + timedelta(hours=h), "a", 1) for h in range(48)]
-    store._write_pages(entries, store.plan_session())
+    store.schedules._write_pages(entries, store.schedules.plan_session())
     assert len({pk for _, pk, _ in client.sent}) == 48
     assert client.sent[-1][0] == 1000.0

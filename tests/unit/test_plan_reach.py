@@ -64,12 +64,16 @@ def test_planning_at_the_call_and_each_pass_fill_up_to_the_lookahead(tmp_path: P
     )
     created = service.create(definition({"name": "job", "spec": EVERY_MINUTE, "target": WEBHOOK}))
     sid = created[0].schedule_id
-    at_create = sorted(r.scheduled_at.strftime("%H:%M") for r in world.store.runs(sid, 50).items)
+    at_create = sorted(
+        r.scheduled_at.strftime("%H:%M") for r in world.store.records.runs(sid, 50).items
+    )
     ticker = world.ticker()
     for _ in range(3):
         ticker.tick_once()
         clock.advance(60)
-    after = sorted(r.scheduled_at.strftime("%H:%M") for r in world.store.runs(sid, 50).items)
+    after = sorted(
+        r.scheduled_at.strftime("%H:%M") for r in world.store.records.runs(sid, 50).items
+    )
     world.store.close()
     assert at_create == ["08:01"]
     assert after == ["08:01", "08:02", "08:03"]

@@ -116,7 +116,7 @@ def make_worker(
 
 
 def stored(world: World, intent: DeliveryIntent) -> Run:
-    run = world.store.get_run(intent.occurrence_id)
+    run = world.store.records.get_run(intent.occurrence_id)
     assert run is not None
     return run
 

@@ -56,7 +56,7 @@ def worker(world: World, clock: FakeClock, runner: CommandRunner) -> RunWorker:
 
 
 def stored(world: World, intent: DeliveryIntent) -> Run:
-    run = world.store.get_run(intent.occurrence_id)
+    run = world.store.records.get_run(intent.occurrence_id)
     assert run is not None
     return run
 

@@ -119,7 +119,7 @@ def test_the_schedule_is_read_strongly_even_when_the_run_may_be_stale(
 ) -> None:
     intent = due_intent(world, clock)
     runs = StaleRuns(world, stored(world, intent))
-    world.store.pause(intent.schedule_id, "maintenance", utc("2026-12-01T08:01:00Z"))
+    world.store.schedules.pause(intent.schedule_id, "maintenance", utc("2026-12-01T08:01:00Z"))
     target = FakeTarget()
     worker, _ = make_worker(world, clock, target, runs)
 

@@ -14,7 +14,7 @@ from moto import mock_aws
 
 from adapters.dynamodb.local import create_store_tables
 from adapters.dynamodb.runs import DynamoRunStore
-from adapters.dynamodb.store import DynamoStore
+from adapters.dynamodb.store import dynamo_store
 from adapters.sqlite.runs import SqliteRunStore
 from adapters.sqlite.store import SqliteStore
 from domain.run import Run, RunStatus
@@ -23,10 +23,10 @@ from tests.conftest import FakeClock, build_occurrence, build_schedule, utc
 
 
 def _sqlite(tmp_path: Path) -> Iterator[tuple[RunStore, Callable[[Run], None]]]:
-    store = SqliteStore(tmp_path / "duetime.db")
+    store = SqliteStore.open(tmp_path / "duetime.db")
 
     def put(run: Run) -> None:
-        assert store.insert([run]) == [run.occurrence_id]
+        assert store.records.insert([run]) == [run.occurrence_id]
 
     yield SqliteRunStore(store), put
     store.close()
@@ -35,10 +35,10 @@ def _sqlite(tmp_path: Path) -> Iterator[tuple[RunStore, Callable[[Run], None]]]:
 def _dynamodb(tmp_path: Path) -> Iterator[tuple[RunStore, Callable[[Run], None]]]:
     with mock_aws():
         client = boto3.client("dynamodb", region_name="us-east-1")
-        store = DynamoStore(client, create_store_tables(client, "runs"))
+        store = dynamo_store(client, create_store_tables(client, "runs"))
 
         def put(run: Run) -> None:
-            assert store.insert([run]) == [run.occurrence_id]
+            assert store.records.insert([run]) == [run.occurrence_id]
 
         yield DynamoRunStore(store), put
 

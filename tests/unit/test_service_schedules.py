@@ -60,7 +60,7 @@ def test_resume_records_the_pause_as_one_summary_of_the_slots_it_skipped(
     clock.advance(timedelta(minutes=150))
     resumed = world.schedules.resume(sid)
     assert not resumed.state.paused and resumed.next_due == clock.now() + timedelta(minutes=1)
-    [summary] = world.store.runs(sid, 200).items
+    [summary] = world.store.records.runs(sid, 200).items
     assert (summary.kind, summary.status) == (RunKind.SUMMARY, RunStatus.SKIPPED)
     assert summary.reason == (
         "paused: 150 slots skipped, 2026-12-01T08:01:00Z to 2026-12-01T10:30:00Z"
@@ -74,7 +74,7 @@ def test_a_resume_that_finds_no_slot_missed_records_nothing(world: World, clock:
     world.schedules.pause(schedule.schedule_id)
     clock.advance(timedelta(minutes=5))
     world.schedules.resume(schedule.schedule_id)
-    assert world.store.runs(schedule.schedule_id, 10).items == ()
+    assert world.store.records.runs(schedule.schedule_id, 10).items == ()
 
 
 def test_a_resume_tried_again_records_its_summary_once(world: World, clock: FakeClock) -> None:
@@ -84,7 +84,7 @@ def test_a_resume_tried_again_records_its_summary_once(world: World, clock: Fake
     clock.advance(timedelta(minutes=1))
     # The first write of the resume loses a race (the service tries again,
     # a second later): the summary it wrote first is not written twice.
-    store_resume, refused = world.store.resume, []
+    store_resume, refused = world.store.schedules.resume, []
 
     def lose_once(schedule_id: str, **kw: Any) -> bool:
         if not refused:
@@ -93,9 +93,9 @@ def test_a_resume_tried_again_records_its_summary_once(world: World, clock: Fake
             return False
         return store_resume(schedule_id, **kw)
 
-    world.store.resume = lose_once  # type: ignore[method-assign]
+    world.store.schedules.resume = lose_once  # type: ignore[method-assign]
     world.schedules.resume(sid)
-    [summary] = world.store.runs(sid, 10).items
+    [summary] = world.store.records.runs(sid, 10).items
     assert refused and summary.reason is not None
     assert summary.reason.startswith("paused: 60 slots skipped, ")
 
@@ -107,7 +107,7 @@ def test_a_long_pause_is_counted_up_to_a_bound_said_at_least(
     world.schedules.pause(schedule.schedule_id)
     clock.advance(timedelta(days=2))
     world.schedules.resume(schedule.schedule_id)
-    [summary] = world.store.runs(schedule.schedule_id, 10).items
+    [summary] = world.store.records.runs(schedule.schedule_id, 10).items
     assert summary.reason == (
         f"paused: at least {SUMMARY_COUNT_LIMIT} slots skipped, "
         "2026-12-01T08:00:01Z to 2026-12-02T11:46:40Z"
@@ -124,7 +124,7 @@ def test_an_edit_while_paused_records_the_pause_so_far_as_one_summary(
     world.schedules.edit(sid, 1, definition(_body({"every": "PT2S"})))
     clock.advance(timedelta(minutes=1))
     world.schedules.resume(sid)
-    runs = sorted(world.store.runs(sid, 200).items, key=lambda r: r.scheduled_at)
+    runs = sorted(world.store.records.runs(sid, 200).items, key=lambda r: r.scheduled_at)
     assert [(r.version, r.kind, r.reason) for r in runs] == [
         (
             1,
@@ -146,7 +146,7 @@ def test_trigger_makes_one_extra_run_with_its_own_identity(world: World, clock: 
     world.ticker().tick_once()
     first = world.schedules.trigger(schedule.schedule_id)
     second = world.schedules.trigger(schedule.schedule_id)
-    ids = {r.occurrence_id for r in world.store.runs(schedule.schedule_id, 10).items}
+    ids = {r.occurrence_id for r in world.store.records.runs(schedule.schedule_id, 10).items}
     assert len(ids) == 3 and {first.occurrence_id, second.occurrence_id} <= ids
     assert first.kind is RunKind.TRIGGER
     # The slot took 09:00:00 itself; the triggers are a microsecond apart after it.

@@ -63,12 +63,12 @@ def a_run(schedule_id: str, at: datetime, status: RunStatus, *, pending: bool = 
 
 
 def ids(store: SqliteStore) -> set[str]:
-    return {r[0] for r in store._read("SELECT occurrence_id FROM occurrences")}
+    return {r[0] for r in store.records._read("SELECT occurrence_id FROM occurrences")}
 
 
 @pytest.fixture
 def store(tmp_path: Path) -> SqliteStore:
-    s = SqliteStore(tmp_path / "duetime.db")
+    s = SqliteStore.open(tmp_path / "duetime.db")
     yield s
     s.close()
 
@@ -86,17 +86,17 @@ def test_purge_removes_finished_runs_before_the_cutoff_and_nothing_else(
         runs.append(a_run(sid, new + timedelta(minutes=i), status))
     finished_but_pending = a_run(sid, old + timedelta(hours=1), RunStatus.SUCCEEDED, pending=True)
     runs.append(finished_but_pending)
-    store.insert(runs)
+    store.records.insert(runs)
 
     # When history before day 7 is purged
-    removed = store.purge_history(T0 + timedelta(days=7))
+    removed = store.retention.purge_history(T0 + timedelta(days=7))
 
     # Then exactly the old finished, no-longer-pending runs are gone
     gone = {r.occurrence_id for r in runs if r.scheduled_at < new and r.status in FINISHED}
     gone.discard(finished_but_pending.occurrence_id)
     assert removed == len(gone) == len(FINISHED)
     assert ids(store) == {r.occurrence_id for r in runs} - gone
-    assert store.purged_before() == T0 + timedelta(days=7)
+    assert store.retention.purged_before() == T0 + timedelta(days=7)
 
 
 def test_purge_keeps_each_schedules_newest_success_however_old(store: SqliteStore) -> None:
@@ -105,9 +105,9 @@ def test_purge_keeps_each_schedules_newest_success_however_old(store: SqliteStor
     before = a_run(yearly, T0 - timedelta(days=365), RunStatus.SUCCEEDED)
     failed_after = a_run(yearly, T0 + timedelta(days=1), RunStatus.FAILED)
     others = [a_run(other, T0 + timedelta(hours=h), RunStatus.SUCCEEDED) for h in range(3)]
-    store.insert([last_year, before, failed_after, *others])
+    store.records.insert([last_year, before, failed_after, *others])
 
-    store.purge_history(T0 + timedelta(days=30))
+    store.retention.purge_history(T0 + timedelta(days=30))
 
     # The watchdog still finds each schedule's last success.
     assert ids(store) == {last_year.occurrence_id, others[-1].occurrence_id}
@@ -115,10 +115,12 @@ def test_purge_keeps_each_schedules_newest_success_however_old(store: SqliteStor
 
 def test_purge_goes_in_batches_of_short_transactions(store: SqliteStore) -> None:
     sid = random_schedule_id()
-    store.insert([a_run(sid, T0 + timedelta(minutes=m), RunStatus.FAILED) for m in range(25)])
+    store.records.insert(
+        [a_run(sid, T0 + timedelta(minutes=m), RunStatus.FAILED) for m in range(25)]
+    )
     left: list[int] = []
 
-    removed = store.purge_history(
+    removed = store.retention.purge_history(
         T0 + timedelta(days=1), batch_size=10, between_batches=lambda: left.append(len(ids(store)))
     )
 
@@ -128,17 +130,17 @@ def test_purge_goes_in_batches_of_short_transactions(store: SqliteStore) -> None
 
 
 def test_purge_refuses_a_batch_size_below_one(store: SqliteStore) -> None:
-    store.insert([a_run(random_schedule_id(), T0, RunStatus.FAILED)])
+    store.records.insert([a_run(random_schedule_id(), T0, RunStatus.FAILED)])
     with pytest.raises(ValueError, match="batch_size"):
-        store.purge_history(T0 + timedelta(days=1), batch_size=0)
+        store.retention.purge_history(T0 + timedelta(days=1), batch_size=0)
     assert len(ids(store)) == 1
-    assert store.purged_before() is None
+    assert store.retention.purged_before() is None
 
 
 def test_the_cutoff_only_moves_forward(store: SqliteStore) -> None:
-    store.purge_history(T0 + timedelta(days=10))
-    store.purge_history(T0 + timedelta(days=3))  # a longer retention later
-    assert store.purged_before() == T0 + timedelta(days=10)
+    store.retention.purge_history(T0 + timedelta(days=10))
+    store.retention.purge_history(T0 + timedelta(days=3))  # a longer retention later
+    assert store.retention.purged_before() == T0 + timedelta(days=10)
 
 
 def _run_minutes(world: World, runs: SqliteRunStore, minutes: int, seen: Counter[str]) -> None:
@@ -167,7 +169,7 @@ def test_a_purged_slot_is_never_admitted_again(world: World, clock: FakeClock) -
     _run_minutes(world, runs, 180, seen)
 
     # When history older than an hour is purged
-    assert world.store.purge_history(clock.now() - timedelta(hours=1)) > 100
+    assert world.store.retention.purge_history(clock.now() - timedelta(hours=1)) > 100
 
     # Then ticking on, editing, pausing and resuming never fill a purged slot again
     _run_minutes(world, runs, 30, seen)
@@ -193,7 +195,7 @@ def test_a_backfill_before_the_cutoff_is_refused_and_writes_nothing(
     )
     clock.advance(timedelta(days=3))
     cutoff = clock.now() - timedelta(days=1)
-    world.store.purge_history(cutoff)
+    world.store.retention.purge_history(cutoff)
     before = ids(world.store)
 
     with pytest.raises(InvalidSchedule) as refused:
@@ -235,7 +237,7 @@ def test_heartbeat_rows_do_not_grow_with_restarts(world: World, clock: FakeClock
         world.ticker(owner=f"tick-process-{restart}").tick_once()  # a new process each time
         clock.advance(timedelta(hours=2))
         janitor.run_once()
-        counts.append(world.store._read("SELECT count(*) FROM heartbeats")[0][0])
+        counts.append(world.store.records._read("SELECT count(*) FROM heartbeats")[0][0])
     # The dispatcher's own heartbeat, and no row per process.
     assert counts == [1] * 6
     queue.close()
@@ -249,27 +251,27 @@ def test_watch_verdicts_of_deleted_schedules_are_removed(world: World, clock: Fa
         definition({"name": "b", "spec": {"cron": "0 9 * * *"}, "target": WEBHOOK})
     )
     for schedule in (kept, gone):
-        world.store.beat(Heartbeat(WATCH_PREFIX + schedule.schedule_id, clock.now(), {}))
+        world.store.leases.beat(Heartbeat(WATCH_PREFIX + schedule.schedule_id, clock.now(), {}))
     world.schedules.delete(gone.schedule_id)
 
-    assert world.store.purge_orphan_heartbeats(WATCH_PREFIX) == 1
+    assert world.store.leases.purge_orphan_heartbeats(WATCH_PREFIX) == 1
     watched = [WATCH_PREFIX + s.schedule_id for s in (kept, gone)]
-    assert list(world.store.heartbeats_of(watched)) == [WATCH_PREFIX + kept.schedule_id]
+    assert list(world.store.leases.heartbeats_of(watched)) == [WATCH_PREFIX + kept.schedule_id]
 
 
 def test_attempt_logs_written_in_the_keyed_form_still_read(store: SqliteStore) -> None:
     run = a_run(random_schedule_id(), T0, RunStatus.FAILED)
-    store.insert([run])
+    store.records.insert([run])
     keyed = [
         {"number": 1, "started_at": 1, "finished_at": 2, "outcome": "transient", "error": "500"},
         {"number": 2, "started_at": 3, "finished_at": None, "outcome": None, "error": None},
     ]
-    with store._write() as db:
+    with store.records._write() as db:
         db.execute(
             "UPDATE occurrences SET attempt_log = ? WHERE occurrence_id = ?",
             (json.dumps(keyed), run.occurrence_id),
         )
-    read = store.get_run(run.occurrence_id)
+    read = store.records.get_run(run.occurrence_id)
     assert read is not None
     assert [(a.number, a.outcome, a.error) for a in read.attempt_log] == [
         (1, "transient", "500"),
@@ -283,10 +285,10 @@ def test_attempt_logs_round_trip_in_the_compact_form(store: SqliteStore) -> None
         AttemptRecord(2, T0 + timedelta(seconds=5)),
     )
     run = replace(a_run(random_schedule_id(), T0, RunStatus.RUNNING), attempt_log=log, attempts=2)
-    store.insert([run])
-    read = store.get_run(run.occurrence_id)
+    store.records.insert([run])
+    read = store.records.get_run(run.occurrence_id)
     assert read is not None and read.attempt_log == log
-    raw = store._read("SELECT attempt_log FROM occurrences")[0][0]
+    raw = store.records._read("SELECT attempt_log FROM occurrences")[0][0]
     assert "number" not in raw  # the position is the number
 
 
@@ -339,13 +341,13 @@ def test_a_janitor_refuses_a_retention_outside_its_bounds(
 
 def test_an_old_file_without_the_meta_table_opens_and_purges(tmp_path: Path) -> None:
     path = tmp_path / "duetime.db"
-    SqliteStore(path).close()
+    SqliteStore.open(path).close()
     raw = sqlite3.connect(path)
     raw.execute("DROP TABLE store_meta")  # as a file written before retention existed
     raw.close()
-    store = SqliteStore(path)
-    store.insert([a_run(random_schedule_id(), T0, RunStatus.FAILED)])
-    assert store.purge_history(T0 + timedelta(days=1)) == 1
+    store = SqliteStore.open(path)
+    store.records.insert([a_run(random_schedule_id(), T0, RunStatus.FAILED)])
+    assert store.retention.purge_history(T0 + timedelta(days=1)) == 1
     store.close()
 
 
@@ -376,10 +378,10 @@ def test_acknowledgements_and_alert_records_of_deleted_schedules_are_removed(
         definition({"name": "b", "spec": {"cron": "0 9 * * *"}, "target": WEBHOOK})
     )
     for schedule in (kept, gone):
-        world.store.beat(Heartbeat(prefix + schedule.schedule_id, clock.now(), {}))
+        world.store.leases.beat(Heartbeat(prefix + schedule.schedule_id, clock.now(), {}))
     world.schedules.delete(gone.schedule_id)
     queue = SqliteQueue(world.store.path, clock=clock)
     Janitor(world.store, queue, clock, between_batches=lambda: None).run_once()
     queue.close()
-    assert world.store.heartbeat(prefix + gone.schedule_id) is None
-    assert world.store.heartbeat(prefix + kept.schedule_id) is not None
+    assert world.store.leases.heartbeat(prefix + gone.schedule_id) is None
+    assert world.store.leases.heartbeat(prefix + kept.schedule_id) is not None

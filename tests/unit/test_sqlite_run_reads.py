@@ -18,24 +18,24 @@ NOW = utc("2026-12-01T08:00:00Z")
 
 @pytest.fixture
 def stored(tmp_path: Path) -> tuple[SqliteStore, str, str]:
-    store = SqliteStore(tmp_path / "duetime.db")
+    store = SqliteStore.open(tmp_path / "duetime.db")
     schedule = build_schedule(NOW, payload={"report": "daily"})
-    store.create(schedule)
+    store.schedules.create(schedule)
     run = build_occurrence(schedule, NOW)
-    assert store.insert([run]) == [run.occurrence_id]
+    assert store.records.insert([run]) == [run.occurrence_id]
     return store, schedule.schedule_id, run.occurrence_id
 
 
 def reads(store: SqliteStore, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The SQL of every read the store makes from now on."""
     made: list[str] = []
-    original = store._read
+    original = store.records._read
 
     def spy(sql: str, params: Any = ()) -> Any:
         made.append(sql)
         return original(sql, params)
 
-    monkeypatch.setattr(store, "_read", spy)
+    monkeypatch.setattr(store.records, "_read", spy)
     return made
 
 
@@ -43,9 +43,9 @@ def test_the_version_of_a_run_just_read_needs_no_query_of_its_own(
     stored: tuple[SqliteStore, str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store, schedule_id, occurrence_id = stored
-    fresh = SqliteStore(store.path)  # reads the version the usual way
-    expected = fresh.get_version(schedule_id, 1)
-    runs = SqliteRunStore(SqliteStore(store.path))
+    fresh = SqliteStore.open(store.path)  # reads the version the usual way
+    expected = fresh.schedules.get_version(schedule_id, 1)
+    runs = SqliteRunStore(SqliteStore.open(store.path))
     made = reads(runs.store, monkeypatch)
     run = runs.get_run(occurrence_id)
     assert run is not None and (run.schedule_id, run.version) == (schedule_id, 1)
@@ -59,9 +59,9 @@ def test_a_run_whose_version_is_gone_still_reads_its_version_as_gone(
     stored: tuple[SqliteStore, str, str],
 ) -> None:
     store, schedule_id, occurrence_id = stored
-    with store._write() as db:
+    with store.records._write() as db:
         db.execute("DELETE FROM schedule_versions WHERE schedule_id = ?", (schedule_id,))
-    runs = SqliteRunStore(SqliteStore(store.path))
+    runs = SqliteRunStore(SqliteStore.open(store.path))
     run = runs.get_run(occurrence_id)
     assert run is not None and run.schedule_id == schedule_id
     assert runs.get_version(schedule_id, 1) is None

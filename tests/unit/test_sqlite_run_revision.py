@@ -17,8 +17,8 @@ def test_a_database_from_before_revisions_gets_its_column_and_runs_go_on(
     tmp_path: Path, clock: FakeClock
 ) -> None:
     path = tmp_path / "duetime.db"
-    store = SqliteStore(path)
-    run = admitted_run(lambda r: store.insert([r]), clock)
+    store = SqliteStore.open(path)
+    run = admitted_run(lambda r: store.records.insert([r]), clock)
     store.close()
     with sqlite3.connect(path) as db:  # as an earlier release left it, with its run
         db.execute("ALTER TABLE occurrences DROP COLUMN revision")

@@ -6,21 +6,23 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from adapters.sqlite.leases import SqliteLeases
 from adapters.sqlite.store import SqliteStore
 from domain.partition import Partitioning
 from service.planning.config import TickConfig
 from service.planning.ticker import Ticker
 from service.ports import Heartbeat, Lease
 from service.schedules import ScheduleService
-from tests.conftest import FakeClock, FakeQueue, definition
+from tests.conftest import FakeClock, FakeQueue, definition, with_ports
 
 
-class CountingStore(SqliteStore):
-    def __init__(self, path: Path) -> None:
-        super().__init__(path)
+class CountingLeases(SqliteLeases):
+    def __init__(self, path: str | Path, **kwargs: Any) -> None:
+        super().__init__(path, **kwargs)
         self.acquires = 0
         self.beats = 0
 
@@ -34,25 +36,25 @@ class CountingStore(SqliteStore):
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[CountingStore]:
-    store = CountingStore(tmp_path / "duetime.db")
+def store(tmp_path: Path) -> Iterator[SqliteStore]:
+    store = with_ports(SqliteStore.open(tmp_path / "duetime.db"), leases=CountingLeases)
     yield store
     store.close()
 
 
-def test_an_idle_pass_takes_no_lease_and_beats_once(store: CountingStore, clock: FakeClock) -> None:
+def test_an_idle_pass_takes_no_lease_and_beats_once(store: SqliteStore, clock: FakeClock) -> None:
     config = TickConfig(partitioning=Partitioning(shards=4))
     ticker = Ticker(store, FakeQueue(), clock, config, owner="tick-a")
     for _ in range(10):
         report = ticker.tick_once()
         assert report.dispatch.shards == []
         clock.advance(1)
-    assert store.acquires == 0 and store.leases() == []
-    assert store.beats == 10  # the tick's heartbeat, once a pass
+    assert store.leases.acquires == 0 and store.leases.leases() == []
+    assert store.leases.beats == 10  # the tick's heartbeat, once a pass
 
 
 def test_a_busy_shards_lease_is_renewed_once_half_its_ttl_has_passed(
-    store: CountingStore, clock: FakeClock
+    store: SqliteStore, clock: FakeClock
 ) -> None:
     config = TickConfig(partitioning=Partitioning(shards=1), lease_ttl=timedelta(seconds=30))
     ScheduleService(store, clock, config.partitioning).create(
@@ -66,18 +68,18 @@ def test_a_busy_shards_lease_is_renewed_once_half_its_ttl_has_passed(
     )
     ticker = Ticker(store, FakeQueue(), clock, config, owner="tick-a")
     ticker.tick_once()
-    assert store.acquires == 1  # taken on the first pass, which had slots to admit
-    [first] = store.leases()
+    assert store.leases.acquires == 1  # taken on the first pass, which had slots to admit
+    [first] = store.leases.leases()
 
     for _ in range(14):  # one pass a second, for 14 s: more than half the TTL left
         clock.advance(1)
         assert ticker.tick_once().dispatch.admitted == 1  # one more slot within reach
-    assert store.acquires == 1
-    assert store.leases() == [first]
+    assert store.leases.acquires == 1
+    assert store.leases.leases() == [first]
 
     clock.advance(2)  # 16 s in: less than half left, so it is renewed
     ticker.tick_once()
-    assert store.acquires == 2
-    [renewed] = store.leases()
+    assert store.leases.acquires == 2
+    [renewed] = store.leases.leases()
     assert renewed.epoch == first.epoch
     assert renewed.expires_at == clock.now() + timedelta(seconds=30)
