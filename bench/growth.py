@@ -195,7 +195,7 @@ class Month:
             identity = (oid, key, self.schedule_id, t[3], t[4], at_us, wall, 0, bucket, t[9])
             planned = at_us - 90_000_000  # the default 90 s lookahead
             waiting.append(
-                (*identity, "scheduled", 1, planned, 0, *[None] * 10),
+                (*identity, "scheduled", 1, planned, 0, *[None] * 10, 0),  # revision 0
             )
             log[0][0] = log[0][1] = at_us + 2_000
             done.append(
@@ -203,7 +203,7 @@ class Month:
                     *identity,
                     *("succeeded", 0, planned, 1, at_us, at_us + 1_000, at_us + 2_000),
                     *(at_us + 3_000, None, t[19], None, json.dumps(log, separators=(",", ":"))),
-                    *(None, None, oid),
+                    *(None, None, 1, oid),  # revision 1 (its start), then the key
                 )
             )
         return waiting, done

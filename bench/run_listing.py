@@ -76,8 +76,10 @@ def main() -> None:
         for r in range(args.rounds):
             a = occurrences(ids, batch, r * batch)
             b = occurrences(ids2, batch, r * batch)
-            per_run["with index"].append(timed(lambda a=a: with_index.insert(a)) / batch * 1e6)
-            per_run["without"].append(timed(lambda b=b: without.insert(b)) / batch * 1e6)
+            per_run["with index"].append(
+                timed(lambda a=a: with_index.records.insert(a)) / batch * 1e6
+            )
+            per_run["without"].append(timed(lambda b=b: without.records.insert(b)) / batch * 1e6)
         print(
             f"python {platform.python_version()} on {platform.machine()}, {args.runs} runs, "
             f"{args.schedules} schedules, {args.rounds} rounds"
@@ -94,7 +96,9 @@ def main() -> None:
             "all schedules, since a day ago": RunQuery(since=START + timedelta(days=4)),
         }
         for name, query in queries.items():
-            times = [timed(lambda q=query: with_index.find_runs(q, 50)) * 1e3 for _ in range(21)]
+            times = [
+                timed(lambda q=query: with_index.records.find_runs(q, 50)) * 1e3 for _ in range(21)
+            ]
             print(f"find_runs {name}: median {statistics.median(times):.2f} ms")
         with_index.close()
         without.close()

@@ -41,7 +41,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from handlers.api_models import definition_of as definition
+from adapters.targets.addresses import AddressPolicy
+from handlers.api_models import definition_of
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -128,7 +129,7 @@ def create_schedules(db: Path, count: int, url: str, start: datetime, end: datet
     ids = []
     for i in range(count):
         schedule, _ = service.create(
-            definition(
+            definition_of(
                 {
                     "name": f"soak {i}",
                     "spec": {
@@ -138,7 +139,8 @@ def create_schedules(db: Path, count: int, url: str, start: datetime, end: datet
                     },
                     "policy": {"overdue": "catch_up_all", "run_timeout": "PT10S"},
                     "target": {"type": "webhook", "url": url},
-                }
+                },
+                AddressPolicy.local(),  # the receiver is on 127.0.0.1, as the local stack allows
             )
         )
         ids.append(schedule.schedule_id)
