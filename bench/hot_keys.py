@@ -46,7 +46,7 @@ from typing import Any, Final
 
 from adapters.definitions import OCCURRENCES, TABLES, TableDefinition
 from adapters.dynamodb import items as it
-from adapters.dynamodb.store import PAGE_UNITS_PER_S
+from adapters.dynamodb.plan_pages import PAGE_UNITS_PER_S
 from domain.run import Run, RunStatus, new_occurrence
 from domain.spec import Slot
 from service.planning.surge import TICK_RECORD_MIN

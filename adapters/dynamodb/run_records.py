@@ -72,15 +72,15 @@ class DynamoRunRecords(DynamoTables, OccurrenceStore):
         *,
         history_retention: timedelta = HISTORY_RETENTION,
         concurrency: int = 1,
-        versions: VersionReader | None = None,
+        versions: VersionReader,
     ) -> None:
         """``history_retention``: a record expires (TTL) this long after its
         slot. ``concurrency``: see ``DynamoTables``. ``versions``: where the
-        schedule versions are read (the schedules port's cache); without it
-        they are read from the table on each call."""
+        schedule versions are read (the schedules port's ``get_versions``,
+        over its cache)."""
         super().__init__(client, tables, concurrency=concurrency)
         self.history_retention = history_retention
-        self._versions_of = versions
+        self.versions = versions
 
     def _write_occurrence(
         self, run: Run, *, sending: bool, extra: Mapping[str, Any] | None = None
@@ -180,8 +180,8 @@ class DynamoRunRecords(DynamoTables, OccurrenceStore):
         """When the schedule last changed its zone, as of ``version``: the
         ``created_at`` of the oldest version of the same zone since the last
         one of another zone, or None if every version up to it has one zone
-        (a version missing from ``get_versions`` ends the look back)."""
-        found = self.get_versions([(schedule_id, v) for v in range(1, version + 1)])
+        (a version missing from ``versions`` ends the look back)."""
+        found = self.versions([(schedule_id, v) for v in range(1, version + 1)])
         current = found.get((schedule_id, version))
         if current is None:
             return None
@@ -194,24 +194,6 @@ class DynamoRunRecords(DynamoTables, OccurrenceStore):
                 return since
             since = before.created_at
         return None
-
-    def get_versions(
-        self, keys: Iterable[tuple[str, int]]
-    ) -> dict[tuple[str, int], ScheduleVersion]:
-        """Version items, through ``versions`` when given, else read on each
-        call (a zone is all the run records ask of them); one a rule tightened
-        since it was saved is left out."""
-        if self._versions_of is not None:
-            return self._versions_of(keys)
-        found: dict[tuple[str, int], ScheduleVersion] = {}
-        wanted = [it.version_key(schedule_id, v) for schedule_id, v in keys]
-        for item in self._batch_get(self.tables.schedules, wanted):
-            try:
-                value = it.version_from_item(item, None)
-            except Exception:  # read as a gap
-                continue
-            found[(value.schedule_id, value.version)] = value
-        return found
 
     def _with_business_key(
         self, schedule_id: str, business_key: str, near: datetime

@@ -20,21 +20,11 @@ from typing import Any
 
 from adapters.dynamodb.conflicts import retry_conflicts
 from adapters.dynamodb.leases import DynamoLeases
-from adapters.dynamodb.materialize import CHAIN_TTL_MARGIN as CHAIN_TTL_MARGIN
-from adapters.dynamodb.materialize import OCCURRENCES_PER_ADVANCE as OCCURRENCES_PER_ADVANCE
 from adapters.dynamodb.materialize import DynamoMaterializer
-from adapters.dynamodb.plan_lease import PLAN_CURSOR as PLAN_CURSOR
-from adapters.dynamodb.plan_lease import PLAN_LEASE as PLAN_LEASE
-from adapters.dynamodb.plan_log import PAGE_STALE as PAGE_STALE
-from adapters.dynamodb.plan_pages import PAGE_REACH as PAGE_REACH
-from adapters.dynamodb.plan_pages import PAGE_UNITS_PER_S as PAGE_UNITS_PER_S
 from adapters.dynamodb.run_records import HISTORY_RETENTION, DynamoRunRecords
-from adapters.dynamodb.schedules import DUE_SHARDS as DUE_SHARDS
-from adapters.dynamodb.schedules import VERSION_CACHE_SIZE as VERSION_CACHE_SIZE
-from adapters.dynamodb.tables import CONCURRENCY as CONCURRENCY
-from adapters.dynamodb.tables import TableNames as TableNames
-from adapters.dynamodb.tables import TableSettings as TableSettings
-from adapters.dynamodb.tables import client_config
+from adapters.dynamodb.schedules import DUE_SHARDS
+from adapters.dynamodb.tables import CONCURRENCY as CONCURRENCY  # the simulator sets it here
+from adapters.dynamodb.tables import TableNames, TableSettings, client_config
 from adapters.sealing import HeaderSeal
 
 

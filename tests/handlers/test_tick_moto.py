@@ -12,7 +12,8 @@ import pytest
 from moto import mock_aws
 
 from adapters.dynamodb.local import create_store_tables
-from adapters.dynamodb.store import DynamoPorts, TableNames, dynamo_store
+from adapters.dynamodb.store import DynamoPorts, dynamo_store
+from adapters.dynamodb.tables import TableNames
 from bootstrap.aws import EARLY_MARGIN_S, AwsTick
 from domain.partition import Partitioning
 from handlers import tick as tick_handler

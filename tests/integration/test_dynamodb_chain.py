@@ -21,8 +21,9 @@ from moto import mock_aws
 from adapters.definitions import DELIVERY_QUEUE, create_queues
 from adapters.dynamodb import items
 from adapters.dynamodb.local import create_store_tables
+from adapters.dynamodb.plan_lease import PLAN_CURSOR, PLAN_LEASE
 from adapters.dynamodb.plan_session import DynamoPlanSession
-from adapters.dynamodb.store import PLAN_CURSOR, PLAN_LEASE, dynamo_store
+from adapters.dynamodb.store import dynamo_store
 from adapters.sqs import SqsDeliveryQueue
 from domain.overview import ScheduleStatus, schedule_status
 from domain.partition import Partitioning

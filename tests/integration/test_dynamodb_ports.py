@@ -60,10 +60,16 @@ def _slot(sid: str, version: int, at: str, wall: str | None = None) -> Run:
     )
 
 
+def _records(tables: Tables) -> DynamoRunRecords:
+    """The run records alone, reading versions through a schedules port of their own."""
+    versions = DynamoSchedules(tables.client, tables.names).get_versions
+    return DynamoRunRecords(tables.client, tables.names, versions=versions)
+
+
 def test_the_ports_hold_a_client_table_names_and_settings_only(tables: Tables) -> None:
-    records = DynamoRunRecords(tables.client, tables.names)
+    records = _records(tables)
     leases = DynamoLeases(tables.client, tables.names)
-    assert set(vars(records)) == HANDLE | {"history_retention", "_versions_of"}
+    assert set(vars(records)) == HANDLE | {"history_retention", "versions"}
     assert set(vars(leases)) == HANDLE | {"lease_shards"}
     # The store is one object per port over one client, none of them the others.
     store = dynamo_store(tables.client, tables.names)
@@ -122,7 +128,7 @@ def test_schedules_alone_create_read_edit_and_pause(tables: Tables) -> None:
 
 
 def test_run_records_alone_write_read_admit_close_and_list(tables: Tables) -> None:
-    records = DynamoRunRecords(tables.client, tables.names)
+    records = _records(tables)
     _saved(tables, "sch_alone")
     first = _slot("sch_alone", 1, "2026-12-01T09:00:00Z")
     second = _slot("sch_alone", 1, "2026-12-01T10:00:00Z")
@@ -159,7 +165,7 @@ def test_run_records_alone_write_read_admit_close_and_list(tables: Tables) -> No
 
 
 def test_run_records_alone_close_what_waits_and_withdraw_what_is_planned(tables: Tables) -> None:
-    records = DynamoRunRecords(tables.client, tables.names)
+    records = _records(tables)
     _saved(tables, "sch_pause")
     waiting = _slot("sch_pause", 1, "2026-12-01T09:00:00Z")
     planned = _slot("sch_pause", 1, "2026-12-01T10:00:00Z")
@@ -186,7 +192,7 @@ def test_run_records_alone_refuse_a_slot_a_zone_change_repeats(tables: Tables) -
     assert store.schedules.save_version(
         edited, expected_next_due=schedule.next_due, next_due=schedule.next_due, now=at
     )
-    records = DynamoRunRecords(tables.client, tables.names)
+    records = _records(tables)
     london = _slot(sid, 1, "2026-12-01T09:00:00Z")
     assert records.insert([london]) == [london.occurrence_id]
     new_york = _slot(sid, 2, "2026-12-01T14:00:00Z", "2026-12-01T09:00:00Z")

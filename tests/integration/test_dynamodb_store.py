@@ -16,13 +16,9 @@ from moto import mock_aws
 
 from adapters.dynamodb import items
 from adapters.dynamodb.local import create_store_tables
+from adapters.dynamodb.materialize import OCCURRENCES_PER_ADVANCE
 from adapters.dynamodb.runs import DynamoRunStore
-from adapters.dynamodb.store import (
-    OCCURRENCES_PER_ADVANCE,
-    DynamoPorts,
-    dynamo_store,
-    dynamo_store_from_settings,
-)
+from adapters.dynamodb.store import DynamoPorts, dynamo_store, dynamo_store_from_settings
 from domain.partition import Partitioning
 from domain.run import AttemptRecord, PendingOccurrence, Run, RunStatus, new_occurrence
 from domain.spec import Slot

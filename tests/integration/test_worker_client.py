@@ -15,7 +15,8 @@ from moto import mock_aws
 
 from adapters.dynamodb.local import create_store_tables
 from adapters.dynamodb.runs import DynamoRunStore
-from adapters.dynamodb.store import TableNames, dynamo_store_from_settings
+from adapters.dynamodb.store import dynamo_store_from_settings
+from adapters.dynamodb.tables import TableNames
 
 
 @dataclass(frozen=True)

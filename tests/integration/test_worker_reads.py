@@ -14,7 +14,8 @@ from moto import mock_aws
 
 from adapters.dynamodb.local import create_store_tables
 from adapters.dynamodb.runs import DynamoRunStore
-from adapters.dynamodb.store import DynamoPorts, TableNames, dynamo_store
+from adapters.dynamodb.store import DynamoPorts, dynamo_store
+from adapters.dynamodb.tables import TableNames
 from domain.delivery import Delivery, Outcome
 from domain.run import DeliveryIntent, Reason, Run, RunStatus
 from domain.targets import Target

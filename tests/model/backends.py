@@ -220,7 +220,7 @@ class MotoBackend:
         return not any(self.lag._catch_up(table) for table in list(self.lag.pending))
 
     def plan_held(self) -> bool:
-        from adapters.dynamodb.store import PLAN_CURSOR
+        from adapters.dynamodb.plan_lease import PLAN_CURSOR
 
         cursor = self.dynamodb.get_item(
             TableName=self.names.leases, Key={"pk": {"S": PLAN_CURSOR}}, ConsistentRead=True
@@ -228,7 +228,7 @@ class MotoBackend:
         return "owner" in cursor
 
     def expire_plan_lease(self) -> None:
-        from adapters.dynamodb.store import PLAN_CURSOR
+        from adapters.dynamodb.plan_lease import PLAN_CURSOR
 
         if self.plan_held():
             self.dynamodb.update_item(

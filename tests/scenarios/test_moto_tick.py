@@ -27,7 +27,8 @@ from werkzeug.serving import make_server
 
 from adapters.definitions import DELIVERY_QUEUE, create_queues
 from adapters.dynamodb.local import create_store_tables
-from adapters.dynamodb.store import DynamoPorts, TableNames, dynamo_store
+from adapters.dynamodb.store import DynamoPorts, dynamo_store
+from adapters.dynamodb.tables import TableNames
 from adapters.sqs import SqsDeliveryQueue
 from domain.partition import Partitioning
 from domain.run import DeliveryIntent, PendingOccurrence, RunStatus

@@ -100,7 +100,8 @@ def test_a_planned_next_slot_costs_a_few_dozen_bytes_of_a_page() -> None:
 
 
 def test_the_pace_is_the_deployments_own_defaults() -> None:
-    from adapters.dynamodb.store import CONCURRENCY, DUE_SHARDS
+    from adapters.dynamodb.schedules import DUE_SHARDS
+    from adapters.dynamodb.tables import CONCURRENCY
     from bootstrap.settings import Settings
     from infra.settings import Settings as StackSettings
 

@@ -11,7 +11,9 @@ import pytest
 
 from adapters.dynamodb import items
 from adapters.dynamodb import plan_pages as store_module
-from adapters.dynamodb.store import PAGE_UNITS_PER_S, DynamoPorts, TableNames, dynamo_store
+from adapters.dynamodb.plan_pages import PAGE_UNITS_PER_S
+from adapters.dynamodb.store import DynamoPorts, dynamo_store
+from adapters.dynamodb.tables import TableNames
 from tests.conftest import utc
 
 MINUTE = utc("2026-12-01T09:00:00Z")

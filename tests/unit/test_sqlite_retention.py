@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.dynamodb.store import HISTORY_RETENTION
+from adapters.dynamodb.run_records import HISTORY_RETENTION
 from adapters.sqlite.janitor import DEFAULT_RETENTION, Janitor, _Pacer, parse_retention
 from adapters.sqlite.queue import SqliteQueue
 from adapters.sqlite.runs import SqliteRunStore
