@@ -16,20 +16,26 @@ from typing import Any
 from cli.client import DEFAULT_API_URL, ENV_API_URL, ApiClient
 
 
-def common_options() -> argparse.ArgumentParser:
-    """Options every schedules/runs action takes, after the action's name."""
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
+def add_api_options(parser: argparse.ArgumentParser, when: str = "") -> None:
+    """``--api-url`` and ``--sigv4``: where the API is and how to sign for it
+    (``when``: the condition under which a command calls it, for the help)."""
+    parser.add_argument(
         "--api-url",
         default=os.environ.get(ENV_API_URL, DEFAULT_API_URL),
-        help=f"the API (default ${ENV_API_URL} or {DEFAULT_API_URL})",
+        help=f"{when}the API (default ${ENV_API_URL} or {DEFAULT_API_URL})",
     )
-    common.add_argument(
+    parser.add_argument(
         "--sigv4",
         action="store_true",
         default=None,
-        help="sign requests with your AWS credentials (automatic for AWS URLs)",
+        help=f"{when}sign requests with your AWS credentials (automatic for AWS URLs)",
     )
+
+
+def common_options() -> argparse.ArgumentParser:
+    """Options every schedules/runs action takes, after the action's name."""
+    common = argparse.ArgumentParser(add_help=False)
+    add_api_options(common)
     common.add_argument(
         "--json", action="store_true", help="print the API's JSON instead of a page or a table"
     )

@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from datetime import UTC, datetime
 from typing import Any
 
 from cli import api_calls
-from cli.client import DEFAULT_API_URL, ENV_API_URL
 from cli.commands import DST_FOLD_HELP, DST_GAP_HELP
 from cli.render import shown
 from cli.when import duration_arg, instant_arg
@@ -65,17 +63,7 @@ def add_parser(subparsers: Any) -> None:
         "--dst-fold", choices=[f.value for f in DstFold], help=DST_FOLD_HELP + " (default cron)"
     )
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    parser.add_argument(
-        "--api-url",
-        default=os.environ.get(ENV_API_URL, DEFAULT_API_URL),
-        help=f"with --schedule: the API (default ${ENV_API_URL} or {DEFAULT_API_URL})",
-    )
-    parser.add_argument(
-        "--sigv4",
-        action="store_true",
-        default=None,
-        help="with --schedule: sign requests with your AWS credentials (automatic for AWS URLs)",
-    )
+    api_calls.add_api_options(parser, when="with --schedule: ")
     parser.set_defaults(run=run)
 
 

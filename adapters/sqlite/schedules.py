@@ -16,7 +16,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from adapters.sqlite.database import Database
 from adapters.sqlite.rows import _RUN_INSERT, run_row
 from adapters.sqlite.tables import ACTIVE_SQL, EPOCH, US, Tables, opt_us, page_token, read_token, us
 from domain.run import Run, RunStatus
@@ -108,15 +107,10 @@ class _JsonObject(Mapping[str, Any]):
 class SqliteSchedules(Tables, ScheduleStore):
     """Schedules and their versions in the store's file."""
 
-    def __init__(
-        self,
-        path: str | Path,
-        *,
-        busy_timeout_s: float = 30.0,
-        connection_of: Database | None = None,
-    ) -> None:
+    def __init__(self, path: str | Path, **options: Any) -> None:
+        """``options``: those of ``Tables``."""
         self._versions: dict[tuple[str, int], ScheduleVersion] = {}
-        super().__init__(path, busy_timeout_s=busy_timeout_s, connection_of=connection_of)
+        super().__init__(path, **options)
 
     def create(
         self, schedule: Schedule, idempotency_key: str | None = None
