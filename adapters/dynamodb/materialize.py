@@ -30,6 +30,7 @@ from adapters.dynamodb.schedules import DUE_SHARDS
 from adapters.dynamodb.tables import TableNames
 from adapters.sealing import HeaderSeal
 from domain.run import Run, RunStatus
+from domain.schedule import ScheduleVersion
 from service.ports import (
     Materialization,
     Materialized,
@@ -108,6 +109,24 @@ class DynamoMaterializer(DynamoPlanLog, ScheduleStore):
             concurrency=concurrency,
             versions=self.get_versions,
         )
+
+    def save_version(
+        self,
+        new: ScheduleVersion,
+        *,
+        expected_next_due: datetime | None,
+        next_due: datetime | None,
+        now: datetime,
+    ) -> bool:
+        """An edit (``DynamoSchedules.save_version``); once it is written, the
+        old version's slots a pass stored and may have left unsent are put
+        back in the outbox (``requeue_unsent``): no pass plans them again."""
+        saved = super().save_version(
+            new, expected_next_due=expected_next_due, next_due=next_due, now=now
+        )
+        if saved:
+            self.records.requeue_unsent(new.schedule_id)
+        return saved
 
     def materialize(
         self,

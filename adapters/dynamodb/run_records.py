@@ -28,7 +28,6 @@ through it; ``dynamo_store`` hands the same one to the service.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -450,17 +449,13 @@ class DynamoRunRecords(DynamoTables, OccurrenceStore):
         """Waiting records are in the outbox: the schedule's shard's part of it
         (the shard read off its newest record), filtered to the schedule. The
         index lags its writes a little, so the newest records are also read
-        consistently: one written just before a pause is closed by it too."""
-        newest = list(
-            itertools.islice(
-                self._query(
-                    it.newest_first_request(
-                        self.tables.occurrences, schedule_id, consistent=True, page=NEWEST_CHECKED
-                    )
-                ),
-                NEWEST_CHECKED,
-            )
-        )
+        consistently: one written just before a pause is closed by it too.
+        So is what the last pass that stored the schedule's slots may have
+        left unsent (``_left_unsent``: if it died before its send, no pass
+        plans those slots again once the schedule is paused or deleted),
+        stored admitted and still not started: the worker's start decision
+        would close it so."""
+        newest = self._newest(schedule_id)
         if not newest:
             return 0
         entries = self._query(
@@ -478,12 +473,67 @@ class DynamoRunRecords(DynamoTables, OccurrenceStore):
             self.tables.occurrences,
             [{"pk": e["pk"], "sk": e["sk"]} for e in entries if e["pk"] == {"S": schedule_id}],
         )
-        waiting = dict.fromkeys(
+        closing = dict.fromkeys(
             str(it.value(record["occurrence_id"]))
             for record in (*newest, *outboxed)
             if record.get("status") == {"S": _SCHEDULED}
         )
-        return len(self.close_runs([Closure(oid, status, reason) for oid in waiting], now))
+        closing.update(
+            dict.fromkeys(str(it.value(r["occurrence_id"])) for r in _left_unsent(newest))
+        )
+        return len(
+            self._transition(
+                list(closing),
+                set_=lambda _: {
+                    "status": status.value,
+                    "reason": reason,
+                    "finished_at": it.iso(now),
+                },
+                remove=OUTBOX_ATTRIBUTES,
+                condition=(
+                    "#status = :scheduled OR (#status = :admitted AND "
+                    "(attribute_not_exists(#attempts) OR #attempts = :zero))"
+                ),
+                names={"#status": "status", "#attempts": "attempts"},
+                values={
+                    ":scheduled": {"S": _SCHEDULED},
+                    ":admitted": {"S": RunStatus.ADMITTED.value},
+                    ":zero": {"N": "0"},
+                },
+            )
+        )
+
+    def requeue_unsent(self, schedule_id: str) -> int:
+        """Put back in the outbox what the last pass that stored the
+        schedule's slots may have left unsent (``_left_unsent``), for an
+        edit, which stops the planning of the old version's slots. A record
+        stored admitted is out of the outbox from its write, stamped sent
+        (``_write_occurrence``); if the pass that wrote it died before the
+        send, the next pass plans its slot again and sends it, unless the
+        schedule changed meanwhile. Dispatch then sends it, and the worker's
+        start decision runs it (an edit keeps a planned slot's version). A
+        pause or a delete closes it instead (``close_scheduled``). Returns
+        how many."""
+        left = _left_unsent(self._newest(schedule_id))
+        return self.into_outbox([it.run_from_item(record) for record in left])
+
+    def _newest(self, schedule_id: str) -> list[dict[str, Any]]:
+        """The schedule's newest records, read consistently: ``NEWEST_CHECKED``
+        of them, then on while they are ``_left_unsent``'s."""
+        newest: list[dict[str, Any]] = []
+        request = it.newest_first_request(
+            self.tables.occurrences, schedule_id, consistent=True, page=NEWEST_CHECKED
+        )
+        first: Mapping[str, Any] | None = None  # the last pass's newest record left
+        for record in self._query(request):
+            if len(newest) == NEWEST_CHECKED:
+                first = next(iter(_left_unsent(newest)), None)
+            if len(newest) >= NEWEST_CHECKED and not (
+                first is not None and _unsent(record) and _same_pass(record, first)
+            ):
+                break
+            newest.append(record)
+        return newest
 
     def withdraw_planned(self, schedule_id: str, after: datetime) -> int:
         """The schedule's records after ``after`` (one strongly consistent
@@ -561,6 +611,27 @@ def _unstarted_values(run: Run) -> dict[str, Any]:
         ":admitted": {"S": RunStatus.ADMITTED.value},
         ":zero": {"N": "0"},
     }
+
+
+def _left_unsent(newest: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Of a schedule's newest records (newest first), what the last pass that
+    stored its slots may have left unsent: its records (stamped by it, one
+    ``materialized_at``) stored admitted and never started, from the newest
+    on. A pass that died is the last to store the schedule's slots: nothing
+    planned them since. One that did not sent them already: they are sent
+    again, a pass's worth at most."""
+    left: list[Mapping[str, Any]] = []
+    for record in newest:
+        if not _unsent(record):
+            continue
+        if left and not _same_pass(record, left[0]):
+            break
+        left.append(record)
+    return left
+
+
+def _same_pass(record: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
+    return record.get("materialized_at") == other.get("materialized_at")
 
 
 def _unsent(record: Mapping[str, Any]) -> bool:

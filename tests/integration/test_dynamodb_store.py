@@ -327,9 +327,11 @@ def test_slots_out_of_reach_of_a_zone_change_are_not_looked_up(
     calls = _operations(client)
     run = _slot(sid, 2, "2026-12-01T14:00:00Z", "2026-12-01T14:00:00Z")
     assert store.records.insert([run]) == [run.occurrence_id]
+    assert "Query" not in calls
     changed = "sch_changedlongago"
     store.schedules.create(build_schedule(NOW, schedule_id=changed))
     _zone_changed(store, changed, "Europe/Paris", utc("2026-11-01T10:00:00Z"))
+    calls.clear()  # the edit reads its newest records (``requeue_unsent``)
     late = _slot(changed, 2, "2026-12-01T08:00:00Z", "2026-12-01T09:00:00Z")
     assert store.records.insert([late]) == [late.occurrence_id]
     assert "Query" not in calls
@@ -487,6 +489,59 @@ def test_a_plain_materialization_finding_an_unsent_occurrence_puts_it_in_the_out
     assert found is not None and found.pending
     [pending] = store.records.pending_due(run.shard, run.bucket, run.bucket, run.scheduled_at, 10)
     assert pending.occurrence_id == run.occurrence_id
+
+
+def test_a_change_puts_back_in_the_outbox_what_a_pass_that_died_left_unsent(
+    store: DynamoPorts,
+) -> None:
+    sid, run, plan = _plan_admitted(store, "2026-12-01T08:01:00Z")
+    store.schedules.materialize([plan], NOW)  # the pass dies: stored, never sent
+    assert store.records.pending_due(run.shard, run.bucket, run.bucket, run.scheduled_at, 10) == []
+    assert store.records.requeue_unsent(sid) == 1
+    [pending] = store.records.pending_due(run.shard, run.bucket, run.bucket, run.scheduled_at, 10)
+    assert pending.occurrence_id == run.occurrence_id and pending.status is RunStatus.ADMITTED
+    assert store.records.requeue_unsent(sid) == 0  # in the outbox already: nothing changes
+
+
+@pytest.mark.parametrize("slots", [3, 40])  # within the newest read, and beyond it
+def test_a_pause_closes_every_slot_the_last_pass_left_unsent_and_no_earlier_one(
+    store: DynamoPorts, slots: int
+) -> None:
+    schedule = build_schedule(NOW)
+    store.schedules.create(schedule)
+    sid = schedule.schedule_id
+    # An earlier pass's slot, sent and not started yet: out of the outbox too.
+    before = NOW - timedelta(hours=1)
+    earlier = replace(_run(sid, "2026-12-01T07:00:00Z"), materialized_at=before).admitted(before)
+    early = Materialization(sid, 1, schedule.next_due, None, earlier.scheduled_at, (earlier,))
+    [sent] = store.schedules.materialize([early], before).to_send
+    assert sent.occurrence_id == earlier.occurrence_id
+    # The last pass caught slots up and died before it sent them or advanced.
+    runs = tuple(
+        _run(sid, f"2026-12-01T07:{minute:02d}:30Z").admitted(NOW)
+        for minute in range(10, 10 + slots)
+    )
+    plan = Materialization(sid, 1, schedule.next_due, None, runs[-1].scheduled_at, runs)
+    store.schedules.materialize([plan], NOW)
+    assert store.records.close_scheduled(sid, RunStatus.SKIPPED, "paused", NOW) == len(runs)
+    statuses = {r.occurrence_id: r.status for r in store.records.runs(sid, 100).items}
+    assert all(statuses[run.occurrence_id] is RunStatus.SKIPPED for run in runs)
+    assert statuses[earlier.occurrence_id] is RunStatus.ADMITTED  # the worker decides it
+
+
+def test_a_started_occurrence_is_not_put_back_in_the_outbox(store: DynamoPorts) -> None:
+    sid, run, plan = _plan_admitted(store, "2026-12-01T08:01:00Z")
+    store.schedules.materialize([plan], NOW)
+    store.records.client.update_item(
+        TableName=store.records.tables.occurrences,
+        Key=items.record_key_of_run(run),
+        UpdateExpression="SET #s = :running, attempts = :one",
+        ExpressionAttributeNames={"#s": "status"},
+        ExpressionAttributeValues={":running": {"S": "running"}, ":one": {"N": "1"}},
+    )
+    assert store.records.requeue_unsent(sid) == 0
+    found = store.records.get_run(run.occurrence_id)
+    assert found is not None and found.status is RunStatus.RUNNING and not found.pending
 
 
 def test_a_started_occurrence_found_again_is_not_sent_again(store: DynamoPorts) -> None:

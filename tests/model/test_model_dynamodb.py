@@ -18,6 +18,15 @@ schedule's backfill and sends it (the worker then cancels it at start, so
 the target is not called). DynamoDB's admission now reads the HEADs
 strongly and leaves a record of a schedule no longer active waiting, refused,
 for dispatch to close (``DynamoRunRecords.admit``), as SQLite's condition does.
+
+A pass that dies after it stored admitted slots, then a schedule change: on
+DynamoDB a slot stored admitted is out of the outbox from its write, stamped
+sent, and the next pass, planning the slot again, sends it. A pause, a
+delete or an edit stops that planning: the slot stayed admitted for ever
+(found by the campaign as "no run is left stuck"; a slot planned ahead that
+an edit keeps was not checked then). The change now puts what the pass left
+unsent back in the outbox (``DynamoRunRecords.requeue_unsent``); on SQLite
+it never left it.
 """
 
 from __future__ import annotations
@@ -108,3 +117,39 @@ def test_a_delete_that_dies_half_way_admits_nothing_on_dynamodb() -> None:
         _a_backfill_then_a_delete_that_dies(machine, dies=True)
     finally:
         machine.backend.close()
+
+
+def _a_pass_dies_after_storing_then(machine: DuetimeMachine, change: str, *, ahead: bool) -> None:
+    """A pass stores a slot admitted and dies before it sends it (after an
+    outage: a due slot; or 60 s before it: a slot planned ahead), then the
+    schedule is changed; the settle that follows finds every run ended."""
+    machine.start_near_a_dst_night("london fall back")  # 00:10Z
+    label = machine.create("london 01:15 daily", "dst next_valid/second")  # 01:15Z
+    machine.promises_hold()
+    if ahead:
+        machine.clock.set(utc("2026-10-25T01:14:00Z"))
+    else:
+        machine.long_outage(7)
+    machine.promises_hold()
+    machine.arm_crash_at_call(("tick-b", "materialize"), 1, "after")
+    machine.promises_hold()
+    machine.tick("tick-b")
+    machine.promises_hold()
+    if change == "delete":
+        machine.delete(label)
+    elif change == "pause":
+        machine.pause(label)
+    else:
+        machine.edit(label, "new-york 02:30 daily", "latest_only")
+    machine.promises_hold()
+
+
+@pytest.mark.parametrize("ahead", [False, True], ids=["due", "ahead"])
+@pytest.mark.parametrize("change", ["delete", "pause", "edit"])
+@pytest.mark.parametrize("machine_type", [SqliteMachine, DynamoMachine], ids=["sqlite", "dynamodb"])
+def test_a_change_after_a_pass_died_leaves_no_run_admitted(
+    machine_type: type[DuetimeMachine], change: str, ahead: bool
+) -> None:
+    machine = machine_type()
+    _a_pass_dies_after_storing_then(machine, change, ahead=ahead)
+    machine.teardown()
