@@ -40,9 +40,15 @@ from tests.model.test_model import DynamoMachine, SqliteMachine  # noqa: E402
 
 
 def _replay(error: BaseException) -> str:
+    """The violation and its shrunk replay. A failure hypothesis could not
+    replay (a flaky one) is a group: each failure in it is shown, so the
+    promise that broke is named even when the replay is not."""
     notes = getattr(error, "__notes__", [])
     lines = [line for line in notes if "promises_hold()" not in line]
-    return f"{type(error).__name__}: {error}\n" + "\n".join(lines)
+    text = f"{type(error).__name__}: {error}\n" + "\n".join(lines)
+    for inner in getattr(error, "exceptions", ()):
+        text += "\n  within it: " + _replay(inner).replace("\n", "\n  ")
+    return text
 
 
 def main(argv: list[str] | None = None) -> int:

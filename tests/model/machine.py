@@ -44,7 +44,7 @@ from hypothesis.stateful import (
 from adapters.definitions import DELIVERY_QUEUE
 from domain.partition import Partitioning
 from domain.run import Reason, Run, RunKind, RunStatus, new_occurrence
-from domain.schedule import Overdue
+from domain.schedule import Overdue, Overlap
 from domain.spec import Slot, slots_after
 from handlers.worker import handle_message
 from service.errors import ScheduleNotActive, ScheduleNotFound, VersionConflict
@@ -162,6 +162,10 @@ class VersionModel:
     ends_at: datetime | None = None  # when the next version replaced it
     overdue: Overdue = Overdue.CATCH_UP_ALL
     catchup_window: timedelta | None = None  # under expire
+    # overlap ``skip``: a slot whose previous occurrence is still in progress
+    # (running, or retrying) when it would start is skipped, whatever the
+    # overdue policy says of it.
+    skips_overlap: bool = False
 
 
 @dataclass
@@ -325,6 +329,7 @@ class DuetimeMachine(RuleBasedStateMachine):
             schedule.next_due,
             overdue=stored.policy.overdue,
             catchup_window=stored.policy.catchup_window,
+            skips_overlap=stored.policy.overlap is Overlap.SKIP,
         )
 
     def _sync(self, model: ScheduleModel, payload: dict[str, Any] | None = None) -> None:
@@ -899,6 +904,8 @@ class DuetimeMachine(RuleBasedStateMachine):
                     self._violate("no lost occurrence", f"{where} has no record")
                     return
                 ran = run.occurrence_id in started
+                if version.skips_overlap and (run.reason or "").startswith(Reason.OVERLAP):
+                    continue  # its previous occurrence was still in progress
                 if version.overdue is Overdue.LATEST_ONLY:
                     if index < len(due) - 1:
                         if ran or run.reason != Reason.SUPERSEDED:
