@@ -309,7 +309,7 @@ class ScheduleService:
             _check_shown(
                 replace(schedule, version=new.version, current=new, next_due=next_due), now
             )
-            self.store.records.insert(missed)
+            self._record_missed(missed)
             if self.store.schedules.save_version(
                 new, expected_next_due=schedule.next_due, next_due=next_due, now=now
             ):
@@ -340,7 +340,7 @@ class ScheduleService:
             # business key is its first slot's: a repeated resume records it once).
             missed = _computed(lambda: self._paused(schedule, now))  # noqa: B023
             next_due = _computed(lambda: _first_slot(version, now, check=False))  # noqa: B023
-            self.store.records.insert(missed)
+            self._record_missed(missed)
             if self.store.schedules.resume(
                 schedule_id, expected_next_due=schedule.next_due, next_due=next_due, now=now
             ):
@@ -548,6 +548,30 @@ class ScheduleService:
             return []
         text = pause_summary_text(count, at_least=count >= SUMMARY_COUNT_LIMIT)
         return [self._summary(schedule, first, last, text, now)]
+
+    def _record_missed(self, records: Sequence[Run]) -> None:
+        """Write the records of slots no pass planned (an edit's, a resume's).
+        A slot already recorded (a backfill ran it) keeps its record. A
+        summary is no slot: one whose instant another record holds (its
+        first slot, backfilled) moves a microsecond later, as a trigger does,
+        until it is written or found written by a call before (its business
+        key is its first slot's); otherwise the slots it counts would have
+        no record at all."""
+        written = set(self.store.records.insert(records))
+        for run in records:
+            if run.kind is not RunKind.SUMMARY or run.occurrence_id in written:
+                continue
+            for _ in range(_RETRIES):
+                if self.store.records.get_by_business_key(run.business_key) is not None:
+                    break
+                at = run.scheduled_at + _EPSILON
+                run = replace(
+                    run,
+                    scheduled_at=at,
+                    occurrence_id=occurrence_id(run.schedule_id, run.version, at),
+                )
+                if self.store.records.insert([run]):
+                    break
 
     @staticmethod
     def _slots(schedule: Schedule, after: datetime, upto: datetime) -> Iterator[Slot]:

@@ -96,3 +96,32 @@ def test_an_edit_while_paused_after_an_outage_leaves_the_missed_slots_counted(
             "paused: 6 slots skipped, 2026-12-01T08:10:00Z to 2026-12-01T09:00:00Z",
         )
     ]
+
+
+def test_an_edit_after_a_long_outage_counts_the_slots_past_its_bound_when_some_were_backfilled(
+    world: World, clock: FakeClock
+) -> None:
+    # Given a schedule every 5 minutes, and every dispatcher down for 9 hours
+    schedule, _ = world.schedules.create(
+        definition(_body({"cron": "*/5 * * * *"}, {"overdue": "catch_up_all"}))
+    )
+    sid = schedule.schedule_id
+    world.ticker().tick_once()
+    clock.set(utc("2026-12-01T17:02:00Z"))
+    # And the last hour backfilled by hand
+    world.schedules.backfill(sid, utc("2026-12-01T16:00:00Z"), utc("2026-12-01T16:55:00Z"))
+    # When the schedule is edited: 108 slots no pass planned, past the 100 recorded one by
+    # one, so the last ones are counted by a summary whose first slot was backfilled
+    world.schedules.edit(
+        sid, 1, definition(_body({"cron": "*/7 * * * *"}, {"overdue": "catch_up_all"}))
+    )
+    # Then every slot of version 1 due before the edit has a record or is in the summary
+    runs = world.store.records.runs(sid, 500).items
+    [summary] = [r for r in runs if r.kind is RunKind.SUMMARY]
+    assert summary.status is RunStatus.SKIPPED
+    assert summary.reason is not None and summary.reason.endswith(
+        "2026-12-01T16:25:00Z to 2026-12-01T17:00:00Z"
+    )
+    recorded = {r.scheduled_at for r in runs if r.kind is not RunKind.SUMMARY}
+    assert utc("2026-12-01T17:00:00Z") not in recorded  # counted by the summary only
+    assert utc("2026-12-01T16:25:00Z") in recorded  # backfilled: the summary moved past it
