@@ -491,6 +491,17 @@ def test_a_plain_materialization_finding_an_unsent_occurrence_puts_it_in_the_out
     assert pending.occurrence_id == run.occurrence_id
 
 
+def _mark_started(store: DynamoPorts, run: Run) -> None:
+    """A worker took the run: its first attempt started."""
+    store.records.client.update_item(
+        TableName=store.records.tables.occurrences,
+        Key=items.record_key_of_run(run),
+        UpdateExpression="SET #s = :running, attempts = :one",
+        ExpressionAttributeNames={"#s": "status"},
+        ExpressionAttributeValues={":running": {"S": "running"}, ":one": {"N": "1"}},
+    )
+
+
 def test_a_change_puts_back_in_the_outbox_what_a_pass_that_died_left_unsent(
     store: DynamoPorts,
 ) -> None:
@@ -532,13 +543,7 @@ def test_a_pause_closes_every_slot_the_last_pass_left_unsent_and_no_earlier_one(
 def test_a_started_occurrence_is_not_put_back_in_the_outbox(store: DynamoPorts) -> None:
     sid, run, plan = _plan_admitted(store, "2026-12-01T08:01:00Z")
     store.schedules.materialize([plan], NOW)
-    store.records.client.update_item(
-        TableName=store.records.tables.occurrences,
-        Key=items.record_key_of_run(run),
-        UpdateExpression="SET #s = :running, attempts = :one",
-        ExpressionAttributeNames={"#s": "status"},
-        ExpressionAttributeValues={":running": {"S": "running"}, ":one": {"N": "1"}},
-    )
+    _mark_started(store, run)
     assert store.records.requeue_unsent(sid) == 0
     found = store.records.get_run(run.occurrence_id)
     assert found is not None and found.status is RunStatus.RUNNING and not found.pending
@@ -547,13 +552,7 @@ def test_a_started_occurrence_is_not_put_back_in_the_outbox(store: DynamoPorts) 
 def test_a_started_occurrence_found_again_is_not_sent_again(store: DynamoPorts) -> None:
     _, run, plan = _plan_admitted(store, "2026-12-01T08:01:00Z")
     store.schedules.materialize([plan], NOW)
-    store.records.client.update_item(
-        TableName=store.records.tables.occurrences,
-        Key=items.record_key_of_run(run),
-        UpdateExpression="SET #s = :running, attempts = :one",
-        ExpressionAttributeNames={"#s": "status"},
-        ExpressionAttributeValues={":running": {"S": "running"}, ":one": {"N": "1"}},
-    )
+    _mark_started(store, run)
     stored = store.schedules.materialize([plan], NOW)
     assert stored.to_send == ()
     [outcome] = stored.outcomes
