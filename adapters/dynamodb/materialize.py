@@ -110,20 +110,11 @@ class DynamoMaterializer(DynamoPlanLog, ScheduleStore):
             versions=self.get_versions,
         )
 
-    def save_version(
-        self,
-        new: ScheduleVersion,
-        *,
-        expected_next_due: datetime | None,
-        next_due: datetime | None,
-        now: datetime,
-    ) -> bool:
+    def save_version(self, new: ScheduleVersion, **change: Any) -> bool:
         """An edit (``DynamoSchedules.save_version``); once it is written, the
         old version's slots a pass stored and may have left unsent are put
         back in the outbox (``requeue_unsent``): no pass plans them again."""
-        saved = super().save_version(
-            new, expected_next_due=expected_next_due, next_due=next_due, now=now
-        )
+        saved = super().save_version(new, **change)
         if saved:
             self.records.requeue_unsent(new.schedule_id)
         return saved
