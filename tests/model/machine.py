@@ -139,6 +139,9 @@ PLAN_LEASE = timedelta(seconds=120)
 # Index lags the model may choose (model seconds; DynamoDB's is usually under
 # a second, with a tail of seconds, longer under a burst of writes).
 INDEX_LAGS = (0.0, 0.5, 2.0, 10.0, 30.0)
+# How many messages an outage's worker takes at most before the outage is
+# judged (a bound on a loop that a hanging target keeps busy).
+OUTAGE_DELIVERIES = 5_000
 
 
 def note(text: str) -> None:
@@ -523,10 +526,14 @@ class DuetimeMachine(RuleBasedStateMachine):
         if not self._tick("tick-a") or not judged:
             return
         outage = Outage(start, self.clock.now())
-        for _ in range(200):
+        # Every message the queue holds: a backlog the long outages before
+        # left (they deliver nothing) is taken too, before the check.
+        drained = False
+        for _ in range(OUTAGE_DELIVERIES):
             if not self._deliver(0):
+                drained = True
                 break
-        if self.restarts == restarts:  # no process died meanwhile
+        if drained and self.restarts == restarts:  # no process died meanwhile
             self._outage_kept(outage)
 
     @precondition(lambda self: self.index_lag and self.backend.lags)
