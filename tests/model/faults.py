@@ -13,9 +13,9 @@ durable state, as a restart would.
 
 from __future__ import annotations
 
-import uuid
+import itertools
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal
@@ -256,11 +256,18 @@ class Transit(WorkQueue):
     visibility_timeout_s: float
     messages: dict[str, Message] = field(default_factory=dict)
     dead: list[tuple[str, str]] = field(default_factory=list)
+    # Ids and receipts in the order they are made, not random ones: messages
+    # visible at one instant are taken in the order they arrived, so a
+    # replay of an example takes them in the same order.
+    _numbers: Iterator[int] = field(default_factory=itertools.count)
+
+    def _next_id(self) -> str:
+        return f"{next(self._numbers):012d}"
 
     def arrive(self, bodies: list[str]) -> None:
         now = self.clock.now()
         for body in bodies:
-            message_id = uuid.uuid4().hex
+            message_id = self._next_id()
             self.messages[message_id] = Message(message_id, body, now)
 
     def visible(self) -> list[Message]:
@@ -271,7 +278,7 @@ class Transit(WorkQueue):
         )
 
     def take(self, message: Message) -> QueueMessage:
-        message.receipt = uuid.uuid4().hex
+        message.receipt = self._next_id()
         message.receive_count += 1
         message.visible_at = self.clock.now() + timedelta(seconds=self.visibility_timeout_s)
         return QueueMessage(
@@ -279,7 +286,7 @@ class Transit(WorkQueue):
         )
 
     def duplicate(self, message: Message) -> None:
-        copy = uuid.uuid4().hex
+        copy = self._next_id()
         self.messages[copy] = Message(copy, message.body, self.clock.now())
 
     def hold_back(self, message: Message, seconds: float) -> None:
