@@ -178,3 +178,30 @@ def test_an_edit_after_a_backfill_and_a_long_outage_loses_no_slot(
     step("edit", label=label, policy="catch_up_all, 3 attempts", spec="every 7 min")
     step("tick_when_next_due", late=0, name="tick-a")
     state.teardown()
+
+
+@pytest.mark.parametrize("machine_type", [SqliteMachine, DynamoMachine], ids=["sqlite", "dynamodb"])
+def test_a_delete_that_dies_after_a_slot_was_admitted_ahead_runs_nothing(
+    machine_type: type[DuetimeMachine],
+) -> None:
+    """The campaign's replay (shrunk): a pass stores the 00:35 slot admitted,
+    its intent queued for 00:35; the delete marks the schedule deleted and
+    dies before it withdraws the slot. The slot was admitted before the
+    delete, and the worker's start decision cancels it: the target is never
+    called. (The check had read its admission, dated at its slot, as one
+    made while deleted.)"""
+    state = machine_type()
+
+    def step(rule: str, **args: object) -> object:
+        result = getattr(state, rule)(**args)
+        state.promises_hold()
+        return result
+
+    step("start_near_a_dst_night", start="london fall back", ids=0)
+    step("a_while_passes", minutes=23)
+    label = step("create", policy="catch_up_all, 3 attempts", spec="new-york every 5 min")
+    step("arm_crash", at=1, name="api", when="after")
+    step("outage", minutes=1)
+    step("delete", label=label)
+    state.teardown()
+    assert not [call for call in state.target.calls if call.attempt == 1]
