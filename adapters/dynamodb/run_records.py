@@ -28,6 +28,7 @@ through it; ``dynamo_store`` hands the same one to the service.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -519,20 +520,20 @@ class DynamoRunRecords(DynamoTables, OccurrenceStore):
 
     def _newest(self, schedule_id: str) -> list[dict[str, Any]]:
         """The schedule's newest records, read consistently: ``NEWEST_CHECKED``
-        of them, then on while they are ``_left_unsent``'s."""
-        newest: list[dict[str, Any]] = []
-        request = it.newest_first_request(
-            self.tables.occurrences, schedule_id, consistent=True, page=NEWEST_CHECKED
+        of them, then on while they are the last pass's left unsent
+        (``_left_unsent``)."""
+        records = self._query(
+            it.newest_first_request(
+                self.tables.occurrences, schedule_id, consistent=True, page=NEWEST_CHECKED
+            )
         )
-        first: Mapping[str, Any] | None = None  # the last pass's newest record left
-        for record in self._query(request):
-            if len(newest) == NEWEST_CHECKED:
-                first = next(iter(_left_unsent(newest)), None)
-            if len(newest) >= NEWEST_CHECKED and not (
-                first is not None and _unsent(record) and _same_pass(record, first)
-            ):
-                break
-            newest.append(record)
+        newest = list(itertools.islice(records, NEWEST_CHECKED))
+        left = _left_unsent(newest)
+        if left and len(newest) == NEWEST_CHECKED:
+            pass_of = left[0]
+            newest += itertools.takewhile(
+                lambda record: _unsent(record) and _same_pass(record, pass_of), records
+            )
         return newest
 
     def withdraw_planned(self, schedule_id: str, after: datetime) -> int:
